@@ -1,0 +1,105 @@
+// Command primer runs the Primer platform: `primer serve` starts the API, the
+// Temporal worker and, on embedded defaults, the Temporal server and web UI.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/primerhq/primer/worker"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		fmt.Fprintln(os.Stderr, "usage: primer serve [flags]   (primer serve -h for flags)")
+		os.Exit(2)
+	}
+	os.Exit(serve(os.Args[2:]))
+}
+
+func serve(args []string) int {
+	var cfg worker.Config
+	var level string
+	fs := flag.NewFlagSet("primer serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.Addr, "addr", env("PRIMER_ADDR", "127.0.0.1:8080"), "API listen address (PRIMER_ADDR)")
+	fs.StringVar(&cfg.DataDir, "data-dir", env("PRIMER_DATA_DIR", ""), "data directory (PRIMER_DATA_DIR; default ~/.local/share/primer)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", env("PRIMER_DATABASE_URL", ""), "empty for SQLite in the data dir, or postgres://... (PRIMER_DATABASE_URL)")
+	fs.StringVar(&cfg.TemporalAddress, "temporal-address", env("PRIMER_TEMPORAL_ADDRESS", ""), "external Temporal host:port; empty starts the embedded server (PRIMER_TEMPORAL_ADDRESS)")
+	fs.StringVar(&cfg.TemporalNamespace, "temporal-namespace", env("PRIMER_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (PRIMER_TEMPORAL_NAMESPACE)")
+	fs.IntVar(&cfg.TemporalPort, "temporal-port", envInt("PRIMER_TEMPORAL_PORT", 7233), "embedded Temporal frontend port (PRIMER_TEMPORAL_PORT)")
+	fs.IntVar(&cfg.TemporalUIPort, "temporal-ui-port", envInt("PRIMER_TEMPORAL_UI_PORT", 8233), "embedded Temporal web UI port, -1 to disable (PRIMER_TEMPORAL_UI_PORT)")
+	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", envDuration("PRIMER_PROBE_INTERVAL", 30*time.Second), "workspace probe interval (PRIMER_PROBE_INTERVAL)")
+	fs.Int64Var(&cfg.MaxFileBytes, "max-file-bytes", int64(envInt("PRIMER_MAX_FILE_BYTES", 64<<20)), "largest file read or written through the API (PRIMER_MAX_FILE_BYTES)")
+	fs.StringVar(&level, "log-level", env("PRIMER_LOG_LEVEL", "info"), "debug, info, warn or error (PRIMER_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		fmt.Fprintf(os.Stderr, "primer: log level %q: %v\n", level, err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := worker.Start(ctx, cfg, logger)
+	if err != nil {
+		logger.Error("primer serve failed to start", "error", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "primer API:        %s\n", srv.URL())
+	if ui := srv.TemporalUIAddress(); ui != "" {
+		fmt.Fprintf(os.Stderr, "Temporal web UI:   %s\n", ui)
+	}
+	err = srv.Wait(ctx)
+	logger.Info("primer stopping")
+	if stopErr := srv.Stop(); stopErr != nil {
+		logger.Error("primer stop", "error", stopErr)
+	}
+	if err != nil {
+		logger.Error("primer serve", "error", err)
+		return 1
+	}
+	return 0
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(key string, def int) int {
+	v := env(key, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "primer: %s=%q is not a number\n", key, v)
+		os.Exit(2)
+	}
+	return n
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	v := env(key, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "primer: %s=%q is not a duration (like 30s)\n", key, v)
+		os.Exit(2)
+	}
+	return d
+}

@@ -1,0 +1,273 @@
+// Package protocol defines the messages the platform and primer-runtime
+// exchange over one WebSocket per client. Frames are JSON text messages;
+// requests carry a client-chosen id and every server frame names the request
+// it belongs to, so many calls share one connection. PROTOCOL.md in the
+// runtime folder documents every frame with examples.
+//
+// Compatibility rule: fields may be added (receivers ignore unknown fields);
+// any incompatible change gets a new subprotocol name instead of Version.
+package protocol
+
+import (
+	"encoding/json"
+	"os"
+	"time"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// Version is the WebSocket subprotocol both sides must agree on. It changes
+// only for incompatible changes.
+const Version = "primer.runtime.v1"
+
+// DefaultMaxFileBytes is the largest file read or written in one request
+// unless the server is configured otherwise.
+const DefaultMaxFileBytes int64 = 64 << 20
+
+// FrameLimit is the largest frame a side must accept to carry a file of
+// maxFileBytes: base64 grows data by 4/3, plus room for the envelope.
+func FrameLimit(maxFileBytes int64) int64 {
+	return (maxFileBytes+2)/3*4 + 1<<20
+}
+
+// Request operations (the "op" field of a client frame).
+const (
+	OpPing       = "ping"
+	OpRead       = "read"
+	OpWrite      = "write"
+	OpStat       = "stat"
+	OpList       = "list"
+	OpRemove     = "remove"
+	OpMkdir      = "mkdir"
+	OpRename     = "rename"
+	OpExec       = "exec"
+	OpExecStdin  = "exec.stdin"
+	OpExecCancel = "exec.cancel"
+)
+
+// Server frame types (the "type" field of a server frame).
+const (
+	TypeResult     = "result"
+	TypeExecOutput = "exec.output"
+	TypeExecExit   = "exec.exit"
+)
+
+// Output stream names in exec.output frames.
+const (
+	StreamStdout = "stdout"
+	StreamStderr = "stderr"
+)
+
+// Request is every client frame. Op says which fields are read; the others
+// are left empty. ID is chosen by the client and unique among its requests
+// in flight on the connection.
+type Request struct {
+	ID uint64 `json:"id"`
+	Op string `json:"op"`
+
+	// Path is the file or directory for read, write, stat, list, remove and
+	// mkdir, relative to the workspace root.
+	Path string `json:"path,omitempty"`
+	// Data is the content for write and the bytes for exec.stdin.
+	Data []byte `json:"data,omitempty"`
+	// Mode is the permission bits for write and mkdir; zero means 0644 for
+	// files and 0755 for directories.
+	Mode uint32 `json:"mode,omitempty"`
+	// Recursive makes remove delete a directory and everything in it.
+	Recursive bool `json:"recursive,omitempty"`
+	// Parents makes mkdir create missing parents and accept an existing
+	// directory.
+	Parents bool `json:"parents,omitempty"`
+	// From and To are the rename source and destination.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+
+	// Exec holds the command for exec.
+	Exec *ExecParams `json:"exec,omitempty"`
+
+	// Target is the id of the exec request that exec.stdin and exec.cancel
+	// act on.
+	Target uint64 `json:"target,omitempty"`
+	// Close closes the process's stdin after Data (exec.stdin).
+	Close bool `json:"close,omitempty"`
+	// Signal is the signal exec.cancel sends to the process group, by name
+	// ("SIGTERM", "TERM", "KILL"); empty means SIGKILL.
+	Signal string `json:"signal,omitempty"`
+}
+
+// ExecParams is the command of an exec request.
+type ExecParams struct {
+	// Args is the program and its arguments; no shell is involved unless the
+	// caller asks for one (["sh", "-c", "..."]).
+	Args []string `json:"args"`
+	// Env is added to the runtime's environment for this command.
+	Env map[string]string `json:"env,omitempty"`
+	// Cwd is the working directory relative to the workspace root.
+	Cwd string `json:"cwd,omitempty"`
+	// Stdin is written to the process's stdin first.
+	Stdin []byte `json:"stdin,omitempty"`
+	// StdinOpen keeps stdin open after Stdin for exec.stdin frames; without
+	// it stdin is closed after Stdin (or is empty).
+	StdinOpen bool `json:"stdin_open,omitempty"`
+	// TimeoutMS kills the process group after this many milliseconds; zero
+	// means no limit.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// Stream sends output in exec.output frames as it is produced. Without
+	// it the server may hold output back and return it in exec.exit, which
+	// saves frames for short commands.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// Response is the result frame that answers a request.
+type Response struct {
+	Type   string `json:"type"` // TypeResult
+	ID     uint64 `json:"id"`
+	Result any    `json:"result,omitempty"`
+	Error  *Error `json:"error,omitempty"`
+}
+
+// Error is a failed request. Code is an errs.Kind string.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ErrorOf turns an error into its wire form.
+func ErrorOf(err error) *Error {
+	return &Error{Code: errs.KindOf(err).String(), Message: err.Error()}
+}
+
+// Err turns a wire error back into an errs-kinded error.
+func (e *Error) Err() error {
+	return &errs.Error{Kind: errs.ParseKind(e.Code), Msg: e.Message}
+}
+
+// ExecOutput is a chunk of a running command's output.
+type ExecOutput struct {
+	Type   string `json:"type"` // TypeExecOutput
+	ID     uint64 `json:"id"`
+	Stream string `json:"stream"`
+	Data   []byte `json:"data"`
+}
+
+// ExecExit ends an exec: it follows every exec.output frame of the command.
+type ExecExit struct {
+	Type     string `json:"type"` // TypeExecExit
+	ID       uint64 `json:"id"`
+	ExitCode int    `json:"exit_code"`
+	// Signal names the signal that ended the process, if one did.
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out"`
+	Canceled bool   `json:"canceled"`
+	// DurationMS is the run time in milliseconds, fractional.
+	DurationMS float64 `json:"duration_ms"`
+	// Stdout and Stderr hold output not yet sent in exec.output frames.
+	Stdout []byte `json:"stdout,omitempty"`
+	Stderr []byte `json:"stderr,omitempty"`
+}
+
+// Frame is any server frame, for decoding: Type says which fields are set.
+type Frame struct {
+	Type string `json:"type"`
+	ID   uint64 `json:"id"`
+
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+
+	Stream string `json:"stream,omitempty"`
+	Data   []byte `json:"data,omitempty"`
+
+	ExitCode   int     `json:"exit_code,omitempty"`
+	Signal     string  `json:"signal,omitempty"`
+	TimedOut   bool    `json:"timed_out,omitempty"`
+	Canceled   bool    `json:"canceled,omitempty"`
+	DurationMS float64 `json:"duration_ms,omitempty"`
+	Stdout     []byte  `json:"stdout,omitempty"`
+	Stderr     []byte  `json:"stderr,omitempty"`
+}
+
+// PingResult answers ping.
+type PingResult struct {
+	Version string `json:"version"`
+}
+
+// ReadResult answers read.
+type ReadResult struct {
+	Data []byte `json:"data"`
+}
+
+// ListResult answers list.
+type ListResult struct {
+	Entries []FileInfo `json:"entries"`
+}
+
+// ExecStarted answers exec once the process runs; its output and exit follow.
+type ExecStarted struct {
+	PID int `json:"pid"`
+}
+
+// FileInfo describes a file or directory in the workspace. A symlink is
+// described itself, not its target.
+type FileInfo struct {
+	Name string `json:"name"`
+	// Path is relative to the workspace root.
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// Mode is the Unix permission bits (0o7777).
+	Mode      uint32    `json:"mode"`
+	ModTime   time.Time `json:"mod_time"`
+	IsDir     bool      `json:"is_dir"`
+	IsSymlink bool      `json:"is_symlink"`
+}
+
+// FileMode returns the permission bits with the directory and symlink type
+// bits of os.FileMode.
+func (fi FileInfo) FileMode() os.FileMode {
+	m := os.FileMode(fi.Mode & 0o777)
+	if fi.Mode&0o4000 != 0 {
+		m |= os.ModeSetuid
+	}
+	if fi.Mode&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	if fi.Mode&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	if fi.IsDir {
+		m |= os.ModeDir
+	}
+	if fi.IsSymlink {
+		m |= os.ModeSymlink
+	}
+	return m
+}
+
+// ExecRequest is a command to run in the workspace.
+type ExecRequest struct {
+	// Args is the program and its arguments; use ["sh", "-c", script] for a
+	// shell.
+	Args []string
+	// Env is added to the workspace environment.
+	Env map[string]string
+	// Cwd is relative to the workspace root; empty means the root.
+	Cwd string
+	// Stdin is the command's input.
+	Stdin []byte
+	// Timeout kills the command's process group after this long; zero means
+	// no limit.
+	Timeout time.Duration
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	// ExitCode is the process's exit status, or 128+n when signal n ended it.
+	ExitCode int
+	// Stdout and Stderr hold the output when the caller did not give
+	// writers for it.
+	Stdout, Stderr []byte
+	Duration       time.Duration
+	// Signal names the signal that ended the process, if one did.
+	Signal   string
+	TimedOut bool
+	Canceled bool
+}

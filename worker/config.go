@@ -1,0 +1,121 @@
+// Package worker wires one `primer serve` process: the store, the Temporal
+// client (and, on embedded defaults, the Temporal server and its web UI), the
+// Temporal worker with the workspace workflow and its activities, the
+// backends, and the Gin API.
+package worker
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// Config is the configuration of `primer serve`. Each field is a flag and an
+// environment variable (see cmd/primer). Zero fields take their defaults in
+// Defaults, the one place defaults live.
+type Config struct {
+	// Addr is the API's listen address (PRIMER_ADDR).
+	Addr string
+	// DataDir holds the SQLite database, the embedded Temporal database and
+	// local workspaces (PRIMER_DATA_DIR).
+	DataDir string
+	// DatabaseURL is empty for a SQLite file in DataDir, or postgres://...
+	// (PRIMER_DATABASE_URL).
+	DatabaseURL string
+	// TemporalAddress is an external Temporal frontend host:port; empty starts
+	// the embedded server (PRIMER_TEMPORAL_ADDRESS).
+	TemporalAddress string
+	// TemporalNamespace is the Temporal namespace (PRIMER_TEMPORAL_NAMESPACE).
+	TemporalNamespace string
+	// TemporalPort and TemporalUIPort are the embedded server's frontend and
+	// web UI ports (PRIMER_TEMPORAL_PORT, PRIMER_TEMPORAL_UI_PORT); UI -1 disables it.
+	TemporalPort   int
+	TemporalUIPort int
+	// ProbeInterval is how often each workspace's runtime is probed
+	// (PRIMER_PROBE_INTERVAL).
+	ProbeInterval time.Duration
+	// LocalRoot is where the reserved local provider keeps its workspaces;
+	// default DataDir/workspaces.
+	LocalRoot string
+	// MaxFileBytes caps a file written or read through the API (PRIMER_MAX_FILE_BYTES).
+	MaxFileBytes int64
+	// WorkerConcurrency caps concurrent activity and workflow task executions.
+	WorkerConcurrency int
+}
+
+// Defaults fills zero fields with their defaults.
+func (c *Config) Defaults() {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = defaultDataDir()
+	}
+	if c.TemporalNamespace == "" {
+		c.TemporalNamespace = "default"
+	}
+	if c.TemporalPort == 0 {
+		c.TemporalPort = 7233
+	}
+	if c.TemporalUIPort == 0 {
+		c.TemporalUIPort = 8233
+	}
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = 30 * time.Second
+	}
+	if c.LocalRoot == "" {
+		c.LocalRoot = filepath.Join(c.DataDir, "workspaces")
+	}
+	if c.MaxFileBytes == 0 {
+		c.MaxFileBytes = 64 << 20
+	}
+	if c.WorkerConcurrency == 0 {
+		c.WorkerConcurrency = 500
+	}
+}
+
+// Validate checks the configuration after Defaults.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return errs.Field("addr", "addr %q: %v", c.Addr, err)
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		abs, err := filepath.Abs(c.DataDir)
+		if err != nil {
+			return errs.Field("data_dir", "data dir %q: %v", c.DataDir, err)
+		}
+		c.DataDir = abs
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
+		!strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite://") {
+		return errs.Field("database_url", "database url must start with postgres://, postgresql:// or sqlite://")
+	}
+	if c.ProbeInterval < 10*time.Millisecond {
+		return errs.Field("probe_interval", "probe interval %s is too short (at least 10ms)", c.ProbeInterval)
+	}
+	if c.TemporalPort < 0 || c.TemporalPort > 65535 {
+		return errs.Field("temporal_port", "temporal port %d out of range", c.TemporalPort)
+	}
+	if c.TemporalUIPort < -1 || c.TemporalUIPort > 65535 {
+		return errs.Field("temporal_ui_port", "temporal ui port %d out of range", c.TemporalUIPort)
+	}
+	if c.MaxFileBytes < 1 {
+		return errs.Field("max_file_bytes", "max file bytes must be positive")
+	}
+	return nil
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "primer")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "primer")
+	}
+	return fmt.Sprintf("%s/primer-data", os.TempDir())
+}

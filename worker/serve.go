@@ -1,0 +1,246 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/local"
+	"github.com/primerhq/primer/activities/backend/worktree"
+	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/metrics"
+	"github.com/primerhq/primer/models"
+	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/worker/temporalserver"
+	"github.com/primerhq/primer/workflows"
+)
+
+// Server is one running `primer serve`: API, worker and, on embedded
+// defaults, the Temporal server. Start it with Start and stop it with Stop.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+
+	store    *models.Store
+	temporal *temporalserver.Server // nil when an external Temporal is used
+	client   client.Client
+	worker   sdkworker.Worker
+	host     *local.Host
+	pool     *rtclient.Pool
+	http     *http.Server
+	listener net.Listener
+	serveErr chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start brings up every part of `primer serve` and returns once the API
+// accepts connections. On error, whatever was started is stopped again.
+func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	s := &Server{cfg: cfg, logger: logger, serveErr: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
+	}
+
+	s.store, err = models.Open(ctx, models.Config{
+		URL:        cfg.DatabaseURL,
+		SQLitePath: filepath.Join(cfg.DataDir, "primer.db"),
+		Logger:     logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := s.store.EnsureDefaults(ctx, cfg.LocalRoot); err != nil {
+		return nil, fmt.Errorf("create defaults: %w", err)
+	}
+
+	hostPort := cfg.TemporalAddress
+	if hostPort == "" {
+		s.temporal, err = temporalserver.Start(ctx, temporalserver.Config{
+			DataDir:          filepath.Join(cfg.DataDir, "temporal"),
+			Port:             cfg.TemporalPort,
+			UIPort:           cfg.TemporalUIPort,
+			Namespace:        cfg.TemporalNamespace,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded temporal: %w", err)
+		}
+		hostPort = s.temporal.FrontendAddress()
+		logger.Info("embedded temporal started", "frontend", hostPort, "ui", s.temporal.UIAddress())
+	}
+	s.client, err = client.DialContext(ctx, client.Options{
+		HostPort:  hostPort,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    sdklog.NewStructuredLogger(quiet(logger)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", hostPort, err)
+	}
+
+	s.host = local.NewHost(logger)
+	registry := backend.NewRegistry(map[string]backend.Factory{
+		models.BackendLocal:    local.Factory(s.host, logger),
+		models.BackendWorktree: worktree.Factory(s.host, logger),
+	})
+	s.pool = rtclient.NewPool()
+	connector := &activities.Connector{Store: s.store, Backends: registry, Pool: s.pool}
+	m := metrics.New()
+	acts := &activities.Activities{
+		Store:     s.store,
+		Backends:  registry,
+		Connector: connector,
+		Metrics:   m,
+		Logger:    logger,
+	}
+
+	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
+		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
+		MaxConcurrentWorkflowTaskPollers:        8,
+		MaxConcurrentActivityTaskPollers:        8,
+	})
+	workflows.Register(s.worker, acts)
+	if err := s.worker.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+
+	handler, err := api.New(api.Config{
+		Store:         s.store,
+		Temporal:      s.client,
+		Connector:     connector,
+		Backends:      registry,
+		Metrics:       m,
+		Logger:        logger,
+		ProbeInterval: cfg.ProbeInterval,
+		MaxFileBytes:  cfg.MaxFileBytes,
+		Ready: func(ctx context.Context) error {
+			_, err := s.client.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build api: %w", err)
+	}
+	s.listener, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.serveErr <- s.http.Serve(s.listener) }()
+	logger.Info("primer serving", "addr", s.listener.Addr().String(), "data_dir", cfg.DataDir)
+	return s, nil
+}
+
+// URL is the API's base URL, for example http://127.0.0.1:8080.
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// TemporalUIAddress is the embedded web UI's address, or "".
+func (s *Server) TemporalUIAddress() string {
+	if s.temporal == nil {
+		return ""
+	}
+	return s.temporal.UIAddress()
+}
+
+// TemporalClient is the server's Temporal client (for tests and tools).
+func (s *Server) TemporalClient() client.Client { return s.client }
+
+// Store is the server's store (for tests and tools).
+func (s *Server) Store() *models.Store { return s.store }
+
+// Wait blocks until ctx is done or the API server fails.
+func (s *Server) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-s.serveErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
+
+// Stop stops every part in reverse order of start. Workspaces and their
+// workflows stay as they are: a restart on the same data dir carries on.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		var errList []error
+		if s.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errList = append(errList, s.http.Shutdown(ctx))
+			cancel()
+		}
+		if s.worker != nil {
+			s.worker.Stop()
+		}
+		if s.client != nil {
+			s.client.Close()
+		}
+		if s.pool != nil {
+			s.pool.Close()
+		}
+		if s.host != nil {
+			errList = append(errList, s.host.Close())
+		}
+		if s.temporal != nil {
+			errList = append(errList, s.temporal.Stop())
+		}
+		if s.store != nil {
+			errList = append(errList, s.store.Close())
+		}
+		s.stopErr = errors.Join(errList...)
+	})
+	return s.stopErr
+}
+
+// quiet returns a logger for the Temporal SDK that drops its Info chatter.
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn})
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(a), f.min}
+}
+
+func (f levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(n), f.min}
+}
