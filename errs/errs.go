@@ -62,10 +62,15 @@ type Error struct {
 	Field string // for Invalid: the input field at fault, e.g. "spec.provider_id"
 	Msg   string
 	Err   error // the wrapped cause, if any
+
+	// msgHasCause is set by E, whose Msg already contains the cause's text.
+	msgHasCause bool
 }
 
 func (e *Error) Error() string {
 	switch {
+	case e.msgHasCause:
+		return e.Msg
 	case e.Msg != "" && e.Err != nil:
 		return e.Msg + ": " + e.Err.Error()
 	case e.Msg != "":
@@ -83,7 +88,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // format wraps its argument as the cause.
 func E(kind Kind, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
-	return &Error{Kind: kind, Msg: err.Error(), Err: errors.Unwrap(err)}
+	return &Error{Kind: kind, Msg: err.Error(), Err: errors.Unwrap(err), msgHasCause: true}
 }
 
 // Field returns an Invalid error that names the input field at fault.

@@ -1,99 +1,334 @@
 // Package client is the platform's side of the runtime protocol: one
 // persistent WebSocket per workspace runtime, shared by concurrent calls.
+// A reader goroutine routes every server frame to the call waiting for its
+// id, so nothing polls and a call costs one round trip.
 package client
 
 import (
 	"context"
-	"io"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/protocol"
 )
 
 // Client is a connection to one runtime. It is safe for concurrent use.
+// When the connection dies every call in flight and every later call fails
+// with an errs.Unavailable error, and Done is closed; dial again (or use a
+// Pool) to reconnect.
 type Client struct {
-	done chan struct{}
+	ws   *websocket.Conn
+	addr string // the URL, for error messages; it holds no secret
+
+	nextID atomic.Uint64
+
+	mu    sync.Mutex
+	calls map[uint64]waiter
+	err   error // why the connection ended; set once
+	done  chan struct{}
 }
 
-var errTODO = errs.E(errs.Unavailable, "runtime client: not implemented yet")
+// waiter receives the frames of one request.
+type waiter interface {
+	// frame handles a frame on the reader goroutine and reports whether it
+	// was the request's last.
+	frame(f *protocol.Frame) bool
+	// fail ends the request because the connection died.
+	fail(err error)
+}
 
-// Dial connects to the runtime at url (ws:// or wss://) with token.
-func Dial(ctx context.Context, url, token string) (*Client, error) { return nil, errTODO }
+// Dial connects to the runtime at url (ws:// or wss://) and authenticates
+// with token. A refused token is an errs.Forbidden error, an unreachable
+// runtime errs.Unavailable.
+func Dial(ctx context.Context, url, token string) (*Client, error) {
+	if token == "" {
+		return nil, errs.Field("token", "runtime %s: dial: token is required", url)
+	}
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPClient: &http.Client{Transport: &http.Transport{
+			// The runtime is reached directly; a proxy from the environment
+			// would only add a hop or break the upgrade.
+			Proxy:       nil,
+			DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 15 * time.Second}).DialContext,
+		}},
+		HTTPHeader:      http.Header{"Authorization": {"Bearer " + token}},
+		Subprotocols:    []string{protocol.Version},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			_ = resp.Body.Close()
+		}
+		switch {
+		case resp != nil && resp.StatusCode == http.StatusUnauthorized:
+			return nil, errs.E(errs.Forbidden, "runtime %s: dial: token refused", url)
+		case ctx.Err() != nil:
+			return nil, ctxError(ctx, fmt.Sprintf("runtime %s: dial", url))
+		case resp != nil:
+			return nil, errs.E(errs.Unavailable, "runtime %s: dial: http status %d: %w", url, resp.StatusCode, err)
+		}
+		return nil, errs.E(errs.Unavailable, "runtime %s: dial: %w", url, err)
+	}
+	if got := ws.Subprotocol(); got != protocol.Version {
+		_ = ws.Close(websocket.StatusProtocolError, "unsupported subprotocol")
+		return nil, errs.E(errs.Precondition, "runtime %s: dial: runtime speaks %q, want %q", url, got, protocol.Version)
+	}
+	ws.SetReadLimit(protocol.FrameLimit(protocol.DefaultMaxFileBytes))
+	c := &Client{ws: ws, addr: url, calls: map[uint64]waiter{}, done: make(chan struct{})}
+	go c.readLoop()
+	return c, nil
+}
 
-// Ping checks the runtime answers.
-func (c *Client) Ping(ctx context.Context) error { return errTODO }
+// readLoop routes frames to their waiters until the connection ends.
+func (c *Client) readLoop() {
+	for {
+		// A background context: the library would otherwise arm a timer per
+		// read. Close unblocks the read by closing the socket.
+		_, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
+			return
+		}
+		var f protocol.Frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			c.fail(errs.E(errs.Unavailable, "runtime %s: malformed frame: %w", c.addr, err))
+			_ = c.ws.CloseNow()
+			return
+		}
+		c.mu.Lock()
+		w := c.calls[f.ID]
+		c.mu.Unlock()
+		if w == nil {
+			continue // a call that gave up, or an answer nobody waits for
+		}
+		if w.frame(&f) {
+			c.mu.Lock()
+			if c.calls[f.ID] == w {
+				delete(c.calls, f.ID)
+			}
+			c.mu.Unlock()
+		}
+	}
+}
 
-// ReadFile returns the content of path.
-func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) { return nil, errTODO }
+// fail marks the connection dead and fails every waiting call.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	calls := c.calls
+	c.calls = map[uint64]waiter{}
+	close(c.done)
+	c.mu.Unlock()
+	for _, w := range calls {
+		w.fail(err)
+	}
+}
 
-// WriteFile writes data to path, creating parent directories.
+// register assigns an id to a new request.
+func (c *Client) register(w waiter) (uint64, error) {
+	id := c.nextID.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, c.err
+	}
+	c.calls[id] = w
+	return id, nil
+}
+
+func (c *Client) unregister(id uint64) {
+	c.mu.Lock()
+	delete(c.calls, id)
+	c.mu.Unlock()
+}
+
+// send writes one request. It uses a background context on purpose: the
+// websocket library closes the whole connection when a write's context
+// ends, and one caller's cancellation must not break the others' calls.
+func (c *Client) send(req *protocol.Request) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("runtime %s: %s: encode: %w", c.addr, req.Op, err)
+	}
+	if err := c.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
+		return c.deadErr()
+	}
+	return nil
+}
+
+func (c *Client) deadErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// call is a request answered by one result frame.
+type call chan *protocol.Frame
+
+func (ch call) frame(f *protocol.Frame) bool {
+	if f.Type != protocol.TypeResult {
+		return false
+	}
+	ch <- f
+	return true
+}
+
+func (ch call) fail(error) { close(ch) }
+
+// do sends req and waits for its result, decoding it into out when given.
+func (c *Client) do(ctx context.Context, req *protocol.Request, out any) error {
+	ch := make(call, 1)
+	id, err := c.register(ch)
+	if err != nil {
+		return err
+	}
+	req.ID = id
+	if err := c.send(req); err != nil {
+		return err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return c.deadErr()
+		}
+		if f.Error != nil {
+			return f.Error.Err()
+		}
+		if out != nil && len(f.Result) > 0 {
+			if err := json.Unmarshal(f.Result, out); err != nil {
+				return fmt.Errorf("runtime %s: %s: decode result: %w", c.addr, req.Op, err)
+			}
+		}
+		return nil
+	case <-ctx.Done():
+		c.unregister(id)
+		return ctxError(ctx, fmt.Sprintf("runtime %s: %s", c.addr, req.Op))
+	}
+}
+
+// ctxError turns a finished context into a Canceled or Timeout error.
+func ctxError(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return errs.E(errs.Timeout, "%s: %w", what, ctx.Err())
+	}
+	return errs.E(errs.Canceled, "%s: %w", what, ctx.Err())
+}
+
+// Ping checks the runtime answers; it is the liveness probe.
+func (c *Client) Ping(ctx context.Context) error {
+	var res protocol.PingResult
+	return c.do(ctx, &protocol.Request{Op: protocol.OpPing}, &res)
+}
+
+// ReadFile returns the content of path, relative to the workspace root.
+func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	var res protocol.ReadResult
+	if err := c.do(ctx, &protocol.Request{Op: protocol.OpRead, Path: path}, &res); err != nil {
+		return nil, err
+	}
+	if res.Data == nil {
+		res.Data = []byte{}
+	}
+	return res.Data, nil
+}
+
+// WriteFile writes data to path, creating missing parent directories. A
+// zero mode means 0644 for a new file and leaves an existing file's mode.
 func (c *Client) WriteFile(ctx context.Context, path string, data []byte, mode os.FileMode) error {
-	return errTODO
+	if err := checkSize("write "+path, len(data)); err != nil {
+		return err
+	}
+	return c.do(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Data: data, Mode: unixMode(mode)}, nil)
 }
 
-// Stat describes path.
+// Stat describes path; a symlink is described itself.
 func (c *Client) Stat(ctx context.Context, path string) (protocol.FileInfo, error) {
-	return protocol.FileInfo{}, errTODO
+	var fi protocol.FileInfo
+	err := c.do(ctx, &protocol.Request{Op: protocol.OpStat, Path: path}, &fi)
+	return fi, err
 }
 
-// List returns the entries of directory path.
+// List returns the entries of directory path, sorted by name.
 func (c *Client) List(ctx context.Context, path string) ([]protocol.FileInfo, error) {
-	return nil, errTODO
+	var res protocol.ListResult
+	if err := c.do(ctx, &protocol.Request{Op: protocol.OpList, Path: path}, &res); err != nil {
+		return nil, err
+	}
+	return res.Entries, nil
 }
 
-// Remove deletes path.
-func (c *Client) Remove(ctx context.Context, path string, recursive bool) error { return errTODO }
-
-// Mkdir creates directory path.
-func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error { return errTODO }
-
-// Rename moves from to to.
-func (c *Client) Rename(ctx context.Context, from, to string) error { return errTODO }
-
-// Exec runs a command to completion.
-func (c *Client) Exec(ctx context.Context, req protocol.ExecRequest, stdout, stderr io.Writer) (protocol.ExecResult, error) {
-	return protocol.ExecResult{}, errTODO
+// Remove deletes path; recursive removes a directory with its content. A
+// missing path is an errs.NotFound error either way.
+func (c *Client) Remove(ctx context.Context, path string, recursive bool) error {
+	return c.do(ctx, &protocol.Request{Op: protocol.OpRemove, Path: path, Recursive: recursive}, nil)
 }
 
-// StartOptions says where a started process's output goes.
-type StartOptions struct {
-	Stdout, Stderr io.Writer
+// Mkdir creates directory path; parents creates missing parents and
+// accepts an existing directory.
+func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
+	return c.do(ctx, &protocol.Request{Op: protocol.OpMkdir, Path: path, Parents: parents}, nil)
 }
 
-// Process is a command started with Start.
-type Process struct{}
-
-// Start starts a command.
-func (c *Client) Start(ctx context.Context, req protocol.ExecRequest, opts ...StartOptions) (*Process, error) {
-	return nil, errTODO
+// Rename moves from to to, replacing a file at to.
+func (c *Client) Rename(ctx context.Context, from, to string) error {
+	return c.do(ctx, &protocol.Request{Op: protocol.OpRename, From: from, To: to}, nil)
 }
 
-// Stdin returns the process's standard input.
-func (p *Process) Stdin() io.WriteCloser { return nil }
+// Close closes the connection at once; the runtime kills the processes the
+// connection started. Calls in flight fail with errs.Unavailable.
+func (c *Client) Close() error {
+	c.fail(errs.E(errs.Unavailable, "runtime %s: client closed", c.addr))
+	// No close handshake: it could wait seconds on a dead peer, and the
+	// runtime treats a dropped socket like a closed one.
+	_ = c.ws.CloseNow()
+	return nil
+}
 
-// Wait waits for the process to end.
-func (p *Process) Wait() (protocol.ExecResult, error) { return protocol.ExecResult{}, errTODO }
-
-// Close closes the connection.
-func (c *Client) Close() error { return nil }
-
-// Done is closed when the connection dies.
+// Done is closed when the connection dies or is closed.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Pool keeps one client per key.
-type Pool struct{}
+// Err says why the connection ended, or nil while it is live.
+func (c *Client) Err() error { return c.deadErr() }
 
-// NewPool returns an empty pool.
-func NewPool() *Pool { return &Pool{} }
-
-// Get returns the live client for key, dialing when needed.
-func (p *Pool) Get(ctx context.Context, key, url, token string) (*Client, error) {
-	return nil, errTODO
+func unixMode(m os.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&os.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&os.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&os.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
 }
 
-// Drop closes and forgets the client for key.
-func (p *Pool) Drop(key string) {}
+// checkSize refuses data over the protocol's file limit before sending it:
+// the runtime drops a connection whose frame exceeds its read limit, which
+// would fail every other call on it.
+func checkSize(what string, n int) error {
+	if int64(n) > protocol.DefaultMaxFileBytes {
+		return errs.E(errs.TooLarge, "%s: %d bytes is over the %d byte limit", what, n, protocol.DefaultMaxFileBytes)
+	}
+	return nil
+}
 
-// Close closes every client.
-func (p *Pool) Close() {}
+func errPoolClosed(url string) error {
+	return errs.E(errs.Unavailable, "runtime %s: pool closed", url)
+}

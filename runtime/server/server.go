@@ -1,23 +1,48 @@
 // Package server is primer-runtime's WebSocket server: file operations and
-// command execution confined to one workspace root.
+// command execution confined to one workspace root. It runs as the sandbox's
+// entrypoint (cmd/primer-runtime) or inside the platform's process for
+// backends without isolation.
 package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
 )
+
+// TokenEnv is the environment variable that carries the runtime's token. It
+// is removed from every command's environment.
+const TokenEnv = "PRIMER_RUNTIME_TOKEN"
+
+// defaultPath is PATH for commands when neither the runtime's own
+// environment nor the configuration sets one.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Config configures a Server.
 type Config struct {
-	// Root is the workspace directory; every path is relative to it.
+	// Root is the workspace directory; every path is relative to it. It is
+	// created if missing.
 	Root string
 	// Token is the bearer token every connection must present.
 	Token string
-	// Env is the environment every command starts with.
+	// Env is the environment every command starts with, on top of PATH and
+	// HOME defaults taken from the runtime's own environment.
 	Env map[string]string
 	// Logger receives connection and error logs; nil discards them.
 	Logger *slog.Logger
@@ -26,25 +51,215 @@ type Config struct {
 	MaxFileBytes int64
 }
 
-// Server serves the runtime protocol over WebSocket.
+// Server serves the runtime protocol over WebSocket. It is safe for
+// concurrent use; each connection is served by its own ServeHTTP call.
 type Server struct {
-	cfg Config
+	log       *slog.Logger
+	root      *os.Root
+	rootPath  string // absolute, symlinks resolved: the bound for exec cwd
+	tokenHash [sha256.Size]byte
+	env       map[string]string
+	maxFile   int64
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup // one per connection being served
 }
 
-// New returns a server for cfg.
+// New validates cfg, fills defaults and opens the root.
 func New(cfg Config) (*Server, error) {
-	return nil, errs.E(errs.Other, "runtime server: not implemented yet")
+	if cfg.Root == "" {
+		return nil, errs.Field("root", "runtime server: root is required")
+	}
+	if cfg.Token == "" {
+		return nil, errs.Field("token", "runtime server: token is required")
+	}
+	if cfg.MaxFileBytes < 0 {
+		return nil, errs.Field("max_file_bytes", "runtime server: max file bytes must not be negative")
+	}
+	if cfg.MaxFileBytes == 0 {
+		cfg.MaxFileBytes = protocol.DefaultMaxFileBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	for k := range cfg.Env {
+		if err := checkEnvKey(k); err != nil {
+			return nil, errs.Field("env", "runtime server: %v", err)
+		}
+	}
+	abs, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("runtime server: root %s: %w", cfg.Root, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("runtime server: root %s: %w", abs, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("runtime server: root %s: %w", abs, err)
+	}
+	root, err := os.OpenRoot(real)
+	if err != nil {
+		return nil, fmt.Errorf("runtime server: root %s: %w", real, err)
+	}
+	env := map[string]string{"PATH": defaultPath, "HOME": real}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	for k, v := range cfg.Env {
+		env[k] = v
+	}
+	delete(env, TokenEnv)
+	return &Server{
+		log:       cfg.Logger,
+		root:      root,
+		rootPath:  real,
+		tokenHash: sha256.Sum256([]byte(cfg.Token)),
+		env:       env,
+		maxFile:   cfg.MaxFileBytes,
+		conns:     map[*conn]struct{}{},
+	}, nil
 }
 
-// ServeHTTP accepts a WebSocket on any path.
+// ServeHTTP accepts a WebSocket on any path after checking the bearer
+// token. GET /healthz without an upgrade answers "ok" without a token so
+// orchestrators can probe the process.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not implemented", http.StatusNotImplemented)
+	if r.URL.Path == "/healthz" && !isUpgrade(r) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok")
+		return
+	}
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="primer-runtime"`)
+		http.Error(w, "runtime: missing or wrong bearer token", http.StatusUnauthorized)
+		return
+	}
+	if !offers(r, protocol.Version) {
+		http.Error(w, "runtime: the client must offer WebSocket subprotocol "+protocol.Version, http.StatusBadRequest)
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:    []string{protocol.Version},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		s.log.Debug("runtime: websocket accept failed", "error", err)
+		return
+	}
+	ws.SetReadLimit(protocol.FrameLimit(s.maxFile))
+	c := newConn(s, ws)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ws.Close(websocket.StatusGoingAway, "runtime shutting down")
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	s.log.Debug("runtime: connection opened", "remote_addr", r.RemoteAddr)
+	c.serve()
+	s.log.Debug("runtime: connection closed", "remote_addr", r.RemoteAddr)
 }
 
-// Close closes every connection and kills running processes.
-func (s *Server) Close() error { return nil }
+// authorized compares the bearer token in constant time. Both sides are
+// hashed first so the comparison does not even leak the token's length.
+func (s *Server) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	got := sha256.Sum256([]byte(h[len(prefix):]))
+	return subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) == 1
+}
 
-// ListenAndServe serves s on addr until ctx ends.
+func isUpgrade(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+func offers(r *http.Request, proto string) bool {
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(h, ",") {
+			if strings.TrimSpace(p) == proto {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Close closes every connection, killing the process groups of their
+// running commands, and waits for them to end. New connections are refused.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.shutdown()
+	}
+	s.wg.Wait()
+	return s.root.Close()
+}
+
+// ListenAndServe serves s on addr until ctx ends, then closes s and stops
+// the listener. It returns nil after a clean stop.
 func ListenAndServe(ctx context.Context, addr string, s *Server) error {
-	return errors.New("not implemented")
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("runtime: listen %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.log.Info("runtime listening", "addr", ln.Addr().String(), "root", s.rootPath, "protocol", protocol.Version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		_ = s.Close()
+		return fmt.Errorf("runtime: serve %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	// Hijacked WebSocket connections are not tracked by http.Server: close
+	// them (and their processes) first, then stop accepting.
+	_ = s.Close()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("runtime: shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("runtime: serve %s: %w", addr, err)
+	}
+	s.log.Info("runtime stopped", "addr", ln.Addr().String())
+	return nil
+}
+
+func checkEnvKey(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("env name %q: must be non-empty without '=' or NUL", k)
+	}
+	return nil
 }

@@ -1,0 +1,53 @@
+# Primer. `make run` starts the platform on embedded defaults; `make test` runs
+# every test (unit, workflow time-skipping, replay, store on SQLite and
+# PostgreSQL, end to end against the real embedded Temporal server).
+
+GO        ?= go
+BIN       ?= bin
+DATA_DIR  ?= $(CURDIR)/.data
+TEST_TIMEOUT ?= 45m
+# Packages with heavy end-to-end tests run one at a time on small machines.
+TEST_P    ?= 2
+
+.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/primer ./cmd/primer
+	$(GO) build -o $(BIN)/primectl ./cmd/primectl
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/primer-runtime ./cmd/primer-runtime
+
+## run: the whole platform in one process on embedded defaults (SQLite, embedded Temporal + web UI).
+run: build
+	PRIMER_DATA_DIR=$${PRIMER_DATA_DIR:-$(DATA_DIR)} $(BIN)/primer serve
+
+## test: everything. Set PRIMER_TEST_DATABASE_URL=postgres://... to include PostgreSQL (.ci/run does).
+test: vet
+	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+## bench: speed targets of the issues, against raw baselines in the same run, printed as tables.
+bench:
+	PRIMER_BENCH=1 $(GO) test -count=1 -timeout 60m -run 'Bench' -v ./e2e/ 2>&1 | grep -E '^(\||#|---|PASS|FAIL|ok|\s+bench)' || true
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2000x ./runtime/client/
+
+vet:
+	$(GO) vet ./...
+
+workflowcheck:
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.3.0 ./workflows/...
+
+lint: vet workflowcheck
+
+## record-histories: re-record the replay-test histories in workflows/testdata (after a versioned workflow change).
+record-histories:
+	PRIMER_RECORD_HISTORY=1 $(GO) test -count=1 -run TestRecordHistories ./workflows/
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean-data:
+	rm -rf $(DATA_DIR)

@@ -1,0 +1,261 @@
+// Package activities holds the I/O the workspace workflow calls: provisioning
+// and destroying sandboxes through their backend, probing their runtime, and
+// writing phases and events to the database.
+//
+// Activities are methods on one struct that holds their dependencies; the
+// workflow references them through a nil *Activities. Every activity takes one
+// struct in and returns one struct out, so fields can be added without
+// breaking replay. This package is the one place where an errs.Kind becomes
+// retryable or not (see classify).
+//
+// Nothing that enters workflow history here carries a secret: runtime tokens
+// and template env values stay in the database and the backend request.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/metrics"
+	"github.com/primerhq/primer/models"
+)
+
+// Defaults for the optional fields of Activities.
+const (
+	DefaultProbeTimeout = 5 * time.Second
+	DefaultInitTimeout  = 5 * time.Minute
+	// DefaultRuntimeWait bounds how long Provision waits for a freshly
+	// provisioned runtime to answer before it writes files and runs init.
+	DefaultRuntimeWait = 30 * time.Second
+)
+
+// stderrTail is how much of a failing init command's stderr an error keeps.
+const stderrTail = 2048
+
+// Activities holds what every workspace activity needs. Its zero-valued
+// optional fields take the Default* values.
+type Activities struct {
+	Store     *models.Store
+	Backends  *backend.Registry
+	Connector *Connector
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+
+	// ProbeTimeout bounds one probe's ping (default DefaultProbeTimeout).
+	ProbeTimeout time.Duration
+	// InitTimeout bounds each of a template's init commands (default DefaultInitTimeout).
+	InitTimeout time.Duration
+	// RuntimeWait bounds the wait for a new runtime to answer (default DefaultRuntimeWait).
+	RuntimeWait time.Duration
+}
+
+// ProvisionInput names the workspace to provision; everything else is read
+// from its database row, so no secret enters workflow history.
+type ProvisionInput struct {
+	WorkspaceID string
+}
+
+// ProvisionOutput is the handle of the provisioned sandbox.
+type ProvisionOutput struct {
+	Handle backend.Handle
+}
+
+// ProbeInput names the workspace to probe and when the probe was due.
+type ProbeInput struct {
+	WorkspaceID string
+	// Handle is the handle the workflow holds; used when the row has none.
+	Handle backend.Handle
+	// ScheduledAt is when the probe was due, for the lateness metric.
+	ScheduledAt time.Time
+}
+
+// ProbeOutput says whether the runtime answered and, on a miss, why not.
+type ProbeOutput struct {
+	Hit    bool
+	Reason string
+}
+
+// SetPhaseInput is a phase change of a workspace.
+type SetPhaseInput struct {
+	WorkspaceID string
+	From, To    string
+	Reason      string
+}
+
+// SetPhaseOutput is empty; it exists so fields can be added.
+type SetPhaseOutput struct{}
+
+// RecordEventInput is one event to store for a workspace.
+type RecordEventInput struct {
+	WorkspaceID string
+	Type        string
+	Data        map[string]any
+}
+
+// RecordEventOutput is the id of the stored event.
+type RecordEventOutput struct {
+	EventID uint64
+}
+
+// DestroyInput names the workspace to destroy.
+type DestroyInput struct {
+	WorkspaceID string
+	// Handle is the sandbox's handle when the workflow has one; otherwise the
+	// row's handle is used (provisioning may have stored one and crashed).
+	Handle *backend.Handle
+	// KeepRow cleans up the backend only: no event, the row stays. The
+	// workflow uses it for what a failed provisioning left behind.
+	KeepRow bool
+}
+
+// DestroyOutput says whether there was a sandbox to destroy.
+type DestroyOutput struct {
+	Destroyed bool
+	// Path is where the destroyed sandbox lived.
+	Path string
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return a.Logger
+}
+
+func (a *Activities) probeTimeout() time.Duration {
+	if a.ProbeTimeout > 0 {
+		return a.ProbeTimeout
+	}
+	return DefaultProbeTimeout
+}
+
+func (a *Activities) initTimeout() time.Duration {
+	if a.InitTimeout > 0 {
+		return a.InitTimeout
+	}
+	return DefaultInitTimeout
+}
+
+func (a *Activities) runtimeWait() time.Duration {
+	if a.RuntimeWait > 0 {
+		return a.RuntimeWait
+	}
+	return DefaultRuntimeWait
+}
+
+// classify turns an error into the Temporal error the workflow sees: the
+// errs kind becomes the error type, and bad input, missing objects and
+// forbidden changes are not retried because a retry cannot fix them. The
+// cause is flattened into the message so history holds one readable line.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return err
+	}
+	k := errs.KindOf(err)
+	switch k {
+	case errs.Invalid, errs.NotFound, errs.Forbidden:
+		return temporal.NewNonRetryableApplicationError(err.Error(), k.String(), nil)
+	}
+	return temporal.NewApplicationError(err.Error(), k.String())
+}
+
+// redact removes a secret from a message bound for history, events or logs.
+func redact(msg, secret string) string {
+	if secret == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, secret, "[redacted]")
+}
+
+// backendFor resolves the backend of a workspace's provider.
+func backendFor(ctx context.Context, store *models.Store, reg *backend.Registry, ws *models.Workspace) (backend.Backend, error) {
+	p, err := store.GetProvider(ctx, ws.ProviderID)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: provider: %w", ws.ID, err)
+	}
+	b, err := reg.For(p)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: provider %s: %w", ws.ID, p.ID, err)
+	}
+	return b, nil
+}
+
+// decodeHandle reads the handle stored in a workspace row; ok is false when
+// the row has none yet.
+func decodeHandle(ws *models.Workspace) (h backend.Handle, ok bool, err error) {
+	raw := strings.TrimSpace(string(ws.Handle))
+	if raw == "" || raw == "null" {
+		return backend.Handle{}, false, nil
+	}
+	if err := json.Unmarshal(ws.Handle, &h); err != nil {
+		return backend.Handle{}, false, errs.E(errs.Other, "workspace %s: decode handle: %w", ws.ID, err)
+	}
+	return h, true, nil
+}
+
+// recordEvent stores one event with data marshalled to JSON.
+func (a *Activities) recordEvent(ctx context.Context, workspaceID, typ string, data map[string]any) (uint64, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return 0, errs.E(errs.Invalid, "workspace %s: event %s: encode data: %w", workspaceID, typ, err)
+	}
+	e := &models.Event{WorkspaceID: workspaceID, Type: typ, Data: raw}
+	if err := a.Store.AppendEvent(ctx, e); err != nil {
+		return 0, fmt.Errorf("workspace %s: record event %s: %w", workspaceID, typ, err)
+	}
+	return e.ID, nil
+}
+
+// RecordEvent stores one event for a workspace (the workflow records
+// workspace.provision_failed with it).
+func (a *Activities) RecordEvent(ctx context.Context, in RecordEventInput) (RecordEventOutput, error) {
+	if in.WorkspaceID == "" || in.Type == "" {
+		return RecordEventOutput{}, classify(errs.E(errs.Invalid, "record event: workspace id and type are required"))
+	}
+	id, err := a.recordEvent(ctx, in.WorkspaceID, in.Type, in.Data)
+	if err != nil {
+		return RecordEventOutput{}, classify(err)
+	}
+	return RecordEventOutput{EventID: id}, nil
+}
+
+// SetPhase writes a workspace's phase and reason and records
+// workspace.phase_changed. Entering failed ends the workspace's open
+// sessions with reason workspace_lost.
+func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOutput, error) {
+	if err := a.Store.SetWorkspacePhase(ctx, in.WorkspaceID, in.To, in.Reason); err != nil {
+		return SetPhaseOutput{}, classify(fmt.Errorf("workspace %s: set phase %s: %w", in.WorkspaceID, in.To, err))
+	}
+	ended := 0
+	if in.To == models.PhaseFailed {
+		n, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, models.ReasonWorkspaceLost)
+		if err != nil {
+			return SetPhaseOutput{}, classify(fmt.Errorf("workspace %s: end sessions: %w", in.WorkspaceID, err))
+		}
+		ended = n
+	}
+	if _, err := a.recordEvent(ctx, in.WorkspaceID, models.EventPhaseChanged, map[string]any{
+		"from": in.From, "to": in.To, "reason": in.Reason,
+	}); err != nil {
+		return SetPhaseOutput{}, classify(err)
+	}
+	if a.Metrics != nil {
+		a.Metrics.PhaseChanges.WithLabelValues(in.To).Inc()
+	}
+	a.logger().Info("workspace phase changed", "workspace_id", in.WorkspaceID,
+		"from", in.From, "to", in.To, "reason", in.Reason, "sessions_ended", ended)
+	return SetPhaseOutput{}, nil
+}

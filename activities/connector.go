@@ -1,0 +1,77 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+)
+
+// Connector finds a workspace's runtime and hands out the pooled connection
+// to it. The activities (probe, provision) and the API (files, exec) share
+// one Connector, so a workspace has one WebSocket whoever calls.
+type Connector struct {
+	Store    *models.Store
+	Backends *backend.Registry
+	Pool     *client.Pool
+}
+
+// Client returns the connection to ws's runtime, dialing it when the pool
+// has none. It asks the backend for the endpoint every time: a backend whose
+// runtime lives in the platform process serves it again there after a
+// restart. A workspace without a handle yet is a Precondition error.
+func (c *Connector) Client(ctx context.Context, ws *models.Workspace) (*client.Client, error) {
+	h, ok, err := decodeHandle(ws)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.E(errs.Precondition, "workspace %s: not provisioned yet", ws.ID)
+	}
+	return c.clientFor(ctx, ws, h)
+}
+
+// clientFor is Client with the handle already known.
+func (c *Connector) clientFor(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	cl, err := c.connect(ctx, ws, h)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", ws.ID, err)
+	}
+	return cl, nil
+}
+
+// connect resolves the endpoint and gets the pooled client. Its errors name
+// the step that failed but not the workspace, so a probe can use them as its
+// miss reason as they are.
+func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	if ws.RuntimeToken == "" {
+		return nil, errs.E(errs.Precondition, "no runtime token yet")
+	}
+	p, err := c.Store.GetProvider(ctx, ws.ProviderID)
+	if err != nil {
+		return nil, fmt.Errorf("provider: %w", err)
+	}
+	b, err := c.Backends.For(p)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", p.ID, err)
+	}
+	ep, err := b.Endpoint(ctx, h, ws.RuntimeToken)
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint: %w", err)
+	}
+	cl, err := c.Pool.Get(ctx, ws.ID, ep.URL, ws.RuntimeToken)
+	if err != nil {
+		return nil, fmt.Errorf("runtime connect: %w", err)
+	}
+	return cl, nil
+}
+
+// Drop closes the pooled connection of a workspace, if any.
+func (c *Connector) Drop(workspaceID string) {
+	if c != nil && c.Pool != nil {
+		c.Pool.Drop(workspaceID)
+	}
+}

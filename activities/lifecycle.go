@@ -1,0 +1,343 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/protocol"
+)
+
+// Provision makes the workspace's sandbox and prepares it: it mints the
+// runtime token (or reuses the stored one), asks the backend for the
+// sandbox, stores the handle, then writes the template's files and runs its
+// init commands through the runtime. It is safe to retry: the token is
+// stored before the backend is called, so a retry after a crash starts the
+// same runtime with the same token, and backends are idempotent on the
+// workspace id.
+func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (ProvisionOutput, error) {
+	h, err := a.provision(ctx, in.WorkspaceID)
+	if err != nil {
+		return ProvisionOutput{}, classify(err)
+	}
+	return ProvisionOutput{Handle: h}, nil
+}
+
+func (a *Activities) provision(ctx context.Context, id string) (backend.Handle, error) {
+	ws, err := a.Store.GetWorkspace(ctx, id)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
+	tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: template: %w", id, err)
+	}
+	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
+	var common backend.Common
+	if len(tmpl.Backend) > 0 {
+		if err := json.Unmarshal(tmpl.Backend, &common); err != nil {
+			return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: template %s: backend: %w", id, tmpl.ID, err)
+		}
+	}
+
+	token := ws.RuntimeToken
+	if token == "" {
+		token = models.NewToken()
+		if err := a.Store.SetWorkspaceRuntime(ctx, id, ws.Handle, ws.Path, token); err != nil {
+			return backend.Handle{}, fmt.Errorf("workspace %s: provision: store runtime token: %w", id, err)
+		}
+		ws.RuntimeToken = token
+	}
+
+	h, err := b.Provision(ctx, backend.ProvisionRequest{
+		WorkspaceID: id,
+		Template:    tmpl.Backend,
+		Env:         common.Env,
+		Token:       token,
+	})
+	if err != nil {
+		return backend.Handle{}, redactErr(fmt.Errorf("workspace %s: provision: %w", id, err), token)
+	}
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: encode handle: %w", id, err)
+	}
+	if err := a.Store.SetWorkspaceRuntime(ctx, id, raw, h.Path, token); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: store handle: %w", id, err)
+	}
+	ws.Handle, ws.Path = raw, h.Path
+
+	if len(common.Files) > 0 || len(common.Init) > 0 {
+		cl, err := a.waitRuntime(ctx, ws, h)
+		if err != nil {
+			return backend.Handle{}, redactErr(err, token)
+		}
+		if err := a.prepare(ctx, cl, ws.ID, common); err != nil {
+			return backend.Handle{}, redactErr(err, token)
+		}
+	}
+
+	if _, err := a.recordEvent(ctx, id, models.EventProvisioned, map[string]any{
+		"workspace_type": ws.Backend,
+		"workspace_path": h.Path,
+	}); err != nil {
+		return backend.Handle{}, err
+	}
+	a.logger().Info("workspace provisioned", "workspace_id", id, "backend", ws.Backend, "workspace_path", h.Path)
+	return h, nil
+}
+
+// waitRuntime connects to a freshly provisioned runtime, retrying for a
+// while: a container's runtime may need a moment before it listens.
+func (a *Activities) waitRuntime(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.runtimeWait())
+	defer cancel()
+	delay := 20 * time.Millisecond
+	for {
+		cl, err := a.Connector.clientFor(ctx, ws, h)
+		if err == nil {
+			if err = cl.Ping(ctx); err == nil {
+				return cl, nil
+			}
+			err = fmt.Errorf("workspace %s: runtime ping: %w", ws.ID, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errs.E(errs.Unavailable, "workspace %s: provision: runtime did not answer within %s: %w", ws.ID, a.runtimeWait(), err)
+		case <-time.After(delay):
+		}
+		a.Connector.Drop(ws.ID)
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// prepare writes the template's files (in path order, so retries and logs
+// are stable) and runs its init commands in order.
+func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, common backend.Common) error {
+	paths := make([]string, 0, len(common.Files))
+	for p := range common.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if err := cl.WriteFile(ctx, p, []byte(common.Files[p]), 0o644); err != nil {
+			return fmt.Errorf("workspace %s: provision: write file %s: %w", id, p, err)
+		}
+	}
+	for i, cmd := range common.Init {
+		stderr := &tailBuffer{max: stderrTail}
+		res, err := cl.Exec(ctx, protocol.ExecRequest{
+			Args:    []string{"sh", "-c", cmd},
+			Timeout: a.initTimeout(),
+		}, io.Discard, stderr)
+		if err != nil {
+			return fmt.Errorf("workspace %s: provision: init[%d]: %w", id, i, err)
+		}
+		if res.TimedOut {
+			return errs.E(errs.Invalid, "workspace %s: provision: init[%d]: timed out after %s: %s", id, i, a.initTimeout(), stderr.String())
+		}
+		if res.ExitCode != 0 {
+			// The template's command failed; re-running the whole
+			// provisioning will not make it pass, so this is Invalid.
+			return errs.E(errs.Invalid, "workspace %s: provision: init[%d]: exit status %d: %s", id, i, res.ExitCode, stderr.String())
+		}
+	}
+	return nil
+}
+
+// Destroy removes a workspace's sandbox, records workspace.destroyed and
+// deletes the row (whose open sessions end with workspace_deleted). The
+// handle comes from the input or else from the row; with neither, there is
+// nothing on the backend to remove. A second call after success finds no
+// row and does nothing. With KeepRow it only cleans up the backend.
+func (a *Activities) Destroy(ctx context.Context, in DestroyInput) (DestroyOutput, error) {
+	out, err := a.destroy(ctx, in)
+	if err != nil {
+		return DestroyOutput{}, classify(err)
+	}
+	return out, nil
+}
+
+func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutput, error) {
+	id := in.WorkspaceID
+	ws, err := a.Store.GetWorkspace(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		// Destroyed and deleted by an earlier attempt.
+		a.Connector.Drop(id)
+		return DestroyOutput{}, nil
+	}
+	if err != nil {
+		return DestroyOutput{}, fmt.Errorf("workspace %s: destroy: %w", id, err)
+	}
+	a.Connector.Drop(id)
+
+	var h backend.Handle
+	found := false
+	if in.Handle != nil {
+		h, found = *in.Handle, true
+	} else if h, found, err = decodeHandle(ws); err != nil {
+		return DestroyOutput{}, err
+	}
+
+	if found {
+		if err := a.destroyBackend(ctx, ws, h); err != nil {
+			err = redactErr(fmt.Errorf("workspace %s: destroy: %w", id, err), ws.RuntimeToken)
+			if !in.KeepRow && lastAttempt(ctx, err) {
+				// Say so in the event stream once, when retries are over.
+				if _, evErr := a.recordEvent(ctx, id, models.EventDestroyed, map[string]any{
+					"workspace_type": ws.Backend,
+					"workspace_path": h.Path,
+					"error":          err.Error(),
+				}); evErr != nil {
+					a.logger().Warn("record destroy failure", "workspace_id", id, "error", evErr)
+				}
+			}
+			return DestroyOutput{}, err
+		}
+	}
+	if in.KeepRow {
+		return DestroyOutput{Destroyed: found, Path: h.Path}, nil
+	}
+
+	path := h.Path
+	if path == "" {
+		path = ws.Path
+	}
+	if _, err := a.recordEvent(ctx, id, models.EventDestroyed, map[string]any{
+		"workspace_type": ws.Backend,
+		"workspace_path": path,
+	}); err != nil {
+		return DestroyOutput{}, err
+	}
+	if err := a.Store.DeleteWorkspace(ctx, id); err != nil && !errs.Is(err, errs.NotFound) {
+		return DestroyOutput{}, fmt.Errorf("workspace %s: destroy: delete row: %w", id, err)
+	}
+	a.logger().Info("workspace destroyed", "workspace_id", id, "backend", ws.Backend, "workspace_path", path)
+	return DestroyOutput{Destroyed: found, Path: path}, nil
+}
+
+func (a *Activities) destroyBackend(ctx context.Context, ws *models.Workspace, h backend.Handle) error {
+	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	if err != nil {
+		return err
+	}
+	return b.Destroy(ctx, h)
+}
+
+// lastAttempt reports whether a failing activity will not be retried: its
+// error is of a non-retryable kind or its retry policy has no attempts left.
+// Outside an activity (tests calling the method directly) every call is the last.
+func lastAttempt(ctx context.Context, err error) bool {
+	switch errs.KindOf(err) {
+	case errs.Invalid, errs.NotFound, errs.Forbidden:
+		return true
+	}
+	if !activity.IsActivity(ctx) {
+		return true
+	}
+	info := activity.GetInfo(ctx)
+	rp := info.RetryPolicy
+	return rp != nil && rp.MaximumAttempts > 0 && info.Attempt >= rp.MaximumAttempts
+}
+
+// Probe pings the workspace's runtime. A miss is a result, not an error:
+// Reason says which step failed, so the workflow can count misses and name
+// the last one when the workspace goes failed. It runs as a local activity.
+func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, error) {
+	start := time.Now()
+	if a.Metrics != nil && !in.ScheduledAt.IsZero() {
+		a.Metrics.ProbeLateness.Observe(max(0, start.Sub(in.ScheduledAt).Seconds()))
+	}
+	reason := a.ping(ctx, in)
+	hit := reason == ""
+	if a.Metrics != nil {
+		a.Metrics.ProbeDuration.Observe(time.Since(start).Seconds())
+		result := "hit"
+		if !hit {
+			result = "miss"
+		}
+		a.Metrics.Probes.WithLabelValues(result).Inc()
+	}
+	return ProbeOutput{Hit: hit, Reason: reason}, nil
+}
+
+// ping returns "" when the runtime answered, else why not.
+func (a *Activities) ping(ctx context.Context, in ProbeInput) string {
+	ctx, cancel := context.WithTimeout(ctx, a.probeTimeout())
+	defer cancel()
+	ws, err := a.Store.GetWorkspace(ctx, in.WorkspaceID)
+	if err != nil {
+		return "workspace row: " + err.Error()
+	}
+	h, ok, err := decodeHandle(ws)
+	if err != nil {
+		return err.Error()
+	}
+	if !ok {
+		h = in.Handle
+	}
+	cl, err := a.Connector.connect(ctx, ws, h)
+	if err == nil {
+		if err = cl.Ping(ctx); err != nil {
+			// A connection that failed a ping is not trusted for the next
+			// one: dial afresh.
+			a.Connector.Drop(ws.ID)
+			err = fmt.Errorf("runtime ping: %w", err)
+		}
+	}
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (probe timeout %s)", err, a.probeTimeout())
+		}
+		return redact(err.Error(), ws.RuntimeToken)
+	}
+	return ""
+}
+
+// redactErr removes secret from err's message, keeping its kind.
+func redactErr(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &errs.Error{Kind: errs.KindOf(err), Msg: redact(err.Error(), secret)}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept bytes, trimmed, marking a cut.
+func (t *tailBuffer) String() string {
+	s := strings.TrimSpace(string(t.buf))
+	if len(t.buf) >= t.max {
+		s = "..." + s
+	}
+	if s == "" {
+		return "(no stderr)"
+	}
+	return s
+}

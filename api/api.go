@@ -1,0 +1,221 @@
+// Package api is Primer's REST API (docs/API.md): Gin handlers for providers,
+// templates, workspaces (with their files, exec and events) and sessions,
+// plus /healthz, /readyz and /metrics.
+//
+// The API starts, signals and reads workflows and rows; it never talks to a
+// backend for lifecycle changes. File and exec requests go to the workspace's
+// runtime through the activities.Connector. Every error leaves in one
+// envelope, {"error":{"code","message","details"}}, and errs kinds become
+// HTTP statuses in exactly one function, statusOf.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/metrics"
+	"github.com/primerhq/primer/models"
+)
+
+// Default limits, applied by New to zero Config fields.
+const (
+	DefaultMaxJSONBytes = 1 << 20  // 1 MiB
+	DefaultMaxFileBytes = 64 << 20 // 64 MiB
+)
+
+// Config holds the API's dependencies and limits.
+type Config struct {
+	Store     *models.Store
+	Temporal  client.Client
+	Connector *activities.Connector
+	Backends  *backend.Registry
+	Metrics   *metrics.Metrics
+	Logger    *slog.Logger
+	// ProbeInterval is passed to every workspace workflow the API starts;
+	// zero lets the workflow use its default.
+	ProbeInterval time.Duration
+	// MaxJSONBytes limits JSON request bodies (default 1 MiB).
+	MaxJSONBytes int64
+	// MaxFileBytes limits file bodies written through the files API
+	// (default 64 MiB).
+	MaxFileBytes int64
+	// Ready runs extra readiness checks for /readyz (Temporal); nil means none.
+	Ready func(ctx context.Context) error
+}
+
+// server is the API's state: the filled-in Config and the knobs tests turn.
+type server struct {
+	cfg Config
+	log *slog.Logger
+
+	// eventPoll is how often an SSE stream polls the store for new events.
+	eventPoll time.Duration
+	// heartbeat is how often an idle SSE stream sends a comment line, so
+	// proxies and clients see the connection is alive.
+	heartbeat time.Duration
+	// maxExecOutput caps the stdout and stderr a non-streaming exec collects.
+	maxExecOutput int
+}
+
+// New validates cfg, fills its defaults and returns the API's handler.
+func New(cfg Config) (http.Handler, error) {
+	s, err := newServer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.routes(), nil
+}
+
+func newServer(cfg Config) (*server, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("api: config: Store is required")
+	case cfg.Temporal == nil:
+		return nil, errors.New("api: config: Temporal is required")
+	case cfg.Connector == nil:
+		return nil, errors.New("api: config: Connector is required")
+	case cfg.Backends == nil:
+		return nil, errors.New("api: config: Backends is required")
+	case cfg.Metrics == nil:
+		return nil, errors.New("api: config: Metrics is required")
+	case cfg.MaxJSONBytes < 0 || cfg.MaxFileBytes < 0:
+		return nil, errors.New("api: config: body limits must not be negative")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxJSONBytes == 0 {
+		cfg.MaxJSONBytes = DefaultMaxJSONBytes
+	}
+	if cfg.MaxFileBytes == 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
+	}
+	return &server{
+		cfg:           cfg,
+		log:           cfg.Logger,
+		eventPoll:     200 * time.Millisecond,
+		heartbeat:     15 * time.Second,
+		maxExecOutput: 16 << 20,
+	}, nil
+}
+
+func (s *server) routes() http.Handler {
+	// Release mode keeps gin from printing routes and warnings on stdout;
+	// requests are logged through slog by s.observe instead.
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	_ = r.SetTrustedProxies(nil) // ClientIP is only logged; trust no forwarding header
+	r.Use(s.observe, s.recover)
+	r.NoRoute(func(c *gin.Context) {
+		s.fail(c, errs.E(errs.NotFound, "route %s %s: not found", c.Request.Method, c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		s.failStatus(c, http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("route %s: method %s not allowed", c.Request.URL.Path, c.Request.Method), nil)
+	})
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	metricsHandler := promhttp.HandlerFor(s.cfg.Metrics.Registry, promhttp.HandlerOpts{})
+	r.GET("/metrics", gin.WrapH(metricsHandler))
+
+	v1 := r.Group("/v1")
+	v1.POST("/providers", s.createProvider)
+	v1.GET("/providers", s.listProviders)
+	v1.GET("/providers/:id", s.getProvider)
+	v1.PUT("/providers/:id", s.updateProvider)
+	v1.DELETE("/providers/:id", s.deleteProvider)
+
+	v1.POST("/templates", s.createTemplate)
+	v1.GET("/templates", s.listTemplates)
+	v1.GET("/templates/:id", s.getTemplate)
+	v1.PUT("/templates/:id", s.updateTemplate)
+	v1.DELETE("/templates/:id", s.deleteTemplate)
+
+	v1.POST("/workspaces", s.createWorkspace)
+	v1.GET("/workspaces", s.listWorkspaces)
+	v1.GET("/workspaces/:id", s.getWorkspace)
+	v1.DELETE("/workspaces/:id", s.deleteWorkspace)
+	v1.GET("/workspaces/:id/files", s.getFile)
+	v1.GET("/workspaces/:id/files/*path", s.getFile)
+	v1.PUT("/workspaces/:id/files/*path", s.putFile)
+	v1.DELETE("/workspaces/:id/files/*path", s.deleteFile)
+	v1.POST("/workspaces/:id/exec", s.exec)
+	v1.GET("/workspaces/:id/events", s.events)
+
+	v1.POST("/sessions", s.createSession)
+	v1.GET("/sessions", s.listSessions)
+	v1.GET("/sessions/:id", s.getSession)
+	v1.POST("/sessions/:id/end", s.endSession)
+	return r
+}
+
+// knownMethods bounds the method label of the request metrics: anything else
+// a client sends is counted as OTHER.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// observe records request metrics by route template (never the raw path, so
+// workspace ids do not explode the label set) and logs each request at debug.
+func (s *server) observe(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	elapsed := time.Since(start)
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	method := c.Request.Method
+	if !knownMethods[method] {
+		method = "OTHER"
+	}
+	status := c.Writer.Status()
+	s.cfg.Metrics.HTTPRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	s.cfg.Metrics.HTTPDuration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+	// Only the method, route, path and status: bodies and headers can carry
+	// file contents, env values and tokens.
+	s.log.LogAttrs(c.Request.Context(), slog.LevelDebug, "http request",
+		slog.String("method", c.Request.Method), slog.String("route", route),
+		slog.String("path", c.Request.URL.Path), slog.Int("status", status),
+		slog.Duration("duration", elapsed))
+}
+
+// recover turns a panic in a handler into a 500 envelope, so a bug never
+// reaches a user as a dropped connection. http.ErrAbortHandler is re-raised:
+// it is net/http's way to abort a response on purpose.
+func (s *server) recover(c *gin.Context) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panic(v)
+		}
+		s.log.Error("api: handler panicked", "route", c.FullPath(), "method", c.Request.Method,
+			"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if c.Writer.Written() {
+			// Headers are gone; the best left is to stop the response.
+			c.Abort()
+			return
+		}
+		s.fail(c, errs.E(errs.Other, "internal error"))
+	}()
+	c.Next()
+}

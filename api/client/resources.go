@@ -1,0 +1,328 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// ProviderSpec is the body of POST and PUT /v1/providers: the `spec` of a
+// `kind: workspace_provider` document. Config is the backend-specific
+// document, passed through unchanged.
+type ProviderSpec struct {
+	ID       string          `json:"id,omitempty"`
+	Provider string          `json:"provider"`
+	Config   json.RawMessage `json:"config,omitempty"`
+}
+
+// TemplateSpec is the body of POST and PUT /v1/templates: the `spec` of a
+// `kind: workspace_template` document. Backend, with its `kind`, is passed
+// through unchanged.
+type TemplateSpec struct {
+	ID          string          `json:"id,omitempty"`
+	ProviderID  string          `json:"provider_id"`
+	Description string          `json:"description,omitempty"`
+	Backend     json.RawMessage `json:"backend,omitempty"`
+}
+
+// TemplateListOptions filters ListTemplates. Empty fields match all.
+type TemplateListOptions struct {
+	ProviderID string
+}
+
+// CreateWorkspaceRequest is the body of POST /v1/workspaces.
+type CreateWorkspaceRequest struct {
+	TemplateID string            `json:"template_id"`
+	Labels     map[string]string `json:"labels,omitempty"`
+}
+
+// WorkspaceListOptions filters ListWorkspaces. Empty fields match all.
+type WorkspaceListOptions struct {
+	Phase      string
+	TemplateID string
+	ProviderID string
+	Backend    string
+	Limit      int // 0: no limit
+}
+
+// CreateSessionRequest is the body of POST /v1/sessions.
+type CreateSessionRequest struct {
+	WorkspaceID string            `json:"workspace_id"`
+	Agent       string            `json:"agent,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+}
+
+// SessionListOptions filters ListSessions. Empty fields match all.
+type SessionListOptions struct {
+	WorkspaceID string
+	Status      string
+}
+
+// query builds url.Values from name/value pairs, skipping empty values.
+func query(kv ...string) url.Values {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// CreateProvider creates a provider.
+func (c *Client) CreateProvider(ctx context.Context, spec ProviderSpec) (*models.Provider, error) {
+	var p models.Provider
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/providers", nil, spec, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// GetProvider returns the provider id.
+func (c *Client) GetProvider(ctx context.Context, id string) (*models.Provider, error) {
+	var p models.Provider
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/providers/"+seg(id), nil, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListProviders returns every provider.
+func (c *Client) ListProviders(ctx context.Context) ([]models.Provider, error) {
+	var out itemsOf[models.Provider]
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/providers", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// UpdateProvider replaces the provider id with spec (spec.ID may be empty).
+func (c *Client) UpdateProvider(ctx context.Context, id string, spec ProviderSpec) (*models.Provider, error) {
+	var p models.Provider
+	if err := c.doJSON(ctx, http.MethodPut, "/v1/providers/"+seg(id), nil, spec, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// DeleteProvider deletes the provider id.
+func (c *Client) DeleteProvider(ctx context.Context, id string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/providers/"+seg(id), nil, nil, nil)
+}
+
+// CreateTemplate creates a template.
+func (c *Client) CreateTemplate(ctx context.Context, spec TemplateSpec) (*models.Template, error) {
+	var t models.Template
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/templates", nil, spec, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// GetTemplate returns the template id.
+func (c *Client) GetTemplate(ctx context.Context, id string) (*models.Template, error) {
+	var t models.Template
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/templates/"+seg(id), nil, nil, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ListTemplates returns the templates opts selects.
+func (c *Client) ListTemplates(ctx context.Context, opts TemplateListOptions) ([]models.Template, error) {
+	var out itemsOf[models.Template]
+	q := query("provider_id", opts.ProviderID)
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/templates", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// UpdateTemplate replaces the template id with spec (spec.ID may be empty).
+func (c *Client) UpdateTemplate(ctx context.Context, id string, spec TemplateSpec) (*models.Template, error) {
+	var t models.Template
+	if err := c.doJSON(ctx, http.MethodPut, "/v1/templates/"+seg(id), nil, spec, &t); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// DeleteTemplate deletes the template id.
+func (c *Client) DeleteTemplate(ctx context.Context, id string) error {
+	return c.doJSON(ctx, http.MethodDelete, "/v1/templates/"+seg(id), nil, nil, nil)
+}
+
+// CreateWorkspace creates a workspace; it is returned in phase pending while
+// its workflow provisions it (see WaitWorkspace).
+func (c *Client) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
+	var w models.Workspace
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces", nil, req, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// GetWorkspace returns the workspace id; NotFound once it is destroyed.
+func (c *Client) GetWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
+	var w models.Workspace
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces/"+seg(id), nil, nil, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// ListWorkspaces returns the workspaces opts selects, oldest first.
+func (c *Client) ListWorkspaces(ctx context.Context, opts WorkspaceListOptions) ([]models.Workspace, error) {
+	var out itemsOf[models.Workspace]
+	q := query("phase", opts.Phase, "template_id", opts.TemplateID, "provider_id", opts.ProviderID, "backend", opts.Backend)
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// DeleteWorkspace asks for the workspace to be destroyed and returns it in
+// phase terminating; WaitGone waits until it is.
+func (c *Client) DeleteWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
+	var w models.Workspace
+	if err := c.doJSON(ctx, http.MethodDelete, "/v1/workspaces/"+seg(id), nil, nil, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// WaitWorkspace polls the workspace id until it is in phase and returns it.
+// progress, if not nil, sees the workspace at first and at every change of
+// phase or reason. Waiting for running fails when the workspace ends failed
+// or starts terminating (it will not get there by itself); an error from a
+// poll after the first that says the server is unavailable is retried, so a
+// server restart does not end the wait. ctx bounds the wait.
+func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress func(*models.Workspace)) (*models.Workspace, error) {
+	var last *models.Workspace
+	tick := time.NewTicker(c.pollInterval)
+	defer tick.Stop()
+	for {
+		w, err := c.GetWorkspace(ctx, id)
+		switch {
+		case err == nil:
+			if progress != nil && (last == nil || last.Phase != w.Phase || last.Reason != w.Reason) {
+				progress(w)
+			}
+			last = w
+			if w.Phase == phase {
+				return w, nil
+			}
+			if phase == models.PhaseRunning && (w.Phase == models.PhaseFailed || w.Phase == models.PhaseTerminating) {
+				if w.Reason != "" {
+					return w, errs.E(errs.Precondition, "workspace %s: %s: %s", id, w.Phase, w.Reason)
+				}
+				return w, errs.E(errs.Precondition, "workspace %s: %s", id, w.Phase)
+			}
+		case last != nil && retryable(err) && ctx.Err() == nil:
+			// A server restart or overload mid-wait: keep polling.
+		default:
+			return last, waitError(ctx, id, phase, last, err)
+		}
+		select {
+		case <-ctx.Done():
+			return last, waitError(ctx, id, phase, last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitGone polls until the workspace id no longer exists (GET is 404).
+// progress, if not nil, sees the workspace at every change of phase or reason.
+func (c *Client) WaitGone(ctx context.Context, id string, progress func(*models.Workspace)) error {
+	var last *models.Workspace
+	tick := time.NewTicker(c.pollInterval)
+	defer tick.Stop()
+	for {
+		w, err := c.GetWorkspace(ctx, id)
+		switch {
+		case err == nil:
+			if progress != nil && (last == nil || last.Phase != w.Phase || last.Reason != w.Reason) {
+				progress(w)
+			}
+			last = w
+		case errs.Is(err, errs.NotFound):
+			return nil
+		case last != nil && retryable(err) && ctx.Err() == nil:
+		default:
+			return waitError(ctx, id, "gone", last, err)
+		}
+		select {
+		case <-ctx.Done():
+			return waitError(ctx, id, "gone", last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// retryable reports whether a poll error is worth another poll.
+func retryable(err error) bool {
+	k := errs.KindOf(err)
+	return k == errs.Unavailable || k == errs.Timeout
+}
+
+// waitError says what the workspace was doing when the wait ended.
+func waitError(ctx context.Context, id, phase string, last *models.Workspace, err error) error {
+	if ctx.Err() != nil && last != nil {
+		kind := errs.Timeout
+		if ctx.Err() == context.Canceled {
+			kind = errs.Canceled
+		}
+		return wrap(kind, err, "workspace %s: wait for %s: still %s", id, phase, last.Phase)
+	}
+	return wrap(errs.KindOf(err), err, "workspace %s: wait for %s", id, phase)
+}
+
+// CreateSession opens a session on a workspace.
+func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (*models.Session, error) {
+	var s models.Session
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/sessions", nil, req, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// GetSession returns the session id.
+func (c *Client) GetSession(ctx context.Context, id string) (*models.Session, error) {
+	var s models.Session
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListSessions returns the sessions opts selects.
+func (c *Client) ListSessions(ctx context.Context, opts SessionListOptions) ([]models.Session, error) {
+	var out itemsOf[models.Session]
+	q := query("workspace_id", opts.WorkspaceID, "status", opts.Status)
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/sessions", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// EndSession ends the session id with reason (empty: the server's default,
+// ended_by_user). An ended session keeps its first reason.
+func (c *Client) EndSession(ctx context.Context, id, reason string) (*models.Session, error) {
+	body := struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason}
+	var s models.Session
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/sessions/"+seg(id)+"/end", nil, body, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}

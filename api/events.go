@@ -1,0 +1,183 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// eventBatch bounds how many events one store read returns while following.
+const eventBatch = 256
+
+// goneCheckEvery is how many empty polls pass between checks that the
+// workspace still exists, so a stream whose workspace vanished without a
+// workspace.destroyed event still ends.
+const goneCheckEvery = 25
+
+// events lists a workspace's stored events, or follows them as Server-Sent
+// Events. Events outlive their workspace's row, so a destroyed workspace's
+// history can still be read; a workspace with neither row nor events is 404.
+func (s *server) events(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	after, err := afterID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	follow := c.Query("follow") == "true" || c.Query("follow") == "1" ||
+		strings.Contains(c.GetHeader("Accept"), "text/event-stream")
+
+	_, err = s.cfg.Store.GetWorkspace(ctx, id)
+	exists := err == nil
+	if err != nil && !errs.Is(err, errs.NotFound) {
+		s.fail(c, err)
+		return
+	}
+	if !exists {
+		// Only a workspace that had events (and so existed) is known.
+		evs, err := s.cfg.Store.ListEvents(ctx, id, 0, 1)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if len(evs) == 0 {
+			s.fail(c, errs.E(errs.NotFound, "workspace %s: not found", id))
+			return
+		}
+	}
+	if !follow {
+		evs, err := s.cfg.Store.ListEvents(ctx, id, after, 0)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, list(evs))
+		return
+	}
+	s.follow(c, id, after)
+}
+
+// afterID reads where a listing starts: Last-Event-ID (an SSE client
+// resuming) wins over ?after=.
+func afterID(c *gin.Context) (uint64, error) {
+	field, v := "after", c.Query("after")
+	if h := c.GetHeader("Last-Event-ID"); h != "" {
+		field, v = "Last-Event-ID", h
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, errs.Field(field, "%s: %q is not an event id", field, v)
+	}
+	return n, nil
+}
+
+// follow streams events after `after` until workspace.destroyed, the
+// workspace's disappearance, or the client leaving. It polls the store: events
+// are written by whichever worker runs the workflow, possibly in another
+// process, and a 200 ms poll of an indexed range query is cheap.
+func (s *server) follow(c *gin.Context, id string, after uint64) {
+	ctx := c.Request.Context()
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no") // no proxy buffering of the stream
+	c.Status(http.StatusOK)
+	c.Writer.WriteHeaderNow()
+	c.Writer.Flush()
+
+	poll := time.NewTicker(s.eventPoll)
+	defer poll.Stop()
+	lastWrite := time.Now()
+	empty := 0
+	for {
+		evs, err := s.cfg.Store.ListEvents(ctx, id, after, eventBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("events: follow: list events", "workspace_id", id, "error", err.Error())
+				writeSSEError(c, err)
+			}
+			return
+		}
+		for i := range evs {
+			e := &evs[i]
+			if err := writeSSE(c, e); err != nil {
+				return // the client left
+			}
+			after = e.ID
+			lastWrite = time.Now()
+			if e.Type == models.EventDestroyed {
+				return
+			}
+		}
+		if len(evs) == eventBatch {
+			continue // more are waiting
+		}
+		if len(evs) == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+		if empty >= goneCheckEvery {
+			empty = 0
+			if _, err := s.cfg.Store.GetWorkspace(ctx, id); errs.Is(err, errs.NotFound) {
+				// One last read catches events written just before the row went.
+				if evs, err := s.cfg.Store.ListEvents(ctx, id, after, 0); err == nil {
+					for i := range evs {
+						if writeSSE(c, &evs[i]) != nil {
+							return
+						}
+					}
+				}
+				return
+			}
+		}
+		if time.Since(lastWrite) >= s.heartbeat {
+			if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			c.Writer.Flush()
+			lastWrite = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// writeSSE writes one event as an SSE message and flushes it.
+func writeSSE(c *gin.Context, e *models.Event) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	// Event types are fixed identifiers and JSON has no raw newlines, so
+	// neither can break the SSE framing.
+	if _, err := fmt.Fprintf(c.Writer, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, data); err != nil {
+		return err
+	}
+	c.Writer.Flush()
+	return nil
+}
+
+// writeSSEError ends a stream with an error message in the envelope.
+func writeSSEError(c *gin.Context, err error) {
+	_, env := errorEnvelope(err)
+	data, _ := json.Marshal(env)
+	fmt.Fprintf(c.Writer, "event: error\ndata: %s\n\n", data)
+	c.Writer.Flush()
+}

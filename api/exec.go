@@ -1,0 +1,304 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/protocol"
+)
+
+// Exec timeouts: the default when the request names none, and the most a
+// request may ask for.
+const (
+	DefaultExecTimeout = 10 * time.Minute
+	MaxExecTimeout     = 24 * time.Hour
+)
+
+// execSpec is the body of POST /v1/workspaces/{id}/exec.
+type execSpec struct {
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+	Stdin   string            `json:"stdin"`
+	Timeout string            `json:"timeout"`
+	Stream  bool              `json:"stream"`
+}
+
+// execResponse is the result of a non-streaming exec.
+type execResponse struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	DurationMS int64  `json:"duration_ms"`
+	TimedOut   bool   `json:"timed_out"`
+	Canceled   bool   `json:"canceled,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	// Truncated says stdout or stderr was cut at the server's cap; the
+	// command ran to its end regardless.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// exitBody is the last line of a streamed exec.
+type exitBody struct {
+	ExitCode   int    `json:"exit_code"`
+	DurationMS int64  `json:"duration_ms"`
+	TimedOut   bool   `json:"timed_out"`
+	Canceled   bool   `json:"canceled,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+}
+
+// request checks the spec and returns the runtime's exec request.
+func (e *execSpec) request() (protocol.ExecRequest, error) {
+	if len(e.Command) == 0 || e.Command[0] == "" {
+		return protocol.ExecRequest{}, errs.Field("command", "command: required, a non-empty list whose first item names the program")
+	}
+	for i, a := range e.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			return protocol.ExecRequest{}, errs.Field("command", "command[%d]: contains a NUL byte", i)
+		}
+	}
+	for k, v := range e.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return protocol.ExecRequest{}, errs.Field("env", "env: invalid variable name %q", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return protocol.ExecRequest{}, errs.Field("env."+k, "env.%s: value contains a NUL byte", k)
+		}
+	}
+	cwd := e.Cwd
+	if strings.IndexByte(cwd, 0) >= 0 {
+		return protocol.ExecRequest{}, errs.Field("cwd", "cwd: contains a NUL byte")
+	}
+	if strings.HasPrefix(cwd, "/") {
+		return protocol.ExecRequest{}, errs.Field("cwd", "cwd %q: must be relative to the workspace root", cwd)
+	}
+	if cwd != "" {
+		cwd = path.Clean(cwd)
+		if cwd == ".." || strings.HasPrefix(cwd, "../") {
+			return protocol.ExecRequest{}, errs.Field("cwd", "cwd %q: escapes the workspace root", e.Cwd)
+		}
+		if cwd == "." {
+			cwd = ""
+		}
+	}
+	timeout := DefaultExecTimeout
+	if e.Timeout != "" {
+		d, err := time.ParseDuration(e.Timeout)
+		if err != nil {
+			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %q is not a duration (e.g. 30s, 5m)", e.Timeout)
+		}
+		if d <= 0 || d > MaxExecTimeout {
+			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0 and at most %s", d, MaxExecTimeout)
+		}
+		timeout = d
+	}
+	req := protocol.ExecRequest{Args: e.Command, Env: e.Env, Cwd: cwd, Timeout: timeout}
+	if e.Stdin != "" {
+		req.Stdin = []byte(e.Stdin)
+	}
+	return req, nil
+}
+
+// execError gives an exec failure from the runtime its API meaning: a
+// program or cwd that does not exist is bad input, not a missing resource.
+func execError(wsID string, err error) error {
+	if errs.Is(err, errs.NotFound) {
+		return errs.E(errs.Invalid, "workspace %s: %w", wsID, err)
+	}
+	return fmt.Errorf("workspace %s: %w", wsID, err)
+}
+
+func (s *server) exec(c *gin.Context) {
+	var spec execSpec
+	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	req, err := spec.request()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	if spec.Stream || strings.Contains(c.GetHeader("Accept"), "application/x-ndjson") {
+		s.execStream(c, ws.ID, cl, req)
+		return
+	}
+	stdout := &cappedBuffer{max: s.maxExecOutput}
+	stderr := &cappedBuffer{max: s.maxExecOutput}
+	res, err := cl.Exec(ctx, req, stdout, stderr)
+	if err != nil {
+		s.fail(c, execError(ws.ID, err))
+		return
+	}
+	c.JSON(http.StatusOK, execResponse{
+		ExitCode:   res.ExitCode,
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
+		DurationMS: res.Duration.Milliseconds(),
+		TimedOut:   res.TimedOut,
+		Canceled:   res.Canceled,
+		Signal:     res.Signal,
+		Truncated:  stdout.truncated || stderr.truncated,
+	})
+}
+
+// execStream runs the command and writes NDJSON: output chunks as they come,
+// then one exit (or error) line. The request's context is the command's: a
+// client that hangs up cancels it in the runtime.
+func (s *server) execStream(c *gin.Context, wsID string, cl *client.Client, req protocol.ExecRequest) {
+	c.Header("Content-Type", "application/x-ndjson")
+	c.Header("Cache-Control", "no-cache")
+	c.Header("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	c.Writer.WriteHeaderNow()
+	c.Writer.Flush()
+
+	out := &ndjson{c: c}
+	stdout := &streamWriter{out: out, stream: protocol.StreamStdout}
+	stderr := &streamWriter{out: out, stream: protocol.StreamStderr}
+	res, err := cl.Exec(c.Request.Context(), req, stdout, stderr)
+	stdout.flushTail()
+	stderr.flushTail()
+	if err != nil {
+		_, env := errorEnvelope(execError(wsID, err))
+		out.line(env)
+		return
+	}
+	out.line(map[string]exitBody{"exit": {
+		ExitCode:   res.ExitCode,
+		DurationMS: res.Duration.Milliseconds(),
+		TimedOut:   res.TimedOut,
+		Canceled:   res.Canceled,
+		Signal:     res.Signal,
+	}})
+}
+
+// ndjson writes one JSON value per line and flushes it, safely from the
+// stdout and stderr goroutines at once.
+type ndjson struct {
+	mu sync.Mutex
+	c  *gin.Context
+}
+
+func (n *ndjson) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, err := n.c.Writer.Write(b); err != nil {
+		return err
+	}
+	n.c.Writer.Flush()
+	return nil
+}
+
+// chunk is one streamed output line.
+type chunk struct {
+	Stream string `json:"stream"`
+	Data   string `json:"data"`
+}
+
+// streamWriter turns one output stream into chunk lines. Output is carried
+// as JSON strings, so a UTF-8 character split across two writes is held
+// back until it is whole instead of becoming two replacement characters.
+type streamWriter struct {
+	out    *ndjson
+	stream string
+	tail   []byte
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	buf := p
+	if len(w.tail) > 0 {
+		buf = append(w.tail, p...)
+		w.tail = nil
+	}
+	cut := incompleteSuffix(buf)
+	if cut > 0 {
+		w.tail = append([]byte(nil), buf[len(buf)-cut:]...)
+		buf = buf[:len(buf)-cut]
+	}
+	if len(buf) == 0 {
+		return n, nil
+	}
+	if err := w.out.line(chunk{Stream: w.stream, Data: string(buf)}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// flushTail writes bytes still held back when the stream ends.
+func (w *streamWriter) flushTail() {
+	if len(w.tail) > 0 {
+		_ = w.out.line(chunk{Stream: w.stream, Data: string(w.tail)})
+		w.tail = nil
+	}
+}
+
+// incompleteSuffix returns how many bytes at the end of b are the start of
+// a UTF-8 character whose remaining bytes have not arrived yet.
+func incompleteSuffix(b []byte) int {
+	for i := 1; i <= 3 && i <= len(b); i++ {
+		c := b[len(b)-i]
+		if c < 0x80 {
+			return 0 // ASCII: complete
+		}
+		if utf8.RuneStart(c) {
+			if !utf8.FullRune(b[len(b)-i:]) {
+				return i
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+// cappedBuffer collects output up to max bytes and notes what it dropped;
+// writes never fail, so a chatty command still runs to its end.
+type cappedBuffer struct {
+	mu        sync.Mutex
+	buf       []byte
+	max       int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - len(b.buf)
+	if room < len(p) {
+		b.truncated = true
+		if room > 0 {
+			b.buf = append(b.buf, p[:room]...)
+		}
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

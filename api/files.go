@@ -1,0 +1,239 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/protocol"
+)
+
+// FileModeHeader carries a file's permission bits, in octal, on GET (the
+// file's mode) and PUT (the mode to create it with).
+const FileModeHeader = "X-Primer-File-Mode"
+
+// runtimeClient returns the runtime connection of the workspace in the path,
+// which must be running: files and exec go to the runtime, never to the
+// backend directly.
+func (s *server) runtimeClient(c *gin.Context) (*models.Workspace, *client.Client, error) {
+	ctx := c.Request.Context()
+	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.Phase != models.PhaseRunning {
+		return nil, nil, errs.E(errs.Precondition, "workspace %s: is %s, not running", w.ID, w.Phase)
+	}
+	cl, err := s.cfg.Connector.Client(ctx, w)
+	if err != nil {
+		if errs.Is(err, errs.NotFound) {
+			// The workspace exists; what is missing is its sandbox. A 404
+			// here would read as "no such workspace" or "no such file".
+			err = errs.E(errs.Unavailable, "workspace %s: runtime unreachable: %w", w.ID, err)
+		}
+		return nil, nil, err
+	}
+	return w, cl, nil
+}
+
+// filePath returns the workspace-relative path of a files request: gin's
+// *path without its one leading "/", cleaned. "" is the workspace root.
+// Escapes are refused here for a clear message; the runtime refuses them
+// again, together with symlinks that lead out, which only it can see.
+func filePath(c *gin.Context) (string, error) {
+	raw := strings.TrimPrefix(c.Param("path"), "/")
+	if strings.IndexByte(raw, 0) >= 0 {
+		return "", errs.Field("path", "path %q: contains a NUL byte", raw)
+	}
+	if strings.HasPrefix(raw, "/") {
+		return "", errs.Field("path", "path %q: absolute paths are not allowed; paths are relative to the workspace root", raw)
+	}
+	if raw == "" {
+		return "", nil
+	}
+	p := path.Clean(raw)
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "", errs.Field("path", "path %q: escapes the workspace root", raw)
+	}
+	if p == "." {
+		return "", nil
+	}
+	return p, nil
+}
+
+// fileError names the workspace in a runtime error, keeping its kind.
+func fileError(ws *models.Workspace, err error) error {
+	return fmt.Errorf("workspace %s: %w", ws.ID, err)
+}
+
+// listing is the response for a directory.
+type listing struct {
+	Path  string              `json:"path"`
+	Items []protocol.FileInfo `json:"items"`
+}
+
+func (s *server) getFile(c *gin.Context) {
+	p, err := filePath(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	fi, err := cl.Stat(ctx, p)
+	if err != nil {
+		s.fail(c, fileError(ws, err))
+		return
+	}
+	if boolQuery(c, "stat") {
+		c.JSON(http.StatusOK, fi)
+		return
+	}
+	if fi.IsDir {
+		s.list(c, ws, cl, p)
+		return
+	}
+	data, err := cl.ReadFile(ctx, p)
+	if err != nil && fi.IsSymlink && errs.Is(err, errs.Invalid) {
+		// A symlink to a directory inside the workspace lists like one; a
+		// symlink that leads out fails the listing the same way it failed
+		// the read, and that first error is the one to report.
+		if entries, lerr := cl.List(ctx, p); lerr == nil {
+			c.JSON(http.StatusOK, listing{Path: p, Items: nonNil(entries)})
+			return
+		}
+	}
+	if err != nil {
+		s.fail(c, fileError(ws, err))
+		return
+	}
+	c.Header(FileModeHeader, fmt.Sprintf("%04o", fi.Mode))
+	c.Header("Last-Modified", fi.ModTime.UTC().Format(http.TimeFormat))
+	c.Data(http.StatusOK, "application/octet-stream", data)
+}
+
+func (s *server) list(c *gin.Context, ws *models.Workspace, cl *client.Client, p string) {
+	entries, err := cl.List(c.Request.Context(), p)
+	if err != nil {
+		s.fail(c, fileError(ws, err))
+		return
+	}
+	c.JSON(http.StatusOK, listing{Path: p, Items: nonNil(entries)})
+}
+
+func nonNil(v []protocol.FileInfo) []protocol.FileInfo {
+	if v == nil {
+		return []protocol.FileInfo{}
+	}
+	return v
+}
+
+// boolQuery reads a boolean query flag: present as true or 1.
+func boolQuery(c *gin.Context, name string) bool {
+	v := c.Query(name)
+	return v == "true" || v == "1"
+}
+
+// fileMode parses the optional mode header of a PUT.
+func fileMode(c *gin.Context) (os.FileMode, error) {
+	v := c.GetHeader(FileModeHeader)
+	if v == "" {
+		return 0, nil // the runtime's default: 0644 for files, 0755 for directories
+	}
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, errs.Field(FileModeHeader, "%s: %q is not an octal permission between 0 and 0777", FileModeHeader, v)
+	}
+	return os.FileMode(n), nil
+}
+
+func (s *server) putFile(c *gin.Context) {
+	p, err := filePath(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if p == "" {
+		s.fail(c, errs.Field("path", "path: required; the workspace root itself cannot be written"))
+		return
+	}
+	mode, err := fileMode(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	mkdir := boolQuery(c, "mkdir")
+	limit := s.cfg.MaxFileBytes
+	if !mkdir && c.Request.ContentLength > limit {
+		s.fail(c, errs.E(errs.TooLarge, "file %s: %d bytes is over the limit of %d", p, c.Request.ContentLength, limit))
+		return
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	if mkdir {
+		err = cl.Mkdir(ctx, p, true)
+	} else {
+		var data []byte
+		data, err = io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.fail(c, errs.E(errs.TooLarge, "file %s: over the limit of %d bytes", p, limit))
+			return
+		}
+		if err != nil {
+			s.fail(c, errs.E(errs.Invalid, "file %s: read request body: %w", p, err))
+			return
+		}
+		err = cl.WriteFile(ctx, p, data, mode)
+	}
+	if err != nil {
+		s.fail(c, fileError(ws, err))
+		return
+	}
+	fi, err := cl.Stat(ctx, p)
+	if err != nil {
+		s.fail(c, fileError(ws, err))
+		return
+	}
+	c.JSON(http.StatusOK, fi)
+}
+
+func (s *server) deleteFile(c *gin.Context) {
+	p, err := filePath(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if p == "" {
+		s.fail(c, errs.Field("path", "path: required; delete the workspace to remove its root"))
+		return
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := cl.Remove(c.Request.Context(), p, boolQuery(c, "recursive")); err != nil {
+		s.fail(c, fileError(ws, err))
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// idPattern is what provider and template ids look like: lower-case DNS-ish
+// names, so they are safe in paths, labels and Kubernetes object names.
+var idPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
+
+// validID checks a user-chosen id; field names the input field.
+func validID(field, id string) error {
+	if id == "" {
+		return errs.Field(field, "%s: required", field)
+	}
+	if !idPattern.MatchString(id) {
+		return errs.Field(field, "%s: %q is not a valid id (lower-case letters, digits, '.', '_', '-', 1-128 characters, starting and ending with a letter or digit)", field, id)
+	}
+	return nil
+}
+
+// items is the shape of every list response.
+type items[T any] struct {
+	Items []T `json:"items"`
+}
+
+func list[T any](v []T) items[T] {
+	if v == nil {
+		v = []T{}
+	}
+	return items[T]{Items: v}
+}
+
+// providerSpec is the body of POST and PUT /v1/providers: the spec of a
+// `kind: workspace_provider` document.
+type providerSpec struct {
+	ID       string          `json:"id"`
+	Provider string          `json:"provider"`
+	Config   json.RawMessage `json:"config"`
+}
+
+// emptyObject stands in for a missing config, so factories always get an object.
+var emptyObject = json.RawMessage(`{}`)
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return emptyObject
+	}
+	return raw
+}
+
+// provider checks the spec and returns the row it describes.
+func (s *server) provider(spec providerSpec) (*models.Provider, error) {
+	if spec.Provider == "" {
+		return nil, errs.Field("spec.provider", "spec.provider: required (one of %s)", strings.Join(s.types(), ", "))
+	}
+	p := &models.Provider{ID: spec.ID, Provider: spec.Provider, Config: orEmptyObject(spec.Config)}
+	if err := s.cfg.Backends.Validate(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (s *server) createProvider(c *gin.Context) {
+	var spec providerSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validID("spec.id", spec.ID); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID == models.LocalProviderID {
+		s.fail(c, errs.E(errs.Conflict, "provider %s: already exists (reserved)", spec.ID))
+		return
+	}
+	p, err := s.provider(spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	if err := s.cfg.Store.CreateProvider(ctx, p); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("provider created", "provider_id", p.ID, "provider", p.Provider)
+	c.Header("Location", "/v1/providers/"+p.ID)
+	c.JSON(http.StatusCreated, p)
+}
+
+func (s *server) listProviders(c *gin.Context) {
+	ps, err := s.cfg.Store.ListProviders(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, list(ps))
+}
+
+func (s *server) getProvider(c *gin.Context) {
+	p, err := s.cfg.Store.GetProvider(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+func (s *server) updateProvider(c *gin.Context) {
+	id := c.Param("id")
+	if id == models.LocalProviderID {
+		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be changed", id))
+		return
+	}
+	var spec providerSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	spec.ID = id
+	p, err := s.provider(spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	old, err := s.cfg.Store.GetProvider(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if old.Provider != p.Provider {
+		// Templates carry a backend document of the provider's type;
+		// switching the type under them would make every one invalid.
+		ts, err := s.cfg.Store.ListTemplates(ctx, id)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if len(ts) > 0 {
+			s.fail(c, errs.E(errs.Conflict, "provider %s: cannot change type from %s to %s while %d templates use it",
+				id, old.Provider, p.Provider, len(ts)))
+			return
+		}
+	}
+	if err := s.cfg.Store.UpdateProvider(ctx, p); err != nil {
+		s.fail(c, err)
+		return
+	}
+	p, err = s.cfg.Store.GetProvider(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("provider updated", "provider_id", p.ID, "provider", p.Provider)
+	c.JSON(http.StatusOK, p)
+}
+
+func (s *server) deleteProvider(c *gin.Context) {
+	id := c.Param("id")
+	if id == models.LocalProviderID {
+		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be deleted", id))
+		return
+	}
+	if err := s.cfg.Store.DeleteProvider(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("provider deleted", "provider_id", id)
+	c.Status(http.StatusNoContent)
+}
+
+// types returns the known provider types, sorted for stable messages.
+func (s *server) types() []string {
+	t := s.cfg.Backends.Types()
+	slices.Sort(t)
+	return t
+}

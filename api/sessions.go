@@ -1,0 +1,122 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// sessionSpec is the body of POST /v1/sessions.
+type sessionSpec struct {
+	WorkspaceID string            `json:"workspace_id"`
+	Agent       string            `json:"agent"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+// endSpec is the optional body of POST /v1/sessions/{id}/end.
+type endSpec struct {
+	Reason string `json:"reason"`
+}
+
+func (s *server) createSession(c *gin.Context) {
+	var spec sessionSpec
+	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.WorkspaceID == "" {
+		s.fail(c, errs.Field("workspace_id", "workspace_id: required"))
+		return
+	}
+	if len(spec.Agent) > 256 || !printable(spec.Agent) {
+		s.fail(c, errs.Field("agent", "agent: must be at most 256 printable characters"))
+		return
+	}
+	if err := validLabels("metadata", spec.Metadata); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	w, err := s.cfg.Store.GetWorkspace(ctx, spec.WorkspaceID)
+	if errs.Is(err, errs.NotFound) {
+		s.fail(c, errs.Field("workspace_id", "workspace_id: workspace %s not found", spec.WorkspaceID))
+		return
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if w.Phase == models.PhaseTerminating {
+		s.fail(c, errs.E(errs.Precondition, "workspace %s: terminating; no new sessions", w.ID))
+		return
+	}
+	ses := &models.Session{
+		ID:          models.NewID("ses"),
+		WorkspaceID: w.ID,
+		Agent:       spec.Agent,
+		Metadata:    spec.Metadata,
+		Status:      models.SessionOpen,
+	}
+	if err := s.cfg.Store.CreateSession(ctx, ses); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			// The workspace went away between the read and the insert.
+			err = errs.Field("workspace_id", "workspace_id: workspace %s not found", spec.WorkspaceID)
+		}
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("session created", "session_id", ses.ID, "workspace_id", w.ID)
+	if got, err := s.cfg.Store.GetSession(ctx, ses.ID); err == nil {
+		ses = got
+	}
+	c.Header("Location", "/v1/sessions/"+ses.ID)
+	c.JSON(http.StatusCreated, ses)
+}
+
+func (s *server) listSessions(c *gin.Context) {
+	f := models.SessionFilter{WorkspaceID: c.Query("workspace_id"), Status: c.Query("status")}
+	if f.Status != "" && f.Status != models.SessionOpen && f.Status != models.SessionEnded {
+		s.fail(c, errs.Field("status", "status: %q is not one of open, ended", f.Status))
+		return
+	}
+	ss, err := s.cfg.Store.ListSessions(c.Request.Context(), f)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, list(ss))
+}
+
+func (s *server) getSession(c *gin.Context) {
+	ses, err := s.cfg.Store.GetSession(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, ses)
+}
+
+func (s *server) endSession(c *gin.Context) {
+	var spec endSpec
+	if err := s.decodeJSON(c, &spec, "", true); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.Reason == "" {
+		spec.Reason = models.ReasonEndedByUser
+	}
+	if len(spec.Reason) > 256 || !printable(spec.Reason) {
+		s.fail(c, errs.Field("reason", "reason: must be at most 256 printable characters"))
+		return
+	}
+	ses, err := s.cfg.Store.EndSession(c.Request.Context(), c.Param("id"), spec.Reason)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("session ended", "session_id", ses.ID, "workspace_id", ses.WorkspaceID, "reason", ses.EndReason)
+	c.JSON(http.StatusOK, ses)
+}

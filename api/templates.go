@@ -1,0 +1,236 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// Redacted replaces every template env value in API responses: env values
+// may be secrets (API keys) and never leave the server. Sending it back
+// unchanged in a PUT keeps the stored value, so get-edit-put round trips work.
+const Redacted = "(redacted)"
+
+// templateSpec is the body of POST and PUT /v1/templates: the spec of a
+// `kind: workspace_template` document.
+type templateSpec struct {
+	ID          string          `json:"id"`
+	ProviderID  string          `json:"provider_id"`
+	Description string          `json:"description"`
+	Backend     json.RawMessage `json:"backend"`
+}
+
+// template checks the spec against its provider and the provider's backend
+// and returns the row it describes. old is the stored template on update,
+// whose env values replace Redacted placeholders.
+func (s *server) template(c *gin.Context, spec templateSpec, old *models.Template) (*models.Template, error) {
+	ctx := c.Request.Context()
+	if spec.ProviderID == "" {
+		return nil, errs.Field("spec.provider_id", "spec.provider_id: required")
+	}
+	p, err := s.cfg.Store.GetProvider(ctx, spec.ProviderID)
+	if errs.Is(err, errs.NotFound) {
+		return nil, errs.Field("spec.provider_id", "spec.provider_id: provider %s not found", spec.ProviderID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t := bytes.TrimSpace(spec.Backend); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil, errs.Field("spec.backend", "spec.backend: required (an object with a kind)")
+	}
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(spec.Backend, &head); err != nil {
+		return nil, errs.Field("spec.backend", "spec.backend: must be an object with a string kind")
+	}
+	if head.Kind == "" {
+		return nil, errs.Field("spec.backend.kind", "spec.backend.kind: required (%s, the type of provider %s)", p.Provider, p.ID)
+	}
+	if head.Kind != p.Provider {
+		return nil, errs.Field("spec.backend.kind", "spec.backend.kind: %q does not match provider %s of type %s",
+			head.Kind, p.ID, p.Provider)
+	}
+	doc, err := unredact(spec.Backend, old)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.cfg.Backends.For(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ValidateTemplate(doc); err != nil {
+		return nil, err
+	}
+	return &models.Template{ID: spec.ID, ProviderID: p.ID, Description: spec.Description, Backend: doc}, nil
+}
+
+// unredact replaces Redacted env values in doc with old's values. A
+// placeholder for a key old does not have is refused: storing it would put
+// the literal placeholder into the sandbox's environment.
+func unredact(doc json.RawMessage, old *models.Template) (json.RawMessage, error) {
+	m, env, ok := splitEnv(doc)
+	if !ok {
+		return doc, nil
+	}
+	var oldEnv map[string]string
+	if old != nil {
+		_, oldEnv, _ = splitEnv(old.Backend)
+	}
+	changed := false
+	for k, v := range env {
+		if v != Redacted {
+			continue
+		}
+		ov, found := oldEnv[k]
+		if !found {
+			return nil, errs.Field("spec.backend.env."+k, "spec.backend.env.%s: %s is a placeholder, and the stored template has no value for it", k, Redacted)
+		}
+		env[k] = ov
+		changed = true
+	}
+	if !changed {
+		return doc, nil
+	}
+	return joinEnv(m, env)
+}
+
+// redact returns a copy of t whose backend env values are Redacted.
+func redact(t models.Template) models.Template {
+	m, env, ok := splitEnv(t.Backend)
+	if !ok || len(env) == 0 {
+		return t
+	}
+	for k := range env {
+		env[k] = Redacted
+	}
+	doc, err := joinEnv(m, env)
+	if err != nil {
+		// Cannot happen for a document that just decoded; never fall back
+		// to the clear values.
+		doc = json.RawMessage(`{}`)
+	}
+	t.Backend = doc
+	return t
+}
+
+// splitEnv decodes a backend document and its env map; ok is false when the
+// document is not an object or has no env object of strings.
+func splitEnv(doc json.RawMessage) (m map[string]json.RawMessage, env map[string]string, ok bool) {
+	if err := json.Unmarshal(doc, &m); err != nil || m == nil {
+		return nil, nil, false
+	}
+	raw, found := m["env"]
+	if !found {
+		return nil, nil, false
+	}
+	if err := json.Unmarshal(raw, &env); err != nil || env == nil {
+		return nil, nil, false
+	}
+	return m, env, true
+}
+
+func joinEnv(m map[string]json.RawMessage, env map[string]string) (json.RawMessage, error) {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	m["env"] = raw
+	return json.Marshal(m)
+}
+
+func (s *server) createTemplate(c *gin.Context) {
+	var spec templateSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validID("spec.id", spec.ID); err != nil {
+		s.fail(c, err)
+		return
+	}
+	t, err := s.template(c, spec, nil)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.CreateTemplate(c.Request.Context(), t); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("template created", "template_id", t.ID, "provider_id", t.ProviderID)
+	c.Header("Location", "/v1/templates/"+t.ID)
+	c.JSON(http.StatusCreated, redact(*t))
+}
+
+func (s *server) listTemplates(c *gin.Context) {
+	ts, err := s.cfg.Store.ListTemplates(c.Request.Context(), c.Query("provider_id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]models.Template, len(ts))
+	for i, t := range ts {
+		out[i] = redact(t)
+	}
+	c.JSON(http.StatusOK, list(out))
+}
+
+func (s *server) getTemplate(c *gin.Context) {
+	t, err := s.cfg.Store.GetTemplate(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, redact(*t))
+}
+
+func (s *server) updateTemplate(c *gin.Context) {
+	id := c.Param("id")
+	var spec templateSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	spec.ID = id
+	ctx := c.Request.Context()
+	old, err := s.cfg.Store.GetTemplate(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	t, err := s.template(c, spec, old)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.UpdateTemplate(ctx, t); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if t, err = s.cfg.Store.GetTemplate(ctx, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("template updated", "template_id", t.ID, "provider_id", t.ProviderID)
+	c.JSON(http.StatusOK, redact(*t))
+}
+
+func (s *server) deleteTemplate(c *gin.Context) {
+	id := c.Param("id")
+	if err := s.cfg.Store.DeleteTemplate(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("template deleted", "template_id", id)
+	c.Status(http.StatusNoContent)
+}

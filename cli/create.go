@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/models"
+)
+
+// DefaultWaitTimeout bounds --wait unless --wait-timeout says otherwise.
+const DefaultWaitTimeout = 5 * time.Minute
+
+func (a *app) createCommand() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "create -f FILE",
+		Short: "Create the providers, templates and workspaces a YAML file describes",
+		Long: `Create the resources of a YAML file of one or more '---'-separated documents,
+each with a kind (workspace_provider, workspace_template or workspace) and a spec.
+The whole file is checked before anything is created; documents are then created
+in order, and the first failure stops the rest.`,
+		Example: `  primectl create -f primer.yaml
+  cat primer.yaml | primectl create -f -`,
+		Args: args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usagef("-f FILE is required (- for stdin)")
+			}
+			return a.createFromFile(cmd.Context(), file)
+		}),
+	}
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "YAML file of documents to create; - for stdin")
+	cmd.AddCommand(a.createWorkspaceCommand())
+	return cmd
+}
+
+// createFromFile creates every document of file in order.
+func (a *app) createFromFile(ctx context.Context, file string) error {
+	var r io.Reader = a.stdin
+	name := "stdin"
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r, name = f, file
+	}
+	ms, err := ParseManifests(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	c := a.client()
+	var created []string
+	for _, m := range ms {
+		res, obj, err := a.createManifest(ctx, c, m)
+		if err != nil {
+			a.report(fmt.Errorf("%s: document %d (%s): %w", name, m.Index, m.Name(), err))
+			if len(created) > 0 {
+				fmt.Fprintf(a.stderr, "created before the error: %s\n", strings.Join(created, ", "))
+			} else {
+				fmt.Fprintln(a.stderr, "nothing was created")
+			}
+			return &exitError{ExitError}
+		}
+		created = append(created, res)
+		if err := a.printStreamed(obj, func() string { return res + " created" }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createManifest POSTs one document and returns its `kind/id` and the
+// created resource.
+func (a *app) createManifest(ctx context.Context, c *client.Client, m Manifest) (string, any, error) {
+	switch {
+	case m.Provider != nil:
+		p, err := c.CreateProvider(ctx, *m.Provider)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindProvider + "/" + p.ID, p, nil
+	case m.Template != nil:
+		t, err := c.CreateTemplate(ctx, *m.Template)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindTemplate + "/" + t.ID, t, nil
+	case m.Workspace != nil:
+		w, err := c.CreateWorkspace(ctx, *m.Workspace)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindWorkspace + "/" + w.ID, w, nil
+	}
+	return "", nil, fmt.Errorf("document %d: empty", m.Index)
+}
+
+func (a *app) createWorkspaceCommand() *cobra.Command {
+	var sets []string
+	var wait bool
+	var waitTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:     "workspace --set template_id=ID [--set labels.KEY=VALUE]... [--wait]",
+		Aliases: []string{"ws", "workspaces"},
+		Short:   "Create a workspace from a template",
+		Example: `  primectl create workspace --set template_id=default --wait
+  primectl create ws --set template_id=code-sandbox --set labels.team=evals`,
+		Args: args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
+			req, err := workspaceRequest(sets)
+			if err != nil {
+				return err
+			}
+			c := a.client()
+			ws, err := c.CreateWorkspace(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if a.output == "table" {
+				fmt.Fprintf(a.stdout, "%s/%s\n", kindWorkspace, ws.ID)
+			}
+			if wait {
+				if ws, err = a.waitRunning(cmd.Context(), c, ws.ID, waitTimeout); err != nil {
+					return err
+				}
+			}
+			if a.output != "table" {
+				return a.printObject(ws, nil)
+			}
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&sets, "set", nil, "a field of the request: template_id=ID or labels.KEY=VALUE (repeatable)")
+	f.BoolVar(&wait, "wait", false, "wait until the workspace is running, showing its phases on stderr")
+	f.DurationVar(&waitTimeout, "wait-timeout", DefaultWaitTimeout, "how long --wait waits")
+	return cmd
+}
+
+// workspaceRequest builds a CreateWorkspaceRequest from --set flags.
+func workspaceRequest(sets []string) (client.CreateWorkspaceRequest, error) {
+	var req client.CreateWorkspaceRequest
+	for _, s := range sets {
+		k, v, ok := strings.Cut(s, "=")
+		switch {
+		case !ok:
+			return req, usagef("--set %s: want KEY=VALUE", s)
+		case k == "template_id":
+			req.TemplateID = v
+		case strings.HasPrefix(k, "labels.") && len(k) > len("labels."):
+			if req.Labels == nil {
+				req.Labels = map[string]string{}
+			}
+			req.Labels[strings.TrimPrefix(k, "labels.")] = v
+		default:
+			return req, usagef("--set %s: unknown key %q: want template_id or labels.KEY", s, k)
+		}
+	}
+	if req.TemplateID == "" {
+		return req, usagef("--set template_id=ID is required")
+	}
+	return req, nil
+}
+
+// waitRunning waits for workspace id to be running, printing each phase
+// change to stderr.
+func (a *app) waitRunning(ctx context.Context, c *client.Client, id string, timeout time.Duration) (*models.Workspace, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	phase := ""
+	ws, err := c.WaitWorkspace(ctx, id, models.PhaseRunning, func(w *models.Workspace) {
+		phase = w.Phase
+		a.progress(w)
+	})
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ws, fmt.Errorf("workspace %s: not running after %s (still %s)", id, timeout, phase)
+	}
+	return ws, err
+}
+
+// progress prints a workspace's phase (and reason) as a wait sees it.
+func (a *app) progress(w *models.Workspace) {
+	if w.Reason != "" {
+		fmt.Fprintf(a.stderr, "%s/%s %s: %s\n", kindWorkspace, w.ID, w.Phase, w.Reason)
+		return
+	}
+	fmt.Fprintf(a.stderr, "%s/%s %s\n", kindWorkspace, w.ID, w.Phase)
+}

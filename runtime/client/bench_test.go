@@ -1,0 +1,117 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/runtime/runtimetest"
+	"github.com/primerhq/primer/runtime/server"
+)
+
+// reportMedian adds the median and p90 of per-call latencies to the
+// benchmark's output; ns/op is the mean, which a few slow forks skew.
+func reportMedian(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*9/10].Nanoseconds()), "p90-ns")
+}
+
+func BenchmarkPing(b *testing.B) {
+	e := runtimetest.Start(b, server.Config{})
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t := time.Now()
+		if err := e.Client.Ping(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	reportMedian(b, lat)
+}
+
+func BenchmarkWriteRead4KiB(b *testing.B) {
+	e := runtimetest.Start(b, server.Config{})
+	ctx := context.Background()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 256)
+	lat := make([]time.Duration, 0, b.N)
+	b.SetBytes(int64(2 * len(data)))
+	b.ResetTimer()
+	for b.Loop() {
+		t := time.Now()
+		if err := e.Client.WriteFile(ctx, "bench/file", data, 0); err != nil {
+			b.Fatal(err)
+		}
+		got, err := e.Client.ReadFile(ctx, "bench/file")
+		if err != nil || len(got) != len(data) {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	reportMedian(b, lat)
+}
+
+func BenchmarkExecTrue(b *testing.B) {
+	e := runtimetest.Start(b, server.Config{})
+	ctx := context.Background()
+	req := protocol.ExecRequest{Args: []string{"true"}}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t := time.Now()
+		res, err := e.Client.Exec(ctx, req, nil, nil)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(res, err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	reportMedian(b, lat)
+}
+
+// BenchmarkExecTrueStreamed is ExecTrue with writers: the streaming path.
+func BenchmarkExecTrueStreamed(b *testing.B) {
+	e := runtimetest.Start(b, server.Config{})
+	ctx := context.Background()
+	req := protocol.ExecRequest{Args: []string{"true"}}
+	var out, errb bytes.Buffer
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		t := time.Now()
+		res, err := e.Client.Exec(ctx, req, &out, &errb)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(res, err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	reportMedian(b, lat)
+}
+
+// BenchmarkRawExecTrue is the floor: os/exec of true in this process, with
+// the same process group and pipes the runtime uses. ExecTrue minus this is
+// what the protocol adds.
+func BenchmarkRawExecTrue(b *testing.B) {
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		t := time.Now()
+		var out, errb bytes.Buffer
+		c := exec.Command("true")
+		c.Stdout, c.Stderr = &out, &errb
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	reportMedian(b, lat)
+}

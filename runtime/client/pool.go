@@ -1,0 +1,138 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// dialTimeout bounds a pooled dial, which outlives the ctx of the Get that
+// started it so one caller giving up does not fail the others waiting.
+const dialTimeout = 30 * time.Second
+
+// Pool keeps one live client per key (a workspace id). It is safe for
+// concurrent use.
+type Pool struct {
+	mu      sync.Mutex
+	entries map[string]*poolEntry
+	closed  bool
+}
+
+// poolEntry is a client, or a dial in progress, for one key.
+type poolEntry struct {
+	url, token string
+	ready      chan struct{} // closed when the dial ended
+	client     *Client
+	err        error
+}
+
+// NewPool returns an empty pool.
+func NewPool() *Pool { return &Pool{entries: map[string]*poolEntry{}} }
+
+// Get returns the live client for key. It dials when there is none, when
+// the connection died, or when url or token changed (the old client is
+// closed). Concurrent Gets for one key share one dial.
+func (p *Pool) Get(ctx context.Context, key, url, token string) (*Client, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errPoolClosed(url)
+	}
+	e := p.entries[key]
+	if e != nil && (e.url != url || e.token != token || e.dead()) {
+		if e.finished() && e.client != nil {
+			_ = e.client.Close()
+		}
+		e = nil
+	}
+	if e == nil {
+		e = &poolEntry{url: url, token: token, ready: make(chan struct{})}
+		p.entries[key] = e
+		go p.dial(ctx, key, e)
+	}
+	p.mu.Unlock()
+
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctxError(ctx, "runtime "+url+": dial")
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.client, nil
+}
+
+func (p *Pool) dial(ctx context.Context, key string, e *poolEntry) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
+	defer cancel()
+	c, err := Dial(dctx, e.url, e.token)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer close(e.ready)
+	wanted := !p.closed && p.entries[key] == e
+	switch {
+	case err != nil:
+		// A failed dial is not cached: the next Get tries again.
+		if wanted {
+			delete(p.entries, key)
+		}
+	case !wanted:
+		// Dropped, replaced or closed while dialing.
+		_ = c.Close()
+		c, err = nil, errs.E(errs.Unavailable, "runtime %s: dial: connection dropped from the pool", e.url)
+	}
+	e.client, e.err = c, err
+}
+
+func (e *poolEntry) finished() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// dead reports a finished dial whose connection is gone.
+func (e *poolEntry) dead() bool {
+	if !e.finished() {
+		return false
+	}
+	if e.client == nil {
+		return true
+	}
+	select {
+	case <-e.client.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Drop closes and forgets the client for key.
+func (p *Pool) Drop(key string) {
+	p.mu.Lock()
+	e := p.entries[key]
+	delete(p.entries, key)
+	p.mu.Unlock()
+	if e != nil && e.finished() && e.client != nil {
+		_ = e.client.Close()
+	}
+}
+
+// Close closes every client; later Gets fail.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	entries := p.entries
+	p.entries = map[string]*poolEntry{}
+	p.mu.Unlock()
+	for _, e := range entries {
+		if e.finished() && e.client != nil {
+			_ = e.client.Close()
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"syscall"
+
+	"github.com/coder/websocket"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
+)
+
+// conn serves one WebSocket: a read loop that dispatches requests, and any
+// number of goroutines answering them. Frames are written by whichever
+// goroutine has one ready; the websocket library serialises writes.
+type conn struct {
+	s  *Server
+	ws *websocket.Conn
+
+	mu     sync.Mutex
+	procs  map[uint64]*proc // running execs by request id
+	closed bool
+	wg     sync.WaitGroup // request and exec goroutines
+}
+
+func newConn(s *Server, ws *websocket.Conn) *conn {
+	return &conn{s: s, ws: ws, procs: map[uint64]*proc{}}
+}
+
+// serve reads requests until the connection ends, then kills the
+// connection's processes: nobody is left to receive their results.
+func (c *conn) serve() {
+	defer func() {
+		c.shutdown()
+		c.wg.Wait()
+	}()
+	for {
+		// A background context keeps the library from arming a timer per
+		// read; shutdown unblocks the read by closing the socket.
+		_, data, err := c.ws.Read(context.Background())
+		if err != nil {
+			return
+		}
+		var req protocol.Request
+		if err := json.Unmarshal(data, &req); err != nil {
+			c.reply(req.ID, nil, errs.E(errs.Invalid, "request: malformed frame: %v", err))
+			continue
+		}
+		c.dispatch(&req)
+	}
+}
+
+// shutdown closes the socket and kills every running process group. It is
+// safe to call more than once and from any goroutine.
+func (c *conn) shutdown() {
+	c.mu.Lock()
+	c.closed = true
+	procs := make([]*proc, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	_ = c.ws.CloseNow()
+	for _, p := range procs {
+		p.signal(syscall.SIGKILL, false, true)
+	}
+}
+
+// dispatch answers quick requests on the read loop and hands slow ones to
+// goroutines so one large file or a slow disk does not hold up the others.
+// exec.stdin and exec.cancel stay on the loop: their order matters.
+func (c *conn) dispatch(req *protocol.Request) {
+	var h func(*protocol.Request) (any, error)
+	switch req.Op {
+	case protocol.OpPing:
+		c.reply(req.ID, protocol.PingResult{Version: protocol.Version}, nil)
+		return
+	case protocol.OpExec:
+		c.startExec(req)
+		return
+	case protocol.OpExecStdin:
+		c.execStdin(req)
+		return
+	case protocol.OpExecCancel:
+		c.execCancel(req)
+		return
+	case protocol.OpRead:
+		h = c.s.read
+	case protocol.OpWrite:
+		h = c.s.write
+	case protocol.OpStat:
+		h = c.s.stat
+	case protocol.OpList:
+		h = c.s.list
+	case protocol.OpRemove:
+		h = c.s.remove
+	case protocol.OpMkdir:
+		h = c.s.mkdir
+	case protocol.OpRename:
+		h = c.s.rename
+	default:
+		c.reply(req.ID, nil, errs.Field("op", "request %d: unknown op %q", req.ID, req.Op))
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		res, err := h(req)
+		c.reply(req.ID, res, err)
+	}()
+}
+
+// reply sends the result frame for request id.
+func (c *conn) reply(id uint64, result any, err error) {
+	resp := protocol.Response{Type: protocol.TypeResult, ID: id, Result: result}
+	if err != nil {
+		resp.Error = protocol.ErrorOf(err)
+		resp.Result = nil
+	}
+	c.send(&resp)
+}
+
+// send writes one frame. A failed write means the peer is gone: the
+// connection is shut down so its processes stop too.
+func (c *conn) send(v any) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.s.log.Error("runtime: encode frame", "error", err)
+		return false
+	}
+	if err := c.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+		c.shutdown()
+		return false
+	}
+	return true
+}

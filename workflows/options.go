@@ -1,0 +1,104 @@
+// Package workflows holds Primer's deterministic workflow code: one durable
+// WorkspaceWorkflow per workspace that provisions it, probes its runtime on
+// a timer, moves it between phases, and destroys it on delete or
+// cancellation. All I/O happens in the activities package.
+//
+// Versioning rule: once a history has been recorded by a released build,
+// any change to the sequence of commands the workflow issues (activities,
+// local activities, timers, search attribute upserts, continue-as-new) must
+// be guarded with workflow.GetVersion(ctx, "<change-id>", workflow.DefaultVersion, 1)
+// so workflows already running replay the old path. Record a new history in
+// testdata (PRIMER_RECORD_HISTORY=1) for every new version; the replay test
+// keeps the old ones passing. No change has needed a version yet.
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/models"
+)
+
+// Names shared by the worker, the API and the workflow.
+const (
+	// TaskQueue is the task queue of workspace workflows and their activities.
+	TaskQueue = "primer-workspaces"
+	// WorkspaceWorkflowName is the registered name of WorkspaceWorkflow.
+	WorkspaceWorkflowName = "WorkspaceWorkflow"
+	// SignalDelete asks a workspace workflow to destroy its workspace; its
+	// payload is a DeleteSignal.
+	SignalDelete = "delete"
+	// QueryState returns the workflow's WorkspaceState.
+	QueryState = "state"
+)
+
+// Lifecycle tuning. They are constants, not settings: changing one changes
+// what running workflows do, so it needs a workflow.GetVersion guard.
+const (
+	// DefaultProbeInterval is used when WorkspaceInput.ProbeInterval is zero.
+	DefaultProbeInterval = 30 * time.Second
+	// MissesToFail is how many consecutive probe misses move a running (or
+	// still pending) workspace to failed.
+	MissesToFail = 3
+	// HitsToRecover is how many consecutive probe hits move a failed
+	// workspace back to running.
+	HitsToRecover = 3
+	// ProbesPerRun bounds the probes in one workflow run before it continues
+	// as new, keeping each run's history small (about 6 events per probe).
+	ProbesPerRun = 200
+)
+
+// Custom search attributes (Keyword) the workflow keeps current so the
+// Temporal UI can filter workspaces.
+var (
+	SearchAttrPhase    = temporal.NewSearchAttributeKeyKeyword("PrimerPhase")
+	SearchAttrTemplate = temporal.NewSearchAttributeKeyKeyword("PrimerTemplate")
+	SearchAttrProvider = temporal.NewSearchAttributeKeyKeyword("PrimerProvider")
+	SearchAttrBackend  = temporal.NewSearchAttributeKeyKeyword("PrimerBackend")
+)
+
+// SearchAttributes returns the custom search attributes to register on the
+// namespace, by name.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		SearchAttrPhase.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrTemplate.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrProvider.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrBackend.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	}
+}
+
+// WorkflowID returns the id of a workspace's workflow.
+func WorkflowID(workspaceID string) string { return "workspace-" + workspaceID }
+
+// StartOptions returns the options the API starts a workspace's workflow
+// with. Starting it again while it runs returns the running one, so a
+// retried create is harmless; once it has closed the id is never reused,
+// because a destroyed workspace does not come back.
+func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       WorkflowID(in.WorkspaceID),
+		TaskQueue:                TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SearchAttrPhase.ValueSet(models.PhasePending),
+			SearchAttrTemplate.ValueSet(in.TemplateID),
+			SearchAttrProvider.ValueSet(in.ProviderID),
+			SearchAttrBackend.ValueSet(in.Backend),
+		),
+	}
+}
+
+// Register registers the workspace workflow (by WorkspaceWorkflowName) and
+// a's activities on w.
+func Register(w worker.Registry, a *activities.Activities) {
+	w.RegisterWorkflowWithOptions(WorkspaceWorkflow, workflow.RegisterOptions{Name: WorkspaceWorkflowName})
+	w.RegisterActivity(a)
+}

@@ -1,0 +1,647 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/models"
+)
+
+const testInterval = 30 * time.Second
+
+var (
+	hit = activities.ProbeOutput{Hit: true}
+)
+
+func miss(reason string) activities.ProbeOutput { return activities.ProbeOutput{Reason: reason} }
+
+// fakes are mocked activities that record what the workflow asked for.
+type fakes struct {
+	mu sync.Mutex
+
+	provisionErrs  []error // returned by successive calls, then success
+	provisionCalls int
+
+	probes      []activities.ProbeOutput // successive results; the last repeats
+	probeInputs []activities.ProbeInput
+	// timersBeforeFirstProbe is how many timers had been started when the
+	// first probe ran.
+	timers                 int
+	timersBeforeFirstProbe int
+
+	// onProbe, when set, runs inside the n-th probe (1-based).
+	onProbe func(n int)
+
+	destroyErrs []error // returned by successive calls, then success
+	destroys    []activities.DestroyInput
+	phases      []activities.SetPhaseInput
+	events      []activities.RecordEventInput
+	upserts     []string // PrimerPhase values upserted
+}
+
+func (f *fakes) phaseList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, p := range f.phases {
+		out = append(out, p.To)
+	}
+	return out
+}
+
+var testHandle = backend.Handle{Backend: "local", WorkspaceID: "ws-test", Path: "/tmp/primer/ws-test"}
+
+func testInput() WorkspaceInput {
+	return WorkspaceInput{
+		WorkspaceID:   "ws-test",
+		TemplateID:    "default",
+		ProviderID:    "local",
+		Backend:       "local",
+		ProbeInterval: testInterval,
+	}
+}
+
+// newEnv returns a test environment whose activities are f's fakes.
+func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(testLogger{t})
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(30 * time.Second)
+	Register(env, &activities.Activities{})
+	var a *activities.Activities
+
+	env.SetOnTimerScheduledListener(func(string, time.Duration) {
+		f.mu.Lock()
+		f.timers++
+		f.mu.Unlock()
+	})
+	env.OnActivity(a.Provision, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.provisionCalls++
+			if n := f.provisionCalls; n <= len(f.provisionErrs) && f.provisionErrs[n-1] != nil {
+				return activities.ProvisionOutput{}, f.provisionErrs[n-1]
+			}
+			return activities.ProvisionOutput{Handle: testHandle}, nil
+		})
+	env.OnActivity(a.Probe, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ProbeInput) (activities.ProbeOutput, error) {
+			f.mu.Lock()
+			f.probeInputs = append(f.probeInputs, in)
+			n := len(f.probeInputs)
+			if n == 1 {
+				f.timersBeforeFirstProbe = f.timers
+			}
+			out := hit
+			if len(f.probes) > 0 {
+				out = f.probes[min(n, len(f.probes))-1]
+			}
+			hook := f.onProbe
+			f.mu.Unlock()
+			if hook != nil {
+				hook(n)
+			}
+			return out, nil
+		})
+	env.OnActivity(a.SetPhase, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SetPhaseInput) (activities.SetPhaseOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.phases = append(f.phases, in)
+			return activities.SetPhaseOutput{}, nil
+		})
+	env.OnActivity(a.RecordEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RecordEventInput) (activities.RecordEventOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.events = append(f.events, in)
+			return activities.RecordEventOutput{EventID: uint64(len(f.events))}, nil
+		})
+	env.OnActivity(a.Destroy, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DestroyInput) (activities.DestroyOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.destroys = append(f.destroys, in)
+			if n := len(f.destroys); n <= len(f.destroyErrs) && f.destroyErrs[n-1] != nil {
+				return activities.DestroyOutput{}, f.destroyErrs[n-1]
+			}
+			return activities.DestroyOutput{Destroyed: in.Handle != nil}, nil
+		})
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		sa := args.Get(0).(temporal.SearchAttributes)
+		if v, ok := sa.GetKeyword(SearchAttrPhase); ok {
+			f.mu.Lock()
+			f.upserts = append(f.upserts, v)
+			f.mu.Unlock()
+		}
+	}).Return(nil)
+	return env
+}
+
+type testLogger struct{ t *testing.T }
+
+func (l testLogger) Debug(string, ...any) {}
+func (l testLogger) Info(msg string, kv ...any) {
+	l.t.Helper()
+	l.t.Log(append([]any{"INFO", msg}, kv...)...)
+}
+func (l testLogger) Warn(msg string, kv ...any) {
+	l.t.Helper()
+	l.t.Log(append([]any{"WARN", msg}, kv...)...)
+}
+func (l testLogger) Error(msg string, kv ...any) {
+	l.t.Helper()
+	l.t.Log(append([]any{"ERROR", msg}, kv...)...)
+}
+
+// deleteAt sends a delete signal at d after the start.
+func deleteAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, reason string) {
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDelete, DeleteSignal{Reason: reason}) }, d)
+}
+
+func TestWorkspaceLifecycle(t *testing.T) {
+	errBadTemplate := temporal.NewNonRetryableApplicationError("workspace ws-test: provision: init[0]: exit status 1: boom", "invalid", nil)
+	errFlaky := temporal.NewApplicationError("workspace ws-test: provision: runtime did not answer", "unavailable")
+
+	tests := []struct {
+		name      string
+		provision []error
+		probes    []activities.ProbeOutput
+		deleteAt  time.Duration // 0: no delete
+		cancelAt  time.Duration // 0: no cancellation
+
+		wantProvisionCalls int
+		wantProbes         int
+		wantPhases         []string // SetPhase To values, in order
+		wantFailedReason   string   // reason of the first SetPhase to failed
+		wantDestroys       int
+		wantCanceled       bool
+		wantEvents         []string
+	}{
+		{
+			name:               "first probe hit makes running at once",
+			probes:             []activities.ProbeOutput{hit},
+			deleteAt:           5 * time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         1,
+			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantDestroys:       1,
+		},
+		{
+			name:               "three misses make failed with the last reason",
+			probes:             []activities.ProbeOutput{hit, miss("m1"), miss("m2"), miss("runtime ping: dial: refused"), hit},
+			deleteAt:           3*testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         4,
+			wantPhases:         []string{models.PhaseRunning, models.PhaseFailed, models.PhaseTerminating},
+			wantFailedReason:   "runtime ping: dial: refused",
+			wantDestroys:       1,
+		},
+		{
+			name:               "three hits bring failed back to running",
+			probes:             []activities.ProbeOutput{hit, miss("a"), miss("b"), miss("c"), hit, hit, hit},
+			deleteAt:           6*testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         7,
+			wantPhases:         []string{models.PhaseRunning, models.PhaseFailed, models.PhaseRunning, models.PhaseTerminating},
+			wantFailedReason:   "c",
+			wantDestroys:       1,
+		},
+		{
+			name:               "two hits are not enough to recover",
+			probes:             []activities.ProbeOutput{hit, miss("a"), miss("b"), miss("c"), hit, hit, miss("d")},
+			deleteAt:           6*testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         7,
+			wantPhases:         []string{models.PhaseRunning, models.PhaseFailed, models.PhaseTerminating},
+			wantFailedReason:   "c",
+			wantDestroys:       1,
+		},
+		{
+			name:               "two misses then a hit stay running",
+			probes:             []activities.ProbeOutput{hit, miss("a"), miss("b"), hit, miss("c"), miss("d"), hit},
+			deleteAt:           6*testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         7,
+			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantDestroys:       1,
+		},
+		{
+			name:               "delete while pending",
+			probes:             []activities.ProbeOutput{miss("not yet")},
+			deleteAt:           testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         2,
+			wantPhases:         []string{models.PhaseTerminating},
+			wantDestroys:       1,
+		},
+		{
+			name:               "a workspace that never answers fails after three misses",
+			probes:             []activities.ProbeOutput{miss("never")},
+			deleteAt:           2*testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         3,
+			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
+			wantFailedReason:   "never",
+			wantDestroys:       1,
+		},
+		{
+			name:               "delete pending at start skips provisioning",
+			deleteAt:           -1, // sent with the start
+			wantProvisionCalls: 0,
+			wantProbes:         0,
+			wantPhases:         []string{models.PhaseTerminating},
+			wantDestroys:       1,
+		},
+		{
+			name:               "provision failure is recorded, cleaned up, failed, then destroyed on delete",
+			provision:          []error{errBadTemplate},
+			deleteAt:           10 * time.Minute,
+			wantProvisionCalls: 1, // non-retryable: no retry
+			wantProbes:         0,
+			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
+			wantFailedReason:   "workspace ws-test: provision: init[0]: exit status 1: boom",
+			wantDestroys:       2, // leftovers (keep row), then the delete
+			wantEvents:         []string{models.EventProvisionFailed},
+		},
+		{
+			name:               "provision is retried on retryable errors",
+			provision:          []error{errFlaky, errFlaky},
+			probes:             []activities.ProbeOutput{hit},
+			deleteAt:           time.Minute,
+			wantProvisionCalls: 3,
+			wantProbes:         2, // after 3 s of retries: at ~3 s and ~33 s
+			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantDestroys:       1,
+		},
+		{
+			name:               "cancellation destroys the workspace",
+			probes:             []activities.ProbeOutput{hit},
+			cancelAt:           testInterval + 5*time.Second,
+			wantProvisionCalls: 1,
+			wantProbes:         2,
+			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantDestroys:       1,
+			wantCanceled:       true,
+		},
+		{
+			name:               "cancellation after a failed provisioning destroys the workspace",
+			provision:          []error{errBadTemplate},
+			cancelAt:           time.Hour,
+			wantProvisionCalls: 1,
+			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
+			wantFailedReason:   "workspace ws-test: provision: init[0]: exit status 1: boom",
+			wantDestroys:       2,
+			wantCanceled:       true,
+			wantEvents:         []string{models.EventProvisionFailed},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakes{provisionErrs: tc.provision, probes: tc.probes}
+			env := newEnv(t, f)
+			switch {
+			case tc.deleteAt < 0:
+				deleteAt(env, 0, "user")
+			case tc.deleteAt > 0:
+				deleteAt(env, tc.deleteAt, "user")
+			}
+			if tc.cancelAt > 0 {
+				env.RegisterDelayedCallback(env.CancelWorkflow, tc.cancelAt)
+			}
+			start := env.Now()
+			env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+
+			if !env.IsWorkflowCompleted() {
+				t.Fatal("workflow did not complete")
+			}
+			err := env.GetWorkflowError()
+			if tc.wantCanceled {
+				var canceled *temporal.CanceledError
+				if !errors.As(err, &canceled) {
+					t.Fatalf("workflow error = %v, want cancellation", err)
+				}
+			} else if err != nil {
+				t.Fatalf("workflow error: %v", err)
+			}
+
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.provisionCalls != tc.wantProvisionCalls {
+				t.Errorf("provision calls = %d, want %d", f.provisionCalls, tc.wantProvisionCalls)
+			}
+			if len(f.probeInputs) != tc.wantProbes {
+				t.Errorf("probes = %d, want %d", len(f.probeInputs), tc.wantProbes)
+			}
+			var phases []string
+			failedReason := ""
+			for _, p := range f.phases {
+				phases = append(phases, p.To)
+				if p.To == models.PhaseFailed && failedReason == "" {
+					failedReason = p.Reason
+				}
+				if p.WorkspaceID != "ws-test" {
+					t.Errorf("SetPhase workspace = %q", p.WorkspaceID)
+				}
+			}
+			if !slices.Equal(phases, tc.wantPhases) {
+				t.Errorf("phases = %v, want %v", phases, tc.wantPhases)
+			}
+			// Every phase change also reaches the search attribute.
+			if !slices.Equal(f.upserts, tc.wantPhases) {
+				t.Errorf("PrimerPhase upserts = %v, want %v", f.upserts, tc.wantPhases)
+			}
+			// Each SetPhase names the phase it leaves.
+			prev := models.PhasePending
+			for _, p := range f.phases {
+				if p.From != prev {
+					t.Errorf("SetPhase %s->%s: from = %q, want %q", p.From, p.To, p.From, prev)
+				}
+				prev = p.To
+			}
+			if failedReason != tc.wantFailedReason {
+				t.Errorf("failed reason = %q, want %q", failedReason, tc.wantFailedReason)
+			}
+			if len(f.destroys) != tc.wantDestroys {
+				t.Errorf("destroys = %d, want %d", len(f.destroys), tc.wantDestroys)
+			}
+			if n := len(f.destroys); n > 0 {
+				last := f.destroys[n-1]
+				if last.KeepRow {
+					t.Error("final destroy kept the row")
+				}
+				if tc.wantProbes > 0 && (last.Handle == nil || !reflect.DeepEqual(*last.Handle, testHandle)) {
+					t.Errorf("final destroy handle = %+v, want %+v", last.Handle, testHandle)
+				}
+			}
+			var events []string
+			for _, e := range f.events {
+				events = append(events, e.Type)
+			}
+			if !slices.Equal(events, tc.wantEvents) {
+				t.Errorf("events = %v, want %v", events, tc.wantEvents)
+			}
+			if len(f.probeInputs) > 0 {
+				// The first probe runs as soon as provisioning returns,
+				// before any timer.
+				if f.timersBeforeFirstProbe != 0 {
+					t.Errorf("%d timers started before the first probe", f.timersBeforeFirstProbe)
+				}
+				first := f.probeInputs[0]
+				if !reflect.DeepEqual(first.Handle, testHandle) {
+					t.Errorf("probe handle = %+v", first.Handle)
+				}
+				if tc.provision == nil && !first.ScheduledAt.Equal(start) {
+					t.Errorf("first probe scheduled at +%s, want at start", first.ScheduledAt.Sub(start))
+				}
+				for i := 1; i < len(f.probeInputs); i++ {
+					if d := f.probeInputs[i].ScheduledAt.Sub(f.probeInputs[i-1].ScheduledAt); d != testInterval {
+						t.Errorf("probe %d scheduled %s after the previous, want %s", i, d, testInterval)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The provision_failed event names the backend and the error, and the
+// leftovers are cleaned up without deleting the row.
+func TestProvisionFailureDetails(t *testing.T) {
+	f := &fakes{provisionErrs: []error{temporal.NewNonRetryableApplicationError("template default: not found", "not_found", nil)}}
+	env := newEnv(t, f)
+	deleteAt(env, time.Minute, "")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.events) != 1 {
+		t.Fatalf("events = %+v", f.events)
+	}
+	ev := f.events[0]
+	if ev.Type != models.EventProvisionFailed || ev.Data["workspace_type"] != "local" || ev.Data["error"] != "template default: not found" {
+		t.Errorf("provision_failed event = %+v", ev)
+	}
+	if len(f.destroys) != 2 || !f.destroys[0].KeepRow || f.destroys[0].Handle != nil || f.destroys[1].KeepRow {
+		t.Errorf("destroys = %+v, want a keep-row clean-up then a full destroy", f.destroys)
+	}
+	if got := f.phases[len(f.phases)-1]; got.Reason != defaultDeleteReason {
+		t.Errorf("terminating reason = %q, want %q", got.Reason, defaultDeleteReason)
+	}
+}
+
+// A destroy that keeps failing leaves the workspace failed with the error;
+// the next delete tries again.
+func TestDestroyFailureWaitsForAnotherDelete(t *testing.T) {
+	boom := temporal.NewApplicationError("workspace ws-test: destroy: device busy", "internal")
+	errsList := make([]error, destroyOptions.RetryPolicy.MaximumAttempts)
+	for i := range errsList {
+		errsList[i] = boom
+	}
+	f := &fakes{destroyErrs: errsList}
+	env := newEnv(t, f)
+	deleteAt(env, 5*time.Second, "first")
+	deleteAt(env, 2*time.Hour, "second")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{models.PhaseRunning, models.PhaseTerminating, models.PhaseFailed, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if r := f.phases[2].Reason; r != "destroy: workspace ws-test: destroy: device busy" {
+		t.Errorf("failed reason = %q", r)
+	}
+	if r := f.phases[3].Reason; r != "second" {
+		t.Errorf("second terminating reason = %q", r)
+	}
+	if n, want := len(f.destroys), int(destroyOptions.RetryPolicy.MaximumAttempts)+1; n != want {
+		t.Errorf("destroy attempts = %d, want %d", n, want)
+	}
+}
+
+// decodeContinueAsNew returns the input a continue-as-new error carries.
+func decodeContinueAsNew(t *testing.T, err error) WorkspaceInput {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	if can.WorkflowType.Name != WorkspaceWorkflowName {
+		t.Errorf("continued as %q", can.WorkflowType.Name)
+	}
+	var next WorkspaceInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+func TestContinueAsNewAfterProbesPerRun(t *testing.T) {
+	// Fail once in the middle so the carried counters are not trivial.
+	probes := make([]activities.ProbeOutput, ProbesPerRun)
+	for i := range probes {
+		probes[i] = hit
+	}
+	probes[ProbesPerRun-1] = miss("last one missed")
+	f := &fakes{probes: probes}
+	env := newEnv(t, f)
+	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	next := decodeContinueAsNew(t, env.GetWorkflowError())
+	if len(f.probeInputs) != ProbesPerRun {
+		t.Errorf("probes = %d, want %d", len(f.probeInputs), ProbesPerRun)
+	}
+	st := next.State
+	if st == nil {
+		t.Fatal("no state carried")
+	}
+	want := WorkspaceState{Phase: models.PhaseRunning, Reason: "runtime answered", Hits: 0, Misses: 1, Handle: &testHandle, Probes: ProbesPerRun}
+	if st.Phase != want.Phase || st.Reason != want.Reason || st.Hits != want.Hits || st.Misses != want.Misses ||
+		st.Probes != want.Probes || st.Handle == nil || !reflect.DeepEqual(*st.Handle, testHandle) {
+		t.Errorf("carried state = %+v, want %+v", *st, want)
+	}
+	if next.WorkspaceID != "ws-test" || next.ProbeInterval != testInterval || next.Backend != "local" {
+		t.Errorf("carried input = %+v", next)
+	}
+	if len(f.destroys) != 0 {
+		t.Errorf("continue-as-new destroyed the workspace: %+v", f.destroys)
+	}
+}
+
+func TestContinueAsNewWhenSuggested(t *testing.T) {
+	f := &fakes{}
+	env := newEnv(t, f)
+	env.SetContinueAsNewSuggested(true)
+	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+	next := decodeContinueAsNew(t, env.GetWorkflowError())
+	if len(f.probeInputs) != 1 || next.State == nil || next.State.Phase != models.PhaseRunning || next.State.Probes != 1 {
+		t.Errorf("probes = %d, carried state = %+v", len(f.probeInputs), next.State)
+	}
+}
+
+// A delete that arrives while the run decides to continue as new is handled
+// by this run, not lost.
+func TestDeleteIsNotLostAtContinueAsNew(t *testing.T) {
+	f := &fakes{}
+	env := newEnv(t, f)
+	env.SetContinueAsNewSuggested(true)
+	f.onProbe = func(n int) {
+		if n == 1 {
+			env.SignalWorkflow(SignalDelete, DeleteSignal{Reason: "late"})
+		}
+	}
+	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error = %v, want completion after the delete", err)
+	}
+	if len(f.destroys) != 1 {
+		t.Errorf("destroys = %d, want 1", len(f.destroys))
+	}
+	if got := f.phases[len(f.phases)-1]; got.To != models.PhaseTerminating || got.Reason != "late" {
+		t.Errorf("last phase = %+v", got)
+	}
+}
+
+// A continued run does not provision again and keeps counting where the
+// previous run stopped: two more hits after one carried hit recover.
+func TestContinuedRunKeepsState(t *testing.T) {
+	f := &fakes{probes: []activities.ProbeOutput{hit, hit, hit}}
+	env := newEnv(t, f)
+	in := testInput()
+	h := testHandle
+	in.State = &WorkspaceState{Phase: models.PhaseFailed, Reason: "gone", Hits: 1, Handle: &h, Probes: 400}
+	deleteAt(env, 2*testInterval+5*time.Second, "")
+	start := env.Now()
+	env.ExecuteWorkflow(WorkspaceWorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if f.provisionCalls != 0 {
+		t.Errorf("continued run provisioned %d times", f.provisionCalls)
+	}
+	if len(f.probeInputs) != 2 {
+		t.Fatalf("probes = %d, want 2", len(f.probeInputs))
+	}
+	// No immediate probe: the previous run has just probed.
+	if d := f.probeInputs[0].ScheduledAt.Sub(start); d != testInterval {
+		t.Errorf("first probe of a continued run at +%s, want +%s", d, testInterval)
+	}
+	want := []string{models.PhaseRunning, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Errorf("phases = %v, want %v", got, want)
+	}
+	if f.phases[0].From != models.PhaseFailed {
+		t.Errorf("recovery from = %q", f.phases[0].From)
+	}
+	var out WorkspaceOutput
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.State.Probes != 402 || out.State.Phase != models.PhaseTerminating {
+		t.Errorf("final state = %+v", out.State)
+	}
+}
+
+func TestQueryState(t *testing.T) {
+	f := &fakes{probes: []activities.ProbeOutput{hit, miss("x")}}
+	env := newEnv(t, f)
+	var got WorkspaceState
+	var qerr error
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		if err != nil {
+			qerr = err
+			return
+		}
+		qerr = v.Get(&got)
+	}, testInterval+5*time.Second)
+	deleteAt(env, 2*testInterval, "")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	if got.Phase != models.PhaseRunning || got.Probes != 2 || got.Misses != 1 || got.Hits != 0 || got.Handle == nil {
+		t.Errorf("queried state = %+v", got)
+	}
+}
+
+func TestStartOptions(t *testing.T) {
+	in := testInput()
+	o := StartOptions(in)
+	if o.ID != "workspace-ws-test" || o.ID != WorkflowID(in.WorkspaceID) || o.TaskQueue != TaskQueue {
+		t.Errorf("id/queue = %q/%q", o.ID, o.TaskQueue)
+	}
+	for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
+		SearchAttrPhase: models.PhasePending, SearchAttrTemplate: "default", SearchAttrProvider: "local", SearchAttrBackend: "local",
+	} {
+		if got, ok := o.TypedSearchAttributes.GetKeyword(key); !ok || got != want {
+			t.Errorf("%s = %q, want %q", key.GetName(), got, want)
+		}
+	}
+	if n := len(SearchAttributes()); n != 4 {
+		t.Errorf("SearchAttributes() has %d, want 4", n)
+	}
+	for name := range SearchAttributes() {
+		if _, ok := o.TypedSearchAttributes.GetUntypedValues()[temporal.NewSearchAttributeKeyKeyword(name)]; !ok {
+			t.Errorf("start options lack %s", name)
+		}
+	}
+}
