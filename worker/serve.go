@@ -43,6 +43,8 @@ type Server struct {
 	http     *http.Server
 	listener net.Listener
 	serveErr chan error
+	metrics  *metrics.Metrics
+	connect  *activities.Connector
 
 	stopOnce sync.Once
 	stopErr  error
@@ -113,6 +115,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	s.pool = rtclient.NewPool()
 	connector := &activities.Connector{Store: s.store, Backends: registry, Pool: s.pool}
 	m := metrics.New()
+	s.metrics = m
+	s.connect = connector
 	acts := &activities.Activities{
 		Store:     s.store,
 		Backends:  registry,
@@ -173,6 +177,19 @@ func (s *Server) TemporalUIAddress() string {
 
 // TemporalClient is the server's Temporal client (for tests and tools).
 func (s *Server) TemporalClient() client.Client { return s.client }
+
+// Metrics is the server's metrics (for tests and benchmarks).
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
+
+// Runtime returns the pooled runtime client of a workspace (for tests and
+// benchmarks that measure the runtime without the API in front).
+func (s *Server) Runtime(ctx context.Context, workspaceID string) (*rtclient.Client, error) {
+	ws, err := s.store.GetWorkspace(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return s.connect.Client(ctx, ws)
+}
 
 // Store is the server's store (for tests and tools).
 func (s *Server) Store() *models.Store { return s.store }

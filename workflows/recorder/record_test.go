@@ -1,0 +1,332 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/worker/temporalserver"
+	"github.com/primerhq/primer/workflows"
+)
+
+const interval = 100 * time.Millisecond
+
+// script is what the fake activities do for one workspace.
+type script struct {
+	provisionErrs []error // successive Provision attempts, then success
+	probes        []bool  // successive probe results, then hits
+}
+
+// fakes are activities with the real names and signatures whose results
+// follow a script per workspace. Histories only record what activities
+// returned, so fakes make histories as good as real ones, with exact
+// control over misses and failures.
+type fakes struct {
+	mu      sync.Mutex
+	scripts map[string]*script
+	provs   map[string]int
+	probes  map[string]int
+}
+
+func (f *fakes) Provision(_ context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.provs[in.WorkspaceID]++
+	s := f.scripts[in.WorkspaceID]
+	if n := f.provs[in.WorkspaceID]; n <= len(s.provisionErrs) {
+		return activities.ProvisionOutput{}, s.provisionErrs[n-1]
+	}
+	return activities.ProvisionOutput{Handle: handle(in.WorkspaceID)}, nil
+}
+
+func (f *fakes) Probe(_ context.Context, in activities.ProbeInput) (activities.ProbeOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes[in.WorkspaceID]++
+	s := f.scripts[in.WorkspaceID]
+	if n := f.probes[in.WorkspaceID]; n <= len(s.probes) && !s.probes[n-1] {
+		return activities.ProbeOutput{Reason: "runtime connect: dial ws://127.0.0.1:1/w/" + in.WorkspaceID + ": connection refused"}, nil
+	}
+	return activities.ProbeOutput{Hit: true}, nil
+}
+
+func (f *fakes) SetPhase(context.Context, activities.SetPhaseInput) (activities.SetPhaseOutput, error) {
+	return activities.SetPhaseOutput{}, nil
+}
+
+func (f *fakes) RecordEvent(context.Context, activities.RecordEventInput) (activities.RecordEventOutput, error) {
+	return activities.RecordEventOutput{EventID: 1}, nil
+}
+
+func (f *fakes) Destroy(_ context.Context, in activities.DestroyInput) (activities.DestroyOutput, error) {
+	return activities.DestroyOutput{Destroyed: in.Handle != nil, Path: handle(in.WorkspaceID).Path}, nil
+}
+
+func handle(id string) backend.Handle {
+	return backend.Handle{Backend: models.BackendLocal, WorkspaceID: id, Path: "/var/lib/primer/workspaces/" + id}
+}
+
+// recording is one scripted lifecycle and how to drive it.
+type recording struct {
+	file   string
+	id     string
+	script script
+	state  *workflows.WorkspaceState
+	// drive acts on the running workflow (signal, cancel) and returns when
+	// the history to record is complete.
+	drive func(t *testing.T, r *run)
+	// lastEvent is the type the recorded history must end with.
+	lastEvent enumspb.EventType
+}
+
+type run struct {
+	ctx   context.Context
+	c     client.Client
+	wid   string
+	runID string
+}
+
+// await polls the workflow's state until ok holds.
+func (r *run) await(t *testing.T, what string, ok func(workflows.WorkspaceState) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		v, err := r.c.QueryWorkflow(r.ctx, r.wid, r.runID, workflows.QueryState)
+		if err == nil {
+			var st workflows.WorkspaceState
+			if err := v.Get(&st); err != nil {
+				t.Fatal(err)
+			}
+			if ok(st) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: timed out waiting for %s", r.wid, what)
+}
+
+func (r *run) delete(t *testing.T, reason string) {
+	t.Helper()
+	if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalDelete, workflows.DeleteSignal{Reason: reason}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// result waits for the run to close and returns its error.
+func (r *run) result() error {
+	return r.c.GetWorkflow(r.ctx, r.wid, r.runID).Get(r.ctx, nil)
+}
+
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("PRIMER_RECORD_HISTORY") != "1" {
+		t.Skip("records workflows/testdata/*.json against an embedded Temporal server; run with PRIMER_RECORD_HISTORY=1 go test -count=1 ./workflows/recorder/")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	c := dial(t, ctx)
+	f := &fakes{scripts: map[string]*script{}, provs: map[string]int{}, probes: map[string]int{}}
+	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+	w.RegisterWorkflowWithOptions(workflows.WorkspaceWorkflow, workflow.RegisterOptions{Name: workflows.WorkspaceWorkflowName})
+	w.RegisterActivity(f)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	flaky := temporal.NewApplicationError("workspace ws-lifecycle: provision: runtime did not answer", "unavailable")
+	bad := temporal.NewNonRetryableApplicationError("workspace ws-provfail: provision: init[0]: exit status 1: boom", "invalid", nil)
+	h := handle("ws-continued")
+
+	recordings := []recording{
+		{
+			// provision (one retry), pending -> running, 3 misses -> failed,
+			// 3 hits -> running, delete -> terminating -> destroyed.
+			file:   "lifecycle.json",
+			id:     "ws-lifecycle",
+			script: script{provisionErrs: []error{flaky}, probes: []bool{true, true, false, false, false, true, true, true}},
+			drive: func(t *testing.T, r *run) {
+				r.await(t, "recovery", func(st workflows.WorkspaceState) bool {
+					return st.Phase == models.PhaseRunning && st.Probes >= 9
+				})
+				r.delete(t, "recorded")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		},
+		{
+			file:   "provision_failed.json",
+			id:     "ws-provfail",
+			script: script{provisionErrs: []error{bad}},
+			drive: func(t *testing.T, r *run) {
+				r.await(t, "failed", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseFailed })
+				r.delete(t, "")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		},
+		{
+			file: "cancelled.json",
+			id:   "ws-cancelled",
+			drive: func(t *testing.T, r *run) {
+				r.await(t, "running", func(st workflows.WorkspaceState) bool {
+					return st.Phase == models.PhaseRunning && st.Probes >= 2
+				})
+				if err := r.c.CancelWorkflow(r.ctx, r.wid, r.runID); err != nil {
+					t.Fatal(err)
+				}
+				var canceled *temporal.CanceledError
+				if err := r.result(); !errors.As(err, &canceled) {
+					t.Fatalf("result = %v, want cancellation", err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+		},
+		{
+			// A run started by continue-as-new: no provisioning, carried
+			// counters, failed -> running after three hits.
+			file:  "continued.json",
+			id:    "ws-continued",
+			state: &workflows.WorkspaceState{Phase: models.PhaseFailed, Reason: "gone", Misses: 3, Handle: &h, Probes: 400},
+			drive: func(t *testing.T, r *run) {
+				r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseRunning })
+				r.delete(t, "recorded")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		},
+		{
+			// The first run, which ends by continuing as new after
+			// ProbesPerRun probes.
+			file: "continue_as_new.json",
+			id:   "ws-can",
+			drive: func(t *testing.T, r *run) {
+				var can *workflow.ContinueAsNewError
+				if err := r.c.GetWorkflow(r.ctx, r.wid, r.runID).GetWithOptions(r.ctx, nil, client.WorkflowRunGetOptions{DisableFollowingRuns: true}); !errors.As(err, &can) {
+					t.Fatalf("first run ended with %v, want continue-as-new", err)
+				}
+				// Clean up the next run.
+				r.delete(t, "recorded")
+				if err := c.GetWorkflow(r.ctx, r.wid, "").Get(r.ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+		},
+	}
+
+	for _, rec := range recordings {
+		t.Run(rec.file, func(t *testing.T) {
+			s := rec.script
+			f.mu.Lock()
+			f.scripts[rec.id] = &s
+			f.mu.Unlock()
+			in := workflows.WorkspaceInput{
+				WorkspaceID: rec.id, TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
+				Backend: models.BackendLocal, ProbeInterval: interval, State: rec.state,
+			}
+			wr, err := c.ExecuteWorkflow(ctx, workflows.StartOptions(in), workflows.WorkspaceWorkflowName, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &run{ctx: ctx, c: c, wid: wr.GetID(), runID: wr.GetRunID()}
+			rec.drive(t, r)
+			hist := history(t, r)
+			if last := hist.Events[len(hist.Events)-1].GetEventType(); last != rec.lastEvent {
+				t.Fatalf("history ends with %s, want %s", last, rec.lastEvent)
+			}
+			raw, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("..", "testdata", rec.file)
+			if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("wrote %s: %d events, %d bytes", path, len(hist.Events), len(raw))
+		})
+	}
+}
+
+// dial starts an embedded Temporal server (or uses PRIMER_TEMPORAL_ADDRESS,
+// whose namespace must have the search attributes) and returns a client.
+func dial(t *testing.T, ctx context.Context) client.Client {
+	t.Helper()
+	addr := os.Getenv("PRIMER_TEMPORAL_ADDRESS")
+	if addr == "" {
+		srv, err := temporalserver.Start(ctx, temporalserver.Config{
+			DataDir:          t.TempDir(),
+			Port:             freePort(t),
+			UIPort:           temporalserver.UIDisabled,
+			SearchAttributes: workflows.SearchAttributes(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Stop() })
+		addr = srv.FrontendAddress()
+	}
+	c, err := client.Dial(client.Options{
+		HostPort:  addr,
+		Namespace: temporalserver.DefaultNamespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func history(t *testing.T, r *run) *historypb.History {
+	t.Helper()
+	it := r.c.GetWorkflowHistory(r.ctx, r.wid, r.runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	if len(hist.Events) == 0 {
+		t.Fatal(fmt.Errorf("%s: empty history", r.wid))
+	}
+	return hist
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
