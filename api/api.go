@@ -119,7 +119,7 @@ func (s *server) routes() http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	_ = r.SetTrustedProxies(nil) // ClientIP is only logged; trust no forwarding header
-	r.Use(s.observe, s.recover)
+	r.Use(s.observe, s.recoverPanic)
 	r.NoRoute(func(c *gin.Context) {
 		s.fail(c, errs.E(errs.NotFound, "route %s %s: not found", c.Request.Method, c.Request.URL.Path))
 	})
@@ -196,10 +196,10 @@ func (s *server) observe(c *gin.Context) {
 		slog.Duration("duration", elapsed))
 }
 
-// recover turns a panic in a handler into a 500 envelope, so a bug never
+// recoverPanic turns a panic in a handler into a 500 envelope, so a bug never
 // reaches a user as a dropped connection. http.ErrAbortHandler is re-raised:
 // it is net/http's way to abort a response on purpose.
-func (s *server) recover(c *gin.Context) {
+func (s *server) recoverPanic(c *gin.Context) {
 	defer func() {
 		v := recover()
 		if v == nil {

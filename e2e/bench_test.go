@@ -1,3 +1,5 @@
+//go:build bench
+
 package e2e
 
 import (
@@ -327,4 +329,3 @@ func peakRSS(t *testing.T) int64 {
 	}
 	return 0
 }
-

@@ -169,7 +169,7 @@ func TestBinaryAsInit(t *testing.T) {
 	}
 	bin := binary
 	root := filepath.Join(t.TempDir(), "workspace")
-	cmd, url := start(t, "unshare", []string{"--pid", "--fork", "--mount-proc", bin, "--listen", "127.0.0.1:0", "--root", root}, "PRIMER_RUNTIME_TOKEN=tok")
+	cmd, url := start(t, "unshare", []string{"--pid", "--fork", "--kill-child", "--mount-proc", bin, "--listen", "127.0.0.1:0", "--root", root}, "PRIMER_RUNTIME_TOKEN=tok")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := client.Dial(ctx, url, "tok")

@@ -126,10 +126,11 @@ func New(cfg Config) (*Server, error) {
 }
 
 // ServeHTTP accepts a WebSocket on any path after checking the bearer
-// token. GET /healthz without an upgrade answers "ok" without a token so
-// orchestrators can probe the process.
+// token. GET of a path ending in /healthz without an upgrade answers "ok"
+// without a token so orchestrators can probe the process; the suffix match
+// keeps it working behind a router that mounts the server under a prefix.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/healthz" && !isUpgrade(r) {
+	if (r.URL.Path == "/healthz" || strings.HasSuffix(r.URL.Path, "/healthz")) && !isUpgrade(r) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok")
 		return

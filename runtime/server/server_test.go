@@ -103,14 +103,25 @@ func TestAuth(t *testing.T) {
 
 func TestHealthz(t *testing.T) {
 	e := runtimetest.Start(t, server.Config{})
-	r, err := http.Get(e.HTTP.URL + "/healthz")
+	for _, p := range []string{"/healthz", "/w/ws-1/healthz"} {
+		r, err := http.Get(e.HTTP.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK || string(b) != "ok" {
+			t.Fatalf("GET %s = %d %q", p, r.StatusCode, b)
+		}
+	}
+	// Anything else without a token is refused.
+	r, err := http.Get(e.HTTP.URL + "/healthzz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
-	if r.StatusCode != http.StatusOK || string(b) != "ok" {
-		t.Fatalf("healthz = %d %q", r.StatusCode, b)
+	r.Body.Close()
+	if r.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /healthzz = %d, want 401", r.StatusCode)
 	}
 }
 

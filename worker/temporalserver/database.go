@@ -52,7 +52,7 @@ func prepareDatabase(ctx context.Context, cfg Config) (*config.SQL, error) {
 		return nil, fmt.Errorf("temporal server: data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, dbFile)
-	if err := ensureSchema(ctx, path); err != nil {
+	if err := prepareFile(ctx, path); err != nil {
 		return nil, fmt.Errorf("temporal server: database %s: %w", path, err)
 	}
 
@@ -71,14 +71,21 @@ func prepareDatabase(ctx context.Context, cfg Config) (*config.SQL, error) {
 	return sqlCfg, nil
 }
 
-// ensureSchema creates the Temporal schema in path unless it is there.
+// prepareFile creates the Temporal schema in path unless it is there, and
+// forgets the cluster members of the previous run.
 //
 // It runs the server's own schema statements in one transaction on a
 // connection of its own: a crash half-way through the first start leaves an
 // empty database that the next start sets up again, not a half schema the
 // server would fail on. (The plugin's connections are never closed, so they
 // are no place for a throw-away transaction.)
-func ensureSchema(ctx context.Context, path string) error {
+//
+// Each service seeds its membership ring with every member that heartbeated
+// in the last 20 s. After a quick restart those are the previous run's
+// services, now dead, and the ring does not form until joining them times
+// out (30 s, during which matching has "not enough hosts"). This server is the
+// database's only user, so no row there can belong to a live member.
+func prepareFile(ctx context.Context, path string) error {
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=rwc&_pragma=busy_timeout(10000)")
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
@@ -92,6 +99,9 @@ func ensureSchema(ctx context.Context, path string) error {
 		return fmt.Errorf("read schema: %w", err)
 	}
 	if n > 0 {
+		if _, err := db.ExecContext(ctx, `DELETE FROM cluster_membership`); err != nil {
+			return fmt.Errorf("forget cluster members: %w", err)
+		}
 		return nil
 	}
 	tx, err := db.BeginTx(ctx, nil)

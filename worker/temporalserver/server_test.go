@@ -284,11 +284,11 @@ func TestStartPortInUse(t *testing.T) {
 	}
 }
 
-func TestEnsureSchema(t *testing.T) {
+func TestPrepareFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "temporal.db")
 	for i := range 2 { // the second run finds the schema and leaves it
-		if err := ensureSchema(context.Background(), path); err != nil {
-			t.Fatalf("ensureSchema run %d: %v", i+1, err)
+		if err := prepareFile(context.Background(), path); err != nil {
+			t.Fatalf("prepareFile run %d: %v", i+1, err)
 		}
 	}
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -305,6 +305,19 @@ func TestEnsureSchema(t *testing.T) {
 	var version int64
 	if err := db.QueryRow(`SELECT notification_version FROM namespace_metadata`).Scan(&version); err != nil || version != 1 {
 		t.Errorf("namespace_metadata seeded once: version %d, %v", version, err)
+	}
+
+	// A member left by a previous run is forgotten at the next start.
+	if _, err := db.Exec(`INSERT INTO cluster_membership (membership_partition, host_id, rpc_address, rpc_port, role)
+		VALUES (0, x'00112233445566778899aabbccddeeff', '127.0.0.1', 40000, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareFile(context.Background(), path); err != nil {
+		t.Fatalf("prepareFile run 3: %v", err)
+	}
+	var members int
+	if err := db.QueryRow(`SELECT count(*) FROM cluster_membership`).Scan(&members); err != nil || members != 0 {
+		t.Errorf("cluster members after prepareFile = %d, %v; want 0", members, err)
 	}
 }
 
