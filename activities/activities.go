@@ -31,8 +31,10 @@ import (
 
 // Defaults for the optional fields of Activities.
 const (
+	// DefaultProbeTimeout bounds one probe's ping.
 	DefaultProbeTimeout = 5 * time.Second
-	DefaultInitTimeout  = 5 * time.Minute
+	// DefaultInitTimeout bounds each init command of a template.
+	DefaultInitTimeout = 5 * time.Minute
 	// DefaultRuntimeWait bounds how long Provision waits for a freshly
 	// provisioned runtime to answer before it writes files and runs init.
 	DefaultRuntimeWait = 30 * time.Second

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/primerhq/primer/activities/backend"
@@ -58,7 +59,17 @@ func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend
 	if err != nil {
 		return nil, fmt.Errorf("provider %s: %w", p.ID, err)
 	}
-	ep, err := b.Endpoint(ctx, h, ws.RuntimeToken)
+	var ep backend.Endpoint
+	if rh, ok := b.(backend.RuntimeHost); ok {
+		// The runtime lives in this process: after a restart it is served
+		// again, with the template's env, which the handle never holds.
+		var env map[string]string
+		if env, err = c.templateEnv(ctx, ws); err == nil {
+			ep, err = rh.ServeRuntime(ctx, h, ws.RuntimeToken, env)
+		}
+	} else {
+		ep, err = b.Endpoint(ctx, h, ws.RuntimeToken)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("runtime endpoint: %w", err)
 	}
@@ -67,6 +78,19 @@ func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend
 		return nil, fmt.Errorf("runtime connect: %w", err)
 	}
 	return cl, nil
+}
+
+// templateEnv returns the env of the workspace's template.
+func (c *Connector) templateEnv(ctx context.Context, ws *models.Workspace) (map[string]string, error) {
+	t, err := c.Store.GetTemplate(ctx, ws.TemplateID)
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	var common backend.Common
+	if err := json.Unmarshal(t.Backend, &common); err != nil {
+		return nil, errs.E(errs.Invalid, "template %s: backend: %w", t.ID, err)
+	}
+	return common.Env, nil
 }
 
 // Drop closes the pooled connection of a workspace, if any.

@@ -193,6 +193,12 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 		return DestroyOutput{}, err
 	}
 
+	if !found && ws.RuntimeToken != "" {
+		// Provision minted a token, so it may have reached the backend and
+		// crashed before storing the handle: destroy by workspace id, which
+		// every backend derives its names from, so nothing half-made is left.
+		h, found = backend.Handle{Backend: ws.Backend, WorkspaceID: id}, true
+	}
 	if found {
 		if err := a.destroyBackend(ctx, ws, h); err != nil {
 			err = redactErr(fmt.Errorf("workspace %s: destroy: %w", id, err), ws.RuntimeToken)

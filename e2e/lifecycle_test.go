@@ -190,7 +190,10 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 func TestRestartCarriesOn(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
-	ws := createRunning(t, p, models.DefaultTemplateID)
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "with-env", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"s3cret-value"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ws := createRunning(t, p, "with-env")
 	if _, err := p.api.WriteFile(ctx, ws.ID, "keep.txt", strings.NewReader("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +210,15 @@ func TestRestartCarriesOn(t *testing.T) {
 	if err != nil || string(data) != "kept" {
 		t.Errorf("file after restart = %q, %v", data, err)
 	}
-	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"cat", "keep.txt"}})
-	if err != nil || res.Stdout != "kept" {
+	// The runtime is served again with the template's env, which is never
+	// stored with the handle or in workflow history.
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", "cat keep.txt; echo \" $API_KEY\""}})
+	if err != nil || res.Stdout != "kept s3cret-value\n" {
 		t.Errorf("exec after restart = %+v, %v", res, err)
+	}
+	tpl, err := p.api.GetTemplate(ctx, "with-env")
+	if err != nil || strings.Contains(string(tpl.Backend), "s3cret-value") {
+		t.Errorf("template response shows the env secret: %s, %v", tpl.Backend, err)
 	}
 	// The probe loop is still alive: a delete completes.
 	start = time.Now()

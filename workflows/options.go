@@ -56,11 +56,16 @@ const (
 
 // Custom search attributes (Keyword) the workflow keeps current so the
 // Temporal UI can filter workspaces.
+// They are never reassigned.
 var (
-	SearchAttrPhase    = temporal.NewSearchAttributeKeyKeyword("PrimerPhase")
+	// SearchAttrPhase is the workspace's phase, upserted on every change.
+	SearchAttrPhase = temporal.NewSearchAttributeKeyKeyword("PrimerPhase")
+	// SearchAttrTemplate is the template the workspace was made from.
 	SearchAttrTemplate = temporal.NewSearchAttributeKeyKeyword("PrimerTemplate")
+	// SearchAttrProvider is the workspace's provider id.
 	SearchAttrProvider = temporal.NewSearchAttributeKeyKeyword("PrimerProvider")
-	SearchAttrBackend  = temporal.NewSearchAttributeKeyKeyword("PrimerBackend")
+	// SearchAttrBackend is the workspace's backend type.
+	SearchAttrBackend = temporal.NewSearchAttributeKeyKeyword("PrimerBackend")
 )
 
 // SearchAttributes returns the custom search attributes to register on the

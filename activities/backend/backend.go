@@ -34,6 +34,15 @@ type Backend interface {
 	Destroy(ctx context.Context, h Handle) error
 }
 
+// RuntimeHost is implemented by backends whose runtime is served by the
+// platform's own process (local, worktree). After a platform restart they
+// serve it again, and only the caller knows the template's env to serve it
+// with: env may hold secrets, so it is never part of the handle. Callers use
+// ServeRuntime instead of Endpoint when a backend has it.
+type RuntimeHost interface {
+	ServeRuntime(ctx context.Context, h Handle, token string, env map[string]string) (Endpoint, error)
+}
+
 // Capabilities describes a backend.
 type Capabilities struct {
 	// Isolation names what separates the sandbox from the host: "none",

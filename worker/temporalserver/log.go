@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/log/tag"
@@ -15,6 +17,11 @@ import (
 // them is a state change of Primer.
 type serverLogger struct {
 	log *slog.Logger
+	// stopping is shared by all loggers derived with With. Once Stop begins,
+	// every line is dropped: the services going down one by one make the
+	// rest log dozens of dial errors and failed polls, all expected, and
+	// Stop's own result says whether stopping failed.
+	stopping *atomic.Bool
 }
 
 var (
@@ -50,15 +57,25 @@ func (l serverLogger) Fatal(msg string, tags ...tag.Tag) {
 // With binds tags once, so the server's per-service and per-shard loggers do
 // not re-convert them on every line.
 func (l serverLogger) With(tags ...tag.Tag) log.Logger {
-	return serverLogger{log: l.log.With(attrs(tags)...)}
+	return serverLogger{log: l.log.With(attrs(tags)...), stopping: l.stopping}
 }
 
 func (l serverLogger) emit(level slog.Level, msg string, tags []tag.Tag) {
 	ctx := context.Background()
-	if !l.log.Enabled(ctx, level) {
+	if l.stopping.Load() || !l.log.Enabled(ctx, level) || expected(msg, tags) {
 		return
 	}
 	l.log.Log(ctx, level, msg, attrs(tags)...)
+}
+
+// expected reports the warnings and errors every start logs while nothing is
+// wrong: the Nexus HTTP port Primer does not use, and the worker service's
+// first calls racing the frontend's health check, which it retries.
+func expected(msg string, tags []tag.Tag) bool {
+	if strings.HasPrefix(msg, "HTTP API port has not been set") {
+		return true
+	}
+	return strings.Contains(errorText(tags), "Frontend is not healthy yet")
 }
 
 func attrs(tags []tag.Tag) []any {
@@ -69,12 +86,27 @@ func attrs(tags []tag.Tag) []any {
 	return out
 }
 
-// errorSuffix returns ": <error>" for the first error tag, so a recovered
+// errorSuffix returns ": <error>" when tags hold an error, so a recovered
 // Fatal says why it failed.
 func errorSuffix(tags []tag.Tag) string {
+	if e := errorText(tags); e != "" {
+		return ": " + e
+	}
+	return ""
+}
+
+// errorText is the text of the "error" tag, or "". The server's tag.Error
+// gives its value as the error's string.
+func errorText(tags []tag.Tag) string {
 	for _, t := range tags {
-		if err, ok := t.Value().(error); ok && err != nil {
-			return ": " + err.Error()
+		if t.Key() != "error" {
+			continue
+		}
+		switch v := t.Value().(type) {
+		case string:
+			return v
+		case error:
+			return v.Error()
 		}
 	}
 	return ""

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -42,6 +43,7 @@ const (
 // Server is a running embedded Temporal server and, unless disabled, its web UI.
 type Server struct {
 	log      *slog.Logger
+	stopping *atomic.Bool // silences the server's logger, see serverLogger
 	frontend string
 	uiAddr   string
 	server   temporal.Server
@@ -86,13 +88,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	s := &Server{
 		log:      cfg.Logger,
+		stopping: new(atomic.Bool),
 		frontend: net.JoinHostPort(cfg.dialHost(), strconv.Itoa(cfg.Port)),
 	}
 	err = recoverFatal(func() error {
 		srv, err := temporal.NewServer(
 			temporal.WithConfig(conf),
 			temporal.ForServices(temporal.DefaultServices),
-			temporal.WithLogger(serverLogger{log: cfg.Logger}),
+			temporal.WithLogger(serverLogger{log: cfg.Logger, stopping: s.stopping}),
 			temporal.WithDynamicConfigClient(dynamicConfig()),
 			temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
 			temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
@@ -139,6 +142,7 @@ func (s *Server) UIAddress() string { return s.uiAddr }
 // than once; later calls return the first call's result.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
 		if s.ui != nil {
 			s.ui.Stop()
 			<-s.uiDone

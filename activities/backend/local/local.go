@@ -133,7 +133,10 @@ type Backend struct {
 	locks  keylock.Map // workspace id
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.RuntimeHost = (*Backend)(nil)
+)
 
 // New returns a local backend whose workspaces live under root (absolute,
 // created if missing) and whose runtimes host serves.
@@ -215,13 +218,25 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	}
 	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
-	return ServeDir(ctx, b.host, h.WorkspaceID, dir, token)
+	return ServeDir(ctx, b.host, h.WorkspaceID, dir, token, nil)
+}
+
+// ServeRuntime is Endpoint that serves the runtime again with env after a
+// platform restart (backend.RuntimeHost).
+func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token string, env map[string]string) (backend.Endpoint, error) {
+	dir, err := CheckHandle(h, Type, b.root)
+	if err != nil {
+		return backend.Endpoint{}, err
+	}
+	unlock := b.locks.Lock(h.WorkspaceID)
+	defer unlock()
+	return ServeDir(ctx, b.host, h.WorkspaceID, dir, token, env)
 }
 
 // ServeDir serves the runtime of workspace id rooted at dir and returns its
 // endpoint, or NotFound when dir is gone. The host backends share it for
 // Endpoint.
-func ServeDir(ctx context.Context, host *Host, id, dir, token string) (backend.Endpoint, error) {
+func ServeDir(ctx context.Context, host *Host, id, dir, token string, env map[string]string) (backend.Endpoint, error) {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		host.Stop(id)
@@ -233,7 +248,7 @@ func ServeDir(ctx context.Context, host *Host, id, dir, token string) (backend.E
 	if !fi.IsDir() {
 		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: %s is not a directory", id, dir)
 	}
-	url, err := host.Serve(ctx, id, server.Config{Root: dir, Token: token})
+	url, err := host.Serve(ctx, id, server.Config{Root: dir, Token: token, Env: env})
 	if err != nil {
 		return backend.Endpoint{}, fmt.Errorf("workspace %s: endpoint: %w", id, err)
 	}

@@ -92,7 +92,10 @@ type Backend struct {
 	repos  keylock.Map // repository path: git's worktree and ref updates
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.RuntimeHost = (*Backend)(nil)
+)
 
 // New returns a worktree backend whose worktrees live under root (absolute,
 // created if missing) and whose runtimes host serves.
@@ -249,13 +252,18 @@ func canonical(p string) string {
 
 // Endpoint implements backend.Backend; see local.Backend.Endpoint.
 func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) (backend.Endpoint, error) {
+	return b.ServeRuntime(ctx, h, token, nil)
+}
+
+// ServeRuntime implements backend.RuntimeHost; see local.Backend.ServeRuntime.
+func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token string, env map[string]string) (backend.Endpoint, error) {
 	dir, err := local.CheckHandle(h, Type, b.root)
 	if err != nil {
 		return backend.Endpoint{}, err
 	}
 	unlock := b.ids.Lock(h.WorkspaceID)
 	defer unlock()
-	return local.ServeDir(ctx, b.host, h.WorkspaceID, dir, token)
+	return local.ServeDir(ctx, b.host, h.WorkspaceID, dir, token, env)
 }
 
 // Destroy implements backend.Backend: it stops the runtime, removes the
