@@ -23,7 +23,7 @@ run: build
 	PRIMER_DATA_DIR=$${PRIMER_DATA_DIR:-$(DATA_DIR)} $(BIN)/primer serve
 
 ## test: everything. Set PRIMER_TEST_DATABASE_URL=postgres://... to include PostgreSQL (.ci/run does).
-test: vet
+test: vet workflowcheck
 	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 ./...
 
 test-short:
@@ -38,13 +38,13 @@ vet:
 	$(GO) vet ./...
 
 workflowcheck:
-	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.3.0 ./workflows/...
+	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
 lint: vet workflowcheck
 
 ## record-histories: re-record the replay-test histories in workflows/testdata (after a versioned workflow change).
 record-histories:
-	PRIMER_RECORD_HISTORY=1 $(GO) test -count=1 -run TestRecordHistories ./workflows/
+	PRIMER_RECORD_HISTORY=1 $(GO) test -tags record -count=1 -timeout 20m ./workflows/recorder/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -22,8 +22,13 @@ import (
 // TestLocalWorkspaceLifecycle is the newcomer's walk through the REST API:
 // create on the default template, exec, files, events, the workflow's search
 // attributes in Temporal, delete, and nothing left behind.
+// It runs on the embedded SQLite and on PostgreSQL.
 func TestLocalWorkspaceLifecycle(t *testing.T) {
-	p := startPrimer(t)
+	t.Run("sqlite", func(t *testing.T) { testLifecycle(t, startPrimer(t)) })
+	t.Run("postgres", func(t *testing.T) { testLifecycle(t, startPrimer(t, withPostgres(t))) })
+}
+
+func testLifecycle(t *testing.T, p *primer) {
 	ctx := ctxT(t, 3*time.Minute)
 
 	provs, err := p.api.ListProviders(ctx)

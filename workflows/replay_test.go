@@ -11,7 +11,7 @@ import (
 )
 
 // TestReplay replays every history recorded against a real Temporal server
-// (testdata/*.json, written by PRIMER_RECORD_HISTORY=1 go test ./workflows/recorder/)
+// (testdata/*.json, written by make record-histories)
 // through the current workflow code. It fails when a change to the
 // workflow would break workflows already running: guard such changes with
 // workflow.GetVersion and record a new history, never re-record the old ones.
@@ -21,7 +21,7 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatal("no recorded histories in testdata; record them with PRIMER_RECORD_HISTORY=1 go test -count=1 ./workflows/recorder/")
+		t.Fatal("no recorded histories in testdata; record them with make record-histories")
 	}
 	logger := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	for _, file := range files {

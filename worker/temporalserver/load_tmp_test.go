@@ -3,7 +3,9 @@ package temporalserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,7 +56,7 @@ func TestLoadTmp(t *testing.T) {
 	}
 	defer srv.Stop()
 	c := dial(ctx, t, srv, "default")
-	w := worker.New(c, "load", worker.Options{})
+	w := worker.New(c, "load", worker.Options{MaxConcurrentWorkflowTaskPollers: pollers()})
 	w.RegisterWorkflowWithOptions(loadWorkflow, workflow.RegisterOptions{Name: "Load"})
 	w.Start()
 	defer w.Stop()
@@ -82,7 +84,7 @@ func TestLoadTmp(t *testing.T) {
 	t.Logf("started %d in %s, cpu %s, rss %s", n, time.Since(t0), cpu()-cpu0, rss())
 	stopTick := make(chan struct{})
 	go func() {
-		tk := time.NewTicker(20 * time.Second)
+		tk := time.NewTicker(10 * time.Second)
 		defer tk.Stop()
 		for {
 			select {
@@ -91,6 +93,10 @@ func TestLoadTmp(t *testing.T) {
 			case <-tk.C:
 				qs := time.Now()
 				resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: "PrimerPhase = 'running-1'"})
+				if f, err := os.Create(fmt.Sprintf("/tmp/leak/g-%d.txt", int(time.Since(t0).Seconds()))); err == nil {
+					pprof.Lookup("goroutine").WriteTo(f, 1)
+					f.Close()
+				}
 				t.Logf("t+%s cpu %s rss %s count(running-1)=%d (%s) err=%v", time.Since(t0).Round(time.Second), cpu()-cpu0, rss(), resp.GetCount(), time.Since(qs), err)
 			}
 		}
@@ -111,4 +117,13 @@ func TestLoadTmp(t *testing.T) {
 	el := time.Since(t0)
 	used := cpu() - cpu0
 	t.Logf("done in %s, max timer lateness %s, cpu %s (%.0f%% of one core), rss %s", el, maxLate, used, 100*used.Seconds()/el.Seconds(), rss())
+}
+
+func pollers() int {
+	if v := os.Getenv("LOAD_POLLERS"); v != "" {
+		var n int
+		fmt.Sscan(v, &n)
+		return n
+	}
+	return 0
 }

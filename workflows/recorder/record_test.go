@@ -1,3 +1,5 @@
+//go:build record
+
 package recorder
 
 import (
@@ -139,7 +141,7 @@ func (r *run) result() error {
 
 func TestRecordHistories(t *testing.T) {
 	if os.Getenv("PRIMER_RECORD_HISTORY") != "1" {
-		t.Skip("records workflows/testdata/*.json against an embedded Temporal server; run with PRIMER_RECORD_HISTORY=1 go test -count=1 ./workflows/recorder/")
+		t.Skip("records workflows/testdata/*.json against an embedded Temporal server; run with make record-histories")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
