@@ -49,17 +49,18 @@ func cpu() time.Duration {
 func TestLoadTmp(t *testing.T) {
 	ctx := context.Background()
 	ports, _ := freePorts("127.0.0.1", 2)
-	srv, err := Start(ctx, Config{DataDir: filepath.Join(t.TempDir(), "d"), Port: ports[0], UIPort: ports[1], Logger: testLogger(t),
-		SearchAttributes: map[string]enumspb.IndexedValueType{"PrimerPhase": enumspb.INDEXED_VALUE_TYPE_KEYWORD}})
+	cfg := Config{DataDir: filepath.Join(t.TempDir(), "d"), Port: ports[0], UIPort: ports[1], Logger: testLogger(t),
+		SearchAttributes: map[string]enumspb.IndexedValueType{"PrimerPhase": enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
+	srv, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	defer func() { srv.Stop() }()
 	c := dial(ctx, t, srv, "default")
 	w := worker.New(c, "load", worker.Options{MaxConcurrentWorkflowTaskPollers: pollers()})
 	w.RegisterWorkflowWithOptions(loadWorkflow, workflow.RegisterOptions{Name: "Load"})
 	w.Start()
-	defer w.Stop()
+	defer func() { w.Stop() }()
 
 	const n = 1000
 	cpu0, t0 := cpu(), time.Now()
@@ -101,19 +102,45 @@ func TestLoadTmp(t *testing.T) {
 			}
 		}
 	}()
+	if os.Getenv("LOAD_RESTART") != "" {
+		time.Sleep(40 * time.Second)
+		w.Stop()
+		c.Close()
+		close(stopTick)
+		stopTick = nil
+		if err := srv.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		r0 := time.Now()
+		srv, err = Start(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("warm restart with %d open workflows: %s, rss %s", n, time.Since(r0), rss())
+		defer srv.Stop()
+		c = dial(ctx, t, srv, "default")
+		w = worker.New(c, "load", worker.Options{MaxConcurrentWorkflowTaskPollers: pollers()})
+		w.RegisterWorkflowWithOptions(loadWorkflow, workflow.RegisterOptions{Name: "Load"})
+		w.Start()
+		defer w.Stop()
+		open, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: "ExecutionStatus = 'Running'"})
+		t.Logf("open after restart: %d, %v", open.GetCount(), err)
+	}
 	var maxLate time.Duration
 	for _, r := range runs {
 		if r == nil {
 			continue
 		}
 		var out LoadOut
-		if err := r.Get(ctx, &out); err != nil {
+		if err := c.GetWorkflow(ctx, r.GetID(), r.GetRunID()).Get(ctx, &out); err != nil {
 			t.Error(err)
 			continue
 		}
 		maxLate = max(maxLate, out.MaxLate)
 	}
-	close(stopTick)
+	if stopTick != nil {
+		close(stopTick)
+	}
 	el := time.Since(t0)
 	used := cpu() - cpu0
 	t.Logf("done in %s, max timer lateness %s, cpu %s (%.0f%% of one core), rss %s", el, maxLate, used, 100*used.Seconds()/el.Seconds(), rss())
