@@ -57,23 +57,24 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) 
 func printTable(t *testing.T, title string, rows []row) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n# %s\n\n", title)
-	fmt.Fprintln(&b, "| measure | runs | p50 | p90 | p99 | target | baseline | baseline p50 | ratio p50 | ok |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(&b, "| measure | runs | p50 | p90 | p99 | target | baseline | baseline p50 | ratio p50 | added p50 | ok |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		p50 := pct(r.samples, .5)
-		base, ratio := "-", "-"
+		base, ratio, added := "-", "-", "-"
 		if len(r.baseline) > 0 {
 			bp := pct(r.baseline, .5)
 			base = ms(bp)
 			ratio = fmt.Sprintf("%.1fx", float64(p50)/float64(bp))
+			added = ms(p50 - bp)
 		}
 		ok := "yes"
 		if r.limit > 0 && p50 >= r.limit {
 			ok = "NO"
 			t.Errorf("%s: p50 %s, target %s", r.name, ms(p50), r.target)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, len(r.samples),
-			ms(p50), ms(pct(r.samples, .9)), ms(pct(r.samples, .99)), r.target, r.baseName, base, ratio, ok)
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.name, len(r.samples),
+			ms(p50), ms(pct(r.samples, .9)), ms(pct(r.samples, .99)), r.target, r.baseName, base, ratio, added, ok)
 	}
 	fmt.Println(b.String())
 }
