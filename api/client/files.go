@@ -11,9 +11,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
 )
 
 // ErrIsDirectory is wrapped by ReadFile and OpenFile when the path is a
@@ -28,40 +28,8 @@ var (
 const FileModeHeader = "X-Primer-File-Mode"
 
 // FileInfo describes a file or directory in a workspace, as the files
-// endpoints return it.
-type FileInfo struct {
-	Name string `json:"name"`
-	// Path is relative to the workspace root.
-	Path string `json:"path"`
-	Size int64  `json:"size"`
-	// Mode is the Unix permission bits (0o7777).
-	Mode      uint32    `json:"mode"`
-	ModTime   time.Time `json:"mod_time"`
-	IsDir     bool      `json:"is_dir"`
-	IsSymlink bool      `json:"is_symlink"`
-}
-
-// FileMode returns Mode with the directory and symlink bits of os.FileMode,
-// so it prints like ls does (drwxr-xr-x).
-func (fi FileInfo) FileMode() os.FileMode {
-	m := os.FileMode(fi.Mode & 0o777)
-	if fi.Mode&0o4000 != 0 {
-		m |= os.ModeSetuid
-	}
-	if fi.Mode&0o2000 != 0 {
-		m |= os.ModeSetgid
-	}
-	if fi.Mode&0o1000 != 0 {
-		m |= os.ModeSticky
-	}
-	if fi.IsDir {
-		m |= os.ModeDir
-	}
-	if fi.IsSymlink {
-		m |= os.ModeSymlink
-	}
-	return m
-}
+// endpoints return it: the runtime's own description, passed through.
+type FileInfo = protocol.FileInfo
 
 // DirListing is a directory's entries.
 type DirListing struct {
