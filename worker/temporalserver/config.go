@@ -149,6 +149,16 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  1,
 		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 
+		// Every history task (a timer firing, a workflow task to hand to
+		// matching, a visibility row) loads and saves through the one SQLite
+		// connection. 512 workers per queue only turn that queue into context
+		// deadlines: after a restart with a thousand open workflows, hundreds
+		// of mutable-state loads timed out waiting for the connection and were
+		// retried. A few dozen keep the connection busy without the timeouts.
+		dynamicconfig.TimerProcessorSchedulerWorkerCount.Key():      32,
+		dynamicconfig.TransferProcessorSchedulerWorkerCount.Key():   32,
+		dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key(): 32,
+
 		// On a loaded two-core machine a slow health check is not a deadlock;
 		// dumping every goroutine into Primer's log helps nobody.
 		dynamicconfig.DeadlockDumpGoroutines.Key(): false,

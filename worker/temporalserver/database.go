@@ -22,7 +22,8 @@ const dbFile = "temporal.db"
 // One connection: the sqlite plugin shares one pool per file between all four
 // services, and SQLite has one writer at a time anyway; more connections only
 // trade queueing in Go for SQLITE_BUSY errors on the read-then-write
-// transactions the history service runs. WAL with synchronous=normal makes
+// transactions the history service runs (the plugin turns unknown connect
+// attributes into pragmas, so _txlock=immediate cannot be set). WAL with synchronous=normal makes
 // each commit an append instead of a journal rewrite plus two fsyncs: a
 // process crash loses nothing, a power cut can lose the last commits.
 func sqlConfig(path string) *config.SQL {

@@ -118,6 +118,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	if err := ensureNamespace(ctx, s.frontend, cfg); err != nil {
 		_ = s.Stop()
+		if ctx.Err() != nil {
+			return nil, errs.E(errs.Canceled, "temporal server: start: %w", ctx.Err())
+		}
 		return nil, err
 	}
 	if cfg.UIPort != UIDisabled {

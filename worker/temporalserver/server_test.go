@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -122,6 +123,21 @@ func TestServer(t *testing.T) {
 		if !bytes.Contains(bytes.ToLower(body), []byte("<html")) {
 			t.Errorf("GET %s/: no <html in %d bytes", srv.UIAddress(), len(body))
 		}
+
+		// The UI's API proxies to this server's frontend.
+		api := srv.UIAddress() + "/api/v1/namespaces/" + cfg.Namespace
+		resp, err = http.Get(api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ = io.ReadAll(resp.Body)
+		var ns struct {
+			NamespaceInfo struct{ Name string } `json:"namespaceInfo"`
+		}
+		if err := json.Unmarshal(body, &ns); resp.StatusCode != http.StatusOK || err != nil || ns.NamespaceInfo.Name != cfg.Namespace {
+			t.Errorf("GET %s: status %d, body %.300s", api, resp.StatusCode, body)
+		}
 	})
 
 	c.Close()
@@ -148,7 +164,7 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("warm start: %v", err)
 	}
-	t.Logf("warm start: %s, rss after start: %s", time.Since(begin).Round(time.Millisecond), rss())
+	t.Logf("warm start (registers PrimerTemplate, so includes the 3 s namespace refresh wait): %s, rss after start: %s", time.Since(begin).Round(time.Millisecond), rss())
 	defer func() {
 		if err := srv2.Stop(); err != nil {
 			t.Errorf("stop after restart: %v", err)
