@@ -63,6 +63,7 @@ func (a *Activities) provision(ctx context.Context, id string) (backend.Handle, 
 		ws.RuntimeToken = token
 	}
 
+	secrets := provisionSecrets(token, common.Env)
 	h, err := b.Provision(ctx, backend.ProvisionRequest{
 		WorkspaceID: id,
 		Template:    tmpl.Backend,
@@ -70,7 +71,7 @@ func (a *Activities) provision(ctx context.Context, id string) (backend.Handle, 
 		Token:       token,
 	})
 	if err != nil {
-		return backend.Handle{}, redactErr(fmt.Errorf("workspace %s: provision: %w", id, err), token)
+		return backend.Handle{}, redactErr(fmt.Errorf("workspace %s: provision: %w", id, err), secrets...)
 	}
 	raw, err := json.Marshal(h)
 	if err != nil {
@@ -84,10 +85,10 @@ func (a *Activities) provision(ctx context.Context, id string) (backend.Handle, 
 	if len(common.Files) > 0 || len(common.Init) > 0 {
 		cl, err := a.waitRuntime(ctx, ws, h)
 		if err != nil {
-			return backend.Handle{}, redactErr(err, token)
+			return backend.Handle{}, redactErr(err, secrets...)
 		}
 		if err := a.prepare(ctx, cl, ws.ID, common); err != nil {
-			return backend.Handle{}, redactErr(err, token)
+			return backend.Handle{}, redactErr(err, secrets...)
 		}
 	}
 
@@ -314,12 +315,33 @@ func (a *Activities) ping(ctx context.Context, in ProbeInput) string {
 	return ""
 }
 
-// redactErr removes secret from err's message, keeping its kind.
-func redactErr(err error, secret string) error {
-	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+// redactErr removes every secret from err's message, keeping its kind.
+func redactErr(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range secrets {
+		msg = redact(msg, s)
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return &errs.Error{Kind: errs.KindOf(err), Msg: redact(err.Error(), secret)}
+	return &errs.Error{Kind: errs.KindOf(err), Msg: msg}
+}
+
+// provisionSecrets are the values a provisioning error must not carry into
+// history or events: the runtime token and the template's env values (an
+// init command may print them). Values shorter than 4 bytes are left, as
+// redacting them would garble the message without protecting anything.
+func provisionSecrets(token string, env map[string]string) []string {
+	out := []string{token}
+	for _, v := range env {
+		if len(v) >= 4 {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -280,7 +280,7 @@ func TestWorktreeWorkspace(t *testing.T) {
 func TestProvisionFailure(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "broken", ProviderID: "local", Backend: raw(`{"kind":"local","init":["echo doomed >&2; exit 7"]}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "broken", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"sk-live-abc123"},"init":["echo doomed $API_KEY >&2; exit 7"]}`)}); err != nil {
 		t.Fatal(err)
 	}
 	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "broken"})
@@ -307,6 +307,32 @@ func TestProvisionFailure(t *testing.T) {
 	}
 	if !sawFailed {
 		t.Errorf("no provision_failed event with the error in %+v", evs)
+	}
+	// The template's secret env value, printed by the init command, reaches
+	// neither the reason, the events nor the workflow history.
+	const secret = "sk-live-abc123"
+	if strings.Contains(got.Reason, secret) {
+		t.Errorf("reason shows the secret: %q", got.Reason)
+	}
+	for _, e := range evs {
+		if strings.Contains(string(e.Data), secret) {
+			t.Errorf("event %s shows the secret: %s", e.Type, e.Data)
+		}
+	}
+	iter := p.srv.TemporalClient().GetWorkflowHistory(ctx, workflows.WorkflowID(ws.ID), "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	events := 0
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatalf("history: %v", err)
+		}
+		events++
+		if strings.Contains(ev.String(), secret) {
+			t.Errorf("workflow history event %d (%s) shows the secret", ev.GetEventId(), ev.GetEventType())
+		}
+	}
+	if events == 0 {
+		t.Error("read no workflow history")
 	}
 	if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
 		t.Fatal(err)
