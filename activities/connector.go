@@ -62,11 +62,11 @@ func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend
 	var ep backend.Endpoint
 	if rh, ok := b.(backend.RuntimeHost); ok {
 		// The runtime lives in this process: after a restart it is served
-		// again, with the template's env, which the handle never holds.
-		var env map[string]string
-		if env, err = c.templateEnv(ctx, ws); err == nil {
-			ep, err = rh.ServeRuntime(ctx, h, ws.RuntimeToken, env)
-		}
+		// again, with the template's env, which the handle never holds. The
+		// template is read only then, not on every call.
+		ep, err = rh.ServeRuntime(ctx, h, ws.RuntimeToken, func(ctx context.Context) (map[string]string, error) {
+			return c.templateEnv(ctx, ws)
+		})
 	} else {
 		ep, err = b.Endpoint(ctx, h, ws.RuntimeToken)
 	}

@@ -40,8 +40,13 @@ type Backend interface {
 // with: env may hold secrets, so it is never part of the handle. Callers use
 // ServeRuntime instead of Endpoint when a backend has it.
 type RuntimeHost interface {
-	ServeRuntime(ctx context.Context, h Handle, token string, env map[string]string) (Endpoint, error)
+	ServeRuntime(ctx context.Context, h Handle, token string, env EnvFunc) (Endpoint, error)
 }
+
+// EnvFunc loads a workspace's env. RuntimeHost calls it only when it must
+// start serving a runtime, so the calls that find it served (every exec and
+// file call) read nothing.
+type EnvFunc func(ctx context.Context) (map[string]string, error)
 
 // Capabilities describes a backend.
 type Capabilities struct {

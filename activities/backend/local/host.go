@@ -148,6 +148,17 @@ func (h *Host) URL(id string) string {
 	return h.urlLocked(id)
 }
 
+// Serving returns the URL of workspace id's runtime when it is served with
+// token and root already, so a caller can skip preparing a Serve.
+func (h *Host) Serving(id, token, root string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.served[id]; s != nil && s.token == token && s.root == root {
+		return h.urlLocked(id), true
+	}
+	return "", false
+}
+
 // Addr returns the address the host listens on, or "" before first use.
 func (h *Host) Addr() string {
 	h.mu.Lock()

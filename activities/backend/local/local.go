@@ -223,7 +223,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 
 // ServeRuntime is Endpoint that serves the runtime again with env after a
 // platform restart (backend.RuntimeHost).
-func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token string, env map[string]string) (backend.Endpoint, error) {
+func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token string, env backend.EnvFunc) (backend.Endpoint, error) {
 	dir, err := CheckHandle(h, Type, b.root)
 	if err != nil {
 		return backend.Endpoint{}, err
@@ -236,7 +236,7 @@ func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token stri
 // ServeDir serves the runtime of workspace id rooted at dir and returns its
 // endpoint, or NotFound when dir is gone. The host backends share it for
 // Endpoint.
-func ServeDir(ctx context.Context, host *Host, id, dir, token string, env map[string]string) (backend.Endpoint, error) {
+func ServeDir(ctx context.Context, host *Host, id, dir, token string, env backend.EnvFunc) (backend.Endpoint, error) {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		host.Stop(id)
@@ -248,7 +248,16 @@ func ServeDir(ctx context.Context, host *Host, id, dir, token string, env map[st
 	if !fi.IsDir() {
 		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: %s is not a directory", id, dir)
 	}
-	url, err := host.Serve(ctx, id, server.Config{Root: dir, Token: token, Env: env})
+	if url, ok := host.Serving(id, token, dir); ok {
+		return backend.Endpoint{URL: url}, nil
+	}
+	var vars map[string]string
+	if env != nil {
+		if vars, err = env(ctx); err != nil {
+			return backend.Endpoint{}, fmt.Errorf("workspace %s: endpoint: env: %w", id, err)
+		}
+	}
+	url, err := host.Serve(ctx, id, server.Config{Root: dir, Token: token, Env: vars})
 	if err != nil {
 		return backend.Endpoint{}, fmt.Errorf("workspace %s: endpoint: %w", id, err)
 	}

@@ -256,7 +256,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 }
 
 // ServeRuntime implements backend.RuntimeHost; see local.Backend.ServeRuntime.
-func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token string, env map[string]string) (backend.Endpoint, error) {
+func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token string, env backend.EnvFunc) (backend.Endpoint, error) {
 	dir, err := local.CheckHandle(h, Type, b.root)
 	if err != nil {
 		return backend.Endpoint{}, err
