@@ -118,9 +118,6 @@ func (s *server) createWorkspace(c *gin.Context) {
 		return
 	}
 	s.log.Info("workspace created", "workspace_id", id, "template_id", t.ID, "provider_id", p.ID, "backend", p.Provider)
-	if got, err := s.cfg.Store.GetWorkspace(ctx, id); err == nil {
-		w = got // timestamps as stored
-	}
 	c.Header("Location", "/v1/workspaces/"+id)
 	c.JSON(http.StatusCreated, w)
 }

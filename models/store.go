@@ -268,6 +268,13 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	if err := checkJSON("handle", "workspace "+w.ID, w.Handle); err != nil {
 		return err
 	}
+	if w.CreatedAt.IsZero() {
+		// Set here, as stored, so the caller's copy equals what a read returns.
+		w.CreatedAt = storedTime(time.Now())
+	}
+	if w.UpdatedAt.IsZero() {
+		w.UpdatedAt = w.CreatedAt
+	}
 	w.CreatedAt, w.UpdatedAt = storedTime(w.CreatedAt), storedTime(w.UpdatedAt)
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var ids []string
