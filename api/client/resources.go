@@ -77,38 +77,22 @@ func query(kv ...string) url.Values {
 
 // CreateProvider creates a provider.
 func (c *Client) CreateProvider(ctx context.Context, spec ProviderSpec) (*models.Provider, error) {
-	var p models.Provider
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/providers", nil, spec, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return doInto[models.Provider](ctx, c, http.MethodPost, "/v1/providers", nil, spec)
 }
 
 // GetProvider returns the provider id.
 func (c *Client) GetProvider(ctx context.Context, id string) (*models.Provider, error) {
-	var p models.Provider
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/providers/"+seg(id), nil, nil, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return doInto[models.Provider](ctx, c, http.MethodGet, "/v1/providers/"+seg(id), nil, nil)
 }
 
 // ListProviders returns every provider.
 func (c *Client) ListProviders(ctx context.Context) ([]models.Provider, error) {
-	var out itemsOf[models.Provider]
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/providers", nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return listInto[models.Provider](ctx, c, "/v1/providers", nil)
 }
 
 // UpdateProvider replaces the provider id with spec (spec.ID may be empty).
 func (c *Client) UpdateProvider(ctx context.Context, id string, spec ProviderSpec) (*models.Provider, error) {
-	var p models.Provider
-	if err := c.doJSON(ctx, http.MethodPut, "/v1/providers/"+seg(id), nil, spec, &p); err != nil {
-		return nil, err
-	}
-	return &p, nil
+	return doInto[models.Provider](ctx, c, http.MethodPut, "/v1/providers/"+seg(id), nil, spec)
 }
 
 // DeleteProvider deletes the provider id.
@@ -118,39 +102,23 @@ func (c *Client) DeleteProvider(ctx context.Context, id string) error {
 
 // CreateTemplate creates a template.
 func (c *Client) CreateTemplate(ctx context.Context, spec TemplateSpec) (*models.Template, error) {
-	var t models.Template
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/templates", nil, spec, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return doInto[models.Template](ctx, c, http.MethodPost, "/v1/templates", nil, spec)
 }
 
 // GetTemplate returns the template id.
 func (c *Client) GetTemplate(ctx context.Context, id string) (*models.Template, error) {
-	var t models.Template
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/templates/"+seg(id), nil, nil, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return doInto[models.Template](ctx, c, http.MethodGet, "/v1/templates/"+seg(id), nil, nil)
 }
 
 // ListTemplates returns the templates opts selects.
 func (c *Client) ListTemplates(ctx context.Context, opts TemplateListOptions) ([]models.Template, error) {
-	var out itemsOf[models.Template]
 	q := query("provider_id", opts.ProviderID)
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/templates", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return listInto[models.Template](ctx, c, "/v1/templates", q)
 }
 
 // UpdateTemplate replaces the template id with spec (spec.ID may be empty).
 func (c *Client) UpdateTemplate(ctx context.Context, id string, spec TemplateSpec) (*models.Template, error) {
-	var t models.Template
-	if err := c.doJSON(ctx, http.MethodPut, "/v1/templates/"+seg(id), nil, spec, &t); err != nil {
-		return nil, err
-	}
-	return &t, nil
+	return doInto[models.Template](ctx, c, http.MethodPut, "/v1/templates/"+seg(id), nil, spec)
 }
 
 // DeleteTemplate deletes the template id.
@@ -161,43 +129,27 @@ func (c *Client) DeleteTemplate(ctx context.Context, id string) error {
 // CreateWorkspace creates a workspace; it is returned in phase pending while
 // its workflow provisions it (see WaitWorkspace).
 func (c *Client) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
-	var w models.Workspace
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/workspaces", nil, req, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces", nil, req)
 }
 
 // GetWorkspace returns the workspace id; NotFound once it is destroyed.
 func (c *Client) GetWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
-	var w models.Workspace
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces/"+seg(id), nil, nil, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return doInto[models.Workspace](ctx, c, http.MethodGet, "/v1/workspaces/"+seg(id), nil, nil)
 }
 
 // ListWorkspaces returns the workspaces opts selects, oldest first.
 func (c *Client) ListWorkspaces(ctx context.Context, opts WorkspaceListOptions) ([]models.Workspace, error) {
-	var out itemsOf[models.Workspace]
 	q := query("phase", opts.Phase, "template_id", opts.TemplateID, "provider_id", opts.ProviderID, "backend", opts.Backend)
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return listInto[models.Workspace](ctx, c, "/v1/workspaces", q)
 }
 
 // DeleteWorkspace asks for the workspace to be destroyed and returns it in
 // phase terminating; WaitGone waits until it is.
 func (c *Client) DeleteWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
-	var w models.Workspace
-	if err := c.doJSON(ctx, http.MethodDelete, "/v1/workspaces/"+seg(id), nil, nil, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
+	return doInto[models.Workspace](ctx, c, http.MethodDelete, "/v1/workspaces/"+seg(id), nil, nil)
 }
 
 // WaitWorkspace polls the workspace id until it is in phase and returns it.
@@ -288,30 +240,18 @@ func waitError(ctx context.Context, id, phase string, last *models.Workspace, er
 
 // CreateSession opens a session on a workspace.
 func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (*models.Session, error) {
-	var s models.Session
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/sessions", nil, req, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return doInto[models.Session](ctx, c, http.MethodPost, "/v1/sessions", nil, req)
 }
 
 // GetSession returns the session id.
 func (c *Client) GetSession(ctx context.Context, id string) (*models.Session, error) {
-	var s models.Session
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return doInto[models.Session](ctx, c, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil)
 }
 
 // ListSessions returns the sessions opts selects.
 func (c *Client) ListSessions(ctx context.Context, opts SessionListOptions) ([]models.Session, error) {
-	var out itemsOf[models.Session]
 	q := query("workspace_id", opts.WorkspaceID, "status", opts.Status)
-	if err := c.doJSON(ctx, http.MethodGet, "/v1/sessions", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return listInto[models.Session](ctx, c, "/v1/sessions", q)
 }
 
 // EndSession ends the session id with reason (empty: the server's default,
@@ -320,9 +260,23 @@ func (c *Client) EndSession(ctx context.Context, id, reason string) (*models.Ses
 	body := struct {
 		Reason string `json:"reason,omitempty"`
 	}{reason}
-	var s models.Session
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/sessions/"+seg(id)+"/end", nil, body, &s); err != nil {
+	return doInto[models.Session](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/end", nil, body)
+}
+
+// doInto makes a JSON call whose answer is one T.
+func doInto[T any](ctx context.Context, c *Client, method, path string, q url.Values, body any) (*T, error) {
+	var out T
+	if err := c.doJSON(ctx, method, path, q, body, &out); err != nil {
 		return nil, err
 	}
-	return &s, nil
+	return &out, nil
+}
+
+// listInto makes a GET whose answer is {"items": [T...]}.
+func listInto[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
+	var out itemsOf[T]
+	if err := c.doJSON(ctx, http.MethodGet, path, q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
 }
