@@ -149,10 +149,15 @@ func New(host *Host, root string, logger *slog.Logger) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newBackend(host, c.RootPath, logger), nil
+}
+
+// newBackend builds a backend on a root ParseProviderConfig has checked.
+func newBackend(host *Host, root string, logger *slog.Logger) *Backend {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Backend{root: c.RootPath, host: host, logger: logger.With("backend", Type)}, nil
+	return &Backend{root: root, host: host, logger: logger.With("backend", Type)}
 }
 
 // Factory builds local backends from provider configs
@@ -163,7 +168,7 @@ func Factory(host *Host, logger *slog.Logger) backend.Factory {
 		if err != nil {
 			return nil, err
 		}
-		return New(host, c.RootPath, logger)
+		return newBackend(host, c.RootPath, logger), nil
 	}
 }
 
