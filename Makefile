@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 45m
 # Packages with heavy end-to-end tests run one at a time on small machines.
 TEST_P    ?= 2
 
-.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories
+.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories images engines
 
 all: build
 
@@ -25,6 +25,14 @@ run: build
 ## test: everything. Set PRIMER_TEST_DATABASE_URL=postgres://... to include PostgreSQL (.ci/run does).
 test: vet workflowcheck
 	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+## images: the container images the tests and examples use, built from Debian's packages without a registry (skips what exists).
+images:
+	GO=$(GO) bash deploy/images/build.sh
+
+## engines: start Docker and the Podman API service when they are not running (as root; installs them when missing).
+engines:
+	bash deploy/ci/engines.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -60,7 +60,15 @@ func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend
 		return nil, fmt.Errorf("provider %s: %w", p.ID, err)
 	}
 	var ep backend.Endpoint
-	if rh, ok := b.(backend.RuntimeHost); ok {
+	rh, hosted := b.(backend.RuntimeHost)
+	if !hosted {
+		// A live connection needs no endpoint lookup (for a container, an
+		// engine call); a dead one is dropped and the endpoint asked again.
+		if cl, ok := c.Pool.Live(ws.ID, ws.RuntimeToken); ok {
+			return cl, nil
+		}
+	}
+	if hosted {
 		// The runtime lives in this process: after a restart it is served
 		// again, with the template's env, which the handle never holds. The
 		// template is read only then, not on every call.

@@ -46,6 +46,10 @@ type Config struct {
 	MaxFileBytes int64
 	// WorkerConcurrency caps concurrent activity and workflow task executions.
 	WorkerConcurrency int
+	// RuntimeBinary is the static primer-runtime the container backend copies
+	// into every container (PRIMER_RUNTIME_BINARY); default: primer-runtime
+	// beside the primer executable.
+	RuntimeBinary string
 }
 
 // Defaults fills zero fields with their defaults.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/activities/backend/worktree"
 	"github.com/primerhq/primer/api"
@@ -111,6 +112,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	registry := backend.NewRegistry(map[string]backend.Factory{
 		models.BackendLocal:    local.Factory(s.host, logger),
 		models.BackendWorktree: worktree.Factory(s.host, logger),
+		models.BackendContainer: container.Factory(container.Options{
+			Runtime: container.FindRuntimeBinary(cfg.RuntimeBinary),
+			Logger:  logger,
+		}),
 	})
 	s.pool = rtclient.NewPool()
 	connector := &activities.Connector{Store: s.store, Backends: registry, Pool: s.pool}

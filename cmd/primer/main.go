@@ -37,6 +37,7 @@ func serve(args []string) int {
 	fs.IntVar(&cfg.TemporalUIPort, "temporal-ui-port", envInt("PRIMER_TEMPORAL_UI_PORT", 8233), "embedded Temporal web UI port, -1 to disable (PRIMER_TEMPORAL_UI_PORT)")
 	fs.DurationVar(&cfg.ProbeInterval, "probe-interval", envDuration("PRIMER_PROBE_INTERVAL", 30*time.Second), "workspace probe interval (PRIMER_PROBE_INTERVAL)")
 	fs.Int64Var(&cfg.MaxFileBytes, "max-file-bytes", int64(envInt("PRIMER_MAX_FILE_BYTES", 64<<20)), "largest file read or written through the API (PRIMER_MAX_FILE_BYTES)")
+	fs.StringVar(&cfg.RuntimeBinary, "runtime-binary", env("PRIMER_RUNTIME_BINARY", ""), "static primer-runtime copied into containers (PRIMER_RUNTIME_BINARY; default: beside this executable)")
 	fs.StringVar(&level, "log-level", env("PRIMER_LOG_LEVEL", "info"), "debug, info, warn or error (PRIMER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return 2

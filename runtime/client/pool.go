@@ -65,6 +65,19 @@ func (p *Pool) Get(ctx context.Context, key, url, token string) (*Client, error)
 	return e.client, nil
 }
 
+// Live returns the pooled client of key when it is connected and was dialed
+// with token, without dialing. Callers use it to skip finding the endpoint
+// (an engine call for a container) on every request.
+func (p *Pool) Live(key, token string) (*Client, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entries[key]
+	if e == nil || e.token != token || !e.finished() || e.err != nil || e.client == nil || e.dead() {
+		return nil, false
+	}
+	return e.client, true
+}
+
 func (p *Pool) dial(ctx context.Context, key string, e *poolEntry) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
 	defer cancel()

@@ -1,0 +1,633 @@
+// Package container is the backend whose workspaces are Docker or Podman
+// containers, reached through the engine's (Docker-compatible) API.
+//
+// A workspace is a container named primer-<id> with its own volume
+// primer-<id> mounted at the template's workdir (/workspace). The platform
+// copies its static primer-runtime into the container before starting it and
+// makes it the entrypoint, so any image with a shell is a workspace image.
+// The runtime listens on port 7777; the platform reaches it on a port
+// published on the provider's bind_host, or by the container's address on a
+// named network.
+//
+// Hardening by default: no host path or socket is mounted; every capability
+// is dropped except the few a shell user needs; no-new-privileges; a pids
+// limit, explicit ulimits and the template's CPU and memory caps. A template
+// with network.egress deny_all gets a firewall inside the container's network
+// namespace, installed by the runtime before any command can run (see
+// runtime/PROTOCOL.md), so the workspace cannot open a connection to anything
+// outside itself, the host included.
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	dnetwork "github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+	dclient "github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
+	"github.com/docker/go-units"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/internal/keylock"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+)
+
+// Type is the backend type and template kind of this backend.
+const Type = models.BackendContainer
+
+const (
+	// RuntimePort is the port the runtime listens on inside the container.
+	RuntimePort = 7777
+	// RuntimePath is where the platform puts primer-runtime in the container.
+	RuntimePath = "/.primer/primer-runtime"
+
+	labelPrefix    = "primer."
+	LabelWorkspace = labelPrefix + "workspace"
+	LabelManaged   = labelPrefix + "managed"
+
+	// The ulimits every container gets. Podman needs explicit ones at or
+	// below the host's (its defaults ask for a capability some hosts lack);
+	// these suit a shell workload and sit below common host limits.
+	ulimitNofile = 8192
+	ulimitNproc  = 16384
+)
+
+// shellCaps are the capabilities a workspace keeps: enough for a root shell
+// to own, chmod and chown its files, signal its processes, switch users and
+// bind low ports. Everything else (NET_RAW, MKNOD, SYS_CHROOT, AUDIT_WRITE,
+// SETFCAP, ...) is dropped.
+var shellCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}
+
+// lockdownCaps are added for deny_all only: the runtime needs them to
+// install the egress firewall, and drops both from every set, bounding set
+// included, before it starts serving (so no command can get them back).
+var lockdownCaps = []string{"NET_ADMIN", "SETPCAP"}
+
+// Name returns the name of the container and the volume of a workspace.
+func Name(workspaceID string) string { return "primer-" + workspaceID }
+
+// idPattern bounds workspace ids to what engines accept in object names.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+func checkID(id string) error {
+	if !idPattern.MatchString(id) {
+		return errs.E(errs.Invalid, "workspace %q: invalid id: want letters, digits, '-' or '_'", id)
+	}
+	return nil
+}
+
+// Options are the platform's settings for every container backend.
+type Options struct {
+	// Runtime supplies the static primer-runtime binary copied into each
+	// container.
+	Runtime *RuntimeBinary
+	// ReadyTimeout bounds how long Provision waits for the runtime to answer
+	// after the container starts; default 30 s.
+	ReadyTimeout time.Duration
+	Logger       *slog.Logger
+}
+
+// Backend makes workspaces as containers of one engine.
+type Backend struct {
+	cfg    ProviderConfig
+	cli    *dclient.Client
+	opts   Options
+	logger *slog.Logger
+	locks  keylock.Map // workspace id
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// New returns a backend for a parsed provider config.
+func New(cfg ProviderConfig, opts Options) (*Backend, error) {
+	if opts.Runtime == nil {
+		return nil, errs.E(errs.Invalid, "container backend: no primer-runtime binary configured")
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cli, err := newClient(cfg.Connection)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, cli: cli, opts: opts, logger: opts.Logger.With("backend", Type, "engine", cfg.Runtime)}, nil
+}
+
+// Factory builds container backends from provider configs.
+func Factory(opts Options) backend.Factory {
+	return func(config json.RawMessage) (backend.Backend, error) {
+		c, err := ParseProviderConfig(config)
+		if err != nil {
+			return nil, err
+		}
+		return New(c, opts)
+	}
+}
+
+func newClient(c Connection) (*dclient.Client, error) {
+	opts := []dclient.Opt{dclient.WithAPIVersionNegotiation()}
+	switch c.Kind {
+	case ConnSocket:
+		opts = append(opts, dclient.WithHost("unix://"+c.SocketPath))
+	case ConnTCP:
+		opts = append(opts, dclient.WithHost("tcp://"+c.Host))
+		if c.TLS != nil {
+			opts = append(opts, dclient.WithTLSClientConfig(c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile))
+		}
+	}
+	cli, err := dclient.NewClientWithOpts(opts...)
+	if err != nil {
+		return nil, errs.Field("spec.config.connection", "spec.config.connection: %v", err)
+	}
+	return cli, nil
+}
+
+// Client returns the engine client (tests inspect what the backend made).
+func (b *Backend) Client() *dclient.Client { return b.cli }
+
+// Config returns the provider config the backend was built from.
+func (b *Backend) Config() ProviderConfig { return b.cfg }
+
+// Close releases the engine client's connections.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// Capabilities implements backend.Backend.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Isolation: "container", PersistentAcrossRestart: true}
+}
+
+// ValidateTemplate implements backend.Backend.
+func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
+	_, err := ParseTemplate(tmpl)
+	return err
+}
+
+// Provision implements backend.Backend. It makes the volume and the
+// container, copies the runtime in, starts it and waits until the runtime
+// answers with the request's token. A retry finds a running container of the
+// workspace and returns it; a container left stopped or half-made by an
+// earlier try is removed and made again. On failure nothing named after the
+// workspace is left behind.
+func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
+	if err := checkID(req.WorkspaceID); err != nil {
+		return backend.Handle{}, err
+	}
+	t, err := ParseTemplate(req.Template)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
+	}
+	if req.Token == "" {
+		return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: no runtime token", req.WorkspaceID)
+	}
+	unlock := b.locks.Lock(req.WorkspaceID)
+	defer unlock()
+
+	name := Name(req.WorkspaceID)
+	if h, ok, err := b.existing(ctx, req.WorkspaceID, req.Token); err != nil || ok {
+		return h, err
+	}
+	if _, err := b.cli.ImageInspect(ctx, t.Image); err != nil {
+		return backend.Handle{}, b.engineErr(err, "workspace %s: image %q", req.WorkspaceID, t.Image)
+	}
+	h, err := b.create(ctx, req, t)
+	if err != nil {
+		// Leave nothing behind: a retry starts clean, a failure is final.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if derr := b.remove(cctx, req.WorkspaceID); derr != nil {
+			b.logger.Warn("cleanup after failed provision", "workspace_id", req.WorkspaceID, "err", derr)
+		}
+		return backend.Handle{}, err
+	}
+	b.logger.Info("container started", "workspace_id", req.WorkspaceID, "container", name, "url", h.RuntimeURL, "template", t.String())
+	return h, nil
+}
+
+// existing returns the handle of a running container of the workspace whose
+// runtime answers to token. A container in any other state is removed, so
+// Provision makes it again.
+func (b *Backend) existing(ctx context.Context, id, token string) (backend.Handle, bool, error) {
+	info, err := b.cli.ContainerInspect(ctx, Name(id))
+	if cerrdefs.IsNotFound(err) {
+		return backend.Handle{}, false, nil
+	}
+	if err != nil {
+		return backend.Handle{}, false, b.engineErr(err, "workspace %s: inspect container", id)
+	}
+	if info.Config != nil && info.Config.Labels[LabelWorkspace] != id {
+		return backend.Handle{}, false, errs.E(errs.Conflict, "workspace %s: container %s exists and does not belong to it", id, Name(id))
+	}
+	if info.State != nil && info.State.Running {
+		h, err := b.handle(id, info)
+		if err == nil {
+			if err = b.waitReady(ctx, id, h.RuntimeURL, token); err == nil {
+				return h, true, nil
+			}
+		}
+		b.logger.Warn("replacing a container whose runtime does not answer", "workspace_id", id, "err", err)
+	}
+	if err := b.removeContainer(ctx, id); err != nil {
+		return backend.Handle{}, false, err
+	}
+	return backend.Handle{}, false, nil
+}
+
+// create makes the volume and container, copies the runtime in, starts it
+// and waits for the runtime.
+func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template) (backend.Handle, error) {
+	id, name := req.WorkspaceID, Name(req.WorkspaceID)
+	labels := map[string]string{}
+	for k, v := range t.Labels {
+		labels[k] = v
+	}
+	labels[LabelWorkspace] = id
+	labels[LabelManaged] = "true"
+
+	if _, err := b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+		return backend.Handle{}, b.engineErr(err, "workspace %s: create volume", id)
+	}
+
+	env := make([]string, 0, len(req.Env)+1)
+	for k, v := range req.Env {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, "PRIMER_RUNTIME_TOKEN="+req.Token)
+	entrypoint := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + t.Workdir}
+	caps := shellCaps
+	if t.Network.Egress == EgressDenyAll {
+		entrypoint = append(entrypoint, "--egress=deny")
+		caps = append(append([]string(nil), shellCaps...), lockdownCaps...)
+	}
+	port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
+	cfg := &dcontainer.Config{
+		Image:        t.Image,
+		Hostname:     id,
+		User:         "0:0",
+		Env:          env,
+		Entrypoint:   entrypoint,
+		Cmd:          []string{},
+		WorkingDir:   t.Workdir,
+		Labels:       labels,
+		ExposedPorts: nat.PortSet{port: {}},
+		StopSignal:   "SIGTERM",
+	}
+	pids := t.PidsLimit
+	hc := &dcontainer.HostConfig{
+		Mounts:         []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: t.Workdir}},
+		CapDrop:        []string{"ALL"},
+		CapAdd:         caps,
+		SecurityOpt:    []string{"no-new-privileges"},
+		RestartPolicy:  dcontainer.RestartPolicy{Name: dcontainer.RestartPolicyDisabled},
+		ReadonlyRootfs: false,
+		Resources: dcontainer.Resources{
+			NanoCPUs:  int64(t.CPUCores * 1e9),
+			PidsLimit: &pids,
+			Ulimits: []*units.Ulimit{
+				{Name: "nofile", Soft: ulimitNofile, Hard: ulimitNofile},
+				{Name: "nproc", Soft: ulimitNproc, Hard: ulimitNproc},
+			},
+		},
+	}
+	if t.MemoryBytes > 0 {
+		hc.Memory = t.MemoryBytes
+		hc.MemorySwap = t.MemoryBytes // no swap: the limit is the limit
+	}
+	var netCfg *dnetwork.NetworkingConfig
+	switch b.cfg.Reachability.Kind {
+	case ReachHostPort:
+		hc.PortBindings = nat.PortMap{port: {{HostIP: b.cfg.Reachability.BindHost, HostPort: ""}}}
+	case ReachNetwork:
+		hc.NetworkMode = dcontainer.NetworkMode(b.cfg.Reachability.Network)
+		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{b.cfg.Reachability.Network: {}}}
+	}
+
+	created, err := b.cli.ContainerCreate(ctx, cfg, hc, netCfg, nil, name)
+	if err != nil {
+		return backend.Handle{}, b.engineErr(err, "workspace %s: create container", id)
+	}
+	tarball, err := b.opts.Runtime.Tar()
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	if err := b.cli.CopyToContainer(ctx, created.ID, "/", tarball, dcontainer.CopyToContainerOptions{}); err != nil {
+		return backend.Handle{}, b.engineErr(err, "workspace %s: copy primer-runtime into the container", id)
+	}
+	if err := b.cli.ContainerStart(ctx, created.ID, dcontainer.StartOptions{}); err != nil {
+		return backend.Handle{}, b.engineErr(err, "workspace %s: start container", id)
+	}
+	info, err := b.cli.ContainerInspect(ctx, created.ID)
+	if err != nil {
+		return backend.Handle{}, b.engineErr(err, "workspace %s: inspect container", id)
+	}
+	h, err := b.handle(id, info)
+	if err != nil {
+		return backend.Handle{}, b.withLogs(ctx, created.ID, err)
+	}
+	if err := b.waitReady(ctx, id, h.RuntimeURL, req.Token); err != nil {
+		return backend.Handle{}, b.withLogs(ctx, created.ID, err)
+	}
+	return h, nil
+}
+
+// handle builds the handle of a started container from its inspection.
+func (b *Backend) handle(id string, info dcontainer.InspectResponse) (backend.Handle, error) {
+	url, err := b.runtimeURL(id, info)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	return backend.Handle{
+		Backend:     Type,
+		WorkspaceID: id,
+		Path:        Name(id),
+		RuntimeURL:  url,
+		Attrs: map[string]string{
+			"container_id": info.ID,
+			"container":    Name(id),
+			"volume":       Name(id),
+			"engine":       b.cfg.Runtime,
+		},
+	}, nil
+}
+
+// runtimeURL returns where the runtime of a running container listens.
+func (b *Backend) runtimeURL(id string, info dcontainer.InspectResponse) (string, error) {
+	if info.State == nil || !info.State.Running {
+		return "", errs.E(errs.Unavailable, "workspace %s: container %s is %s", id, Name(id), describeState(info.State))
+	}
+	if info.NetworkSettings == nil {
+		return "", errs.E(errs.Unavailable, "workspace %s: container %s has no network settings", id, Name(id))
+	}
+	switch b.cfg.Reachability.Kind {
+	case ReachNetwork:
+		ep := info.NetworkSettings.Networks[b.cfg.Reachability.Network]
+		if ep == nil || ep.IPAddress == "" {
+			return "", errs.E(errs.Unavailable, "workspace %s: container %s has no address on network %q", id, Name(id), b.cfg.Reachability.Network)
+		}
+		return "ws://" + net.JoinHostPort(ep.IPAddress, strconv.Itoa(RuntimePort)) + "/", nil
+	default:
+		port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
+		for _, pb := range info.NetworkSettings.Ports[port] {
+			if pb.HostPort == "" {
+				continue
+			}
+			// Docker lists a wildcard bind once per address family.
+			if ip := net.ParseIP(pb.HostIP); pb.HostIP != "" && ip != nil && ip.To4() == nil && strings.Contains(b.cfg.Reachability.ConnectHost, ".") {
+				continue
+			}
+			return "ws://" + net.JoinHostPort(b.cfg.Reachability.ConnectHost, pb.HostPort) + "/", nil
+		}
+		return "", errs.E(errs.Unavailable, "workspace %s: container %s publishes no port for %s", id, Name(id), port)
+	}
+}
+
+func describeState(s *dcontainer.State) string {
+	if s == nil {
+		return "in an unknown state"
+	}
+	msg := s.Status
+	if s.Status == "exited" || s.Status == "dead" {
+		msg += fmt.Sprintf(" (exit code %d", s.ExitCode)
+		if s.OOMKilled {
+			msg += ", OOM killed"
+		}
+		if s.Error != "" {
+			msg += ", " + s.Error
+		}
+		msg += ")"
+	}
+	return msg
+}
+
+// waitReady dials the runtime until it answers a ping with token, or fails
+// early when the container stops.
+func (b *Backend) waitReady(ctx context.Context, id, url, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.ReadyTimeout)
+	defer cancel()
+	delay := 5 * time.Millisecond
+	var last error
+	for {
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := client.Dial(dctx, url, token)
+		if err == nil {
+			err = c.Ping(dctx)
+			c.Close()
+		}
+		dcancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		if errs.KindOf(err) == errs.Forbidden {
+			return errs.E(errs.Conflict, "workspace %s: runtime at %s refused the workspace's token", id, url)
+		}
+		if info, ierr := b.cli.ContainerInspect(ctx, Name(id)); ierr == nil && info.State != nil && !info.State.Running {
+			return errs.E(errs.Unavailable, "workspace %s: container %s stopped while starting: %s", id, Name(id), describeState(info.State))
+		}
+		select {
+		case <-ctx.Done():
+			return errs.E(errs.Unavailable, "workspace %s: runtime did not answer within %s: %v", id, b.opts.ReadyTimeout, last)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// withLogs appends the tail of a container's output to err: the runtime
+// says there why it could not start (a missing shell, a refused firewall).
+func (b *Backend) withLogs(ctx context.Context, containerID string, err error) error {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	rc, lerr := b.cli.ContainerLogs(lctx, containerID, dcontainer.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
+	if lerr != nil {
+		return err
+	}
+	defer rc.Close()
+	var out strings.Builder
+	_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 8<<10))
+	tail := strings.TrimSpace(out.String())
+	if tail == "" {
+		return err
+	}
+	return fmt.Errorf("%w; container output: %s", err, tail)
+}
+
+// Endpoint implements backend.Backend: it inspects the container and
+// returns its runtime's URL, or an Unavailable error saying what state the
+// container is in. The published port is read again each time, since an
+// engine restart may publish it anew.
+func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) (backend.Endpoint, error) {
+	if err := b.checkHandle(h); err != nil {
+		return backend.Endpoint{}, err
+	}
+	info, err := b.cli.ContainerInspect(ctx, Name(h.WorkspaceID))
+	if err != nil {
+		return backend.Endpoint{}, b.engineErr(err, "workspace %s: inspect container", h.WorkspaceID)
+	}
+	if cid := h.Attrs["container_id"]; cid != "" && cid != info.ID {
+		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: container %s was replaced outside the platform", h.WorkspaceID, Name(h.WorkspaceID))
+	}
+	url, err := b.runtimeURL(h.WorkspaceID, info)
+	if err != nil {
+		return backend.Endpoint{}, err
+	}
+	return backend.Endpoint{URL: url}, nil
+}
+
+func (b *Backend) checkHandle(h backend.Handle) error {
+	if h.Backend != Type {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return err
+	}
+	if h.Path != "" && h.Path != Name(h.WorkspaceID) {
+		return errs.E(errs.Invalid, "workspace %s: handle names volume %q, not %q", h.WorkspaceID, h.Path, Name(h.WorkspaceID))
+	}
+	return nil
+}
+
+// Destroy implements backend.Backend: it removes the container (stopping
+// it) and its volume, found by the workspace id, so it works for a handle
+// that was never stored. Nothing named after the workspace is left.
+func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
+	if h.Backend != "" && h.Backend != Type {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return err
+	}
+	unlock := b.locks.Lock(h.WorkspaceID)
+	defer unlock()
+	return b.remove(ctx, h.WorkspaceID)
+}
+
+// remove deletes the workspace's container and volume; missing ones are
+// fine.
+func (b *Backend) remove(ctx context.Context, id string) error {
+	if err := b.removeContainer(ctx, id); err != nil {
+		return err
+	}
+	if err := b.cli.VolumeRemove(ctx, Name(id), true); err != nil && !cerrdefs.IsNotFound(err) {
+		return b.engineErr(err, "workspace %s: remove volume", id)
+	}
+	return nil
+}
+
+func (b *Backend) removeContainer(ctx context.Context, id string) error {
+	err := b.cli.ContainerRemove(ctx, Name(id), dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
+		// Docker is removing it already; wait until it is gone.
+		for range 50 {
+			if _, ierr := b.cli.ContainerInspect(ctx, Name(id)); cerrdefs.IsNotFound(ierr) {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return b.engineErr(err, "workspace %s: remove container", id)
+}
+
+// Objects lists the names of the engine's containers and volumes labelled
+// as belonging to workspace id (tests and the reconciler use it).
+func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelWorkspace+"="+id))
+	cs, err := b.cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, b.engineErr(err, "list containers")
+	}
+	var out []string
+	for _, c := range cs {
+		for _, n := range c.Names {
+			out = append(out, "container "+strings.TrimPrefix(n, "/"))
+		}
+	}
+	vs, err := b.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return nil, b.engineErr(err, "list volumes")
+	}
+	for _, v := range vs.Volumes {
+		out = append(out, "volume "+v.Name)
+	}
+	// Objects named after the workspace but not labelled (made by hand)
+	// count too.
+	byName := filters.NewArgs(filters.Arg("name", Name(id)))
+	ns, err := b.cli.NetworkList(ctx, dnetwork.ListOptions{Filters: byName})
+	if err != nil {
+		return nil, b.engineErr(err, "list networks")
+	}
+	for _, n := range ns {
+		if strings.Contains(n.Name, id) {
+			out = append(out, "network "+n.Name)
+		}
+	}
+	return out, nil
+}
+
+// engineErr wraps an engine error with what was being done and the errs
+// kind the workflow needs: a missing image or object is NotFound (not
+// retried), an engine that does not answer is Unavailable (retried), a bad
+// request is Invalid.
+func (b *Backend) engineErr(err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	engine := b.cfg.Runtime
+	switch {
+	case dclient.IsErrConnectionFailed(err) || isDialError(err):
+		return errs.E(errs.Unavailable, "%s: %s engine is not reachable at %s: %w", msg, engine, b.where(), err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errs.E(errs.Timeout, "%s: %s engine: %w", msg, engine, err)
+	case errors.Is(err, context.Canceled):
+		return errs.E(errs.Canceled, "%s: %w", msg, err)
+	case cerrdefs.IsNotFound(err):
+		return errs.E(errs.NotFound, "%s: %s engine: %w", msg, engine, err)
+	case cerrdefs.IsConflict(err):
+		return errs.E(errs.Conflict, "%s: %s engine: %w", msg, engine, err)
+	case cerrdefs.IsInvalidArgument(err):
+		return errs.E(errs.Invalid, "%s: %s engine: %w", msg, engine, err)
+	case cerrdefs.IsPermissionDenied(err) || cerrdefs.IsUnauthorized(err):
+		return errs.E(errs.Forbidden, "%s: %s engine: %w", msg, engine, err)
+	}
+	return errs.E(errs.Unavailable, "%s: %s engine: %w", msg, engine, err)
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (b *Backend) where() string {
+	if b.cfg.Connection.Kind == ConnSocket {
+		return b.cfg.Connection.SocketPath
+	}
+	return b.cfg.Connection.Host
+}
+
+// Ping checks that the engine answers (API validation of a provider).
+func (b *Backend) Ping(ctx context.Context) error {
+	if _, err := b.cli.Ping(ctx); err != nil {
+		return b.engineErr(err, "provider")
+	}
+	return nil
+}

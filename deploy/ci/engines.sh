@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# engines.sh makes the container engines the tests use ready on a Debian
+# machine (as root): Docker (dockerd, socket /var/run/docker.sock) and Podman
+# (its Docker-compatible API service, socket /run/podman/podman.sock).
+# It is idempotent: it installs a package only when its binary is missing and
+# starts an engine only when nothing answers on its socket. Progress goes to
+# stderr. Set PRIMER_ENGINES=docker (or podman) to prepare only one.
+set -euo pipefail
+
+ENGINES="${PRIMER_ENGINES:-docker podman}"
+LOG_DIR="${PRIMER_ENGINE_LOG_DIR:-/var/log/primer-ci}"
+DOCKER_SOCK=/var/run/docker.sock
+PODMAN_SOCK=/run/podman/podman.sock
+
+log() { echo "engines.sh: $*" >&2; }
+want() { [[ " $ENGINES " == *" $1 "* ]]; }
+
+need=()
+want docker && ! command -v dockerd >/dev/null && need+=(docker.io)
+want podman && ! command -v podman >/dev/null && need+=(podman)
+command -v runc >/dev/null || need+=(runc)
+command -v iptables >/dev/null || need+=(iptables)
+command -v curl >/dev/null || need+=(curl)
+if [ ${#need[@]} -gt 0 ]; then
+	log "installing ${need[*]}"
+	apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2
+fi
+mkdir -p "$LOG_DIR"
+
+# wait_for runs "$@" until it succeeds, for up to $1 seconds.
+wait_for() {
+	local secs=$1; shift
+	for _ in $(seq 1 $((secs * 5))); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.2
+	done
+	return 1
+}
+
+docker_up() { curl -sf --unix-socket "$DOCKER_SOCK" http://d/_ping; }
+podman_up() { curl -sf --unix-socket "$PODMAN_SOCK" http://d/_ping; }
+
+if want docker; then
+	if docker_up >/dev/null 2>&1; then
+		log "dockerd already answers on $DOCKER_SOCK"
+	else
+		log "starting dockerd"
+		# setsid: dockerd outlives this script and the CI step's process group.
+		setsid dockerd --host "unix://$DOCKER_SOCK" >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null &
+		echo $! >"$LOG_DIR/dockerd.pid"
+		wait_for 60 docker_up || { tail -n 30 "$LOG_DIR/dockerd.log" >&2; log "dockerd did not start"; exit 1; }
+	fi
+fi
+
+if want podman; then
+	# crun refuses this machine's hybrid cgroups; runc works. Containers also
+	# need explicit nofile/nproc limits at or below the host's (Podman's
+	# defaults ask for a capability the machine may lack); the backend sets
+	# them on every container it creates, and these defaults cover the rest.
+	mkdir -p /etc/containers/containers.conf.d
+	nofile=$(ulimit -n); nproc=$(ulimit -u)
+	[ "$nofile" = unlimited ] && nofile=1048576
+	[ "$nproc" = unlimited ] && nproc=65536
+	[ "$nofile" -gt 1048576 ] && nofile=1048576
+	cat >/etc/containers/containers.conf.d/50-primer-ci.conf <<CONF
+[containers]
+default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]
+
+[engine]
+runtime = "runc"
+CONF
+	if podman_up >/dev/null 2>&1; then
+		log "podman API already answers on $PODMAN_SOCK"
+	else
+		log "starting podman system service"
+		mkdir -p "$(dirname "$PODMAN_SOCK")"
+		rm -f "$PODMAN_SOCK"
+		setsid podman --runtime runc system service --time=0 "unix://$PODMAN_SOCK" >"$LOG_DIR/podman.log" 2>&1 < /dev/null &
+		echo $! >"$LOG_DIR/podman.pid"
+		wait_for 60 podman_up || { tail -n 30 "$LOG_DIR/podman.log" >&2; log "podman service did not start"; exit 1; }
+	fi
+fi
+log "ready: $ENGINES"

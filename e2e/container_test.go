@@ -1,0 +1,490 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dcontainer "github.com/docker/docker/api/types/container"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/worker"
+	"github.com/primerhq/primer/workflows"
+)
+
+// withContainers gives the platform the primer-runtime built for the test.
+func withContainers(t *testing.T) option {
+	bin := containertest.RuntimeBinaryPath(t)
+	return func(c *worker.Config) { c.RuntimeBinary = bin }
+}
+
+// recipeManifest is the acceptance recipe's provider and template on engine e.
+func recipeManifest(e containertest.Engine, egress string) string {
+	return fmt.Sprintf(`kind: workspace_provider
+spec:
+  id: %[1]s-local
+  provider: container
+  config:
+    kind: container
+    runtime: %[1]s
+    connection: {kind: socket, socket_path: %[2]s}
+    reachability: {kind: host_port, bind_host: 127.0.0.1}
+---
+kind: workspace_template
+spec:
+  id: code-sandbox
+  provider_id: %[1]s-local
+  backend:
+    kind: container
+    image: %[3]s
+    cpu_cores: 1
+    memory_bytes: 536870912
+    network: {egress: %[4]s}
+`, e.Name, e.Socket, containertest.PythonImage, egress)
+}
+
+const snippet = `import socket, os
+print('RESULT', 6 * 7)
+open('/workspace/out.txt', 'w').write(str(6 * 7))
+open('/workspace/sandbox_host.txt', 'w').write(socket.gethostname())
+open('/workspace/host_sock.txt', 'w').write(str(os.path.exists('/var/run/docker.sock')))
+`
+
+// TestContainerRecipe is the code-interpreter recipe, end to end on each
+// engine, through primectl and the REST API: a deny_all python sandbox runs
+// a snippet, cannot reach the host, survives an OOM kill, refuses a wrong
+// token, publishes only on 127.0.0.1, and leaves nothing behind on delete.
+func TestContainerRecipe(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		p := startPrimer(t, withContainers(t))
+		ctx := ctxT(t, 5*time.Minute)
+		eng := containertest.Backend(t, e)
+
+		out, errOut, code := p.primectl(recipeManifest(e, "deny_all"), "create", "-f", "-")
+		if code != 0 || !strings.Contains(out, "workspace_template/code-sandbox created") {
+			t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
+		}
+		out, errOut, code = p.primectl("", "create", "workspace", "--set", "template_id=code-sandbox", "--wait")
+		m := regexp.MustCompile(`workspace/(ws-[0-9a-f]+)`).FindStringSubmatch(out)
+		if code != 0 || m == nil {
+			t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
+		}
+		id := m[1]
+
+		// 2. Write the snippet through the file API, run it through exec.
+		if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
+			t.Fatalf("write snippet.py: %v", err)
+		}
+		out, errOut, code = p.primectl("", "workspace", "exec", id, "--", "python", "snippet.py")
+		if code != 0 || out != "RESULT 42\n" {
+			t.Fatalf("primectl exec python snippet.py: code %d stdout %q stderr %q; want RESULT 42", code, out, errOut)
+		}
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "snippet.py"}})
+		if err != nil || res.ExitCode != 0 || res.Stdout != "RESULT 42\n" {
+			t.Fatalf("API exec python snippet.py = %+v, %v", res, err)
+		}
+
+		// 3. The results, through primectl and the API.
+		out, _, code = p.primectl("", "workspace", "files", "get", id, "out.txt", "--content")
+		if code != 0 || strings.TrimSpace(out) != "42" {
+			t.Errorf("files get out.txt --content = %q (code %d), want 42", out, code)
+		}
+		hostname, _ := os.Hostname()
+		if got, err := p.api.ReadFile(ctx, id, "sandbox_host.txt"); err != nil || len(got) == 0 || string(got) == hostname {
+			t.Errorf("sandbox_host.txt = %q, %v; want a hostname other than the host's %q", got, err, hostname)
+		}
+		if got, err := p.api.ReadFile(ctx, id, "host_sock.txt"); err != nil || string(got) != "False" {
+			t.Errorf("host_sock.txt = %q, %v; want False", got, err)
+		}
+
+		// 4a. Egress is denied: a listener on all the host's addresses is
+		// not reachable, neither by the bridge gateway nor by the host's own
+		// address, and never sees a connection.
+		ln, err := net.Listen("tcp", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		var accepted atomic.Int32
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+		port := ln.Addr().(*net.TCPAddr).Port
+		targets := append(hostAddrs(t), gatewayOf(t, p, ctx, id))
+		probe := fmt.Sprintf(`import socket, sys
+ok = []
+for h in sys.argv[1:]:
+    try:
+        socket.create_connection((h, %d), timeout=2).close()
+        ok.append(h)
+    except OSError as e:
+        print(h, 'blocked:', e)
+print('CONNECTED', ok)
+`, port)
+		if _, err := p.api.WriteFile(ctx, id, "egress.py", strings.NewReader(probe)); err != nil {
+			t.Fatal(err)
+		}
+		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: append([]string{"python", "egress.py"}, targets...)})
+		if err != nil || !strings.Contains(res.Stdout, "CONNECTED []") {
+			t.Errorf("egress from a deny_all workspace to %v: %+v, %v; want every connection blocked", targets, res, err)
+		}
+		if n := accepted.Load(); n != 0 {
+			t.Errorf("the host listener accepted %d connections from a deny_all workspace", n)
+		}
+
+		// 4b. Allocating past memory_bytes kills the allocating process, and
+		// the workspace carries on.
+		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "-c", "x = bytearray(700 * 1024 * 1024); x[::4096] = b'x' * len(x[::4096]); print('survived')"}})
+		if err != nil || res.ExitCode == 0 || strings.Contains(res.Stdout, "survived") {
+			t.Errorf("allocating 700 MiB in a 512 MiB workspace = %+v, %v; want the process killed", res, err)
+		}
+		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"cat", "out.txt"}})
+		if err != nil || res.Stdout != "42" {
+			t.Errorf("exec after the OOM kill = %+v, %v; want the workspace usable", res, err)
+		}
+		if ws, err := p.api.GetWorkspace(ctx, id); err != nil || ws.Phase != models.PhaseRunning {
+			t.Errorf("workspace after the OOM kill = %+v, %v; want running", ws, err)
+		}
+
+		// 4c. The runtime refuses a connection without the right token.
+		h := storedHandle(t, p, ctx, id)
+		if c, err := rtclient.Dial(ctx, h.RuntimeURL, "not-the-token"); err == nil {
+			err = c.Ping(ctx)
+			c.Close()
+			if !errs.Is(err, errs.Forbidden) {
+				t.Errorf("runtime with a wrong token: ping err = %v, want forbidden", err)
+			}
+		} else if !errs.Is(err, errs.Forbidden) {
+			t.Errorf("runtime with a wrong token: dial err = %v, want forbidden", err)
+		}
+
+		// 4d. The runtime's port is published on 127.0.0.1 only; the
+		// container runs hardened.
+		info, err := eng.Client().ContainerInspect(ctx, container.Name(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHardened(t, info, e)
+		if !strings.HasPrefix(h.RuntimeURL, "ws://127.0.0.1:") {
+			t.Errorf("runtime URL %q is not on 127.0.0.1", h.RuntimeURL)
+		}
+
+		// 5. Delete: 404, and nothing named after the workspace is left.
+		if out, errOut, code := p.primectl("", "delete", "workspace", id, "--wait"); code != 0 {
+			t.Fatalf("delete workspace: %d %s %s", code, out, errOut)
+		}
+		if _, err := p.api.GetWorkspace(ctx, id); !errs.Is(err, errs.NotFound) {
+			t.Errorf("GET after delete: %v, want 404", err)
+		}
+		if objs := containertest.Objects(t, eng, id); len(objs) > 0 {
+			t.Errorf("engine objects left after delete: %v", objs)
+		}
+	})
+}
+
+// checkHardened asserts the defaults every workspace container gets.
+func checkHardened(t *testing.T, info dcontainer.InspectResponse, e containertest.Engine) {
+	t.Helper()
+	hc := info.HostConfig
+	for _, pb := range info.NetworkSettings.Ports["7777/tcp"] {
+		if pb.HostIP != "127.0.0.1" {
+			t.Errorf("runtime port published on %q, want 127.0.0.1 only", pb.HostIP)
+		}
+	}
+	if len(info.NetworkSettings.Ports["7777/tcp"]) == 0 {
+		t.Errorf("runtime port not published: %+v", info.NetworkSettings.Ports)
+	}
+	if !containsFold(hc.SecurityOpt, "no-new-privileges") {
+		t.Errorf("security options %v lack no-new-privileges", hc.SecurityOpt)
+	}
+	if hc.Privileged {
+		t.Error("container is privileged")
+	}
+	if e.Name == container.EngineDocker && !containsFold(hc.CapDrop, "ALL") {
+		t.Errorf("cap drop %v, want ALL", hc.CapDrop)
+	}
+	for _, m := range info.Mounts {
+		if m.Type != "volume" || m.Destination != "/workspace" {
+			t.Errorf("unexpected mount %+v: only the workspace volume may be mounted", m)
+		}
+	}
+	if len(hc.Binds) > 0 {
+		t.Errorf("host binds %v", hc.Binds)
+	}
+	if hc.PidsLimit == nil || *hc.PidsLimit <= 0 {
+		t.Errorf("pids limit %v, want one", hc.PidsLimit)
+	}
+	if hc.Memory != 512<<20 {
+		t.Errorf("memory limit %d, want 512 MiB", hc.Memory)
+	}
+	if hc.NanoCPUs != 1e9 && hc.CPUQuota == 0 {
+		t.Errorf("cpu limit nano=%d quota=%d, want 1 core", hc.NanoCPUs, hc.CPUQuota)
+	}
+	if info.Config.Labels[container.LabelWorkspace] == "" {
+		t.Errorf("labels %v do not name the workspace", info.Config.Labels)
+	}
+}
+
+func containsFold(list []string, s string) bool {
+	for _, v := range list {
+		if strings.EqualFold(v, s) || strings.HasPrefix(strings.ToLower(v), strings.ToLower(s)+"=") || strings.HasPrefix(strings.ToLower(v), strings.ToLower(s)+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAddrs lists the host's non-loopback IPv4 addresses.
+func hostAddrs(t *testing.T) []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+			out = append(out, ipn.IP.String())
+		}
+	}
+	return out
+}
+
+// gatewayOf returns the workspace's default gateway, read inside it: the
+// host's address on the engine's bridge.
+func gatewayOf(t *testing.T, p *primer, ctx context.Context, id string) string {
+	t.Helper()
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "-c", `
+import socket, struct
+for line in open('/proc/net/route').readlines()[1:]:
+    f = line.split()
+    if f[1] == '00000000':
+        print(socket.inet_ntoa(struct.pack('<L', int(f[2], 16))))
+        break
+`}})
+	if err != nil || strings.TrimSpace(res.Stdout) == "" {
+		t.Fatalf("read the workspace's gateway: %+v, %v", res, err)
+	}
+	return strings.TrimSpace(res.Stdout)
+}
+
+func storedHandle(t *testing.T, p *primer, ctx context.Context, id string) backend.Handle {
+	t.Helper()
+	ws, err := p.srv.Store().GetWorkspace(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h backend.Handle
+	if err := json.Unmarshal(ws.Handle, &h); err != nil {
+		t.Fatalf("stored handle %s: %v", ws.Handle, err)
+	}
+	return h
+}
+
+// containerTemplate creates a provider on e and a busybox template with the
+// given extra backend fields.
+func containerTemplate(t *testing.T, p *primer, e containertest.Engine, id string, backendDoc string) {
+	t.Helper()
+	ctx := ctxT(t, time.Minute)
+	if _, err := p.api.GetProvider(ctx, e.Name+"-local"); errs.Is(err, errs.NotFound) {
+		if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: e.Name + "-local", Provider: "container", Config: containertest.ProviderConfig(e)}); err != nil {
+			t.Fatalf("create provider: %v", err)
+		}
+	}
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: e.Name + "-local", Backend: raw(backendDoc)}); err != nil {
+		t.Fatalf("create template %s: %v", id, err)
+	}
+}
+
+// TestContainerFaults covers the issue's bad input and faults on each
+// engine: a missing image, a container killed from outside, a file over the
+// limit, and a restart of the platform that re-attaches.
+func TestContainerFaults(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		p := startPrimer(t, withContainers(t), withProbeInterval(200*time.Millisecond), func(c *worker.Config) { c.MaxFileBytes = 1 << 20 })
+		eng := containertest.Backend(t, e)
+		containerTemplate(t, p, e, "bb", `{"kind":"container","image":"`+containertest.BusyboxImage+`","env":{"API_KEY":"s3cret-env-value"}}`)
+		containerTemplate(t, p, e, "no-image", `{"kind":"container","image":"primer/no-such-image:0.0"}`)
+
+		t.Run("MissingImage", func(t *testing.T) {
+			ctx := ctxT(t, 2*time.Minute)
+			ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "no-image"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
+			if err != nil {
+				t.Fatalf("wait failed: %v", err)
+			}
+			if !strings.Contains(strings.ToLower(failed.Reason), "no-such-image") {
+				t.Errorf("reason %q does not give the engine's reason about the image", failed.Reason)
+			}
+			evs, _ := p.api.Events(ctx, ws.ID, 0)
+			var reason string
+			for _, ev := range evs {
+				if ev.Type == models.EventProvisionFailed {
+					reason = string(ev.Data)
+				}
+			}
+			if !strings.Contains(reason, "no-such-image") {
+				t.Errorf("provision_failed event %q lacks the engine's reason", reason)
+			}
+			if objs := containertest.Objects(t, eng, ws.ID); len(objs) > 0 {
+				t.Errorf("objects left after a failed provision: %v", objs)
+			}
+		})
+
+		t.Run("FileTooLarge", func(t *testing.T) {
+			ctx := ctxT(t, 2*time.Minute)
+			ws := createRunning(t, p, "bb")
+			_, err := p.api.WriteFile(ctx, ws.ID, "big.bin", strings.NewReader(strings.Repeat("x", 1<<20+1)))
+			if !errs.Is(err, errs.TooLarge) {
+				t.Errorf("write of 1 MiB + 1 with a 1 MiB limit: %v, want 413", err)
+			}
+			if _, err := p.api.StatFile(ctx, ws.ID, "big.bin"); !errs.Is(err, errs.NotFound) {
+				t.Errorf("stat of the refused file: %v, want not found", err)
+			}
+			if _, err := p.api.WriteFile(ctx, ws.ID, "ok.bin", strings.NewReader(strings.Repeat("x", 1<<20))); err != nil {
+				t.Errorf("write of exactly 1 MiB: %v", err)
+			}
+		})
+
+		t.Run("RestartReattaches", func(t *testing.T) {
+			ctx := ctxT(t, 3*time.Minute)
+			ws := createRunning(t, p, "bb")
+			if _, err := p.api.WriteFile(ctx, ws.ID, "keep.txt", strings.NewReader("kept")); err != nil {
+				t.Fatal(err)
+			}
+			before, err := eng.Client().ContainerInspect(ctx, container.Name(ws.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.restart()
+			got, err := p.api.GetWorkspace(ctx, ws.ID)
+			if err != nil || got.Phase != models.PhaseRunning {
+				t.Fatalf("after restart: %+v, %v; want running", got, err)
+			}
+			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", `cat keep.txt; echo " $API_KEY"`}})
+			if err != nil || res.Stdout != "kept s3cret-env-value\n" {
+				t.Errorf("exec after restart = %+v, %v", res, err)
+			}
+			after, err := eng.Client().ContainerInspect(ctx, container.Name(ws.ID))
+			if err != nil || after.ID != before.ID || after.State.StartedAt != before.State.StartedAt {
+				t.Errorf("container after restart = %s started %s, want the same %s started %s (nothing re-created)", after.ID, after.State.StartedAt, before.ID, before.State.StartedAt)
+			}
+		})
+
+		t.Run("KilledFromOutside", func(t *testing.T) {
+			ctx := ctxT(t, 2*time.Minute)
+			ws := createRunning(t, p, "bb")
+			ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.Client().ContainerKill(ctx, container.Name(ws.ID), "KILL"); err != nil {
+				t.Fatal(err)
+			}
+			failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
+			if err != nil {
+				t.Fatalf("wait failed: %v", err)
+			}
+			if !strings.Contains(failed.Reason, "exited") {
+				t.Errorf("failed reason %q does not say the container exited", failed.Reason)
+			}
+			ses, err = p.api.GetSession(ctx, ses.ID)
+			if err != nil || ses.Status != models.SessionEnded || ses.EndReason != models.ReasonWorkspaceLost {
+				t.Errorf("session after the kill = %+v, %v; want ended workspace_lost", ses, err)
+			}
+			if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.api.WaitGone(ctx, ws.ID, nil); err != nil {
+				t.Fatal(err)
+			}
+			if objs := containertest.Objects(t, eng, ws.ID); len(objs) > 0 {
+				t.Errorf("objects left after deleting a killed workspace: %v", objs)
+			}
+		})
+	})
+}
+
+// TestContainerEngineDown points a provider at an engine socket nobody
+// serves: provisioning retries, then the workspace fails with a reason that
+// says the engine is not reachable, and delete still completes.
+func TestContainerEngineDown(t *testing.T) {
+	p := startPrimer(t, withContainers(t))
+	ctx := ctxT(t, 3*time.Minute)
+	sock := t.TempDir() + "/nobody.sock"
+	cfg := `{"kind":"container","runtime":"docker","connection":{"kind":"socket","socket_path":"` + sock + `"},"reachability":{"kind":"host_port","bind_host":"127.0.0.1"}}`
+	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "dead", Provider: "container", Config: raw(cfg)}); err != nil {
+		t.Fatalf("create provider: %v", err)
+	}
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "dead-bb", ProviderID: "dead", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "dead-bb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
+	if err != nil {
+		t.Fatalf("wait failed: %v", err)
+	}
+	if !strings.Contains(failed.Reason, "not reachable") || !strings.Contains(failed.Reason, sock) {
+		t.Errorf("reason %q does not say the engine at %s is not reachable", failed.Reason, sock)
+	}
+	// The workflow retried provisioning before giving up.
+	attempts := lastProvisionAttempt(t, p, ctx, ws.ID)
+	if attempts < 2 {
+		t.Errorf("provision ran %d times, want retries", attempts)
+	}
+	if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.api.WaitGone(ctx, ws.ID, nil); err != nil {
+		t.Fatalf("delete with the engine down: %v", err)
+	}
+}
+
+// lastProvisionAttempt reads the attempt number of the last provision
+// activity from the workspace workflow's history.
+func lastProvisionAttempt(t *testing.T, p *primer, ctx context.Context, id string) int {
+	t.Helper()
+	it := p.srv.TemporalClient().GetWorkflowHistory(ctx, workflows.WorkflowID(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]string{}
+	attempt := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == "Provision" {
+			attempt = int(a.GetAttempt())
+		}
+	}
+	return attempt
+}
+
