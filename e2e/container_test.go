@@ -487,4 +487,3 @@ func lastProvisionAttempt(t *testing.T, p *primer, ctx context.Context, id strin
 	}
 	return attempt
 }
-

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +15,25 @@ import (
 // background processes do not pile up in images without an init. It
 // returns the child's exit status. The child's own commands are its
 // children, so reaping here never steals their exit status.
+//
+// Init locks the container down before the child exists, so the child and
+// every command it runs start without the capabilities to undo it.
 func runAsInit() int {
+	c, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "primer-runtime: init:", err)
+		return 2
+	}
+	if err := lockdown(c.egress); err != nil {
+		fmt.Fprintln(os.Stderr, "primer-runtime: init: lockdown:", err)
+		return 1
+	}
+	if c.egress == egressDeny {
+		c.egress = egressApplied
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "primer-runtime: init:", err)
@@ -21,7 +41,7 @@ func runAsInit() int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
-	cmd := exec.Command(self, os.Args[1:]...)
+	cmd := exec.Command(self, c.args()...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "primer-runtime: init: start:", err)

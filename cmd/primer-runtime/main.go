@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
+	"github.com/primerhq/primer/runtime/egress"
 	"github.com/primerhq/primer/runtime/server"
 )
 
@@ -31,12 +33,76 @@ func main() {
 	}
 }
 
-func run(args []string) error {
+// Values of --egress.
+const (
+	egressAllow = "allow"
+	egressDeny  = "deny"
+	// egressApplied is internal: init passes it to its child once it has
+	// locked the network down, which the child, without the capabilities
+	// it needs, could not redo.
+	egressApplied = "applied"
+)
+
+// config is the command line.
+type config struct {
+	listen, root string
+	debug        bool
+	egress       string
+}
+
+// parseFlags reads the command line, with defaults from the environment.
+func parseFlags(args []string) (config, error) {
+	var c config
 	fs := flag.NewFlagSet("primer-runtime", flag.ContinueOnError)
-	listen := fs.String("listen", envOr("PRIMER_RUNTIME_LISTEN", ":7777"), "address to listen on (PRIMER_RUNTIME_LISTEN)")
-	root := fs.String("root", envOr("PRIMER_RUNTIME_ROOT", "/workspace"), "workspace directory (PRIMER_RUNTIME_ROOT)")
-	debug := fs.Bool("debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
+	fs.StringVar(&c.listen, "listen", envOr("PRIMER_RUNTIME_LISTEN", ":7777"), "address to listen on (PRIMER_RUNTIME_LISTEN)")
+	fs.StringVar(&c.root, "root", envOr("PRIMER_RUNTIME_ROOT", "/workspace"), "workspace directory (PRIMER_RUNTIME_ROOT)")
+	fs.BoolVar(&c.debug, "debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
+	fs.StringVar(&c.egress, "egress", envOr("PRIMER_RUNTIME_EGRESS", egressAllow),
+		"allow, or deny to drop every connection the workspace opens; needs CAP_NET_ADMIN and CAP_SETPCAP, which it then drops (PRIMER_RUNTIME_EGRESS)")
 	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch c.egress {
+	case egressAllow, egressDeny, egressApplied:
+	default:
+		return config{}, fmt.Errorf("--egress %q: want %s or %s", c.egress, egressAllow, egressDeny)
+	}
+	return c, nil
+}
+
+// args is the command line that parses back to c.
+func (c config) args() []string {
+	return []string{
+		"--listen=" + c.listen,
+		"--root=" + c.root,
+		"--debug=" + strconv.FormatBool(c.debug),
+		"--egress=" + c.egress,
+	}
+}
+
+// lockdown hides the process's environment (where the token is) and memory
+// from the commands it will run and, for egress deny, closes the network
+// and drops the capabilities that could reopen it. An error must stop the
+// runtime: a workspace asked to deny egress never runs with it open.
+func lockdown(egressMode string) error {
+	if err := egress.SetNotDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	if egressMode != egressDeny {
+		return nil
+	}
+	if err := egress.Deny(); err != nil {
+		return err
+	}
+	return egress.DropCaps(egress.CapNetAdmin, egress.CapSetPCAP)
+}
+
+func run(args []string) error {
+	c, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
 	token := os.Getenv(server.TokenEnv)
@@ -46,19 +112,22 @@ func run(args []string) error {
 	// Commands must not inherit the token through the runtime's own
 	// environment either.
 	_ = os.Unsetenv(server.TokenEnv)
+	if err := lockdown(c.egress); err != nil {
+		return err
+	}
 
 	level := slog.LevelInfo
-	if *debug {
+	if c.debug {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := server.New(server.Config{Root: *root, Token: token, Logger: log})
+	s, err := server.New(server.Config{Root: c.root, Token: token, Logger: log})
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return server.ListenAndServe(ctx, *listen, s)
+	return server.ListenAndServe(ctx, c.listen, s)
 }
 
 func envOr(key, def string) string {

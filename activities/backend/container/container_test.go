@@ -23,7 +23,7 @@ func busyboxTemplate(extra map[string]any) json.RawMessage {
 func TestConformance(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
 		backendtest.Run(t, backendtest.Harness{
-			New: func(t *testing.T) backend.Backend { return containertest.Backend(t, e) },
+			New:      func(t *testing.T) backend.Backend { return containertest.Backend(t, e) },
 			Template: busyboxTemplate(nil),
 			Gone: func(t *testing.T, h backend.Handle) bool {
 				objs := containertest.Objects(t, containertest.Backend(t, e), h.WorkspaceID)
