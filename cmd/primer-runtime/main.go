@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/primerhq/primer/runtime/egress"
@@ -121,7 +122,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := server.New(server.Config{Root: c.root, Token: token, Logger: log})
+	s, err := server.New(server.Config{Root: c.root, Token: token, Logger: log, Env: commandEnv()})
 	if err != nil {
 		return err
 	}
@@ -135,4 +136,18 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// commandEnv is the environment every command starts with: the runtime's
+// own (a container's env from its template), without the runtime's settings.
+func commandEnv() map[string]string {
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.HasPrefix(k, "PRIMER_RUNTIME_") {
+			continue
+		}
+		env[k] = v
+	}
+	return env
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		env        string // PRIMER_RUNTIME_EGRESS
+		wantEgress string
+		wantErr    string // part of the error; empty for none
+	}{
+		{name: "default", wantEgress: "allow"},
+		{name: "allow", args: []string{"--egress=allow"}, wantEgress: "allow"},
+		{name: "deny", args: []string{"--egress", "deny"}, wantEgress: "deny"},
+		{name: "internal applied", args: []string{"--egress=applied"}, wantEgress: "applied"},
+		{name: "from env", env: "deny", wantEgress: "deny"},
+		{name: "flag beats env", args: []string{"--egress=allow"}, env: "deny", wantEgress: "allow"},
+		{name: "bad value", args: []string{"--egress=block"}, wantErr: `--egress "block"`},
+		{name: "bad env", env: "DENY", wantErr: `--egress "DENY"`},
+		{name: "empty", args: []string{"--egress="}, wantErr: `--egress ""`},
+		{name: "positional", args: []string{"--egress=deny", "extra"}, wantErr: `unexpected argument "extra"`},
+		{name: "unknown flag", args: []string{"--no-such"}, wantErr: "no-such"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PRIMER_RUNTIME_EGRESS", tt.env)
+			c, err := parseFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%q): %v", tt.args, err)
+			}
+			if c.egress != tt.wantEgress {
+				t.Errorf("parseFlags(%q).egress = %q, want %q", tt.args, c.egress, tt.wantEgress)
+			}
+		})
+	}
+}
+
+// TestConfigArgs checks init hands its child exactly its own configuration,
+// even what came from the environment.
+func TestConfigArgs(t *testing.T) {
+	t.Setenv("PRIMER_RUNTIME_EGRESS", "deny")
+	t.Setenv("PRIMER_RUNTIME_ROOT", "/from/env")
+	c, err := parseFlags([]string{"--listen=:9", "--debug"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.egress = egressApplied
+	want := []string{"--listen=:9", "--root=/from/env", "--debug=true", "--egress=applied"}
+	if got := c.args(); !slices.Equal(got, want) {
+		t.Fatalf("args() = %q, want %q", got, want)
+	}
+	back, err := parseFlags(c.args())
+	if err != nil || back != c {
+		t.Fatalf("parseFlags(args()) = %+v, %v; want %+v", back, err, c)
+	}
+}
