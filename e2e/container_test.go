@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"regexp"
@@ -229,8 +230,11 @@ func checkHardened(t *testing.T, info dcontainer.InspectResponse, e containertes
 			t.Errorf("unexpected mount %+v: only the workspace volume may be mounted", m)
 		}
 	}
-	if len(hc.Binds) > 0 {
-		t.Errorf("host binds %v", hc.Binds)
+	for _, b := range hc.Binds {
+		// Podman lists named volumes as binds; a host path starts with /.
+		if strings.HasPrefix(b, "/") {
+			t.Errorf("host path bound into the container: %s", b)
+		}
 	}
 	if hc.PidsLimit == nil || *hc.PidsLimit <= 0 {
 		t.Errorf("pids limit %v, want one", hc.PidsLimit)
@@ -428,21 +432,25 @@ func TestContainerFaults(t *testing.T) {
 	})
 }
 
-// TestContainerEngineDown points a provider at an engine socket nobody
-// serves: provisioning retries, then the workspace fails with a reason that
-// says the engine is not reachable, and delete still completes.
+// TestContainerEngineDown gives a provider an engine socket that is down
+// (a proxy to the real Docker socket, not yet serving): provisioning
+// retries, then the workspace fails with a reason that says the engine is
+// not reachable. Once the engine answers again, delete completes and nothing
+// is left.
 func TestContainerEngineDown(t *testing.T) {
+	e := containertest.Known()[0]
+	containertest.Require(t, e)
 	p := startPrimer(t, withContainers(t))
 	ctx := ctxT(t, 3*time.Minute)
-	sock := t.TempDir() + "/nobody.sock"
+	sock := t.TempDir() + "/engine.sock"
 	cfg := `{"kind":"container","runtime":"docker","connection":{"kind":"socket","socket_path":"` + sock + `"},"reachability":{"kind":"host_port","bind_host":"127.0.0.1"}}`
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "dead", Provider: "container", Config: raw(cfg)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "flaky", Provider: "container", Config: raw(cfg)}); err != nil {
 		t.Fatalf("create provider: %v", err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "dead-bb", ProviderID: "dead", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "dead-bb"})
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "flaky-bb"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,16 +462,50 @@ func TestContainerEngineDown(t *testing.T) {
 		t.Errorf("reason %q does not say the engine at %s is not reachable", failed.Reason, sock)
 	}
 	// The workflow retried provisioning before giving up.
-	attempts := lastProvisionAttempt(t, p, ctx, ws.ID)
-	if attempts < 2 {
+	if attempts := lastProvisionAttempt(t, p, ctx, ws.ID); attempts < 2 {
 		t.Errorf("provision ran %d times, want retries", attempts)
 	}
+
+	// The engine comes back: delete completes and leaves nothing.
+	serveProxy(t, sock, e.Socket)
 	if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.api.WaitGone(ctx, ws.ID, nil); err != nil {
-		t.Fatalf("delete with the engine down: %v", err)
+		t.Fatalf("delete once the engine is back: %v", err)
 	}
+	if objs := containertest.Objects(t, containertest.Backend(t, e), ws.ID); len(objs) > 0 {
+		t.Errorf("objects left: %v", objs)
+	}
+}
+
+// serveProxy serves the engine at target on the unix socket at path until
+// the test ends.
+func serveProxy(t *testing.T, path, target string) {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("unix", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go io.Copy(up, c)
+				io.Copy(c, up)
+			}()
+		}
+	}()
 }
 
 // lastProvisionAttempt reads the attempt number of the last provision
