@@ -191,6 +191,21 @@ print('CONNECTED', ok)
 			t.Errorf("runtime URL %q is not on 127.0.0.1", h.RuntimeURL)
 		}
 
+		// What a command in the workspace holds: the shell capabilities only
+		// (NET_ADMIN and SETPCAP of deny_all gone from the bounding set too),
+		// no-new-privileges, and no way to read the runtime's token.
+		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"sh", "-c",
+			`grep -E '^(CapEff|CapBnd|NoNewPrivs)' /proc/self/status; cat /proc/1/environ /proc/*/environ 2>/dev/null | tr '\0' '\n' | grep -c PRIMER_RUNTIME_TOKEN`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const shellCaps = "00000000000004fb" // CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID NET_BIND_SERVICE
+		for _, want := range []string{"CapEff:\t" + shellCaps, "CapBnd:\t" + shellCaps, "NoNewPrivs:\t1", "\n0\n"} {
+			if !strings.Contains(res.Stdout, want) {
+				t.Errorf("workspace process status %q lacks %q", res.Stdout, want)
+			}
+		}
+
 		// 5. Delete: 404, and nothing named after the workspace is left.
 		if out, errOut, code := p.primectl("", "delete", "workspace", id, "--wait"); code != 0 {
 			t.Fatalf("delete workspace: %d %s %s", code, out, errOut)

@@ -1,0 +1,503 @@
+//go:build bench
+
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+	dclient "github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/primerhq/primer/activities/backend"
+
+	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/workflows"
+)
+
+// rawPrefix names every engine object the raw baselines make, so cleanup
+// finds them all, even after a failed run.
+const rawPrefix = "primer-bench-raw-"
+
+// TestBenchContainer measures the container backend's targets on each
+// engine that answers, against the same engine driven directly through its
+// API (the Docker Go client, as the docker CLI uses it) in the same run:
+// create to first exec, exec of `true`, a 1 MiB file both ways, and 50
+// workspaces created at once.
+//
+// The probe interval is the production default (30 s): the workflow probes
+// once at once after provisioning, and that first hit is what makes a
+// workspace running, so the interval does not gate creation; a short one
+// would only add probe load to the 50-workspace measure.
+func TestBenchContainer(t *testing.T) {
+	requireBench(t)
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		p := startPrimer(t, withContainers(t), withProbeInterval(workflows.DefaultProbeInterval))
+		ctx := ctxT(t, 20*time.Minute)
+		cli := containertest.Backend(t, e).Client()
+		t.Cleanup(func() { cleanupBench(t, p, cli) })
+		containerTemplate(t, p, e, "bb", `{"kind":"container","image":"`+containertest.BusyboxImage+`"}`)
+
+		// 1. Create to first exec completed, ours and raw; removal is not timed.
+		created := timeOwn(t, 15, func() (time.Duration, error) { return createToExec(ctx, t, p) })
+		var n atomic.Int64
+		createdRaw := timeOwn(t, 15, func() (time.Duration, error) {
+			name := fmt.Sprintf("%s%d-%d", rawPrefix, time.Now().UnixNano(), n.Add(1))
+			defer rawRemove(ctx, cli, name)
+			start := time.Now()
+			if err := rawCreate(ctx, cli, name); err != nil {
+				return 0, err
+			}
+			err := engineExec(ctx, cli, name, []string{"true"})
+			return time.Since(start), err
+		})
+
+		// 2 and 3 run in one workspace, the engine's exec and cp in its container.
+		ws := createRunning(t, p, "bb")
+		ctr := container.Name(ws.ID)
+		rt, err := p.srv.Runtime(ctx, ws.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		execAPI := timeN(t, 200, func() error {
+			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"true"}})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", res.ExitCode)
+			}
+			return err
+		})
+		execRT := timeN(t, 200, func() error {
+			res, err := rt.Exec(ctx, protocol.ExecRequest{Args: []string{"true"}}, nil, nil)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", res.ExitCode)
+			}
+			return err
+		})
+		execRaw := timeN(t, 50, func() error { return engineExec(ctx, cli, ctr, []string{"true"}) })
+
+		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+		writeRT, readRT := timePair(t, 50, func() error {
+			return rt.WriteFile(ctx, "bench.bin", payload, 0o644)
+		}, func() error {
+			got, err := rt.ReadFile(ctx, "bench.bin")
+			return same(got, err, payload)
+		})
+		writeAPI, readAPI := timePair(t, 50, func() error {
+			_, err := p.api.WriteFile(ctx, ws.ID, "bench.bin", bytes.NewReader(payload))
+			return err
+		}, func() error {
+			got, err := p.api.ReadFile(ctx, ws.ID, "bench.bin")
+			return same(got, err, payload)
+		})
+		writeRaw, readRaw := timePair(t, 50, func() error {
+			return copyIn(ctx, cli, ctr, "/workspace", "bench-cp.bin", payload)
+		}, func() error {
+			got, err := copyOut(ctx, cli, ctr, "/workspace/bench-cp.bin")
+			return same(got, err, payload)
+		})
+
+		// 4. 50 workspaces at once, ours (then deleted) and raw.
+		const burst = 50
+		wall, running := createBurst(t, ctx, p, burst)
+		wallRaw := rawBurst(t, ctx, cli, burst)
+		if running != burst {
+			t.Errorf("%d of %d workspaces created at once reached running", running, burst)
+		}
+
+		rows := []row{
+			{name: "create to first exec (API)", target: "p50 <= 1.5x raw", samples: created, baseName: "volume+create+start+exec", baseline: createdRaw},
+			{name: "exec `true` via API", target: "p50 < 5 ms, >= 20x faster", samples: execAPI, baseName: "docker exec (API)", baseline: execRaw, limit: 5 * time.Millisecond},
+			{name: "exec `true` via runtime client", target: "p50 < 5 ms, >= 20x faster", samples: execRT, baseName: "docker exec (API)", baseline: execRaw, limit: 5 * time.Millisecond},
+			{name: "1 MiB write via runtime client", target: "faster than docker cp", samples: writeRT, baseName: "CopyToContainer", baseline: writeRaw},
+			{name: "1 MiB read via runtime client", target: "faster than docker cp", samples: readRT, baseName: "CopyFromContainer", baseline: readRaw},
+			{name: "1 MiB write via API", target: "faster than docker cp", samples: writeAPI, baseName: "CopyToContainer", baseline: writeRaw},
+			{name: "1 MiB read via API", target: "faster than docker cp", samples: readAPI, baseName: "CopyFromContainer", baseline: readRaw},
+			{name: fmt.Sprintf("%d created at once to all running (wall)", burst), target: fmt.Sprintf("all %d running", burst), samples: []time.Duration{wall}, baseName: fmt.Sprintf("%d x volume+create+start", burst), baseline: []time.Duration{wallRaw}},
+		}
+		printTable(t, fmt.Sprintf("Container backend on %s (probe interval %s)", e.Name, workflows.DefaultProbeInterval), rows)
+		ratioAtMost(t, rows[0], 1.5)
+		ratioAtMost(t, rows[1], 1.0/20)
+		ratioAtMost(t, rows[2], 1.0/20)
+		for _, r := range rows[3:7] {
+			ratioAtMost(t, r, 1)
+		}
+	})
+}
+
+// timeOwn runs f n times and keeps the durations f reports: f times the
+// part that counts itself, so set-up and removal around it stay out.
+func timeOwn(t *testing.T, n int, f func() (time.Duration, error)) []time.Duration {
+	t.Helper()
+	out := make([]time.Duration, 0, n)
+	for range n {
+		d, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// timePair runs a then b, n times, and times each on its own: a write and
+// the read of what it wrote.
+func timePair(t *testing.T, n int, a, b func() error) (as, bs []time.Duration) {
+	t.Helper()
+	for range n {
+		as = append(as, timeN(t, 1, a)...)
+		bs = append(bs, timeN(t, 1, b)...)
+	}
+	return as, bs
+}
+
+// ratioAtMost fails t when r's p50 is over max times its baseline's p50.
+func ratioAtMost(t *testing.T, r row, max float64) {
+	t.Helper()
+	ours, base := pct(r.samples, .5), pct(r.baseline, .5)
+	if ratio := float64(ours) / float64(base); ratio > max {
+		t.Errorf("%s: p50 %s is %.2fx %s's %s, target %s (at most %.2fx)", r.name, ms(ours), ratio, r.baseName, ms(base), r.target, max)
+	}
+}
+
+func same(got []byte, err error, want []byte) error {
+	if err == nil && !bytes.Equal(got, want) {
+		err = fmt.Errorf("read back %d bytes, want the %d written", len(got), len(want))
+	}
+	return err
+}
+
+// createToExec creates a busybox workspace through the API and runs `true`
+// in it as soon as the API lets it. Exec is refused as a precondition until
+// the workspace is running, so it is retried every 5 ms: one request fewer
+// than waiting for running and then exec, at the same resolution. The
+// workspace is deleted after the timing.
+func createToExec(ctx context.Context, t *testing.T, p *primer) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "bb"})
+	if err != nil {
+		return 0, err
+	}
+	defer deleteWorkspaces(t, p, ws.ID)
+	for {
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"true"}})
+		switch {
+		case err == nil && res.ExitCode == 0:
+			return time.Since(start), nil
+		case err == nil:
+			return 0, fmt.Errorf("workspace %s: exec true: exit %d", ws.ID, res.ExitCode)
+		case !errs.Is(err, errs.Precondition):
+			return 0, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("workspace %s: first exec: %w", ws.ID, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// createBurst creates n busybox workspaces with n concurrent requests and
+// waits for each to be running (WaitWorkspace, polling every 100 ms). It
+// returns the wall time until the last was seen running and how many were,
+// then deletes them all, untimed.
+func createBurst(t *testing.T, ctx context.Context, p *primer, n int) (time.Duration, int) {
+	t.Helper()
+	ids := make([]string, n)
+	var running atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "bb"})
+			if err != nil {
+				t.Errorf("create workspace %d of %d: %v", i+1, n, err)
+				return
+			}
+			ids[i] = ws.ID
+			if _, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+				t.Errorf("workspace %d of %d: %v", i+1, n, err)
+				return
+			}
+			running.Add(1)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	deleteWorkspaces(t, p, ids...)
+	return wall, int(running.Load())
+}
+
+// deleteWorkspaces deletes the workspaces ids concurrently and waits until
+// they are gone, on a context of its own so it also runs after a failure.
+func deleteWorkspaces(t *testing.T, p *primer, ids ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := p.api.DeleteWorkspace(ctx, id)
+			if err == nil {
+				err = p.api.WaitGone(ctx, id, nil)
+			}
+			if err != nil && !errs.Is(err, errs.NotFound) {
+				t.Errorf("delete workspace %s: %v", id, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// rawCreate is the baseline of a workspace: a volume and a container of the
+// same image with the volume at /workspace, kept alive by sleep, started.
+func rawCreate(ctx context.Context, cli *dclient.Client, name string) error {
+	if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name}); err != nil {
+		return fmt.Errorf("raw %s: create volume: %w", name, err)
+	}
+	cfg := &dcontainer.Config{Image: containertest.BusyboxImage, Entrypoint: []string{"sleep"}, Cmd: []string{"3600"}}
+	hc := &dcontainer.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/workspace"}}}
+	if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
+		return fmt.Errorf("raw %s: create container: %w", name, err)
+	}
+	if err := cli.ContainerStart(ctx, name, dcontainer.StartOptions{}); err != nil {
+		return fmt.Errorf("raw %s: start container: %w", name, err)
+	}
+	return nil
+}
+
+// rawBurst makes n raw containers with n concurrent requests and returns the
+// wall time until all are started; it removes them afterwards, untimed.
+func rawBurst(t *testing.T, ctx context.Context, cli *dclient.Client, n int) time.Duration {
+	t.Helper()
+	names := make([]string, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		names[i] = fmt.Sprintf("%sburst-%d-%d", rawPrefix, time.Now().UnixNano(), i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rawCreate(ctx, cli, names[i]); err != nil {
+				t.Errorf("raw burst: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rawRemove(ctx, cli, name)
+		}()
+	}
+	wg.Wait()
+	return wall
+}
+
+// rawRemove removes a raw baseline's container and volume.
+func rawRemove(ctx context.Context, cli *dclient.Client, name string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	_ = cli.ContainerRemove(ctx, name, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+	_ = cli.VolumeRemove(ctx, name, true)
+}
+
+// engineExec runs argv in a container the way `docker exec` does: create
+// the exec, attach (which starts it), read its output to the end, then
+// inspect it until the engine reports the exit.
+func engineExec(ctx context.Context, cli *dclient.Client, ctr string, argv []string) error {
+	ex, err := cli.ContainerExecCreate(ctx, ctr, dcontainer.ExecOptions{Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		return fmt.Errorf("container %s: exec create: %w", ctr, err)
+	}
+	att, err := cli.ContainerExecAttach(ctx, ex.ID, dcontainer.ExecAttachOptions{})
+	if err != nil {
+		return fmt.Errorf("container %s: exec attach: %w", ctr, err)
+	}
+	_, err = io.Copy(io.Discard, att.Reader)
+	att.Close()
+	if err != nil {
+		return fmt.Errorf("container %s: exec output: %w", ctr, err)
+	}
+	for {
+		info, err := cli.ContainerExecInspect(ctx, ex.ID)
+		if err != nil {
+			return fmt.Errorf("container %s: exec inspect: %w", ctr, err)
+		}
+		if !info.Running {
+			if info.ExitCode != 0 {
+				return fmt.Errorf("container %s: exec %v: exit %d", ctr, argv, info.ExitCode)
+			}
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// copyIn is `docker cp` into a container: a tar of one file, extracted in dir.
+func copyIn(ctx context.Context, cli *dclient.Client, ctr, dir, name string, data []byte) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Now()}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := cli.CopyToContainer(ctx, ctr, dir, &buf, dcontainer.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("container %s: copy to %s: %w", ctr, dir, err)
+	}
+	return nil
+}
+
+// copyOut is `docker cp` out of a container: the file at path, from the
+// tar the engine sends.
+func copyOut(ctx context.Context, cli *dclient.Client, ctr, path string) ([]byte, error) {
+	rc, _, err := cli.CopyFromContainer(ctx, ctr, path)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: copy from %s: %w", ctr, path, err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	if _, err := tr.Next(); err != nil {
+		return nil, fmt.Errorf("container %s: copy from %s: %w", ctr, path, err)
+	}
+	return io.ReadAll(tr)
+}
+
+// cleanupBench deletes the workspaces the platform still has and every raw
+// baseline object, so a failed run leaves nothing on the engine.
+func cleanupBench(t *testing.T, p *primer, cli *dclient.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if list, err := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{}); err == nil {
+		ids := make([]string, 0, len(list))
+		for _, w := range list {
+			ids = append(ids, w.ID)
+		}
+		deleteWorkspaces(t, p, ids...)
+	}
+	byName := filters.NewArgs(filters.Arg("name", rawPrefix))
+	if cs, err := cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: byName}); err == nil {
+		for _, c := range cs {
+			for _, n := range c.Names {
+				if name := strings.TrimPrefix(n, "/"); strings.HasPrefix(name, rawPrefix) {
+					rawRemove(ctx, cli, name)
+				}
+			}
+		}
+	}
+	if vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: byName}); err == nil {
+		for _, v := range vs.Volumes {
+			if strings.HasPrefix(v.Name, rawPrefix) {
+				_ = cli.VolumeRemove(ctx, v.Name, true)
+			}
+		}
+	}
+}
+
+// DIAG-BEGIN (temporary)
+type tracingRT struct{ base http.RoundTripper }
+
+func (r tracingRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := r.base.RoundTrip(req)
+	fmt.Printf("DIAG   %-6s %-60.60s %8.1f ms\n", req.Method, req.URL.Path, float64(time.Since(start))/1e6)
+	return resp, err
+}
+
+func TestBenchContainerDiag(t *testing.T) {
+	requireBench(t)
+	e := containertest.Known()[0]
+	if os.Getenv("DIAG_ENGINE") == "podman" {
+		e = containertest.Known()[1]
+	}
+	containertest.Require(t, e)
+	ctx := ctxT(t, 10*time.Minute)
+	b := containertest.Backend(t, e)
+	tmpl := []byte(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)
+	for i := range 0 {
+		id := fmt.Sprintf("ws-diag%d%d", time.Now().UnixNano()%1e6, i)
+		start := time.Now()
+		if _, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: tmpl, Token: "tok"}); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("DIAG backend.Provision %s\n", ms(time.Since(start)))
+		start = time.Now()
+		if err := b.Destroy(ctx, backend.Handle{Backend: container.Type, WorkspaceID: id}); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("DIAG backend.Destroy %s\n", ms(time.Since(start)))
+	}
+	// Each engine call, traced.
+	hc := &http.Client{Transport: tracingRT{&http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", e.Socket)
+	}}}}
+	cli, err := dclient.NewClientWithOpts(dclient.WithHost("unix://"+e.Socket), dclient.WithHTTPClient(hc), dclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball, _ := containertest.RuntimeBinary(t).Tar()
+	tb, _ := io.ReadAll(tarball)
+	for i := range 12 {
+		withPort, withCopy := i%2 == 0, i%4 < 2
+		name := fmt.Sprintf("%sdiag-%d", rawPrefix, i)
+		fmt.Printf("DIAG --- raw port=%v copy=%v\n", withPort, withCopy)
+		start := time.Now()
+		cli.VolumeCreate(ctx, volume.CreateOptions{Name: name})
+		port := nat.Port("7777/tcp")
+		cfg := &dcontainer.Config{Image: containertest.BusyboxImage, Entrypoint: []string{"sleep"}, Cmd: []string{"3600"}, ExposedPorts: nat.PortSet{port: {}}}
+		hcfg := &dcontainer.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/workspace"}},
+			PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1"}}}}
+		if !withPort {
+			cfg.ExposedPorts, hcfg.PortBindings = nil, nil
+		}
+		if _, err := cli.ContainerCreate(ctx, cfg, hcfg, nil, nil, name); err != nil {
+			t.Fatal(err)
+		}
+		if !withCopy {
+		} else if err := cli.CopyToContainer(ctx, name, "/", bytes.NewReader(tb), dcontainer.CopyToContainerOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.ContainerStart(ctx, name, dcontainer.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("DIAG total %s\n", ms(time.Since(start)))
+		rawRemove(ctx, cli, name)
+	}
+}
+
+// DIAG-END
