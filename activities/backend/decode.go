@@ -80,6 +80,15 @@ func CheckKind(prefix, kind, want string, optional bool) error {
 	return errs.Field(f, "%s: is %q, must be %q", f, kind, want)
 }
 
+// Check checks the common part of a template backend document named
+// spec.backend: its kind is kind, and Validate passes.
+func (c Common) Check(kind string) error {
+	if err := CheckKind("spec.backend", c.Kind, kind, false); err != nil {
+		return err
+	}
+	return c.Validate("spec.backend")
+}
+
 // Validate checks the common part of a template backend document: file
 // paths stay inside the workspace and init commands are not empty. prefix
 // names the document ("spec.backend").

@@ -212,10 +212,7 @@ func ParseTemplate(doc json.RawMessage) (Template, error) {
 	if err := backend.DecodeStrict(doc, "spec.backend", &t); err != nil {
 		return t, err
 	}
-	if err := backend.CheckKind("spec.backend", t.Kind, Type, false); err != nil {
-		return t, err
-	}
-	if err := t.Common.Validate("spec.backend"); err != nil {
+	if err := t.Common.Check(Type); err != nil {
 		return t, err
 	}
 	if strings.TrimSpace(t.Image) == "" {

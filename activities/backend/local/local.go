@@ -119,10 +119,7 @@ func ParseTemplate(doc json.RawMessage) (Template, error) {
 	if err := backend.DecodeStrict(doc, "spec.backend", &t); err != nil {
 		return t, err
 	}
-	if err := backend.CheckKind("spec.backend", t.Kind, Type, false); err != nil {
-		return t, err
-	}
-	return t, t.Common.Validate("spec.backend")
+	return t, t.Common.Check(Type)
 }
 
 // Backend makes workspaces as directories under a root path.
