@@ -85,6 +85,7 @@ func TestContainerRecipe(t *testing.T) {
 			t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
 		}
 		id := m[1]
+		t.Cleanup(func() { _ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id}) })
 
 		// 2. Write the snippet through the file API, run it through exec.
 		if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
@@ -375,7 +376,7 @@ func TestContainerFaults(t *testing.T) {
 
 		t.Run("FileTooLarge", func(t *testing.T) {
 			ctx := ctxT(t, 2*time.Minute)
-			ws := createRunning(t, p, "bb")
+			ws := createContainer(t, p, eng, "bb")
 			_, err := p.api.WriteFile(ctx, ws.ID, "big.bin", strings.NewReader(strings.Repeat("x", 1<<20+1)))
 			if !errs.Is(err, errs.TooLarge) {
 				t.Errorf("write of 1 MiB + 1 with a 1 MiB limit: %v, want 413", err)
@@ -390,7 +391,7 @@ func TestContainerFaults(t *testing.T) {
 
 		t.Run("RestartReattaches", func(t *testing.T) {
 			ctx := ctxT(t, 3*time.Minute)
-			ws := createRunning(t, p, "bb")
+			ws := createContainer(t, p, eng, "bb")
 			if _, err := p.api.WriteFile(ctx, ws.ID, "keep.txt", strings.NewReader("kept")); err != nil {
 				t.Fatal(err)
 			}
@@ -415,7 +416,7 @@ func TestContainerFaults(t *testing.T) {
 
 		t.Run("KilledFromOutside", func(t *testing.T) {
 			ctx := ctxT(t, 2*time.Minute)
-			ws := createRunning(t, p, "bb")
+			ws := createContainer(t, p, eng, "bb")
 			ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval"})
 			if err != nil {
 				t.Fatal(err)
@@ -445,6 +446,23 @@ func TestContainerFaults(t *testing.T) {
 			}
 		})
 	})
+}
+
+// createContainer creates a running workspace on a container template and
+// removes its container and volume from the engine when the test ends,
+// whatever the platform did: workspaces are durable, and a test that stops
+// its platform with workspaces alive would leave them running.
+func createContainer(t *testing.T, p *primer, eng *container.Backend, template string) *models.Workspace {
+	t.Helper()
+	ws := createRunning(t, p, template)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := eng.Destroy(ctx, backend.Handle{Backend: container.Type, WorkspaceID: ws.ID}); err != nil {
+			t.Errorf("cleanup %s: %v", ws.ID, err)
+		}
+	})
+	return ws
 }
 
 // TestContainerEngineDown gives a provider an engine socket that is down

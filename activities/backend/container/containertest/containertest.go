@@ -136,24 +136,32 @@ var (
 )
 
 // RuntimeBinaryPath builds the static primer-runtime once per test process
-// and returns its path.
+// and returns its path: one file in the user's cache directory, replaced
+// atomically, so test processes leave nothing behind in /tmp.
 func RuntimeBinaryPath(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "primer-runtime-bin")
+		dir, err := os.UserCacheDir()
 		if err != nil {
+			dir = os.TempDir()
+		}
+		dir = filepath.Join(dir, "primer-test")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			buildErr = err
 			return
 		}
 		buildPath = filepath.Join(dir, "primer-runtime")
+		tmp := fmt.Sprintf("%s.%d", buildPath, os.Getpid())
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", buildPath, "./cmd/primer-runtime")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./cmd/primer-runtime")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("build primer-runtime: %v: %s", err, out)
+			return
 		}
+		buildErr = os.Rename(tmp, buildPath)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
