@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -111,6 +112,8 @@ type Backend struct {
 	opts   Options
 	logger *slog.Logger
 	locks  keylock.Map // workspace id
+	builds keylock.Map // runtime image key
+	ports  portSet     // host ports picked for Podman
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -206,10 +209,15 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if h, ok, err := b.existing(ctx, req.WorkspaceID, req.Token); err != nil || ok {
 		return h, err
 	}
-	if _, err := b.cli.ImageInspect(ctx, t.Image); err != nil {
+	img, err := b.cli.ImageInspect(ctx, t.Image)
+	if err != nil {
 		return backend.Handle{}, b.engineErr(err, "workspace %s: image %q", req.WorkspaceID, t.Image)
 	}
-	h, err := b.create(ctx, req, t)
+	ref, err := b.runtimeImage(ctx, t.Image, img.ID)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: %w", req.WorkspaceID, err)
+	}
+	h, err := b.create(ctx, req, t, ref)
 	if err != nil {
 		// Leave nothing behind: a retry starts clean, a failure is final.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -252,9 +260,108 @@ func (b *Backend) existing(ctx context.Context, id, token string) (backend.Handl
 	return backend.Handle{}, false, nil
 }
 
-// create makes the volume and container, copies the runtime in, starts it
+// runtimeImage returns an image that is image plus primer-runtime at
+// RuntimePath, making it on first use: a container of image is created (never
+// started), the runtime copied in, and the result committed as
+// primer-runtime/<image id>:<runtime digest>. Copying 7 MB into every
+// workspace container cost 100-300 ms of each create; a commit per image and
+// platform version costs it once, and an image that exists is complete, so a
+// crash midway leaves nothing half made to trip over.
+func (b *Backend) runtimeImage(ctx context.Context, image, imageID string) (string, error) {
+	digest, err := b.opts.Runtime.Digest()
+	if err != nil {
+		return "", err
+	}
+	key := shortHex(imageID) + "-" + digest[:12]
+	ref := "primer-runtime/" + shortHex(imageID) + ":" + digest[:12]
+	if ok, err := b.hasImage(ctx, ref); err != nil || ok {
+		return ref, err
+	}
+	unlock := b.builds.Lock(key)
+	defer unlock()
+	if ok, err := b.hasImage(ctx, ref); err != nil || ok {
+		return ref, err
+	}
+
+	// The build container's name is fixed, so one left by a crash is
+	// replaced, and two platform processes building at once meet here.
+	name := "primer-build-" + key
+	if err := b.cli.ContainerRemove(ctx, name, dcontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return "", b.engineErr(err, "runtime image: remove stale build container")
+	}
+	created, err := b.cli.ContainerCreate(ctx,
+		&dcontainer.Config{Image: image, Entrypoint: []string{RuntimePath}, Cmd: []string{}},
+		&dcontainer.HostConfig{NetworkMode: "none"}, nil, nil, name)
+	if cerrdefs.IsConflict(err) {
+		return ref, b.awaitImage(ctx, ref)
+	}
+	if err != nil {
+		return "", b.engineErr(err, "runtime image: create build container from %q", image)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = b.cli.ContainerRemove(rctx, created.ID, dcontainer.RemoveOptions{Force: true})
+	}()
+	tarball, err := b.opts.Runtime.Tar()
+	if err != nil {
+		return "", err
+	}
+	if err := b.cli.CopyToContainer(ctx, created.ID, "/", tarball, dcontainer.CopyToContainerOptions{}); err != nil {
+		return "", b.engineErr(err, "runtime image: copy primer-runtime into %q", image)
+	}
+	if _, err := b.cli.ContainerCommit(ctx, created.ID, dcontainer.CommitOptions{
+		Reference: ref,
+		Comment:   "primer-runtime " + digest[:12] + " on " + image,
+		// Podman's commit needs a body; the config only restates the
+		// entrypoint every workspace container sets anyway.
+		Config: &dcontainer.Config{Entrypoint: []string{RuntimePath}},
+	}); err != nil {
+		return "", b.engineErr(err, "runtime image: commit %s", ref)
+	}
+	b.logger.Info("runtime image made", "image", image, "runtime_image", ref)
+	return ref, nil
+}
+
+func (b *Backend) hasImage(ctx context.Context, ref string) (bool, error) {
+	_, err := b.cli.ImageInspect(ctx, ref)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	}
+	return false, b.engineErr(err, "inspect image %s", ref)
+}
+
+// awaitImage waits for another process's build of ref.
+func (b *Backend) awaitImage(ctx context.Context, ref string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		if ok, err := b.hasImage(ctx, ref); err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errs.E(errs.Unavailable, "runtime image %s: another build did not finish: %v", ref, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// shortHex is the first 12 hex digits of an image id (sha256:...).
+func shortHex(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		id = id[:12]
+	}
+	return strings.ToLower(id)
+}
+
+// create makes the volume and container from the runtime image, starts it
 // and waits for the runtime.
-func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template) (backend.Handle, error) {
+func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template, image string) (backend.Handle, error) {
 	id, name := req.WorkspaceID, Name(req.WorkspaceID)
 	labels := map[string]string{}
 	for k, v := range t.Labels {
@@ -280,7 +387,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	}
 	port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
 	cfg := &dcontainer.Config{
-		Image:        t.Image,
+		Image:        image,
 		Hostname:     id,
 		User:         "0:0",
 		Env:          env,
@@ -312,28 +419,17 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		hc.Memory = t.MemoryBytes
 		hc.MemorySwap = t.MemoryBytes // no swap: the limit is the limit
 	}
+	// host_port: createAndStart publishes the port; network: the platform
+	// dials the container's address on the provider's network.
 	var netCfg *dnetwork.NetworkingConfig
-	switch b.cfg.Reachability.Kind {
-	case ReachHostPort:
-		hc.PortBindings = nat.PortMap{port: {{HostIP: b.cfg.Reachability.BindHost, HostPort: ""}}}
-	case ReachNetwork:
+	if b.cfg.Reachability.Kind == ReachNetwork {
 		hc.NetworkMode = dcontainer.NetworkMode(b.cfg.Reachability.Network)
 		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{b.cfg.Reachability.Network: {}}}
 	}
 
-	created, err := b.cli.ContainerCreate(ctx, cfg, hc, netCfg, nil, name)
-	if err != nil {
-		return backend.Handle{}, b.engineErr(err, "workspace %s: create container", id)
-	}
-	tarball, err := b.opts.Runtime.Tar()
+	created, err := b.createAndStart(ctx, id, cfg, hc, netCfg)
 	if err != nil {
 		return backend.Handle{}, err
-	}
-	if err := b.cli.CopyToContainer(ctx, created.ID, "/", tarball, dcontainer.CopyToContainerOptions{}); err != nil {
-		return backend.Handle{}, b.engineErr(err, "workspace %s: copy primer-runtime into the container", id)
-	}
-	if err := b.cli.ContainerStart(ctx, created.ID, dcontainer.StartOptions{}); err != nil {
-		return backend.Handle{}, b.engineErr(err, "workspace %s: start container", id)
 	}
 	info, err := b.cli.ContainerInspect(ctx, created.ID)
 	if err != nil {
@@ -347,6 +443,97 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		return backend.Handle{}, b.withLogs(ctx, created.ID, err)
 	}
 	return h, nil
+}
+
+// createAndStart creates and starts the workspace container. A published
+// port that turns out to be taken (another process, or on Podman another
+// container created at the same moment) is picked again: up to three tries.
+func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer.Config, hc *dcontainer.HostConfig, netCfg *dnetwork.NetworkingConfig) (dcontainer.CreateResponse, error) {
+	port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
+	for attempt := 1; ; attempt++ {
+		if b.cfg.Reachability.Kind == ReachHostPort {
+			hostPort, release, err := b.pickPort()
+			if err != nil {
+				return dcontainer.CreateResponse{}, err
+			}
+			defer release()
+			hc.PortBindings = nat.PortMap{port: {{HostIP: b.cfg.Reachability.BindHost, HostPort: hostPort}}}
+		}
+		created, err := b.cli.ContainerCreate(ctx, cfg, hc, netCfg, nil, Name(id))
+		if err != nil {
+			return created, b.engineErr(err, "workspace %s: create container", id)
+		}
+		err = b.cli.ContainerStart(ctx, created.ID, dcontainer.StartOptions{})
+		if err == nil {
+			return created, nil
+		}
+		if attempt < 3 && portTaken(err) {
+			b.logger.Warn("published port taken; trying another", "workspace_id", id, "err", err)
+			if rerr := b.removeContainer(ctx, id); rerr != nil {
+				return created, rerr
+			}
+			continue
+		}
+		return created, b.engineErr(err, "workspace %s: start container", id)
+	}
+}
+
+func portTaken(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "address already in use") || strings.Contains(msg, "port is already allocated")
+}
+
+// pickPort returns the host port to publish the runtime on: empty (the
+// engine picks) on Docker, whose daemon allocates ports atomically. Podman
+// 4 picks free ports per container without coordination, and two containers
+// created at the same moment were seen to get the same one; there the
+// backend picks a port the kernel says is free and that it has not handed
+// out in this process in the last minute.
+func (b *Backend) pickPort() (string, func(), error) {
+	if b.cfg.Runtime != EnginePodman {
+		return "", func() {}, nil
+	}
+	for range 20 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(b.cfg.Reachability.BindHost, "0"))
+		if err != nil {
+			return "", nil, errs.E(errs.Unavailable, "pick a port on %s: %w", b.cfg.Reachability.BindHost, err)
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if b.ports.claim(p) {
+			return strconv.Itoa(p), func() { b.ports.releaseLater(p) }, nil
+		}
+	}
+	return "", nil, errs.E(errs.Unavailable, "no free port on %s", b.cfg.Reachability.BindHost)
+}
+
+// portSet remembers ports handed out recently.
+type portSet struct {
+	mu    sync.Mutex
+	inUse map[int]bool
+}
+
+func (s *portSet) claim(p int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inUse == nil {
+		s.inUse = map[int]bool{}
+	}
+	if s.inUse[p] {
+		return false
+	}
+	s.inUse[p] = true
+	return true
+}
+
+// releaseLater frees p a minute from now: by then the engine holds it or
+// has given it up.
+func (s *portSet) releaseLater(p int) {
+	time.AfterFunc(time.Minute, func() {
+		s.mu.Lock()
+		delete(s.inUse, p)
+		s.mu.Unlock()
+	})
 }
 
 // handle builds the handle of a started container from its inspection.

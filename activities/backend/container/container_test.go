@@ -1,13 +1,19 @@
 package container_test
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	dnetwork "github.com/docker/docker/api/types/network"
+
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/backendtest"
+	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/runtime/protocol"
 )
 
 func busyboxTemplate(extra map[string]any) json.RawMessage {
@@ -34,5 +40,62 @@ func TestConformance(t *testing.T) {
 			},
 			Timeout: 2 * time.Minute,
 		})
+	})
+}
+
+// TestNetworkReachability runs a workspace on a user-defined network with
+// reachability kind network: the platform dials the container's address on
+// it, and no port is published.
+func TestNetworkReachability(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		base := containertest.Backend(t, e)
+		netName := "primer-test-" + backendtest.NewID(t)
+		if _, err := base.Client().NetworkCreate(ctx, netName, dnetwork.CreateOptions{}); err != nil {
+			t.Fatalf("create network: %v", err)
+		}
+		t.Cleanup(func() { _ = base.Client().NetworkRemove(context.Background(), netName) })
+
+		raw, _ := json.Marshal(map[string]any{
+			"runtime":      e.Name,
+			"connection":   map[string]any{"kind": "socket", "socket_path": e.Socket},
+			"reachability": map[string]any{"kind": "network", "network": netName},
+		})
+		cfg, err := container.ParseProviderConfig(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := container.New(cfg, container.Options{Runtime: containertest.RuntimeBinary(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, token := backendtest.NewID(t), backendtest.NewToken(t)
+		h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: busyboxTemplate(map[string]any{"network": map[string]any{"egress": "deny_all"}}), Token: token})
+		if err != nil {
+			t.Fatalf("provision: %v", err)
+		}
+		t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+		if strings.HasPrefix(h.RuntimeURL, "ws://127.0.0.1") {
+			t.Errorf("runtime URL %s: want the container's address on %s", h.RuntimeURL, netName)
+		}
+		c := backendtest.Dial(ctx, t, b, h, token)
+		// deny_all on a user-defined network: even the engine's embedded DNS
+		// (127.0.0.11 on Docker) is unreachable.
+		res, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo up; nslookup -timeout=2 example.com 127.0.0.11 >/dev/null 2>&1 && echo resolved || echo no-dns"}}, nil, nil)
+		if err != nil || string(res.Stdout) != "up\nno-dns\n" {
+			t.Errorf("exec = %q, %v; want up and no DNS", res.Stdout, err)
+		}
+		info, err := b.Client().ContainerInspect(ctx, container.Name(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, bs := range info.NetworkSettings.Ports {
+			for _, pb := range bs {
+				if pb.HostPort != "" {
+					t.Errorf("network reachability published %s on %s:%s, want nothing published", p, pb.HostIP, pb.HostPort)
+				}
+			}
+		}
 	})
 }

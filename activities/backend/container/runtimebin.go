@@ -3,6 +3,8 @@ package container
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -19,9 +21,10 @@ import (
 type RuntimeBinary struct {
 	path string
 
-	once sync.Once
-	tar  []byte
-	err  error
+	once   sync.Once
+	tar    []byte
+	digest string
+	err    error
 }
 
 // NewRuntimeBinary returns the binary at path, read on first use.
@@ -46,37 +49,51 @@ func (r *RuntimeBinary) Path() string { return r.path }
 
 // Tar returns a tar stream holding .primer/primer-runtime, to extract at /.
 func (r *RuntimeBinary) Tar() (io.Reader, error) {
-	r.once.Do(func() { r.tar, r.err = r.build() })
-	if r.err != nil {
-		return nil, r.err
+	if err := r.load(); err != nil {
+		return nil, err
 	}
 	return bytes.NewReader(r.tar), nil
 }
 
-func (r *RuntimeBinary) build() ([]byte, error) {
+// Digest returns the binary's SHA-256 in hex: runtime images are keyed by
+// it, so a new platform version gets a new runtime image.
+func (r *RuntimeBinary) Digest() (string, error) {
+	if err := r.load(); err != nil {
+		return "", err
+	}
+	return r.digest, nil
+}
+
+func (r *RuntimeBinary) load() error {
+	r.once.Do(func() { r.tar, r.digest, r.err = r.build() })
+	return r.err
+}
+
+func (r *RuntimeBinary) build() ([]byte, string, error) {
 	bin, err := os.ReadFile(r.path)
 	if err != nil {
-		return nil, errs.E(errs.Invalid, "container backend: read primer-runtime at %s (build it with `make build` or set PRIMER_RUNTIME_BINARY): %w", r.path, err)
+		return nil, "", errs.E(errs.Invalid, "container backend: read primer-runtime at %s (build it with `make build` or set PRIMER_RUNTIME_BINARY): %w", r.path, err)
 	}
 	if err := checkStatic(r.path); err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	sum := sha256.Sum256(bin)
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: ".primer/", Mode: 0o755, ModTime: now}); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: ".primer/primer-runtime", Mode: 0o755, Size: int64(len(bin)), ModTime: now}); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if _, err := tw.Write(bin); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := tw.Close(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), hex.EncodeToString(sum[:]), nil
 }
 
 // checkStatic refuses a binary that needs a dynamic loader: it would not
