@@ -85,7 +85,9 @@ func TestContainerRecipe(t *testing.T) {
 			t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
 		}
 		id := m[1]
-		t.Cleanup(func() { _ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id}) })
+		t.Cleanup(func() {
+			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
+		})
 
 		// 2. Write the snippet through the file API, run it through exec.
 		if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
