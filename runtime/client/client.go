@@ -94,13 +94,21 @@ func (c *Client) readLoop() {
 	for {
 		// A background context: the library would otherwise arm a timer per
 		// read. Close unblocks the read by closing the socket.
-		_, data, err := c.ws.Read(context.Background())
+		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
 			return
 		}
 		var f protocol.Frame
-		if err := json.Unmarshal(data, &f); err != nil {
+		var payload []byte
+		if typ == websocket.MessageBinary {
+			data, payload, err = protocol.SplitBinary(data)
+		}
+		if err == nil {
+			err = json.Unmarshal(data, &f)
+			f.Payload = payload
+		}
+		if err != nil {
 			c.fail(errs.E(errs.Unavailable, "runtime %s: malformed frame: %w", c.addr, err))
 			_ = c.ws.CloseNow()
 			return
@@ -160,15 +168,39 @@ func (c *Client) unregister(id uint64) {
 // websocket library closes the whole connection when a write's context
 // ends, and one caller's cancellation must not break the others' calls.
 func (c *Client) send(req *protocol.Request) error {
+	payload := req.Data
+	if len(payload) > 0 {
+		// Data travels raw in a binary frame, not base64 in the JSON.
+		hdr := *req
+		hdr.Data = nil
+		req = &hdr
+	}
 	b, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("runtime %s: %s: encode: %w", c.addr, req.Op, err)
 	}
-	if err := c.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+	if len(payload) > 0 {
+		err = c.writeBinary(b, payload)
+	} else {
+		err = c.ws.Write(context.Background(), websocket.MessageText, b)
+	}
+	if err != nil {
 		c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
 		return c.deadErr()
 	}
 	return nil
+}
+
+func (c *Client) writeBinary(header, payload []byte) error {
+	w, err := c.ws.Writer(context.Background(), websocket.MessageBinary)
+	if err != nil {
+		return err
+	}
+	if err := protocol.WriteBinary(w, header, payload); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
 }
 
 func (c *Client) deadErr() error {
@@ -213,6 +245,9 @@ func (c *Client) do(ctx context.Context, req *protocol.Request, out any) error {
 			if err := json.Unmarshal(f.Result, out); err != nil {
 				return fmt.Errorf("runtime %s: %s: decode result: %w", c.addr, req.Op, err)
 			}
+		}
+		if ps, ok := out.(protocol.PayloadSetter); ok && f.Payload != nil {
+			ps.SetPayload(f.Payload)
 		}
 		return nil
 	case <-ctx.Done():

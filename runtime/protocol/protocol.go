@@ -184,6 +184,9 @@ type Frame struct {
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Stdout     []byte  `json:"stdout,omitempty"`
 	Stderr     []byte  `json:"stderr,omitempty"`
+
+	// Payload is the data of a binary frame (see binary.go).
+	Payload []byte `json:"-"`
 }
 
 // PingResult answers ping.

@@ -39,14 +39,24 @@ func (c *conn) serve() {
 	for {
 		// A background context keeps the library from arming a timer per
 		// read; shutdown unblocks the read by closing the socket.
-		_, data, err := c.ws.Read(context.Background())
+		typ, data, err := c.ws.Read(context.Background())
 		if err != nil {
 			return
 		}
 		var req protocol.Request
+		var payload []byte
+		if typ == websocket.MessageBinary {
+			if data, payload, err = protocol.SplitBinary(data); err != nil {
+				c.reply(0, nil, errs.E(errs.Invalid, "request: malformed frame: %v", err))
+				continue
+			}
+		}
 		if err := json.Unmarshal(data, &req); err != nil {
 			c.reply(req.ID, nil, errs.E(errs.Invalid, "request: malformed frame: %v", err))
 			continue
+		}
+		if typ == websocket.MessageBinary {
+			req.Data = payload
 		}
 		c.dispatch(&req)
 	}
@@ -112,14 +122,42 @@ func (c *conn) dispatch(req *protocol.Request) {
 	}()
 }
 
-// reply sends the result frame for request id.
+// reply sends the result frame for request id. A read's data goes as the
+// payload of a binary frame.
 func (c *conn) reply(id uint64, result any, err error) {
 	resp := protocol.Response{Type: protocol.TypeResult, ID: id, Result: result}
 	if err != nil {
 		resp.Error = protocol.ErrorOf(err)
 		resp.Result = nil
 	}
+	if rr, ok := resp.Result.(protocol.ReadResult); ok && err == nil {
+		resp.Result = protocol.ReadResult{}
+		c.sendBinary(&resp, rr.Data)
+		return
+	}
 	c.send(&resp)
+}
+
+// sendBinary writes one binary frame: v's JSON, then payload.
+func (c *conn) sendBinary(v any, payload []byte) bool {
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.s.log.Error("runtime: encode frame", "error", err)
+		return false
+	}
+	w, err := c.ws.Writer(context.Background(), websocket.MessageBinary)
+	if err == nil {
+		if err = protocol.WriteBinary(w, b, payload); err == nil {
+			err = w.Close()
+		} else {
+			_ = w.Close()
+		}
+	}
+	if err != nil {
+		c.shutdown()
+		return false
+	}
+	return true
 }
 
 // send writes one frame. A failed write means the peer is gone: the

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -349,5 +350,57 @@ func TestServerCloseRefusesNewConnections(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "going away") && websocket.CloseStatus(err) != websocket.StatusGoingAway {
 			t.Fatalf("read after close = %v, want going away", err)
 		}
+	}
+}
+
+// TestBinaryFrames writes a file with a binary frame, reads it back as one,
+// and answers a malformed binary frame with an invalid error.
+func TestBinaryFrames(t *testing.T) {
+	e := runtimetest.Start(t, server.Config{})
+	ws, _ := rawConn(t, e)
+	ctx := runtimetest.Ctx(t)
+	send := func(header string, payload []byte) {
+		t.Helper()
+		w, err := ws.Writer(ctx, websocket.MessageBinary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := protocol.WriteBinary(w, []byte(header), payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() (websocket.MessageType, []byte) {
+		t.Helper()
+		typ, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return typ, data
+	}
+	content := []byte{0, 1, 2, 0xff, '\n'}
+	send(`{"id":1,"op":"write","path":"bin.dat"}`, content)
+	if typ, data := recv(); typ != websocket.MessageText || strings.Contains(string(data), `"error"`) {
+		t.Fatalf("write reply = %v %s", typ, data)
+	}
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"id":2,"op":"read","path":"bin.dat"}`)); err != nil {
+		t.Fatal(err)
+	}
+	typ, data := recv()
+	if typ != websocket.MessageBinary {
+		t.Fatalf("read reply is %v, want binary", typ)
+	}
+	h, payload, err := protocol.SplitBinary(data)
+	if err != nil || !bytes.Equal(payload, content) || !strings.Contains(string(h), `"id":2`) {
+		t.Fatalf("read reply = %s + %v, %v; want id 2 with the file's bytes", h, payload, err)
+	}
+
+	if err := ws.Write(ctx, websocket.MessageBinary, []byte{0, 0, 1, 0, '{'}); err != nil {
+		t.Fatal(err)
+	}
+	if _, data := recv(); !strings.Contains(string(data), `"invalid"`) {
+		t.Fatalf("malformed binary frame answered %s, want an invalid error", data)
 	}
 }
