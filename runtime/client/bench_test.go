@@ -40,10 +40,14 @@ func BenchmarkPing(b *testing.B) {
 	reportMedian(b, lat)
 }
 
-func BenchmarkWriteRead4KiB(b *testing.B) {
+func BenchmarkWriteRead4KiB(b *testing.B) { benchWriteRead(b, 4<<10) }
+
+func BenchmarkWriteRead1MiB(b *testing.B) { benchWriteRead(b, 1<<20) }
+
+func benchWriteRead(b *testing.B, size int) {
 	e := runtimetest.Start(b, server.Config{})
 	ctx := context.Background()
-	data := bytes.Repeat([]byte("0123456789abcdef"), 256)
+	data := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 	lat := make([]time.Duration, 0, b.N)
 	b.SetBytes(int64(2 * len(data)))
 	b.ResetTimer()
