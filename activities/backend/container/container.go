@@ -3,8 +3,9 @@
 //
 // A workspace is a container named primer-<id> with its own volume
 // primer-<id> mounted at the template's workdir (/workspace). The platform
-// copies its static primer-runtime into the container before starting it and
-// makes it the entrypoint, so any image with a shell is a workspace image.
+// adds its static primer-runtime to the template's image (a derived image
+// committed once per image and runtime version) and makes it the entrypoint,
+// so any image with a shell is a workspace image.
 // The runtime listens on port 7777; the platform reaches it on a port
 // published on the provider's bind_host, or by the container's address on a
 // named network.
