@@ -1,9 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path"
@@ -188,11 +188,17 @@ func (s *server) putFile(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	var fi protocol.FileInfo
 	if mkdir {
-		err = cl.Mkdir(ctx, p, true)
+		if err = cl.Mkdir(ctx, p, true); err == nil {
+			fi, err = cl.Stat(ctx, p)
+		}
 	} else {
-		var data []byte
-		data, err = io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+		var body bytes.Buffer
+		if n := c.Request.ContentLength; n > 0 {
+			body.Grow(int(n)) // one allocation, not a doubling series
+		}
+		_, err = body.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			s.fail(c, errs.E(errs.TooLarge, "file %s: over the limit of %d bytes", p, limit))
@@ -202,13 +208,8 @@ func (s *server) putFile(c *gin.Context) {
 			s.fail(c, errs.E(errs.Invalid, "file %s: read request body: %w", p, err))
 			return
 		}
-		err = cl.WriteFile(ctx, p, data, mode)
+		fi, err = cl.WriteFileInfo(ctx, p, body.Bytes(), mode)
 	}
-	if err != nil {
-		s.fail(c, fileError(ws, err))
-		return
-	}
-	fi, err := cl.Stat(ctx, p)
 	if err != nil {
 		s.fail(c, fileError(ws, err))
 		return

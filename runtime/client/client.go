@@ -285,10 +285,19 @@ func (c *Client) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // WriteFile writes data to path, creating missing parent directories. A
 // zero mode means 0644 for a new file and leaves an existing file's mode.
 func (c *Client) WriteFile(ctx context.Context, path string, data []byte, mode os.FileMode) error {
+	_, err := c.WriteFileInfo(ctx, path, data, mode)
+	return err
+}
+
+// WriteFileInfo is WriteFile returning the written file's description, in
+// the same round trip.
+func (c *Client) WriteFileInfo(ctx context.Context, path string, data []byte, mode os.FileMode) (protocol.FileInfo, error) {
+	var fi protocol.FileInfo
 	if err := checkSize("write "+path, len(data)); err != nil {
-		return err
+		return fi, err
 	}
-	return c.do(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Data: data, Mode: unixMode(mode)}, nil)
+	err := c.do(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Data: data, Mode: unixMode(mode)}, &fi)
+	return fi, err
 }
 
 // Stat describes path; a symlink is described itself.

@@ -206,13 +206,17 @@ func (s *Server) write(req *protocol.Request) (any, error) {
 		// An existing file keeps its mode on open; an explicit mode is applied.
 		err = f.Chmod(mode)
 	}
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return nil, fsError("write", p, err)
 	}
-	return nil, nil
+	// The written file's description saves the caller a stat round trip.
+	return infoOf(p, fi), nil
 }
 
 func (s *Server) stat(req *protocol.Request) (any, error) {

@@ -382,8 +382,9 @@ func TestBinaryFrames(t *testing.T) {
 	}
 	content := []byte{0, 1, 2, 0xff, '\n'}
 	send(`{"id":1,"op":"write","path":"bin.dat"}`, content)
-	if typ, data := recv(); typ != websocket.MessageText || strings.Contains(string(data), `"error"`) {
-		t.Fatalf("write reply = %v %s", typ, data)
+	// The write's result describes the written file.
+	if typ, data := recv(); typ != websocket.MessageText || strings.Contains(string(data), `"error"`) || !strings.Contains(string(data), `"size":5`) {
+		t.Fatalf("write reply = %v %s; want the file's description with size 5", typ, data)
 	}
 	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"id":2,"op":"read","path":"bin.dat"}`)); err != nil {
 		t.Fatal(err)
