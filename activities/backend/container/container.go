@@ -36,6 +36,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	dcontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	dnetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
@@ -321,7 +322,28 @@ func (b *Backend) runtimeImage(ctx context.Context, image, imageID string) (stri
 		return "", b.engineErr(err, "runtime image: commit %s", ref)
 	}
 	b.logger.Info("runtime image made", "image", image, "runtime_image", ref)
+	b.pruneRuntimeImages(ctx, "primer-runtime/"+shortHex(imageID), ref)
 	return ref, nil
+}
+
+// pruneRuntimeImages removes the runtime images of repo other than keep:
+// those of earlier platform versions. An image a container still uses is
+// refused by the engine and stays until that workspace is gone.
+func (b *Backend) pruneRuntimeImages(ctx context.Context, repo, keep string) {
+	imgs, err := b.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", repo))})
+	if err != nil {
+		return
+	}
+	for _, img := range imgs {
+		for _, tag := range img.RepoTags {
+			if tag == keep || strings.HasSuffix(tag, "/"+keep) || !strings.Contains(tag, repo+":") {
+				continue
+			}
+			if _, err := b.cli.ImageRemove(ctx, tag, image.RemoveOptions{}); err == nil {
+				b.logger.Info("old runtime image removed", "runtime_image", tag)
+			}
+		}
+	}
 }
 
 func (b *Backend) hasImage(ctx context.Context, ref string) (bool, error) {

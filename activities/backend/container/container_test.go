@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	dnetwork "github.com/docker/docker/api/types/network"
 
 	"github.com/primerhq/primer/activities/backend"
@@ -95,6 +98,92 @@ func TestNetworkReachability(t *testing.T) {
 				if pb.HostPort != "" {
 					t.Errorf("network reachability published %s on %s:%s, want nothing published", p, pb.HostIP, pb.HostPort)
 				}
+			}
+		}
+	})
+}
+
+// TestRuntimeImage checks the derived runtime image: made once per image,
+// reused by later workspaces, and a newer platform's build removes the one
+// of an older version.
+func TestRuntimeImage(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		b := containertest.Backend(t, e)
+		cli := b.Client()
+
+		// An image of the test's own, so no other test shares its runtime
+		// images.
+		label := backendtest.NewID(t)
+		base, err := cli.ContainerCreate(ctx, &dcontainer.Config{Image: containertest.BusyboxImage, Cmd: []string{"true"}}, nil, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := "primer-test/runtime-image:" + label
+		_, err = cli.ContainerCommit(ctx, base.ID, dcontainer.CommitOptions{Reference: ref, Changes: []string{"LABEL primer-test=" + label}, Config: &dcontainer.Config{}})
+		_ = cli.ContainerRemove(ctx, base.ID, dcontainer.RemoveOptions{Force: true})
+		if err != nil {
+			t.Fatalf("commit test image: %v", err)
+		}
+		img, err := cli.ImageInspect(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo := "primer-runtime/" + strings.TrimPrefix(img.ID, "sha256:")[:12]
+		t.Cleanup(func() {
+			imgs, _ := cli.ImageList(context.Background(), image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", repo))})
+			for _, i := range imgs {
+				_, _ = cli.ImageRemove(context.Background(), i.ID, image.RemoveOptions{Force: true})
+			}
+			_, _ = cli.ImageRemove(context.Background(), ref, image.RemoveOptions{Force: true})
+		})
+		tags := func() []string {
+			imgs, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", repo))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, i := range imgs {
+				out = append(out, i.RepoTags...)
+			}
+			return out
+		}
+		provision := func() {
+			t.Helper()
+			id := backendtest.NewID(t)
+			h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: json.RawMessage(`{"kind":"container","image":"` + ref + `"}`), Token: backendtest.NewToken(t)})
+			if err != nil {
+				t.Fatalf("provision: %v", err)
+			}
+			if err := b.Destroy(ctx, h); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		provision()
+		first := tags()
+		if len(first) != 1 {
+			t.Fatalf("runtime images after the first workspace = %v, want one", first)
+		}
+		provision()
+		if again := tags(); len(again) != 1 || again[0] != first[0] {
+			t.Fatalf("runtime images after the second workspace = %v, want the same %v", again, first)
+		}
+
+		// Pretend the current one is an older platform's: retag it and drop
+		// the current tag; the next workspace builds anew and prunes it.
+		old := repo + ":000000000000"
+		if err := cli.ImageTag(ctx, first[0], old); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.ImageRemove(ctx, first[0], image.RemoveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		provision()
+		for _, tag := range tags() {
+			if strings.HasSuffix(tag, old) {
+				t.Errorf("old runtime image %s left after a newer build: %v", old, tags())
 			}
 		}
 	})
