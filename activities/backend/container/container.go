@@ -72,6 +72,9 @@ const (
 	ulimitNproc  = 16384
 )
 
+// runtimePort is RuntimePort as the engine names it.
+var runtimePort = nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
+
 // shellCaps are the capabilities a workspace keeps: enough for a root shell
 // to own, chmod and chown its files, signal its processes, switch users and
 // bind low ports. Everything else (NET_RAW, MKNOD, SYS_CHROOT, AUDIT_WRITE,
@@ -98,8 +101,8 @@ func checkID(id string) error {
 
 // Options are the platform's settings for every container backend.
 type Options struct {
-	// Runtime supplies the static primer-runtime binary copied into each
-	// container.
+	// Runtime supplies the static primer-runtime binary added to each
+	// workspace image (see runtimeImage).
 	Runtime *RuntimeBinary
 	// ReadyTimeout bounds how long Provision waits for the runtime to answer
 	// after the container starts; default 30 s.
@@ -170,9 +173,6 @@ func newClient(c Connection) (*dclient.Client, error) {
 // Client returns the engine client (tests inspect what the backend made).
 func (b *Backend) Client() *dclient.Client { return b.cli }
 
-// Config returns the provider config the backend was built from.
-func (b *Backend) Config() ProviderConfig { return b.cfg }
-
 // Close releases the engine client's connections.
 func (b *Backend) Close() error { return b.cli.Close() }
 
@@ -188,7 +188,7 @@ func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
 }
 
 // Provision implements backend.Backend. It makes the volume and the
-// container, copies the runtime in, starts it and waits until the runtime
+// container from the runtime image, starts it and waits until the runtime
 // answers with the request's token. A retry finds a running container of the
 // workspace and returns it; a container left stopped or half-made by an
 // earlier try is removed and made again. On failure nothing named after the
@@ -408,7 +408,6 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		entrypoint = append(entrypoint, "--egress=deny")
 		caps = append(append([]string(nil), shellCaps...), lockdownCaps...)
 	}
-	port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
 	cfg := &dcontainer.Config{
 		Image:        image,
 		Hostname:     id,
@@ -418,7 +417,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		Cmd:          []string{},
 		WorkingDir:   t.Workdir,
 		Labels:       labels,
-		ExposedPorts: nat.PortSet{port: {}},
+		ExposedPorts: nat.PortSet{runtimePort: {}},
 		StopSignal:   "SIGTERM",
 	}
 	pids := t.PidsLimit
@@ -472,7 +471,6 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 // port that turns out to be taken (another process, or on Podman another
 // container created at the same moment) is picked again: up to three tries.
 func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer.Config, hc *dcontainer.HostConfig, netCfg *dnetwork.NetworkingConfig) (dcontainer.CreateResponse, error) {
-	port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
 	for attempt := 1; ; attempt++ {
 		if b.cfg.Reachability.Kind == ReachHostPort {
 			hostPort, release, err := b.pickPort()
@@ -480,7 +478,7 @@ func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer
 				return dcontainer.CreateResponse{}, err
 			}
 			defer release()
-			hc.PortBindings = nat.PortMap{port: {{HostIP: b.cfg.Reachability.BindHost, HostPort: hostPort}}}
+			hc.PortBindings = nat.PortMap{runtimePort: {{HostIP: b.cfg.Reachability.BindHost, HostPort: hostPort}}}
 		}
 		created, err := b.cli.ContainerCreate(ctx, cfg, hc, netCfg, nil, Name(id))
 		if err != nil {
@@ -509,11 +507,12 @@ func portTaken(err error) bool {
 // pickPort returns the host port to publish the runtime on: empty (the
 // engine picks) on Docker, whose daemon allocates ports atomically. Podman
 // 4 picks free ports per container without coordination, and two containers
-// created at the same moment were seen to get the same one; there the
-// backend picks a port the kernel says is free and that it has not handed
-// out in this process in the last minute.
+// created at the same moment were seen to get the same one; for a Podman on
+// this host (socket connection) the backend picks a port the kernel says is
+// free and that it has not handed out in this process in the last minute. A
+// remote Podman picks its own, and a clash is retried by createAndStart.
 func (b *Backend) pickPort() (string, func(), error) {
-	if b.cfg.Runtime != EnginePodman {
+	if b.cfg.Runtime != EnginePodman || b.cfg.Connection.Kind != ConnSocket {
 		return "", func() {}, nil
 	}
 	for range 20 {
@@ -595,18 +594,13 @@ func (b *Backend) runtimeURL(id string, info dcontainer.InspectResponse) (string
 		}
 		return "ws://" + net.JoinHostPort(ep.IPAddress, strconv.Itoa(RuntimePort)) + "/", nil
 	default:
-		port := nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
-		for _, pb := range info.NetworkSettings.Ports[port] {
-			if pb.HostPort == "" {
-				continue
+		// A wildcard bind is listed once per address family, with one port.
+		for _, pb := range info.NetworkSettings.Ports[runtimePort] {
+			if pb.HostPort != "" {
+				return "ws://" + net.JoinHostPort(b.cfg.Reachability.ConnectHost, pb.HostPort) + "/", nil
 			}
-			// Docker lists a wildcard bind once per address family.
-			if ip := net.ParseIP(pb.HostIP); pb.HostIP != "" && ip != nil && ip.To4() == nil && strings.Contains(b.cfg.Reachability.ConnectHost, ".") {
-				continue
-			}
-			return "ws://" + net.JoinHostPort(b.cfg.Reachability.ConnectHost, pb.HostPort) + "/", nil
 		}
-		return "", errs.E(errs.Unavailable, "workspace %s: container %s publishes no port for %s", id, Name(id), port)
+		return "", errs.E(errs.Unavailable, "workspace %s: container %s publishes no port for %s", id, Name(id), runtimePort)
 	}
 }
 
@@ -832,12 +826,4 @@ func (b *Backend) where() string {
 		return b.cfg.Connection.SocketPath
 	}
 	return b.cfg.Connection.Host
-}
-
-// Ping checks that the engine answers (API validation of a provider).
-func (b *Backend) Ping(ctx context.Context) error {
-	if _, err := b.cli.Ping(ctx); err != nil {
-		return b.engineErr(err, "provider")
-	}
-	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -43,9 +42,6 @@ func FindRuntimeBinary(explicit string) *RuntimeBinary {
 	}
 	return NewRuntimeBinary("primer-runtime")
 }
-
-// Path returns where the binary is read from.
-func (r *RuntimeBinary) Path() string { return r.path }
 
 // Tar returns a tar stream holding .primer/primer-runtime, to extract at /.
 func (r *RuntimeBinary) Tar() (io.Reader, error) {
@@ -111,6 +107,3 @@ func checkStatic(path string) error {
 	}
 	return nil
 }
-
-// String names the binary for logs.
-func (r *RuntimeBinary) String() string { return fmt.Sprintf("primer-runtime(%s)", r.path) }
