@@ -15,8 +15,8 @@ import (
 	"github.com/primerhq/primer/errs"
 )
 
-// RuntimeBinary is the static primer-runtime the backend copies into every
-// container, read once and kept as a ready tar stream.
+// RuntimeBinary is the static primer-runtime the backend adds to every
+// workspace image, read once and kept as a ready tar stream.
 type RuntimeBinary struct {
 	path string
 
