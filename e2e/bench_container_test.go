@@ -80,20 +80,8 @@ func TestBenchContainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		execAPI := timeN(t, 200, func() error {
-			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"true"}})
-			if err == nil && res.ExitCode != 0 {
-				err = fmt.Errorf("exit %d", res.ExitCode)
-			}
-			return err
-		})
-		execRT := timeN(t, 200, func() error {
-			res, err := rt.Exec(ctx, protocol.ExecRequest{Args: []string{"true"}}, nil, nil)
-			if err == nil && res.ExitCode != 0 {
-				err = fmt.Errorf("exit %d", res.ExitCode)
-			}
-			return err
-		})
+		execAPI := timeN(t, 200, apiExecTrue(ctx, p, ws.ID))
+		execRT := timeN(t, 200, runtimeExecTrue(ctx, rt))
 		execRaw := timeN(t, 50, func() error { return engineExec(ctx, b.cli, ctr, []string{"true"}) })
 
 		payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB

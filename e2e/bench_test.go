@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
+	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
 )
 
@@ -79,6 +81,28 @@ func printTable(t *testing.T, title string, rows []row) {
 	fmt.Println(b.String())
 }
 
+// apiExecTrue runs `true` in workspace id through the REST API.
+func apiExecTrue(ctx context.Context, p *primer, id string) func() error {
+	return func() error {
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"true"}})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	}
+}
+
+// runtimeExecTrue runs `true` through a runtime client.
+func runtimeExecTrue(ctx context.Context, rt *rtclient.Client) func() error {
+	return func() error {
+		res, err := rt.Exec(ctx, protocol.ExecRequest{Args: []string{"true"}}, nil, nil)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	}
+}
+
 func timeN(t *testing.T, n int, f func() error) []time.Duration {
 	t.Helper()
 	out := make([]time.Duration, 0, n)
@@ -129,17 +153,8 @@ func TestBenchLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	execAPI := timeN(t, 200, func() error {
-		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"true"}})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d", res.ExitCode)
-		}
-		return err
-	})
-	execRT := timeN(t, 500, func() error {
-		_, err := rt.Exec(ctx, protocol.ExecRequest{Args: []string{"true"}}, nil, nil)
-		return err
-	})
+	execAPI := timeN(t, 200, apiExecTrue(ctx, p, ws.ID))
+	execRT := timeN(t, 500, runtimeExecTrue(ctx, rt))
 	execBase := timeN(t, 500, func() error { return exec.Command("true").Run() })
 
 	payload := bytes.Repeat([]byte("0123456789abcdef"), 256) // 4 KiB

@@ -350,16 +350,9 @@ func TestContainerFaults(t *testing.T) {
 
 		t.Run("MissingImage", func(t *testing.T) {
 			ctx := ctxT(t, 2*time.Minute)
-			ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "no-image"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
-			if err != nil {
-				t.Fatalf("wait failed: %v", err)
-			}
-			if !strings.Contains(strings.ToLower(failed.Reason), "no-such-image") {
-				t.Errorf("reason %q does not give the engine's reason about the image", failed.Reason)
+			ws := createInPhase(t, p, "no-image", models.PhaseFailed)
+			if !strings.Contains(strings.ToLower(ws.Reason), "no-such-image") {
+				t.Errorf("reason %q does not give the engine's reason about the image", ws.Reason)
 			}
 			evs, _ := p.api.Events(ctx, ws.ID, 0)
 			var reason string
@@ -485,16 +478,9 @@ func TestContainerEngineDown(t *testing.T) {
 	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "flaky-bb"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
-	if err != nil {
-		t.Fatalf("wait failed: %v", err)
-	}
-	if !strings.Contains(failed.Reason, "not reachable") || !strings.Contains(failed.Reason, sock) {
-		t.Errorf("reason %q does not say the engine at %s is not reachable", failed.Reason, sock)
+	ws := createInPhase(t, p, "flaky-bb", models.PhaseFailed)
+	if !strings.Contains(ws.Reason, "not reachable") || !strings.Contains(ws.Reason, sock) {
+		t.Errorf("reason %q does not say the engine at %s is not reachable", ws.Reason, sock)
 	}
 	// The workflow retried provisioning before giving up.
 	if attempts := lastProvisionAttempt(t, p, ctx, ws.ID); attempts < 2 {

@@ -283,17 +283,9 @@ func TestProvisionFailure(t *testing.T) {
 	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "broken", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"sk-live-abc123"},"init":["echo doomed $API_KEY >&2; exit 7"]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "broken"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got *models.Workspace
-	eventually(t, 60*time.Second, "workspace failed", func() bool {
-		got, err = p.api.GetWorkspace(ctx, ws.ID)
-		return err == nil && got.Phase == models.PhaseFailed
-	})
-	if !strings.Contains(got.Reason, "doomed") {
-		t.Errorf("reason = %q, want the init command's stderr", got.Reason)
+	ws := createInPhase(t, p, "broken", models.PhaseFailed)
+	if !strings.Contains(ws.Reason, "doomed") {
+		t.Errorf("reason = %q, want the init command's stderr", ws.Reason)
 	}
 	evs, _ := p.api.Events(ctx, ws.ID, 0)
 	var sawFailed bool
@@ -311,8 +303,8 @@ func TestProvisionFailure(t *testing.T) {
 	// The template's secret env value, printed by the init command, reaches
 	// neither the reason, the events nor the workflow history.
 	const secret = "sk-live-abc123"
-	if strings.Contains(got.Reason, secret) {
-		t.Errorf("reason shows the secret: %q", got.Reason)
+	if strings.Contains(ws.Reason, secret) {
+		t.Errorf("reason shows the secret: %q", ws.Reason)
 	}
 	for _, e := range evs {
 		if strings.Contains(string(e.Data), secret) {
@@ -347,14 +339,21 @@ func TestProvisionFailure(t *testing.T) {
 
 func createRunning(t *testing.T, p *primer, template string) *models.Workspace {
 	t.Helper()
+	return createInPhase(t, p, template, models.PhaseRunning)
+}
+
+// createInPhase creates a workspace from template and waits until it
+// reaches phase (running, or failed for a template that cannot work).
+func createInPhase(t *testing.T, p *primer, template, phase string) *models.Workspace {
+	t.Helper()
 	ctx := ctxT(t, 2*time.Minute)
 	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}
-	ws, err = p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil)
+	ws, err = p.api.WaitWorkspace(ctx, ws.ID, phase, nil)
 	if err != nil {
-		t.Fatalf("wait running: %v", err)
+		t.Fatalf("wait %s: %v", phase, err)
 	}
 	return ws
 }
