@@ -27,7 +27,6 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/workflows"
 )
 
