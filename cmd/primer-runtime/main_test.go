@@ -123,16 +123,7 @@ func TestBinary(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no exit after SIGTERM")
-	}
+	waitCleanExit(t, cmd)
 	if _, err := p.Wait(); err == nil {
 		t.Fatal("Wait after the runtime stopped gave no error")
 	}
@@ -201,16 +192,7 @@ func TestBinaryAsInit(t *testing.T) {
 		t.Fatalf("children of unshare %q: %v", kids, err)
 	}
 	_ = syscall.Kill(init, syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no exit after SIGTERM")
-	}
+	waitCleanExit(t, cmd)
 }
 
 func waitFile(t *testing.T, p string) {
@@ -222,4 +204,19 @@ func waitFile(t *testing.T, p string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s not written", p)
+}
+
+// waitCleanExit waits for cmd, sent SIGTERM, to exit with status 0.
+func waitCleanExit(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit after SIGTERM")
+	}
 }
