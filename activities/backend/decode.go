@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode"
 
@@ -78,6 +79,18 @@ func CheckKind(prefix, kind, want string, optional bool) error {
 		return errs.Field(f, "%s: required, must be %q", f, want)
 	}
 	return errs.Field(f, "%s: is %q, must be %q", f, kind, want)
+}
+
+// AbsPath checks that a document's path field is set and absolute, and
+// returns it cleaned. field names it ("spec.config.root_path").
+func AbsPath(field, p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errs.Field(field, "%s: required", field)
+	case !filepath.IsAbs(p):
+		return "", errs.Field(field, "%s: %q must be an absolute path", field, p)
+	}
+	return filepath.Clean(p), nil
 }
 
 // Check checks the common part of a template backend document named

@@ -97,11 +97,9 @@ func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 	conn := &c.Connection
 	switch conn.Kind {
 	case ConnSocket:
-		if conn.SocketPath == "" {
-			return c, errs.Field("spec.config.connection.socket_path", "spec.config.connection.socket_path: required for kind socket")
-		}
-		if !path.IsAbs(conn.SocketPath) {
-			return c, errs.Field("spec.config.connection.socket_path", "spec.config.connection.socket_path: %q must be an absolute path", conn.SocketPath)
+		var err error
+		if conn.SocketPath, err = backend.AbsPath("spec.config.connection.socket_path", conn.SocketPath); err != nil {
+			return c, err
 		}
 		if conn.Host != "" || conn.TLS != nil {
 			return c, errs.Field("spec.config.connection", "spec.config.connection: host and tls are for kind tcp")

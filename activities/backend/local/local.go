@@ -92,13 +92,10 @@ func ParseProviderConfig(config json.RawMessage, kind string) (ProviderConfig, e
 	if err := backend.CheckKind("spec.config", c.Kind, kind, true); err != nil {
 		return c, err
 	}
-	switch {
-	case c.RootPath == "":
-		return c, errs.Field("spec.config.root_path", "spec.config.root_path: required")
-	case !filepath.IsAbs(c.RootPath):
-		return c, errs.Field("spec.config.root_path", "spec.config.root_path: %q must be an absolute path", c.RootPath)
+	var err error
+	if c.RootPath, err = backend.AbsPath("spec.config.root_path", c.RootPath); err != nil {
+		return c, err
 	}
-	c.RootPath = filepath.Clean(c.RootPath)
 	if err := os.MkdirAll(c.RootPath, 0o700); err != nil {
 		return c, errs.Field("spec.config.root_path", "spec.config.root_path: create %q: %v", c.RootPath, err)
 	}

@@ -63,13 +63,10 @@ func ParseTemplate(doc json.RawMessage) (Template, error) {
 	if err := t.Common.Check(Type); err != nil {
 		return t, err
 	}
-	switch {
-	case t.Repository == "":
-		return t, errs.Field("spec.backend.repository", "spec.backend.repository: required")
-	case !filepath.IsAbs(t.Repository):
-		return t, errs.Field("spec.backend.repository", "spec.backend.repository: %q must be an absolute path", t.Repository)
+	var err error
+	if t.Repository, err = backend.AbsPath("spec.backend.repository", t.Repository); err != nil {
+		return t, err
 	}
-	t.Repository = filepath.Clean(t.Repository)
 	if t.BaseRef == "" {
 		t.BaseRef = "HEAD"
 	}
