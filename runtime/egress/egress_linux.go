@@ -99,17 +99,11 @@ func DropCaps(caps ...uintptr) error {
 			return fmt.Errorf("egress: drop capability %d: out of range", c)
 		}
 	}
-	ordered := slices.Clone(caps)
-	// Stable: CapSetPCAP moves to the end, the others keep their order.
-	slices.SortStableFunc(ordered, func(a, b uintptr) int {
-		switch {
-		case a == CapSetPCAP && b != CapSetPCAP:
-			return 1
-		case b == CapSetPCAP && a != CapSetPCAP:
-			return -1
-		}
-		return 0
-	})
+	// CapSetPCAP goes last: dropping from the bounding set needs it.
+	ordered := slices.DeleteFunc(slices.Clone(caps), func(c uintptr) bool { return c == CapSetPCAP })
+	if slices.Contains(caps, CapSetPCAP) {
+		ordered = append(ordered, CapSetPCAP)
+	}
 	for _, c := range ordered {
 		if _, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0); errno != 0 {
 			err := allThreadsErr(errno)
@@ -149,13 +143,9 @@ func DropCaps(caps ...uintptr) error {
 // the runtime's token out of the reach of the commands it runs. The mark
 // lasts until the process executes another program.
 func SetNotDumpable() error {
-	_, _, errno := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0)
-	if errno == syscall.ENOTSUP {
-		// With cgo AllThreadsSyscall is refused; the flag belongs to the
-		// process's memory map, shared by all its threads, so one call
-		// is enough.
-		_, _, errno = syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0)
-	}
+	// The flag belongs to the process's memory map, shared by all its
+	// threads, so one call covers them.
+	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0)
 	if errno != 0 {
 		return fmt.Errorf("egress: set not dumpable: %w", errno)
 	}
