@@ -10,8 +10,8 @@
 #                                 (deploy/images/workspace-runtime/Dockerfile)
 #
 # Users with a registry need none of this: a template may name any image with
-# a shell (debian:bookworm-slim, python:3.12-slim, ...); the platform copies
-# primer-runtime into the container itself.
+# a shell (debian:bookworm-slim, python:3.12-slim, ...); the platform adds
+# primer-runtime to it itself.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
