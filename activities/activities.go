@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -51,6 +52,12 @@ type Activities struct {
 	Connector *Connector
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
+	// Lifecycle creates and deletes pool workspaces; nil leaves pools
+	// untended (ReconcilePool fails).
+	Lifecycle Lifecycle
+	// HTTPClient delivers webhooks (default http.DefaultClient with a
+	// per-call timeout).
+	HTTPClient *http.Client
 
 	// ProbeTimeout bounds one probe's ping (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration
@@ -243,11 +250,11 @@ func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOu
 	}
 	ended := 0
 	if in.To == models.PhaseFailed {
-		n, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, models.ReasonWorkspaceLost)
+		ids, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, models.ReasonWorkspaceLost)
 		if err != nil {
 			return SetPhaseOutput{}, classify(fmt.Errorf("workspace %s: end sessions: %w", in.WorkspaceID, err))
 		}
-		ended = n
+		ended = len(ids)
 	}
 	if _, err := a.recordEvent(ctx, in.WorkspaceID, models.EventPhaseChanged, map[string]any{
 		"from": in.From, "to": in.To, "reason": in.Reason,

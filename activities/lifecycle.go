@@ -27,14 +27,16 @@ import (
 // same runtime with the same token, and backends are idempotent on the
 // workspace id.
 func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (ProvisionOutput, error) {
-	h, err := a.provision(ctx, in.WorkspaceID)
+	h, err := a.provision(ctx, in.WorkspaceID, false)
 	if err != nil {
 		return ProvisionOutput{}, classify(err)
 	}
 	return ProvisionOutput{Handle: h}, nil
 }
 
-func (a *Activities) provision(ctx context.Context, id string) (backend.Handle, error) {
+// provision makes the sandbox. A replacement (stale recovery) keeps files
+// the workspace already has: template files are written only where missing.
+func (a *Activities) provision(ctx context.Context, id string, replacement bool) (backend.Handle, error) {
 	ws, err := a.Store.GetWorkspace(ctx, id)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
@@ -87,7 +89,7 @@ func (a *Activities) provision(ctx context.Context, id string) (backend.Handle, 
 		if err != nil {
 			return backend.Handle{}, redactErr(err, secrets...)
 		}
-		if err := a.prepare(ctx, cl, ws.ID, common); err != nil {
+		if err := a.prepare(ctx, cl, ws.ID, common, replacement); err != nil {
 			return backend.Handle{}, redactErr(err, secrets...)
 		}
 	}
@@ -127,14 +129,20 @@ func (a *Activities) waitRuntime(ctx context.Context, ws *models.Workspace, h ba
 }
 
 // prepare writes the template's files (in path order, so retries and logs
-// are stable) and runs its init commands in order.
-func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, common backend.Common) error {
+// are stable) and runs its init commands in order. With keepExisting, a
+// file the workspace already has is left as it is.
+func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, common backend.Common, keepExisting bool) error {
 	paths := make([]string, 0, len(common.Files))
 	for p := range common.Files {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		if keepExisting {
+			if _, err := cl.Stat(ctx, p); err == nil {
+				continue
+			}
+		}
 		if err := cl.WriteFile(ctx, p, []byte(common.Files[p]), 0o644); err != nil {
 			return fmt.Errorf("workspace %s: provision: write file %s: %w", id, p, err)
 		}

@@ -22,6 +22,12 @@ type Metrics struct {
 	Probes *prometheus.CounterVec
 	// PhaseChanges counts workspace phase changes by the phase entered.
 	PhaseChanges *prometheus.CounterVec
+	// OrphansRemoved counts sandboxes the reconciler removed for having no
+	// workspace.
+	OrphansRemoved prometheus.Counter
+	// Leases counts pool leases by source: warm (from the pool) or cold (a
+	// new workspace because the pool was empty).
+	Leases *prometheus.CounterVec
 	// HTTPRequests counts API requests by method, route and status code.
 	HTTPRequests *prometheus.CounterVec
 	// HTTPDuration observes API request durations by method and route.
@@ -54,6 +60,14 @@ func New() *Metrics {
 			Name: "primer_workspace_phase_changes_total",
 			Help: "Workspace phase changes by the phase entered.",
 		}, []string{"to"}),
+		OrphansRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "primer_orphans_removed_total",
+			Help: "Sandboxes the reconciler removed because no workspace owned them.",
+		}),
+		Leases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "primer_pool_leases_total",
+			Help: "Pool leases by source (warm or cold).",
+		}, []string{"source"}),
 		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "primer_http_requests_total",
 			Help: "API requests by method, route and status code.",
@@ -67,7 +81,7 @@ func New() *Metrics {
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.ProbeLateness, m.ProbeDuration, m.Probes, m.PhaseChanges, m.HTTPRequests, m.HTTPDuration,
+		m.ProbeLateness, m.ProbeDuration, m.Probes, m.PhaseChanges, m.OrphansRemoved, m.Leases, m.HTTPRequests, m.HTTPDuration,
 	)
 	return m
 }

@@ -39,6 +39,15 @@ type Config struct {
 	// ProbeInterval is how often each workspace's runtime is probed
 	// (PRIMER_PROBE_INTERVAL).
 	ProbeInterval time.Duration
+	// PoolInterval is how often a pool's workflow checks its pool when
+	// nothing signals it (PRIMER_POOL_INTERVAL; default 10s).
+	PoolInterval time.Duration
+	// ReconcileInterval is the time between reconciler passes
+	// (PRIMER_RECONCILE_INTERVAL; default 1m); OrphanGrace is how old a
+	// sandbox without a workspace must be before the reconciler removes it
+	// (PRIMER_ORPHAN_GRACE; default 2m).
+	ReconcileInterval time.Duration
+	OrphanGrace       time.Duration
 	// LocalRoot is where the reserved local provider keeps its workspaces;
 	// default DataDir/workspaces.
 	LocalRoot string
@@ -72,6 +81,15 @@ func (c *Config) Defaults() {
 	if c.ProbeInterval == 0 {
 		c.ProbeInterval = 30 * time.Second
 	}
+	if c.PoolInterval == 0 {
+		c.PoolInterval = 10 * time.Second
+	}
+	if c.ReconcileInterval == 0 {
+		c.ReconcileInterval = time.Minute
+	}
+	if c.OrphanGrace == 0 {
+		c.OrphanGrace = 2 * time.Minute
+	}
 	if c.LocalRoot == "" {
 		c.LocalRoot = filepath.Join(c.DataDir, "workspaces")
 	}
@@ -101,6 +119,10 @@ func (c *Config) Validate() error {
 	}
 	if c.ProbeInterval < 10*time.Millisecond {
 		return errs.Field("probe_interval", "probe interval %s is too short (at least 10ms)", c.ProbeInterval)
+	}
+	if c.PoolInterval < 10*time.Millisecond || c.ReconcileInterval < 10*time.Millisecond || c.OrphanGrace < 0 {
+		return errs.Field("pool_interval", "pool interval %s and reconcile interval %s must be at least 10ms, orphan grace %s not negative",
+			c.PoolInterval, c.ReconcileInterval, c.OrphanGrace)
 	}
 	if c.TemporalPort < 0 || c.TemporalPort > 65535 {
 		return errs.Field("temporal_port", "temporal port %d out of range", c.TemporalPort)

@@ -122,12 +122,20 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	m := metrics.New()
 	s.metrics = m
 	s.connect = connector
+	starter := &workflows.Starter{
+		Temporal:      s.client,
+		Store:         s.store,
+		Logger:        logger,
+		ProbeInterval: cfg.ProbeInterval,
+		PoolInterval:  cfg.PoolInterval,
+	}
 	acts := &activities.Activities{
 		Store:     s.store,
 		Backends:  registry,
 		Connector: connector,
 		Metrics:   m,
 		Logger:    logger,
+		Lifecycle: starter,
 	}
 
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{
@@ -141,10 +149,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	if err := s.worker.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
+	if err := s.startBackground(ctx, starter); err != nil {
+		return nil, err
+	}
 
 	handler, err := api.New(api.Config{
 		Store:         s.store,
 		Temporal:      s.client,
+		Starter:       starter,
 		Connector:     connector,
 		Backends:      registry,
 		Metrics:       m,
@@ -167,6 +179,28 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	go func() { s.serveErr <- s.http.Serve(s.listener) }()
 	logger.Info("primer serving", "addr", s.listener.Addr().String(), "data_dir", cfg.DataDir)
 	return s, nil
+}
+
+// startBackground makes sure the long-lived workflows run: the reconciler
+// and one workflow per pool. Starting one that runs already changes nothing,
+// so every worker of a cluster may do it.
+func (s *Server) startBackground(ctx context.Context, starter *workflows.Starter) error {
+	if err := starter.StartReconciler(ctx, workflows.ReconcilerInput{
+		Interval: s.cfg.ReconcileInterval,
+		Grace:    s.cfg.OrphanGrace,
+	}); err != nil {
+		return err
+	}
+	pools, err := s.store.ListPools(ctx, "")
+	if err != nil {
+		return fmt.Errorf("list pools: %w", err)
+	}
+	for _, p := range pools {
+		if err := starter.StartPool(ctx, p.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // URL is the API's base URL, for example http://127.0.0.1:8080.

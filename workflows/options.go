@@ -9,7 +9,8 @@
 // be guarded with workflow.GetVersion(ctx, "<change-id>", workflow.DefaultVersion, 1)
 // so workflows already running replay the old path. Record a new history in
 // testdata (PRIMER_RECORD_HISTORY=1) for every new version; the replay test
-// keeps the old ones passing. No change has needed a version yet.
+// keeps the old ones passing. WorkspaceWorkflow's versions are listed by
+// versionRecovery in workspace.go.
 package workflows
 
 import (
@@ -34,6 +35,12 @@ const (
 	// SignalDelete asks a workspace workflow to destroy its workspace; its
 	// payload is a DeleteSignal.
 	SignalDelete = "delete"
+	// SignalRecover asks an escalated (or failed) workspace to try a
+	// replacement now; its payload is a RecoverSignal.
+	SignalRecover = "recover"
+	// SignalReturn gives a leased pool workspace back: it is reset and
+	// returns to its pool, or is replaced. Its payload is a ReturnSignal.
+	SignalReturn = "return"
 	// QueryState returns the workflow's WorkspaceState.
 	QueryState = "state"
 )
@@ -52,6 +59,9 @@ const (
 	// ProbesPerRun bounds the probes in one workflow run before it continues
 	// as new, keeping each run's history small (about 6 events per probe).
 	ProbesPerRun = 200
+	// DestroyRoundsPerRun bounds the destroy rounds of a delete that keeps
+	// failing (an engine that is down) before the run continues as new.
+	DestroyRoundsPerRun = 100
 )
 
 // Custom search attributes (Keyword) the workflow keeps current so the
@@ -101,9 +111,11 @@ func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
 	}
 }
 
-// Register registers the workspace workflow (by WorkspaceWorkflowName) and
-// a's activities on w.
+// Register registers Primer's workflows (workspace, pool, reconciler, by
+// their names) and a's activities on w.
 func Register(w worker.Registry, a *activities.Activities) {
 	w.RegisterWorkflowWithOptions(WorkspaceWorkflow, workflow.RegisterOptions{Name: WorkspaceWorkflowName})
+	w.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowName})
+	w.RegisterWorkflowWithOptions(ReconcilerWorkflow, workflow.RegisterOptions{Name: ReconcilerWorkflowName})
 	w.RegisterActivity(a)
 }

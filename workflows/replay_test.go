@@ -28,6 +28,8 @@ func TestReplay(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(WorkspaceWorkflow, workflow.RegisterOptions{Name: WorkspaceWorkflowName})
+			r.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowName})
+			r.RegisterWorkflowWithOptions(ReconcilerWorkflow, workflow.RegisterOptions{Name: ReconcilerWorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
 				t.Fatalf("replay %s: %v", file, err)
 			}

@@ -23,6 +23,12 @@ type WorkspaceInput struct {
 	Backend     string
 	// ProbeInterval is the time between probes; zero means DefaultProbeInterval.
 	ProbeInterval time.Duration
+	// Policy is the template's start timeout and recovery policy as it was
+	// when the workspace was created; nil (workflows started before
+	// policies existed) means the defaults.
+	Policy *backend.Policy
+	// PoolID is the warm pool the workspace belongs to, if any.
+	PoolID string
 	// State is carried over continue-as-new; nil on the first run.
 	State *WorkspaceState
 }
@@ -35,10 +41,25 @@ type WorkspaceState struct {
 	// Hits and Misses count consecutive probe results; one resets the other.
 	Hits   int
 	Misses int
-	// Handle is the provisioned sandbox; nil until provisioning succeeded.
+	// Handle is the provisioned sandbox; nil until provisioning succeeded
+	// (and again after a provisioning or a replacement failed).
 	Handle *backend.Handle
 	// Probes counts probes over the workflow's whole life, across runs.
 	Probes int
+	// PhaseSince is when the workspace entered Phase (workflow time); the
+	// start timeout and the recovery delay count from it.
+	PhaseSince time.Time
+	// Attempts counts the replacements tried since the workspace last ran.
+	Attempts int
+	// Recovering is set while a replacement is provisioned and has not yet
+	// answered a probe.
+	Recovering bool
+	// LostAt is when the workspace last went failed from a working state;
+	// sessions lost since then are resumed on the replacement.
+	LostAt time.Time
+	// DeleteReason is set once a delete began; a continued run goes on
+	// deleting.
+	DeleteReason string
 }
 
 // WorkspaceOutput is the workflow's result: its state when it ended.
@@ -51,6 +72,15 @@ type DeleteSignal struct {
 	// Reason is recorded as the reason of the terminating phase.
 	Reason string
 }
+
+// RecoverSignal is the payload of SignalRecover.
+type RecoverSignal struct {
+	// Reason says who asked; it is recorded with the recovery.
+	Reason string
+}
+
+// ReturnSignal is the payload of SignalReturn.
+type ReturnSignal struct{}
 
 // defaultDeleteReason is used when a delete signal gives no reason.
 const defaultDeleteReason = "deleted"
@@ -79,6 +109,18 @@ var (
 			MaximumAttempts:    10,
 		},
 	}
+	// destroyRoundOptions are one round of a delete in version 1: a few
+	// quick tries, then the workflow says why in the reason and tries again
+	// on its own timer, for as long as it takes.
+	destroyRoundOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+			MaximumAttempts:    3,
+		},
+	}
 	// cleanupOptions clean up after a failed provisioning: a few tries, and
 	// the final destroy on delete tries again anyway.
 	cleanupOptions = workflow.ActivityOptions{
@@ -88,6 +130,27 @@ var (
 			BackoffCoefficient: 2,
 			MaximumInterval:    10 * time.Second,
 			MaximumAttempts:    3,
+		},
+	}
+	// resetOptions reset a returned pool workspace: one retry, then the
+	// workspace is replaced instead.
+	resetOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumAttempts: 2,
+		},
+	}
+	// webhookOptions deliver an escalation: a receiver that is down gets a
+	// few minutes of retries; after that the escalation stays visible in
+	// the phase and the events.
+	webhookOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    6,
 		},
 	}
 	// probeOptions: a probe is never retried; a miss is a result and the
@@ -110,18 +173,36 @@ var (
 	}
 )
 
+// Workflow versions of WorkspaceWorkflow (workflow.GetVersion change id
+// versionRecovery). Version 0 is the first released behaviour and is kept
+// for the runs that started with it.
+const (
+	versionRecovery = "recovery"
+	// vRecovery adds stale recovery and escalation, the start timeout,
+	// deletes that retry until done, and the recover and return signals.
+	vRecovery workflow.Version = 1
+)
+
 // WorkspaceWorkflow is the life of one workspace:
 //
-//   - provision (retried; on failure: workspace.provision_failed, clean up,
-//     phase failed, then wait only for delete);
+//   - provision (retried within the template's start timeout; on failure:
+//     workspace.provision_failed, clean up, phase failed);
 //   - probe at once, then every ProbeInterval: pending -> running on the
 //     first hit; running -> failed after MissesToFail consecutive misses
-//     (open sessions end workspace_lost; a workspace still pending fails the
-//     same way, so one that never answers does not stay pending forever);
+//     (open sessions end workspace_lost); pending -> failed after the
+//     misses or when it stays pending longer than the start timeout;
 //     failed -> running after HitsToRecover consecutive hits;
-//   - on the delete signal, from any phase: terminating, destroy, done. If
-//     destroy still fails after its retries, the workspace goes failed with
-//     the error and waits for another delete;
+//   - stale recovery: once failed for the policy's delay, the sandbox is
+//     replaced under the same workspace id (its data kept where the backend
+//     can), phase pending while the replacement starts; when it answers,
+//     workspace.recovered, and every session lost since the failure gets a
+//     new session linked to it. After MaxAttempts failed replacements the
+//     workspace is escalated (event, optional webhook) and waits for the
+//     recover signal or a delete;
+//   - a pool workspace that is returned is reset, or deleted when the reset
+//     fails (its pool replaces it);
+//   - on the delete signal, from any phase: terminating, destroy until it
+//     succeeds (the reason says why it is still terminating), done;
 //   - on cancellation, destroy anyway, on a disconnected context.
 //
 // Each phase change is written to the database (SetPhase) and to the
@@ -129,13 +210,19 @@ var (
 // ProbesPerRun probes or when the server suggests it, carrying its state.
 func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOutput, err error) {
 	w := &workspace{
-		in:       in,
-		interval: in.ProbeInterval,
-		deleteCh: workflow.GetSignalChannel(ctx, SignalDelete),
-		log:      workflow.GetLogger(ctx),
+		in:        in,
+		interval:  in.ProbeInterval,
+		deleteCh:  workflow.GetSignalChannel(ctx, SignalDelete),
+		recoverCh: workflow.GetSignalChannel(ctx, SignalRecover),
+		returnCh:  workflow.GetSignalChannel(ctx, SignalReturn),
+		log:       workflow.GetLogger(ctx),
 	}
 	if w.interval <= 0 {
 		w.interval = DefaultProbeInterval
+	}
+	w.policy = backend.Common{}.Policy()
+	if in.Policy != nil {
+		w.policy = *in.Policy
 	}
 	if in.State != nil {
 		w.st = *in.State
@@ -162,46 +249,207 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 		out.State = w.st
 	}()
 
-	err = w.run(ctx)
+	w.version = workflow.GetVersion(ctx, versionRecovery, workflow.DefaultVersion, vRecovery)
+	if w.version == workflow.DefaultVersion {
+		err = w.runV0(ctx)
+	} else {
+		err = w.run(ctx)
+	}
 	return WorkspaceOutput{State: w.st}, err
 }
 
 // workspace is one run of the workflow.
 type workspace struct {
 	in        WorkspaceInput
+	version   workflow.Version
 	interval  time.Duration
+	policy    backend.Policy
 	st        WorkspaceState
 	deleteCh  workflow.ReceiveChannel
+	recoverCh workflow.ReceiveChannel
+	returnCh  workflow.ReceiveChannel
 	log       log.Logger
 	due       time.Time // when the next probe is due, for the lateness metric
 	destroyed bool
 }
 
+// run is version vRecovery of the workflow.
 func (w *workspace) run(ctx workflow.Context) error {
+	if w.st.DeleteReason != "" {
+		return w.deleteLoop(ctx, w.st.DeleteReason)
+	}
 	if reason, ok := w.pendingDelete(); ok {
 		return w.deleteLoop(ctx, reason)
 	}
-	probeNow := w.in.State == nil
-	if w.st.Handle == nil {
-		if w.in.State == nil {
-			if err := w.provision(ctx); err != nil {
-				return err
-			}
-		}
-		if w.st.Handle == nil {
-			// Provisioning failed: only a delete is left to wait for.
-			reason, err := w.awaitDelete(ctx)
-			if err != nil {
-				return err
-			}
-			return w.deleteLoop(ctx, reason)
+	first := w.in.State == nil
+	if w.st.PhaseSince.IsZero() {
+		// A run continued from version 0 did not keep the time.
+		w.st.PhaseSince = workflow.Now(ctx)
+	}
+	if first {
+		w.st.PhaseSince = workflow.Now(ctx)
+		if err := w.provision(ctx); err != nil {
+			return err
 		}
 	}
-	reason, err := w.probeLoop(ctx, probeNow)
+	reason, err := w.loop(ctx, first && w.st.Handle != nil)
 	if err != nil {
 		return err
 	}
 	return w.deleteLoop(ctx, reason)
+}
+
+// wake is what ended a wait of the loop.
+type wake int
+
+const (
+	wakeTimer wake = iota
+	wakeDelete
+	wakeRecover
+	wakeReturn
+)
+
+// loop probes and recovers until a delete arrives (its reason is
+// returned), the workflow is cancelled, or the run continues as new (both
+// as the error).
+func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
+	w.due = workflow.Now(ctx)
+	probes := 0
+	for {
+		if reason, ok := w.pendingDelete(); ok {
+			return reason, nil
+		}
+		if !probeNow {
+			why, reason, err := w.wait(ctx)
+			if err != nil {
+				return "", err
+			}
+			switch why {
+			case wakeDelete:
+				return reason, nil
+			case wakeRecover:
+				if w.st.Phase == models.PhaseFailed || w.st.Phase == models.PhaseEscalated {
+					if err := w.replace(ctx, true, reason); err != nil {
+						return "", err
+					}
+				}
+				probeNow = w.st.Handle != nil && w.st.Phase == models.PhasePending
+				continue
+			case wakeReturn:
+				if reason, done, err := w.returned(ctx); err != nil || done {
+					return reason, err
+				}
+				continue
+			}
+		}
+		probeNow = false
+
+		if w.st.Phase == models.PhaseEscalated {
+			continue
+		}
+		if w.st.Handle != nil {
+			if err := w.probe(ctx); err != nil {
+				return "", err
+			}
+		}
+		now := workflow.Now(ctx)
+		switch w.st.Phase {
+		case models.PhaseFailed:
+			// Replace once the delay is over, unless the last probe hit: a
+			// sandbox that answers again gets the chance to reach
+			// HitsToRecover.
+			if !now.Before(w.st.PhaseSince.Add(w.policy.RecoverAfter)) && w.st.Hits == 0 {
+				if err := w.replace(ctx, false, ""); err != nil {
+					return "", err
+				}
+				probeNow = w.st.Handle != nil && w.st.Phase == models.PhasePending
+			}
+		case models.PhasePending:
+			if !now.Before(w.st.PhaseSince.Add(w.policy.StartTimeout)) {
+				w.fail(ctx, fmt.Sprintf("did not start within the start timeout (%s)", w.policy.StartTimeout))
+			}
+		}
+		if w.st.Handle == nil {
+			continue
+		}
+		probes++
+		if probes >= ProbesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			// Signals that arrived meanwhile must not be lost with this run.
+			if reason, ok := w.pendingDelete(); ok {
+				return reason, nil
+			}
+			if w.recoverCh.Len() > 0 || w.returnCh.Len() > 0 {
+				continue
+			}
+			return "", w.continueAsNew(ctx)
+		}
+	}
+}
+
+// continueAsNew ends this run and starts the next with the current state.
+func (w *workspace) continueAsNew(ctx workflow.Context) error {
+	next := w.in
+	st := w.st
+	next.State = &st
+	return workflow.NewContinueAsNewError(ctx, WorkspaceWorkflowName, next)
+}
+
+// wait sleeps until the next probe or the next deadline of the phase, or
+// until a signal arrives. An escalated workspace waits for signals only.
+func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err error) {
+	now := workflow.Now(ctx)
+	d := w.interval
+	switch w.st.Phase {
+	case models.PhaseFailed:
+		d = untilDeadline(d, now, w.st.PhaseSince.Add(w.policy.RecoverAfter))
+	case models.PhasePending:
+		d = untilDeadline(d, now, w.st.PhaseSince.Add(w.policy.StartTimeout))
+	}
+	if w.st.Handle == nil && w.st.Phase != models.PhaseFailed && w.st.Phase != models.PhasePending {
+		d = -1
+	}
+	if w.st.Phase == models.PhaseEscalated {
+		d = -1
+	}
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	sel := workflow.NewSelector(ctx)
+	why = wakeTimer
+	if d >= 0 {
+		w.due = now.Add(d)
+		sel.AddFuture(workflow.NewTimer(tctx, d), func(workflow.Future) {})
+	}
+	sel.AddReceive(w.deleteCh, func(c workflow.ReceiveChannel, _ bool) {
+		var s DeleteSignal
+		c.Receive(ctx, &s)
+		why, reason = wakeDelete, s.Reason
+	})
+	sel.AddReceive(w.recoverCh, func(c workflow.ReceiveChannel, _ bool) {
+		var s RecoverSignal
+		c.Receive(ctx, &s)
+		why, reason = wakeRecover, s.Reason
+	})
+	sel.AddReceive(w.returnCh, func(c workflow.ReceiveChannel, _ bool) {
+		var s ReturnSignal
+		c.Receive(ctx, &s)
+		why = wakeReturn
+	})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
+	sel.Select(ctx)
+	if err := ctx.Err(); err != nil {
+		return wakeTimer, "", err
+	}
+	return why, reason, nil
+}
+
+// untilDeadline shortens a wait of d to end at deadline when that comes
+// first. A deadline already past does not shorten it: whatever it was due
+// for has been decided at the last wake.
+func untilDeadline(d time.Duration, now, deadline time.Time) time.Duration {
+	if left := deadline.Sub(now); left > 0 && left < d {
+		return left
+	}
+	return d
 }
 
 // provision runs the provision activity. A failure that is not a
@@ -210,7 +458,13 @@ func (w *workspace) run(ctx workflow.Context) error {
 func (w *workspace) provision(ctx workflow.Context) error {
 	var a *activities.Activities
 	var out activities.ProvisionOutput
-	actx := workflow.WithActivityOptions(ctx, provisionOptions)
+	opts := provisionOptions
+	if w.version >= vRecovery {
+		// The start timeout bounds provisioning with all its retries.
+		opts.ScheduleToCloseTimeout = w.policy.StartTimeout
+		opts.StartToCloseTimeout = min(opts.StartToCloseTimeout, w.policy.StartTimeout)
+	}
+	actx := workflow.WithActivityOptions(ctx, opts)
 	err := workflow.ExecuteActivity(actx, a.Provision, activities.ProvisionInput{WorkspaceID: w.in.WorkspaceID}).Get(ctx, &out)
 	if err == nil {
 		h := out.Handle
@@ -221,18 +475,15 @@ func (w *workspace) provision(ctx workflow.Context) error {
 		return ctx.Err()
 	}
 	msg := errorMessage(err)
+	if isTimeout(err) {
+		msg = fmt.Sprintf("did not start within the start timeout (%s): %s", w.policy.StartTimeout, msg)
+	}
 	w.log.Warn("workspace provisioning failed", "workspace_id", w.in.WorkspaceID, "error", msg)
 
-	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)
-	if err := workflow.ExecuteLocalActivity(lctx, a.RecordEvent, activities.RecordEventInput{
-		WorkspaceID: w.in.WorkspaceID,
-		Type:        models.EventProvisionFailed,
-		Data:        map[string]any{"workspace_type": w.in.Backend, "error": msg},
-	}).Get(ctx, nil); err != nil {
-		w.log.Warn("record provision failure", "workspace_id", w.in.WorkspaceID, "error", errorMessage(err))
-	}
+	w.recordEvent(ctx, models.EventProvisionFailed, map[string]any{"workspace_type": w.in.Backend, "error": msg})
+	var a2 *activities.Activities
 	cctx := workflow.WithActivityOptions(ctx, cleanupOptions)
-	if err := workflow.ExecuteActivity(cctx, a.Destroy, activities.DestroyInput{
+	if err := workflow.ExecuteActivity(cctx, a2.Destroy, activities.DestroyInput{
 		WorkspaceID: w.in.WorkspaceID,
 		KeepRow:     true,
 	}).Get(ctx, nil); err != nil {
@@ -245,57 +496,106 @@ func (w *workspace) provision(ctx workflow.Context) error {
 	return nil
 }
 
-// probeLoop probes until a delete arrives (its reason is returned), the
-// workflow is cancelled, or the run continues as new (both as the error).
-func (w *workspace) probeLoop(ctx workflow.Context, probeNow bool) (string, error) {
-	w.due = workflow.Now(ctx)
-	probes := 0
-	for {
-		if reason, ok := w.pendingDelete(); ok {
-			return reason, nil
-		}
-		if !probeNow {
-			reason, deleted, err := w.sleep(ctx, w.interval)
-			if err != nil || deleted {
-				return reason, err
-			}
-		}
-		probeNow = false
-		if err := w.probe(ctx); err != nil {
-			return "", err
-		}
-		probes++
-		if probes >= ProbesPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			// A delete that arrived meanwhile must not be lost with this run.
-			if reason, ok := w.pendingDelete(); ok {
-				return reason, nil
-			}
-			next := w.in
-			st := w.st
-			next.State = &st
-			return "", workflow.NewContinueAsNewError(ctx, WorkspaceWorkflowName, next)
-		}
+// replace is one step of stale recovery: escalate when the attempts are
+// used up (unless a user asked), else tear the sandbox down and provision
+// a replacement under the same workspace id. On success the workspace is
+// pending with the new handle and the loop probes it; on failure it is
+// failed again and the next attempt waits the recovery delay.
+func (w *workspace) replace(ctx workflow.Context, manual bool, why string) error {
+	if manual {
+		w.st.Attempts = 0
+	} else if w.st.Attempts >= w.policy.MaxAttempts {
+		return w.escalate(ctx)
 	}
+	w.st.Attempts++
+	total := max(w.policy.MaxAttempts, w.st.Attempts)
+	lost := w.st.Reason
+	data := map[string]any{"attempt": w.st.Attempts, "max_attempts": total, "reason": lost}
+	if manual {
+		data["requested"] = why
+	}
+	w.recordEvent(ctx, models.EventRecoveryStarted, data)
+	w.setPhase(ctx, models.PhasePending, fmt.Sprintf("recovering (attempt %d of %d) after: %s", w.st.Attempts, total, lost))
+
+	var a *activities.Activities
+	var out activities.ProvisionOutput
+	opts := provisionOptions
+	opts.ScheduleToCloseTimeout = w.policy.StartTimeout
+	opts.StartToCloseTimeout = min(opts.StartToCloseTimeout, w.policy.StartTimeout)
+	actx := workflow.WithActivityOptions(ctx, opts)
+	err := workflow.ExecuteActivity(actx, a.Replace, activities.ReplaceInput{
+		WorkspaceID: w.in.WorkspaceID,
+		Handle:      w.st.Handle,
+	}).Get(ctx, &out)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		msg := errorMessage(err)
+		w.st.Handle = nil
+		w.recordEvent(ctx, models.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": msg})
+		w.setPhase(ctx, models.PhaseFailed, fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, total, msg))
+		return nil
+	}
+	h := out.Handle
+	w.st.Handle = &h
+	w.st.Recovering = true
+	w.st.Hits, w.st.Misses = 0, 0
+	return nil
 }
 
-// sleep waits d or for a delete signal, whichever comes first.
-func (w *workspace) sleep(ctx workflow.Context, d time.Duration) (reason string, deleted bool, err error) {
-	tctx, cancelTimer := workflow.WithCancel(ctx)
-	defer cancelTimer()
-	w.due = workflow.Now(ctx).Add(d)
-	timer := workflow.NewTimer(tctx, d)
-	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(timer, func(workflow.Future) {})
-	sel.AddReceive(w.deleteCh, func(c workflow.ReceiveChannel, _ bool) {
-		var s DeleteSignal
-		c.Receive(ctx, &s)
-		reason, deleted = s.Reason, true
-	})
-	sel.Select(ctx)
-	if err := ctx.Err(); err != nil {
-		return "", false, err
+// escalate gives up on recovery: phase escalated with the reason, an
+// event, and the template's webhook when it has one.
+func (w *workspace) escalate(ctx workflow.Context) error {
+	reason := fmt.Sprintf("gave up after %d recovery attempts: %s", w.st.Attempts, w.st.Reason)
+	if w.policy.MaxAttempts == 0 {
+		reason = "recovery is off (max_attempts 0): " + w.st.Reason
 	}
-	return reason, deleted, nil
+	attempts := w.st.Attempts
+	w.setPhase(ctx, models.PhaseEscalated, reason)
+	w.recordEvent(ctx, models.EventEscalated, map[string]any{"attempts": attempts, "reason": reason})
+	if !w.policy.Webhook {
+		return nil
+	}
+	var a *activities.Activities
+	actx := workflow.WithActivityOptions(ctx, webhookOptions)
+	err := workflow.ExecuteActivity(actx, a.NotifyWebhook, activities.WebhookInput{
+		WorkspaceID: w.in.WorkspaceID,
+		Event:       models.EventEscalated,
+		Phase:       models.PhaseEscalated,
+		Reason:      reason,
+		Attempts:    attempts,
+	}).Get(ctx, nil)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		w.log.Warn("escalation webhook failed", "workspace_id", w.in.WorkspaceID, "error", errorMessage(err))
+	}
+	return nil
+}
+
+// returned handles a pool workspace given back by its lessee: a running
+// one is reset and goes back to the pool; one that is not running, or
+// whose reset fails, is deleted and its pool makes a new one. done is true
+// when the workspace is to be deleted, with reason.
+func (w *workspace) returned(ctx workflow.Context) (reason string, done bool, err error) {
+	if w.in.PoolID == "" {
+		return "", false, nil
+	}
+	if w.st.Phase != models.PhaseRunning {
+		return "returned to its pool while " + w.st.Phase + "; replaced", true, nil
+	}
+	var a *activities.Activities
+	actx := workflow.WithActivityOptions(ctx, resetOptions)
+	rerr := workflow.ExecuteActivity(actx, a.Reset, activities.ResetInput{WorkspaceID: w.in.WorkspaceID}).Get(ctx, nil)
+	if ctx.Err() != nil {
+		return "", false, ctx.Err()
+	}
+	if rerr != nil {
+		return "reset on return failed; replaced: " + errorMessage(rerr), true, nil
+	}
+	return "", false, nil
 }
 
 // probe runs one probe and applies its result to the phase.
@@ -327,25 +627,71 @@ func (w *workspace) probe(ctx workflow.Context) error {
 	case models.PhasePending:
 		if out.Hit {
 			w.setPhase(ctx, models.PhaseRunning, "runtime answered")
+			if w.st.Recovering {
+				w.recovered(ctx)
+			}
 		} else if w.st.Misses >= MissesToFail {
-			w.setPhase(ctx, models.PhaseFailed, out.Reason)
+			w.fail(ctx, out.Reason)
 		}
 	case models.PhaseRunning:
 		if w.st.Misses >= MissesToFail {
-			w.setPhase(ctx, models.PhaseFailed, out.Reason)
+			w.fail(ctx, out.Reason)
 		}
 	case models.PhaseFailed:
 		if w.st.Hits >= HitsToRecover {
 			w.setPhase(ctx, models.PhaseRunning, fmt.Sprintf("runtime answered %d probes in a row", w.st.Hits))
+			if w.version >= vRecovery {
+				w.st.Attempts = 0
+			}
 		}
 	}
 	return nil
 }
 
-// deleteLoop terminates the workspace; while destroy keeps failing it
-// leaves the workspace failed and waits for the next delete.
+// fail moves the workspace to failed. A replacement that failed to come
+// up is recorded as a failed recovery attempt.
+func (w *workspace) fail(ctx workflow.Context, reason string) {
+	if w.version < vRecovery {
+		w.setPhase(ctx, models.PhaseFailed, reason)
+		return
+	}
+	if w.st.Recovering {
+		w.st.Recovering = false
+		w.recordEvent(ctx, models.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": reason})
+		reason = fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, max(w.policy.MaxAttempts, w.st.Attempts), reason)
+	} else if w.st.Attempts == 0 {
+		w.st.LostAt = workflow.Now(ctx)
+	}
+	w.setPhase(ctx, models.PhaseFailed, reason)
+}
+
+// recovered finishes a recovery whose replacement answered: the sessions
+// lost with the old sandbox are resumed on the new one, and the event says
+// so.
+func (w *workspace) recovered(ctx workflow.Context) {
+	var a *activities.Activities
+	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)
+	if err := workflow.ExecuteLocalActivity(lctx, a.Recovered, activities.RecoveredInput{
+		WorkspaceID: w.in.WorkspaceID,
+		Attempt:     w.st.Attempts,
+		LostSince:   w.st.LostAt,
+	}).Get(ctx, nil); err != nil {
+		w.log.Warn("record recovery", "workspace_id", w.in.WorkspaceID, "error", errorMessage(err))
+	}
+	w.st.Recovering = false
+	w.st.Attempts = 0
+}
+
+// deleteLoop terminates the workspace. A destroy that fails leaves it
+// terminating with the error in the reason and is tried again on a timer,
+// with backoff, until it succeeds: a delete always completes. Long waits
+// continue as new, still deleting.
 func (w *workspace) deleteLoop(ctx workflow.Context, reason string) error {
-	for {
+	if reason == "" {
+		reason = defaultDeleteReason
+	}
+	w.st.DeleteReason = reason
+	for round := 1; ; round++ {
 		err := w.terminate(ctx, reason)
 		if err == nil {
 			return nil
@@ -353,9 +699,19 @@ func (w *workspace) deleteLoop(ctx workflow.Context, reason string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.setPhase(ctx, models.PhaseFailed, "destroy: "+errorMessage(err))
-		if reason, err = w.awaitDelete(ctx); err != nil {
+		backoff := min(time.Duration(1<<min(round, 6))*time.Second, time.Minute)
+		w.setReason(ctx, fmt.Sprintf("%s; destroy failed (round %d), retrying in %s: %s", reason, round, backoff, errorMessage(err)))
+		if err := workflow.Sleep(ctx, backoff); err != nil {
 			return err
+		}
+		// Deletes that arrive meanwhile change nothing: drain them.
+		for {
+			if _, ok := w.pendingDelete(); !ok {
+				break
+			}
+		}
+		if round >= DestroyRoundsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return w.continueAsNew(ctx)
 		}
 	}
 }
@@ -368,7 +724,11 @@ func (w *workspace) terminate(ctx workflow.Context, reason string) error {
 	}
 	w.setPhase(ctx, models.PhaseTerminating, reason)
 	var a *activities.Activities
-	actx := workflow.WithActivityOptions(ctx, destroyOptions)
+	opts := destroyOptions
+	if w.version >= vRecovery {
+		opts = destroyRoundOptions
+	}
+	actx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(actx, a.Destroy, activities.DestroyInput{
 		WorkspaceID: w.in.WorkspaceID,
 		Handle:      w.st.Handle,
@@ -390,6 +750,27 @@ func (w *workspace) setPhase(ctx workflow.Context, to, reason string) {
 		return
 	}
 	w.st.Phase, w.st.Reason = to, reason
+	if w.version >= vRecovery {
+		w.st.PhaseSince = workflow.Now(ctx)
+		w.st.Hits, w.st.Misses = 0, 0
+	}
+	w.storePhase(ctx, from, to, reason)
+	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrPhase.ValueSet(to)); err != nil {
+		w.log.Warn("upsert phase search attribute", "workspace_id", w.in.WorkspaceID, "to", to, "error", err)
+	}
+	w.log.Info("workspace phase changed", "workspace_id", w.in.WorkspaceID, "from", from, "to", to, "reason", reason)
+}
+
+// setReason records a new reason for the phase the workspace is in.
+func (w *workspace) setReason(ctx workflow.Context, reason string) {
+	if w.st.Reason == reason {
+		return
+	}
+	w.st.Reason = reason
+	w.storePhase(ctx, w.st.Phase, w.st.Phase, reason)
+}
+
+func (w *workspace) storePhase(ctx workflow.Context, from, to, reason string) {
 	var a *activities.Activities
 	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)
 	if err := workflow.ExecuteLocalActivity(lctx, a.SetPhase, activities.SetPhaseInput{
@@ -397,10 +778,18 @@ func (w *workspace) setPhase(ctx workflow.Context, to, reason string) {
 	}).Get(ctx, nil); err != nil {
 		w.log.Warn("store phase change", "workspace_id", w.in.WorkspaceID, "to", to, "error", errorMessage(err))
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttrPhase.ValueSet(to)); err != nil {
-		w.log.Warn("upsert phase search attribute", "workspace_id", w.in.WorkspaceID, "to", to, "error", err)
+}
+
+// recordEvent stores one event; failing to store it does not stop the
+// workflow.
+func (w *workspace) recordEvent(ctx workflow.Context, typ string, data map[string]any) {
+	var a *activities.Activities
+	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)
+	if err := workflow.ExecuteLocalActivity(lctx, a.RecordEvent, activities.RecordEventInput{
+		WorkspaceID: w.in.WorkspaceID, Type: typ, Data: data,
+	}).Get(ctx, nil); err != nil {
+		w.log.Warn("record event", "workspace_id", w.in.WorkspaceID, "type", typ, "error", errorMessage(err))
 	}
-	w.log.Info("workspace phase changed", "workspace_id", w.in.WorkspaceID, "from", from, "to", to, "reason", reason)
 }
 
 // pendingDelete takes a delete signal that has already arrived, if any.
@@ -434,7 +823,16 @@ func errorMessage(err error) string {
 	}
 	var toErr *temporal.TimeoutError
 	if errors.As(err, &toErr) {
+		if cause := toErr.Unwrap(); cause != nil {
+			return toErr.Error() + ": " + errorMessage(cause)
+		}
 		return toErr.Error()
 	}
 	return err.Error()
+}
+
+// isTimeout reports whether an activity error is its timeout running out.
+func isTimeout(err error) bool {
+	var toErr *temporal.TimeoutError
+	return errors.As(err, &toErr)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +49,17 @@ type fakes struct {
 
 	destroyErrs []error // returned by successive calls, then success
 	destroys    []activities.DestroyInput
+
+	replaceErrs []error // returned by successive Replace calls, then success
+	// replaced is set by a Replace that succeeded; with hitAfterReplace,
+	// every probe after it hits.
+	replaced        bool
+	hitAfterReplace bool
+	replaces    []activities.ReplaceInput
+	recovered   []activities.RecoveredInput
+	webhooks    []activities.WebhookInput
+	resetErrs   []error // returned by successive Reset calls, then success
+	resets      int
 	phases      []activities.SetPhaseInput
 	events      []activities.RecordEventInput
 	upserts     []string // PrimerPhase values upserted
@@ -64,13 +77,19 @@ func (f *fakes) phaseList() []string {
 
 var testHandle = backend.Handle{Backend: "local", WorkspaceID: "ws-test", Path: "/tmp/primer/ws-test"}
 
+// testPolicy keeps recovery out of the way (an hour's delay) of tests of
+// the probe rules; recovery_test.go sets its own.
+var testPolicy = backend.Policy{StartTimeout: 10 * time.Minute, MaxAttempts: 3, RecoverAfter: time.Hour}
+
 func testInput() WorkspaceInput {
+	p := testPolicy
 	return WorkspaceInput{
 		WorkspaceID:   "ws-test",
 		TemplateID:    "default",
 		ProviderID:    "local",
 		Backend:       "local",
 		ProbeInterval: testInterval,
+		Policy:        &p,
 	}
 }
 
@@ -111,6 +130,9 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 			if len(f.probes) > 0 {
 				out = f.probes[min(n, len(f.probes))-1]
 			}
+			if f.replaced && f.hitAfterReplace {
+				out = hit
+			}
 			hook := f.onProbe
 			f.mu.Unlock()
 			if hook != nil {
@@ -141,6 +163,43 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 				return activities.DestroyOutput{}, f.destroyErrs[n-1]
 			}
 			return activities.DestroyOutput{Destroyed: in.Handle != nil}, nil
+		})
+	env.OnActivity(a.Replace, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReplaceInput) (activities.ProvisionOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.replaces = append(f.replaces, in)
+			if n := len(f.replaces); n <= len(f.replaceErrs) && f.replaceErrs[n-1] != nil {
+				return activities.ProvisionOutput{}, f.replaceErrs[n-1]
+			}
+			f.replaced = true
+			h := testHandle
+			h.Attrs = map[string]string{"replacement": strconv.Itoa(len(f.replaces))}
+			return activities.ProvisionOutput{Handle: h}, nil
+		})
+	env.OnActivity(a.Recovered, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RecoveredInput) (activities.RecoveredOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.recovered = append(f.recovered, in)
+			return activities.RecoveredOutput{}, nil
+		})
+	env.OnActivity(a.NotifyWebhook, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.WebhookInput) (activities.WebhookOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.webhooks = append(f.webhooks, in)
+			return activities.WebhookOutput{Status: 204}, nil
+		})
+	env.OnActivity(a.Reset, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ResetInput) (activities.ResetOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.resets++
+			if n := f.resets; n <= len(f.resetErrs) && f.resetErrs[n-1] != nil {
+				return activities.ResetOutput{}, f.resetErrs[n-1]
+			}
+			return activities.ResetOutput{Killed: 1}, nil
 		})
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
@@ -271,7 +330,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		{
 			name:               "provision failure is recorded, cleaned up, failed, then destroyed on delete",
 			provision:          []error{errBadTemplate},
-			deleteAt:           10 * time.Minute,
+			deleteAt:           20 * time.Second, // before recovery (30 s)
 			wantProvisionCalls: 1, // non-retryable: no retry
 			wantProbes:         0,
 			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
@@ -302,7 +361,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		{
 			name:               "cancellation after a failed provisioning destroys the workspace",
 			provision:          []error{errBadTemplate},
-			cancelAt:           time.Hour,
+			cancelAt:           20 * time.Second,
 			wantProvisionCalls: 1,
 			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
 			wantFailedReason:   "workspace ws-test: provision: init[0]: exit status 1: boom",
@@ -444,34 +503,42 @@ func TestProvisionFailureDetails(t *testing.T) {
 	}
 }
 
-// A destroy that keeps failing leaves the workspace failed with the error;
-// the next delete tries again.
-func TestDestroyFailureWaitsForAnotherDelete(t *testing.T) {
-	boom := temporal.NewApplicationError("workspace ws-test: destroy: device busy", "internal")
-	errsList := make([]error, destroyOptions.RetryPolicy.MaximumAttempts)
+// A destroy that keeps failing (an engine that is down) leaves the
+// workspace terminating, with the error and the next try in the reason, and
+// is tried again until it succeeds: a delete always completes.
+func TestDeleteRetriesUntilDone(t *testing.T) {
+	boom := temporal.NewApplicationError("workspace ws-test: destroy: docker engine is not reachable", "unavailable")
+	perRound := int(destroyRoundOptions.RetryPolicy.MaximumAttempts)
+	errsList := make([]error, 3*perRound) // three failed rounds
 	for i := range errsList {
 		errsList[i] = boom
 	}
 	f := &fakes{destroyErrs: errsList}
 	env := newEnv(t, f)
 	deleteAt(env, 5*time.Second, "first")
-	deleteAt(env, 2*time.Hour, "second")
+	deleteAt(env, 6*time.Second, "second") // changes nothing: already deleting
 	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{models.PhaseRunning, models.PhaseTerminating, models.PhaseFailed, models.PhaseTerminating}
-	if got := f.phaseList(); !slices.Equal(got, want) {
+	if got, want := f.phaseList(), []string{models.PhaseRunning, models.PhaseTerminating, models.PhaseTerminating, models.PhaseTerminating, models.PhaseTerminating}; !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
-	if r := f.phases[2].Reason; r != "destroy: workspace ws-test: destroy: device busy" {
-		t.Errorf("failed reason = %q", r)
+	if r := f.phases[1].Reason; r != "first" {
+		t.Errorf("terminating reason = %q, want first", r)
 	}
-	if r := f.phases[3].Reason; r != "second" {
-		t.Errorf("second terminating reason = %q", r)
+	for i, round := range []string{"round 1), retrying in 2s", "round 2), retrying in 4s", "round 3), retrying in 8s"} {
+		r := f.phases[2+i].Reason
+		if !strings.HasPrefix(r, "first; destroy failed (") || !strings.Contains(r, round) || !strings.Contains(r, "docker engine is not reachable") {
+			t.Errorf("reason %d = %q, want the round (%s) and the error", i, r, round)
+		}
 	}
-	if n, want := len(f.destroys), int(destroyOptions.RetryPolicy.MaximumAttempts)+1; n != want {
+	if n, want := len(f.destroys), 3*perRound+1; n != want {
 		t.Errorf("destroy attempts = %d, want %d", n, want)
+	}
+	// Only the phase changes reach the search attribute, not the reasons.
+	if want := []string{models.PhaseRunning, models.PhaseTerminating}; !slices.Equal(f.upserts, want) {
+		t.Errorf("upserts = %v, want %v", f.upserts, want)
 	}
 }
 

@@ -10,6 +10,8 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"regexp"
+	"time"
 )
 
 // Backend creates and destroys sandboxes and says where their runtime listens.
@@ -42,6 +44,50 @@ type Backend interface {
 type RuntimeHost interface {
 	ServeRuntime(ctx context.Context, h Handle, token string, env EnvFunc) (Endpoint, error)
 }
+
+// Keeper is implemented by backends that can replace a sandbox's compute
+// while keeping its data, which is what stale recovery does: Teardown removes
+// the container or the served runtime (and with it every process in the
+// sandbox) but keeps the volume, the directory, the worktree and its branch,
+// so that a Provision of the same workspace id, with a new token, makes a
+// fresh sandbox that finds the files. Teardown is idempotent: tearing down a
+// sandbox that is already torn down or gone is not an error. Destroy after
+// Teardown removes the kept data too.
+type Keeper interface {
+	Teardown(ctx context.Context, h Handle) error
+}
+
+// Lister is implemented by backends that can enumerate the sandboxes they
+// manage, so the reconciler can destroy those whose workspace has no
+// database row. List returns only what is certainly Primer's (labelled,
+// named and shaped as the backend makes it), including sandboxes that were
+// torn down but keep data; it never returns anything else, since whatever it
+// returns may be destroyed.
+type Lister interface {
+	List(ctx context.Context) ([]Listed, error)
+}
+
+// Listed is one sandbox found by a Lister.
+type Listed struct {
+	WorkspaceID string `json:"workspace_id"`
+	// Created is when the oldest of its objects was made, or for host
+	// directories when the directory last changed (a later time only delays
+	// the reconciler). Zero when the backend cannot tell.
+	Created time.Time `json:"created"`
+	// Objects describes what the backend holds of it ("container
+	// primer-ws-1a2b", "volume primer-ws-1a2b", "directory /srv/ws-1a2b"),
+	// for logs and events.
+	Objects []string `json:"objects,omitempty"`
+}
+
+// workspaceIDPattern is the form of the ids the server mints
+// (models.NewID("ws"): ws- and hex).
+var workspaceIDPattern = regexp.MustCompile(`^ws-[0-9a-f]{1,64}$`)
+
+// IsWorkspaceID reports whether s has the form of a workspace id the server
+// mints, ws-<hex>. Listers use it so a directory or object that merely sits
+// next to Primer's ("notes", "ws-backup") is never taken for a workspace.
+func IsWorkspaceID(s string) bool { return workspaceIDPattern.MatchString(s) }
 
 // EnvFunc loads a workspace's env. RuntimeHost calls it only when it must
 // start serving a runtime, so the calls that find it served (every exec and
@@ -92,11 +138,36 @@ type Endpoint struct {
 }
 
 // Common is the part of every template backend document that the platform
-// applies the same way on every backend, after Provision, through the
-// runtime: environment, initial files and init commands.
+// applies the same way on every backend: environment, initial files and init
+// commands (applied after Provision, through the runtime), and the
+// lifecycle policy the workspace workflow follows (see Policy).
 type Common struct {
 	Kind  string            `json:"kind"`
 	Env   map[string]string `json:"env,omitempty"`
 	Files map[string]string `json:"files,omitempty"` // relative path -> content
 	Init  []string          `json:"init,omitempty"`  // shell commands run in order with sh -c
+	// StartTimeout is how long a workspace may stay pending before it
+	// fails, as a Go duration ("10m"); default DefaultStartTimeout.
+	StartTimeout string `json:"start_timeout,omitempty"`
+	// Recovery is the stale recovery policy; defaults apply when it is
+	// missing.
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery is a template's stale recovery policy: once a workspace has been
+// failed for After, its sandbox is replaced (torn down and provisioned anew
+// on the same data), up to MaxAttempts times; after that, or when a
+// replacement fails, the workspace is escalated and WebhookURL, when set, is
+// sent a POST.
+type Recovery struct {
+	// MaxAttempts bounds the replacements; nil means DefaultMaxAttempts and
+	// 0 means never replace: escalate as soon as After has passed.
+	MaxAttempts *int `json:"max_attempts,omitempty"`
+	// After is how long a workspace stays failed before recovery starts, as
+	// a Go duration ("30s"); default DefaultRecoverAfter.
+	After string `json:"after,omitempty"`
+	// WebhookURL is an http or https URL POSTed to on escalation. It may
+	// carry a token, so it is read from the template by the activity that
+	// sends it and never enters workflow history, logs or error messages.
+	WebhookURL string `json:"webhook_url,omitempty"`
 }

@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"path"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -24,7 +28,7 @@ func DecodeStrict(doc json.RawMessage, prefix string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeError(prefix, err)
+		return decodeError(doc, prefix, v, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errs.Field(prefix, "%s: unexpected data after the document", prefix)
@@ -32,7 +36,7 @@ func DecodeStrict(doc json.RawMessage, prefix string, v any) error {
 	return nil
 }
 
-func decodeError(prefix string, err error) error {
+func decodeError(doc json.RawMessage, prefix string, v any, err error) error {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
 	switch {
@@ -44,12 +48,113 @@ func decodeError(prefix string, err error) error {
 	case errors.As(err, &syntaxErr):
 		return errs.Field(prefix, "%s: malformed JSON at offset %d: %v", prefix, syntaxErr.Offset, err)
 	}
-	// encoding/json reports unknown fields only in the message.
+	// encoding/json reports unknown fields only in the message, by name
+	// without their path: find the path in the document.
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		f := prefix + "." + strings.Trim(name, `"`)
+		name = strings.Trim(name, `"`)
+		p := name
+		if found, ok := unknownField(doc, reflect.TypeOf(v), name); ok {
+			p = found
+		}
+		f := prefix + "." + p
 		return errs.Field(f, "%s: unknown field", f)
 	}
 	return errs.Field(prefix, "%s: %v", prefix, err)
+}
+
+// unknownField returns the path ("recovery.max_attempt") of the field
+// called name in doc that type t has no field for, walking the document
+// alongside the type the way encoding/json decodes it.
+func unknownField(doc json.RawMessage, t reflect.Type, name string) (string, bool) {
+	var generic any
+	if json.Unmarshal(doc, &generic) != nil || t == nil {
+		return "", false
+	}
+	return findUnknown(generic, t, name)
+}
+
+func findUnknown(doc any, t reflect.Type, name string) (string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := doc.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		fields := map[string]reflect.Type{}
+		jsonFields(t, fields)
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			// encoding/json matches keys to fields without regard to case.
+			ft, known := fields[strings.ToLower(k)]
+			if !known {
+				if k == name {
+					return k, true
+				}
+				continue
+			}
+			if p, ok := findUnknown(obj[k], ft, name); ok {
+				return k + "." + p, true
+			}
+		}
+	case reflect.Map:
+		obj, ok := doc.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			if p, ok := findUnknown(obj[k], t.Elem(), name); ok {
+				return k + "." + p, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		arr, ok := doc.([]any)
+		if !ok {
+			return "", false
+		}
+		for i, e := range arr {
+			if p, ok := findUnknown(e, t.Elem(), name); ok {
+				return strconv.Itoa(i) + "." + p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// jsonFields adds the JSON names (lower case) and types of struct t's
+// fields to out, those of embedded structs included unless a field of t
+// shadows them.
+func jsonFields(t reflect.Type, out map[string]reflect.Type) {
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && tag == "" && ft.Kind() == reflect.Struct {
+			embedded = append(embedded, ft)
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		out[strings.ToLower(tag)] = f.Type
+	}
+	for _, et := range embedded {
+		inner := map[string]reflect.Type{}
+		jsonFields(et, inner)
+		for k, v := range inner {
+			if _, ok := out[k]; !ok {
+				out[k] = v
+			}
+		}
+	}
 }
 
 // jsonPath drops the Go names of embedded structs (Common) that
@@ -103,7 +208,8 @@ func (c Common) Check(kind string) error {
 }
 
 // Validate checks the common part of a template backend document: file
-// paths stay inside the workspace and init commands are not empty. prefix
+// paths stay inside the workspace, init commands are not empty, and the
+// lifecycle policy's durations, bounds and webhook URL are sound. prefix
 // names the document ("spec.backend").
 func (c Common) Validate(prefix string) error {
 	for k := range c.Env {
@@ -122,5 +228,5 @@ func (c Common) Validate(prefix string) error {
 			return errs.Field(prefix+".init", "%s.init[%d]: empty command", prefix, i)
 		}
 	}
-	return nil
+	return c.validatePolicy(prefix)
 }

@@ -65,6 +65,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Destroy", s.destroy)
 	t.Run("DestroyKillsProcesses", s.destroyKillsProcesses)
 	t.Run("ConcurrentProvisions", s.concurrentProvisions)
+	t.Run("TeardownKeepsData", s.teardownKeepsData)
+	t.Run("TeardownThenDestroy", s.teardownThenDestroy)
+	t.Run("List", s.list)
 }
 
 type suite struct{ h Harness }
@@ -193,6 +196,13 @@ func (s *suite) validateTemplate(t *testing.T) {
 	}{
 		{"harness template", s.h.Template, false, ""},
 		{"with common fields", with("files", map[string]string{"a/b.txt": "x"}), false, ""},
+		{"with start_timeout", with("start_timeout", "5m"), false, ""},
+		{"with recovery", with("recovery", map[string]any{"max_attempts": 0, "after": "1m", "webhook_url": "https://hooks.example.com/x"}), false, ""},
+		{"bad start_timeout", with("start_timeout", "5 minutes"), true, "start_timeout"},
+		{"bad recovery after", with("recovery", map[string]any{"after": "-1s"}), true, "recovery.after"},
+		{"bad recovery max_attempts", with("recovery", map[string]any{"max_attempts": 99}), true, "recovery.max_attempts"},
+		{"bad recovery webhook_url", with("recovery", map[string]any{"webhook_url": "file:///etc/passwd"}), true, "recovery.webhook_url"},
+		{"unknown recovery field", with("recovery", map[string]any{"attempts": 1}), true, "recovery.attempts"},
 		{"unknown field", with("no_such_field", 1), true, "no_such_field"},
 		{"wrong kind", with("kind", "no-such-kind"), true, "kind"},
 		{"missing kind", with("kind", ""), true, "kind"},
@@ -573,4 +583,228 @@ func processAlive(pid int) bool {
 		return stat[i+2] != 'Z' && stat[i+2] != 'X'
 	}
 	return true
+}
+
+// keeper returns b as a backend.Keeper, or skips t.
+func keeper(t *testing.T, b backend.Backend) backend.Keeper {
+	t.Helper()
+	k, ok := b.(backend.Keeper)
+	if !ok {
+		t.Skipf("%T does not implement backend.Keeper", b)
+	}
+	return k
+}
+
+// startSleeper starts a long command in the workspace and returns its pid
+// and a channel that receives when the exec ends.
+func startSleeper(ctx context.Context, t *testing.T, c *client.Client) (int, <-chan error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo $$ > sleeper.pid; sleep 300"}}, nil, nil)
+		done <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if got, err := c.ReadFile(ctx, "sleeper.pid"); err == nil && len(got) > 0 {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(got)))
+			if err != nil {
+				t.Fatalf("pid file %q: %v", got, err)
+			}
+			return pid, done
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background command did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// teardownKeepsData is stale recovery's replacement: Teardown removes the
+// sandbox's compute, its processes included, and a Provision of the same id
+// with a new token makes a sandbox that finds the files, answers to the new
+// token only, and starts with the request's env.
+func (s *suite) teardownKeepsData(t *testing.T) {
+	b := s.h.New(t)
+	k := keeper(t, b)
+	ctx := s.ctx(t)
+	id, oldToken := NewID(t), NewToken(t)
+	h := s.provision(t, b, id, oldToken)
+	c := Dial(ctx, t, b, h, oldToken)
+	data := []byte("kept across teardown " + id)
+	if err := c.WriteFile(ctx, "kept/data.txt", data, 0o600); err != nil {
+		t.Fatalf("write file: %v", err)
+	}
+	pid, done := startSleeper(ctx, t, c)
+	ep, err := b.Endpoint(ctx, h, oldToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := k.Teardown(ctx, h); err != nil {
+		t.Fatalf("teardown: %v", err)
+	}
+	if err := k.Teardown(ctx, h); err != nil {
+		t.Errorf("second teardown: %v, want nil", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("an exec running at teardown had not ended 30 s later")
+	}
+	if s.h.HostProcesses {
+		for deadline := time.Now().Add(10 * time.Second); processAlive(pid); {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d started in the workspace is still running after teardown", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ping(dctx); err == nil {
+		t.Error("a connection opened before teardown still answers")
+	}
+	if oc, err := client.Dial(dctx, ep.URL, oldToken); err == nil {
+		err = oc.Ping(dctx)
+		oc.Close()
+		if err == nil {
+			t.Errorf("runtime at %s still answers after teardown", ep.URL)
+		}
+	}
+	if s.h.Gone(t, h) {
+		t.Fatal("teardown removed the workspace's data")
+	}
+
+	// The replacement: same id, new token.
+	newToken := NewToken(t)
+	h2, err := b.Provision(ctx, backend.ProvisionRequest{
+		WorkspaceID: id, Template: s.h.Template, Env: map[string]string{"FOO": "again-" + id}, Token: newToken,
+	})
+	if err != nil {
+		t.Fatalf("provision after teardown: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
+		defer cancel()
+		if err := b.Destroy(ctx, h2); err != nil {
+			t.Errorf("cleanup: destroy %s: %v", id, err)
+		}
+	})
+	if h2.WorkspaceID != id || h2.Path != h.Path {
+		t.Errorf("handle after teardown = %+v, want workspace %s at path %q", h2, id, h.Path)
+	}
+	c2 := Dial(ctx, t, b, h2, newToken)
+	if got, err := c2.ReadFile(ctx, "kept/data.txt"); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("after teardown and provision, kept/data.txt = %q, %v; want %q", got, err, data)
+	}
+	res, err := c2.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo $FOO; cat kept/data.txt"}}, nil, nil)
+	if err != nil || string(res.Stdout) != "again-"+id+"\n"+string(data) {
+		t.Errorf("exec in the replacement = %q, %v; want its new env and the kept file", res.Stdout, err)
+	}
+	ep2, err := b.Endpoint(ctx, h2, newToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if oc, err := client.Dial(ctx, ep2.URL, oldToken); err == nil {
+		err = oc.Ping(ctx)
+		oc.Close()
+		if err == nil {
+			t.Error("the replacement answers to the old token")
+		}
+	}
+	if err := c2.Ping(ctx); err != nil {
+		t.Errorf("ping with the new token after the old one was refused: %v", err)
+	}
+
+	// Tearing down what was never there is not an error either.
+	if err := k.Teardown(ctx, backend.Handle{Backend: h.Backend, WorkspaceID: NewID(t)}); err != nil {
+		t.Errorf("teardown of a workspace never provisioned: %v, want nil", err)
+	}
+}
+
+// teardownThenDestroy: a workspace deleted while torn down (its replacement
+// failed) leaves nothing behind.
+func (s *suite) teardownThenDestroy(t *testing.T) {
+	b := s.h.New(t)
+	k := keeper(t, b)
+	ctx := s.ctx(t)
+	id, token := NewID(t), NewToken(t)
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: s.h.Template, Token: token})
+	if err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	c := Dial(ctx, t, b, h, token)
+	if err := c.WriteFile(ctx, "x.txt", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Teardown(ctx, h); err != nil {
+		t.Fatalf("teardown: %v", err)
+	}
+	if err := b.Destroy(ctx, h); err != nil {
+		t.Fatalf("destroy after teardown: %v", err)
+	}
+	if !s.h.Gone(t, h) {
+		t.Error("after teardown and destroy, something of the sandbox is left")
+	}
+	if err := k.Teardown(ctx, h); err != nil {
+		t.Errorf("teardown after destroy: %v, want nil", err)
+	}
+	if !s.h.Gone(t, h) {
+		t.Error("teardown after destroy made something again")
+	}
+}
+
+// list: List finds a live sandbox and a torn down one (its data is still
+// there), and not a destroyed one. The backend may hold sandboxes of others
+// (a shared engine): only these three are checked.
+func (s *suite) list(t *testing.T) {
+	b := s.h.New(t)
+	l, ok := b.(backend.Lister)
+	if !ok {
+		t.Skipf("%T does not implement backend.Lister", b)
+	}
+	ctx := s.ctx(t)
+	start := time.Now()
+	live, down, gone := NewID(t), NewID(t), NewID(t)
+	s.provision(t, b, live, NewToken(t))
+	hd := s.provision(t, b, down, NewToken(t))
+	hg := s.provision(t, b, gone, NewToken(t))
+	if k, ok := b.(backend.Keeper); ok {
+		if err := k.Teardown(ctx, hd); err != nil {
+			t.Fatalf("teardown: %v", err)
+		}
+	}
+	if err := b.Destroy(ctx, hg); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+
+	got, err := l.List(ctx)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	byID := map[string]backend.Listed{}
+	for _, e := range got {
+		if _, dup := byID[e.WorkspaceID]; dup {
+			t.Errorf("list returns %s twice", e.WorkspaceID)
+		}
+		byID[e.WorkspaceID] = e
+	}
+	for _, id := range []string{live, down} {
+		e, ok := byID[id]
+		if !ok {
+			t.Errorf("list does not return %s", id)
+			continue
+		}
+		if len(e.Objects) == 0 {
+			t.Errorf("list returns %s with no objects", id)
+		}
+		// Engines keep creation times in seconds; allow for that and a
+		// little clock skew.
+		if e.Created.IsZero() || e.Created.Before(start.Add(-time.Minute)) || e.Created.After(time.Now().Add(time.Minute)) {
+			t.Errorf("list returns %s created at %v, want about %v", id, e.Created, start)
+		}
+	}
+	if e, ok := byID[gone]; ok {
+		t.Errorf("list returns destroyed workspace %s: %+v", gone, e)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,7 +122,11 @@ type Backend struct {
 	ports  portSet     // host ports picked for Podman
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Keeper  = (*Backend)(nil)
+	_ backend.Lister  = (*Backend)(nil)
+)
 
 // New returns a backend for a parsed provider config.
 func New(cfg ProviderConfig, opts Options) (*Backend, error) {
@@ -191,8 +196,9 @@ func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
 // container from the runtime image, starts it and waits until the runtime
 // answers with the request's token. A retry finds a running container of the
 // workspace and returns it; a container left stopped or half-made by an
-// earlier try is removed and made again. On failure nothing named after the
-// workspace is left behind.
+// earlier try is removed and made again. A volume the workspace already has
+// (kept by Teardown) is mounted again with its files. On failure nothing
+// named after the workspace is left behind but such a kept volume.
 func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
 	if err := checkID(req.WorkspaceID); err != nil {
 		return backend.Handle{}, err
@@ -219,18 +225,45 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: %w", req.WorkspaceID, err)
 	}
+	kept, err := b.keptVolume(ctx, req.WorkspaceID)
+	if err != nil {
+		return backend.Handle{}, err
+	}
 	h, err := b.create(ctx, req, t, ref)
 	if err != nil {
 		// Leave nothing behind: a retry starts clean, a failure is final.
+		// A volume from before this call holds the workspace's files (a
+		// replacement after Teardown): it stays for the next try or for
+		// Destroy.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		if derr := b.remove(cctx, req.WorkspaceID); derr != nil {
+		cleanup := b.remove
+		if kept {
+			cleanup = b.removeContainer
+		}
+		if derr := cleanup(cctx, req.WorkspaceID); derr != nil {
 			b.logger.Warn("cleanup after failed provision", "workspace_id", req.WorkspaceID, "err", derr)
 		}
 		return backend.Handle{}, err
 	}
 	b.logger.Info("container started", "workspace_id", req.WorkspaceID, "container", name, "url", h.RuntimeURL, "template", t.String())
 	return h, nil
+}
+
+// keptVolume reports whether the workspace's volume exists already. One of
+// that name that is not labelled as the workspace's is a conflict: mounting
+// it would hand someone else's files to the workspace.
+func (b *Backend) keptVolume(ctx context.Context, id string) (bool, error) {
+	v, err := b.cli.VolumeInspect(ctx, Name(id))
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, b.engineErr(err, "workspace %s: inspect volume", id)
+	case v.Labels[LabelWorkspace] != id || v.Labels[LabelManaged] != "true":
+		return false, errs.E(errs.Conflict, "workspace %s: volume %s exists and does not belong to it", id, Name(id))
+	}
+	return true, nil
 }
 
 // existing returns the handle of a running container of the workspace whose
@@ -723,6 +756,83 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
 	return b.remove(ctx, h.WorkspaceID)
+}
+
+// Teardown implements backend.Keeper: it removes the container (stopping
+// it and every process in it) and keeps the volume, so a following
+// Provision of the workspace makes a new container on the same files. It
+// works from the workspace id alone, like Destroy.
+func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
+	if h.Backend != "" && h.Backend != Type {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return err
+	}
+	unlock := b.locks.Lock(h.WorkspaceID)
+	defer unlock()
+	if err := b.removeContainer(ctx, h.WorkspaceID); err != nil {
+		return err
+	}
+	b.logger.Info("container removed, volume kept", "workspace_id", h.WorkspaceID, "container", Name(h.WorkspaceID))
+	return nil
+}
+
+// List implements backend.Lister: the containers and volumes labelled as
+// managed by Primer, grouped by their workspace label. An object counts only
+// when its name is the one the backend gives the workspace of its label
+// (primer-<id>) and that id has the form the server mints, so a look-alike
+// made by hand or by another tool is never listed. The build containers of
+// runtime images belong to no workspace and are not listed (a stale one is
+// replaced by the next build).
+func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	cs, err := b.cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, b.engineErr(err, "list containers")
+	}
+	vs, err := b.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	if err != nil {
+		return nil, b.engineErr(err, "list volumes")
+	}
+	byID := map[string]*backend.Listed{}
+	add := func(labels map[string]string, names []string, kind string, created time.Time) {
+		id := labels[LabelWorkspace]
+		if labels[LabelManaged] != "true" || !backend.IsWorkspaceID(id) {
+			return
+		}
+		for _, n := range names {
+			if strings.TrimPrefix(n, "/") != Name(id) {
+				continue
+			}
+			l := byID[id]
+			if l == nil {
+				l = &backend.Listed{WorkspaceID: id}
+				byID[id] = l
+			}
+			l.Objects = append(l.Objects, kind+" "+Name(id))
+			if !created.IsZero() && (l.Created.IsZero() || created.Before(l.Created)) {
+				l.Created = created
+			}
+			return
+		}
+	}
+	for _, c := range cs {
+		add(c.Labels, c.Names, "container", time.Unix(c.Created, 0))
+	}
+	for _, v := range vs.Volumes {
+		if v == nil {
+			continue
+		}
+		created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
+		add(v.Labels, []string{v.Name}, "volume", created)
+	}
+	out := make([]backend.Listed, 0, len(byID))
+	for _, l := range byID {
+		out = append(out, *l)
+	}
+	slices.SortFunc(out, func(a, b backend.Listed) int { return strings.Compare(a.WorkspaceID, b.WorkspaceID) })
+	return out, nil
 }
 
 // remove deletes the workspace's container and volume; missing ones are

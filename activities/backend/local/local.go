@@ -130,6 +130,8 @@ type Backend struct {
 var (
 	_ backend.Backend     = (*Backend)(nil)
 	_ backend.RuntimeHost = (*Backend)(nil)
+	_ backend.Keeper      = (*Backend)(nil)
+	_ backend.Lister      = (*Backend)(nil)
 )
 
 // New returns a local backend whose workspaces live under root (absolute,
@@ -278,6 +280,59 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	}
 	b.logger.Info("workspace destroyed", "workspace_id", h.WorkspaceID, "workspace_path", dir)
 	return nil
+}
+
+// Teardown implements backend.Keeper: it stops serving the runtime, which
+// ends its connections and kills its processes, and keeps root/<id> for the
+// next Provision. Note that Endpoint serves a torn down workspace again
+// (that is how local workspaces survive a platform restart), with whatever
+// token it is given.
+func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
+	dir, err := CheckHandle(h, Type, b.root)
+	if err != nil {
+		return err
+	}
+	unlock := b.locks.Lock(h.WorkspaceID)
+	defer unlock()
+	b.host.Stop(h.WorkspaceID)
+	b.logger.Info("workspace torn down", "workspace_id", h.WorkspaceID, "workspace_path", dir)
+	return nil
+}
+
+// List implements backend.Lister: the workspace directories under root.
+func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
+	return ListDirs(ctx, b.root)
+}
+
+// ListDirs returns the workspace directories under root: directories (not
+// symlinks, not files) named like a workspace id the server mints
+// (backend.IsWorkspaceID). Created is the directory's modification time;
+// filesystems do not all keep a creation time, and a later time only makes
+// the reconciler wait longer.
+func ListDirs(ctx context.Context, root string) ([]backend.Listed, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("list workspaces in %s: %w", root, err)
+	}
+	var out []backend.Listed
+	for _, e := range entries {
+		if !e.IsDir() || !backend.IsWorkspaceID(e.Name()) {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since ReadDir
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list workspaces in %s: %w", root, err)
+		}
+		dir := filepath.Join(root, e.Name())
+		out = append(out, backend.Listed{WorkspaceID: e.Name(), Created: fi.ModTime(), Objects: []string{"directory " + dir}})
+	}
+	return out, nil
 }
 
 // RemoveDir removes root/<id> and everything in it; a missing directory is

@@ -272,3 +272,65 @@ func TestDestroyReadOnlyTree(t *testing.T) {
 		t.Errorf("workspace dir after destroy: %v", err)
 	}
 }
+
+// List returns only directories named like a workspace id the server mints:
+// a user's own files and directories next to them under root_path, and
+// symlinks, are never listed (whatever List returns may be destroyed).
+func TestListIgnoresLookalikes(t *testing.T) {
+	b, _ := newBackend(t)
+	ctx := t.Context()
+	id := backendtest.NewID(t)
+	if _, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Token: "tok"}); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	for _, d := range []string{"notes", "ws-backup", "ws-1A2B", "ws-", "ses-1a2b"} {
+		if err := os.Mkdir(filepath.Join(b.Root(), d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(b.Root(), "ws-abc123"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(b.Root(), "ws-def456")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].WorkspaceID != id || got[0].Objects[0] != "directory "+filepath.Join(b.Root(), id) {
+		t.Errorf("List = %+v, want only %s", got, id)
+	}
+}
+
+// Teardown keeps the directory, and Destroy of a handle without Path (the
+// reconciler's, built from List) removes it.
+func TestTeardownThenDestroyFromList(t *testing.T) {
+	b, host := newBackend(t)
+	ctx := t.Context()
+	id := backendtest.NewID(t)
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Teardown(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if host.URL(id) != "" {
+		t.Error("runtime still served after teardown")
+	}
+	if _, err := os.Stat(h.Path); err != nil {
+		t.Fatalf("directory after teardown: %v", err)
+	}
+	got, err := b.List(ctx)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("List = %+v, %v", got, err)
+	}
+	if err := b.Destroy(ctx, backend.Handle{Backend: local.Type, WorkspaceID: got[0].WorkspaceID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.List(ctx); err != nil || len(got) != 0 {
+		t.Errorf("List after destroy = %+v, %v", got, err)
+	}
+}

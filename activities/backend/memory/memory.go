@@ -12,7 +12,10 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/local"
@@ -33,17 +36,27 @@ type Backend struct {
 	sandboxes     map[string]*sandbox
 	failProvision error
 	failDestroy   error
+	failTeardown  error
 }
 
 type sandbox struct {
-	dir    string
-	url    string
-	token  string
-	env    map[string]string
-	killed bool
+	dir     string
+	url     string
+	token   string
+	env     map[string]string
+	created time.Time
+	killed  bool
+	// down is set by Teardown: the runtime is gone, the files stay, and
+	// the next Provision serves a new runtime on them.
+	down      bool
+	teardowns int
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Keeper  = (*Backend)(nil)
+	_ backend.Lister  = (*Backend)(nil)
+)
 
 // New returns a memory backend whose scratch directories live under root
 // (created if missing; a new temporary directory when empty) and whose
@@ -93,6 +106,25 @@ func (b *Backend) FailDestroy(err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.failDestroy = err
+}
+
+// FailTeardown makes every following Teardown fail with err, until it is
+// called again with nil.
+func (b *Backend) FailTeardown(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failTeardown = err
+}
+
+// Teardowns returns how many times workspace id's sandbox was torn down
+// (stale recovery replaced it), 0 for an unknown id.
+func (b *Backend) Teardowns(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s := b.sandboxes[id]; s != nil {
+		return s.teardowns
+	}
+	return 0
 }
 
 // Kill makes workspace id's runtime stop answering, as if its sandbox
@@ -189,9 +221,13 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	}
 	s := b.sandboxes[id]
 	if s == nil {
-		s = &sandbox{dir: dir}
+		s = &sandbox{dir: dir, created: time.Now()}
 	}
 	s.token, s.env = req.Token, maps.Clone(req.Env)
+	if s.down {
+		// A replacement after Teardown: a new runtime on the kept files.
+		s.down, s.killed = false, false
+	}
 	if !s.killed {
 		url, err := b.host.Serve(ctx, id, server.Config{Root: dir, Token: s.token, Env: s.env})
 		if err != nil {
@@ -204,7 +240,8 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 }
 
 // Endpoint implements backend.Backend. A killed sandbox still has an
-// endpoint; it just does not answer there.
+// endpoint; it just does not answer there. A torn down one has none until
+// it is provisioned again.
 func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) (backend.Endpoint, error) {
 	if _, err := local.CheckHandle(h, Type, b.root); err != nil {
 		return backend.Endpoint{}, err
@@ -214,6 +251,9 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	s := b.sandboxes[h.WorkspaceID]
 	if s == nil {
 		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: sandbox not found", h.WorkspaceID)
+	}
+	if s.down {
+		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: sandbox torn down", h.WorkspaceID)
 	}
 	if s.killed {
 		return backend.Endpoint{URL: s.url}, nil
@@ -243,4 +283,36 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	}
 	delete(b.sandboxes, h.WorkspaceID)
 	return nil
+}
+
+// Teardown implements backend.Keeper: the runtime stops (its connections and
+// processes end) and the scratch directory stays for the next Provision.
+func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
+	if _, err := local.CheckHandle(h, Type, b.root); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failTeardown != nil {
+		return b.failTeardown
+	}
+	b.host.Stop(h.WorkspaceID)
+	if s := b.sandboxes[h.WorkspaceID]; s != nil && !s.down {
+		s.down = true
+		s.teardowns++
+	}
+	return nil
+}
+
+// List implements backend.Lister: every sandbox in the map, torn down ones
+// included.
+func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]backend.Listed, 0, len(b.sandboxes))
+	for id, s := range b.sandboxes {
+		out = append(out, backend.Listed{WorkspaceID: id, Created: s.created, Objects: []string{"directory " + s.dir}})
+	}
+	slices.SortFunc(out, func(a, b backend.Listed) int { return strings.Compare(a.WorkspaceID, b.WorkspaceID) })
+	return out, nil
 }

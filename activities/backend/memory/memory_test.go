@@ -187,3 +187,49 @@ func TestFactory(t *testing.T) {
 		t.Errorf("factory(empty) = %v", err)
 	}
 }
+
+func TestTeardownKnobs(t *testing.T) {
+	b := newBackend(t)
+	ctx := t.Context()
+	id, token := backendtest.NewID(t), backendtest.NewToken(t)
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("injected")
+	b.FailTeardown(boom)
+	if err := b.Teardown(ctx, h); !errors.Is(err, boom) {
+		t.Fatalf("teardown = %v, want the injected error", err)
+	}
+	if b.Teardowns(id) != 0 || probe(ctx, b, h, token) != nil {
+		t.Error("a failed teardown tore down")
+	}
+	b.FailTeardown(nil)
+
+	// A killed runtime (the stale case) is torn down and replaced.
+	b.Kill(id)
+	for range 2 {
+		if err := b.Teardown(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.Teardowns(id) != 1 {
+		t.Errorf("Teardowns = %d after two teardowns in a row, want 1", b.Teardowns(id))
+	}
+	if _, err := b.Endpoint(ctx, h, token); !errs.Is(err, errs.NotFound) {
+		t.Errorf("endpoint of a torn down sandbox = %v, want not_found", err)
+	}
+	if listed, err := b.List(ctx); err != nil || len(listed) != 1 || listed[0].WorkspaceID != id {
+		t.Errorf("List = %+v, %v; want the torn down sandbox", listed, err)
+	}
+	token2 := backendtest.NewToken(t)
+	if _, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Token: token2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := probe(ctx, b, h, token2); err != nil {
+		t.Errorf("probe of the replacement: %v", err)
+	}
+	if b.Teardowns(id) != 1 {
+		t.Errorf("Teardowns = %d after the replacement, want 1", b.Teardowns(id))
+	}
+}

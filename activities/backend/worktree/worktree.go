@@ -89,6 +89,8 @@ type Backend struct {
 var (
 	_ backend.Backend     = (*Backend)(nil)
 	_ backend.RuntimeHost = (*Backend)(nil)
+	_ backend.Keeper      = (*Backend)(nil)
+	_ backend.Lister      = (*Backend)(nil)
 )
 
 // New returns a worktree backend whose worktrees live under root (absolute,
@@ -267,7 +269,9 @@ func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token stri
 
 // Destroy implements backend.Backend: it stops the runtime, removes the
 // worktree and deletes branch primer/<id>. Parts already gone are skipped.
-// Uncommitted and unmerged work in the workspace is discarded.
+// Uncommitted and unmerged work in the workspace is discarded. A handle
+// without a repository (one the reconciler built from List) finds it from
+// the worktree's .git file.
 func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	dir, err := local.CheckHandle(h, Type, b.root)
 	if err != nil {
@@ -282,6 +286,9 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	if repo != "" && !filepath.IsAbs(repo) {
 		return errs.E(errs.Invalid, "workspace %s: handle repository %q is not absolute", id, repo)
 	}
+	if repo == "" {
+		repo = repositoryOf(dir)
+	}
 	if repo != "" {
 		if err := b.removeWorktree(ctx, repo, id, dir); err != nil {
 			return fmt.Errorf("workspace %s: destroy: %w", id, err)
@@ -293,6 +300,72 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	}
 	b.logger.Info("workspace destroyed", "workspace_id", id, "workspace_path", dir)
 	return nil
+}
+
+// Teardown implements backend.Keeper: it stops serving the runtime, which
+// ends its connections and kills its processes, and keeps the worktree and
+// its branch for the next Provision. As with the local backend, Endpoint
+// serves a torn down workspace again.
+func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
+	dir, err := local.CheckHandle(h, Type, b.root)
+	if err != nil {
+		return err
+	}
+	unlock := b.ids.Lock(h.WorkspaceID)
+	defer unlock()
+	b.host.Stop(h.WorkspaceID)
+	b.logger.Info("workspace torn down", "workspace_id", h.WorkspaceID, "workspace_path", dir)
+	return nil
+}
+
+// List implements backend.Lister: the workspace directories under root
+// (see local.ListDirs), each with its branch when its repository can be
+// told from the worktree. A branch primer/<id> whose worktree directory is
+// gone is not found: the provider does not know the templates'
+// repositories.
+func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
+	out, err := local.ListDirs(ctx, b.root)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range out {
+		if repo := repositoryOf(filepath.Join(b.root, l.WorkspaceID)); repo != "" {
+			out[i].Objects = append(out[i].Objects, "branch "+Branch(l.WorkspaceID)+" of "+repo)
+		}
+	}
+	return out, nil
+}
+
+// repositoryOf returns the repository a worktree directory belongs to, read
+// from its .git file (gitdir: <repo>/.git/worktrees/<name>) and that
+// directory's commondir file, without running git (which would search the
+// parent directories for a repository when dir is not a worktree). It
+// returns "" when dir is not a linked worktree.
+func repositoryOf(dir string) string {
+	raw, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		return ""
+	}
+	gitdir, ok := strings.CutPrefix(strings.TrimSpace(string(raw)), "gitdir: ")
+	if !ok || gitdir == "" {
+		return ""
+	}
+	if !filepath.IsAbs(gitdir) {
+		gitdir = filepath.Join(dir, gitdir)
+	}
+	raw, err = os.ReadFile(filepath.Join(gitdir, "commondir"))
+	if err != nil {
+		return ""
+	}
+	common := strings.TrimSpace(string(raw))
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(gitdir, common)
+	}
+	common = filepath.Clean(common)
+	if filepath.Base(common) == ".git" {
+		return filepath.Dir(common) // a repository with a work tree
+	}
+	return common // a bare repository
 }
 
 func (b *Backend) removeWorktree(ctx context.Context, repo, id, dir string) error {

@@ -346,3 +346,62 @@ func TestDestroyEdgeCases(t *testing.T) {
 		t.Errorf("forged path removed: %v", err)
 	}
 }
+
+// The reconciler destroys what List returns with a handle it builds from
+// the workspace id alone: Destroy finds the repository from the worktree
+// and removes the worktree and its branch, after a Teardown too.
+func TestListThenDestroyWithoutRepository(t *testing.T) {
+	repo := newRepo(t)
+	real, err := filepath.EvalSymlinks(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t)
+	ctx := t.Context()
+	id := backendtest.NewID(t)
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: template(repo, "feature"), Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Teardown(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if !branchExists(t, repo, worktree.Branch(id)) || !worktreeListed(t, repo, h.Path) {
+		t.Fatal("teardown removed the branch or the worktree")
+	}
+	// Not a worktree, but shaped like a workspace: listed (it is under the
+	// provider's root), without a branch.
+	stray := backendtest.NewID(t)
+	if err := os.Mkdir(filepath.Join(b.Root(), stray), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(b.Root(), "scratch"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	listed, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		id:    {"directory " + h.Path, "branch " + worktree.Branch(id) + " of " + real},
+		stray: {"directory " + filepath.Join(b.Root(), stray)},
+	}
+	if len(listed) != len(want) {
+		t.Errorf("List = %+v, want %v", listed, want)
+	}
+	for _, l := range listed {
+		if w, ok := want[l.WorkspaceID]; !ok || strings.Join(l.Objects, "|") != strings.Join(w, "|") {
+			t.Errorf("List returns %+v, want objects %v", l, w)
+		}
+		if err := b.Destroy(ctx, backend.Handle{Backend: worktree.Type, WorkspaceID: l.WorkspaceID}); err != nil {
+			t.Errorf("destroy %s: %v", l.WorkspaceID, err)
+		}
+	}
+	if branchExists(t, repo, worktree.Branch(id)) || worktreeListed(t, repo, h.Path) {
+		t.Error("destroy without a repository in the handle left the branch or the worktree")
+	}
+	if listed, err := b.List(ctx); err != nil || len(listed) != 0 {
+		t.Errorf("List after destroy = %+v, %v", listed, err)
+	}
+}

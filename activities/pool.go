@@ -1,0 +1,174 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// Lifecycle creates and deletes workspaces the way the API does: a row
+// and its workflow. The pool activities use it; the workflows package
+// implements it (workflows.Starter), since activities cannot import the
+// workflows that call them.
+type Lifecycle interface {
+	// CreateWorkspace stores a workspace and starts its workflow.
+	CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error)
+	// DeleteWorkspace asks the workspace's workflow to destroy it.
+	DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error
+	// NotifyPool wakes a pool's workflow.
+	NotifyPool(ctx context.Context, poolID string) error
+}
+
+// CreateWorkspaceRequest is a workspace to create.
+type CreateWorkspaceRequest struct {
+	TemplateID string
+	Labels     map[string]string
+	// PoolID makes the workspace an idle member of that pool.
+	PoolID string
+}
+
+// ReconcilePoolInput names the pool to look at.
+type ReconcilePoolInput struct {
+	PoolID string
+}
+
+// ReconcilePoolOutput is what one pass found and did.
+type ReconcilePoolOutput struct {
+	// Gone is true when the pool no longer exists: its idle workspaces were
+	// deleted and its leased ones left to their lessees.
+	Gone bool
+	// Idle counts idle members made from the current template (running or
+	// still starting); Stale those made from an older one; Leased the
+	// members out with a lessee or being returned.
+	Idle, Stale, Leased int
+	// Created and Removed count the workspaces this pass created and deleted.
+	Created, Removed int
+}
+
+// ReconcilePool is one pass of a pool's workflow. It keeps Size idle
+// workspaces made from the current version of the template: it creates
+// the missing ones, deletes idle ones that failed (a warm pool hands out
+// only working workspaces) or are too many, and replaces idle ones made
+// from an older version of the template one at a time: one new workspace
+// is made, and only when every new one runs is one old one deleted, so the
+// pool never has fewer than Size ready to lease while it rolls over.
+func (a *Activities) ReconcilePool(ctx context.Context, in ReconcilePoolInput) (ReconcilePoolOutput, error) {
+	out, err := a.reconcilePool(ctx, in.PoolID)
+	if err != nil {
+		return ReconcilePoolOutput{}, classify(err)
+	}
+	return out, nil
+}
+
+func (a *Activities) reconcilePool(ctx context.Context, poolID string) (ReconcilePoolOutput, error) {
+	var out ReconcilePoolOutput
+	if a.Lifecycle == nil {
+		return out, errs.E(errs.Invalid, "pool %s: no lifecycle configured", poolID)
+	}
+	members, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: poolID})
+	if err != nil {
+		return out, fmt.Errorf("pool %s: list workspaces: %w", poolID, err)
+	}
+	// Oldest first: stale and surplus workspaces go in creation order.
+	sort.SliceStable(members, func(i, j int) bool { return members[i].CreatedAt.Before(members[j].CreatedAt) })
+
+	p, err := a.Store.GetPool(ctx, poolID)
+	if errs.Is(err, errs.NotFound) {
+		out.Gone = true
+		for i := range members {
+			if members[i].PoolState == models.PoolIdle && members[i].Phase != models.PhaseTerminating {
+				if err := a.Lifecycle.DeleteWorkspace(ctx, &members[i], "pool "+poolID+" deleted"); err != nil {
+					return out, err
+				}
+				out.Removed++
+			}
+		}
+		if err := a.Store.DetachPool(ctx, poolID); err != nil {
+			return out, fmt.Errorf("pool %s: detach leased workspaces: %w", poolID, err)
+		}
+		a.logger().Info("pool deleted", "pool_id", poolID, "removed", out.Removed)
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("pool %s: %w", poolID, err)
+	}
+	tmpl, err := a.Store.GetTemplate(ctx, p.TemplateID)
+	if err != nil {
+		return out, fmt.Errorf("pool %s: template %s: %w", poolID, p.TemplateID, err)
+	}
+
+	var fresh, stale, broken []*models.Workspace
+	freshReady := 0
+	for i := range members {
+		m := &members[i]
+		switch {
+		case m.PoolState != models.PoolIdle:
+			out.Leased++
+		case m.Phase == models.PhaseTerminating:
+			// On its way out; not counted.
+		case m.Phase == models.PhaseFailed || m.Phase == models.PhaseEscalated:
+			broken = append(broken, m)
+		case m.TemplateID != p.TemplateID || m.TemplateGeneration != tmpl.Generation:
+			stale = append(stale, m)
+		default:
+			fresh = append(fresh, m)
+			if m.Phase == models.PhaseRunning {
+				freshReady++
+			}
+		}
+	}
+	out.Idle, out.Stale = len(fresh), len(stale)
+
+	var remove []*models.Workspace
+	remove = append(remove, broken...)
+	create := max(0, p.Size-len(fresh)-len(stale))
+	switch {
+	case len(stale) > 0 && create == 0 && freshReady == len(fresh):
+		if len(fresh)+len(stale) > p.Size {
+			remove = append(remove, stale[0])
+		} else {
+			create = 1
+		}
+	case len(stale) == 0 && len(fresh) > p.Size:
+		// Too many (the size went down): the newest go, those still
+		// starting first.
+		surplus := len(fresh) - p.Size
+		for i := len(fresh) - 1; i >= 0 && surplus > 0; i-- {
+			if fresh[i].Phase != models.PhaseRunning {
+				remove = append(remove, fresh[i])
+				surplus--
+			}
+		}
+		for i := len(fresh) - 1; i >= 0 && surplus > 0; i-- {
+			if fresh[i].Phase == models.PhaseRunning {
+				remove = append(remove, fresh[i])
+				surplus--
+			}
+		}
+	}
+
+	for _, m := range remove {
+		reason := fmt.Sprintf("pool %s: replaced (%s)", poolID, m.Phase)
+		if m.TemplateGeneration != tmpl.Generation || m.TemplateID != p.TemplateID {
+			reason = fmt.Sprintf("pool %s: replaced by one from the current template", poolID)
+		}
+		if err := a.Lifecycle.DeleteWorkspace(ctx, m, reason); err != nil {
+			return out, err
+		}
+		out.Removed++
+	}
+	for range create {
+		if _, err := a.Lifecycle.CreateWorkspace(ctx, CreateWorkspaceRequest{TemplateID: p.TemplateID, PoolID: poolID}); err != nil {
+			return out, fmt.Errorf("pool %s: create workspace: %w", poolID, err)
+		}
+		out.Created++
+	}
+	if out.Created > 0 || out.Removed > 0 {
+		a.logger().Info("pool replenished", "pool_id", poolID, "idle", out.Idle, "stale", out.Stale,
+			"leased", out.Leased, "created", out.Created, "removed", out.Removed)
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// ReconcileInput tunes one reconciler pass.
+type ReconcileInput struct {
+	// Grace is how old an engine object without a workspace must be before
+	// it is removed: younger ones may belong to a create in flight.
+	Grace time.Duration
+}
+
+// ReconcileOutput is what one pass found.
+type ReconcileOutput struct {
+	// Removed are the workspace ids whose orphaned sandboxes were removed.
+	Removed []string
+	// Missing are running workspaces whose sandbox the backend no longer has.
+	Missing []string
+	// Errors are providers or objects the pass could not handle, as messages.
+	Errors []string
+}
+
+// Reconcile compares every provider's backend that can list its sandboxes
+// (backend.Lister) with the workspace rows. A sandbox labelled as Primer's
+// whose workspace id has no row, older than Grace, is an orphan (its
+// workspace was deleted without it, or never stored) and is destroyed. A
+// running workspace whose sandbox is not listed is reported with a
+// workspace.sandbox_missing event; its probes will fail it and recovery
+// replaces it. Rows are checked by id across all providers, since two
+// providers can share one engine.
+func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
+	var out ReconcileOutput
+	providers, err := a.Store.ListProviders(ctx)
+	if err != nil {
+		return out, classify(fmt.Errorf("reconcile: list providers: %w", err))
+	}
+	for i := range providers {
+		p := &providers[i]
+		b, err := a.Backends.For(p)
+		if err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("provider %s: %v", p.ID, err))
+			continue
+		}
+		lister, ok := b.(backend.Lister)
+		if !ok {
+			continue
+		}
+		listed, err := lister.List(ctx)
+		if err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("provider %s: list: %v", p.ID, err))
+			continue
+		}
+		present := make(map[string]bool, len(listed))
+		for _, l := range listed {
+			present[l.WorkspaceID] = true
+			if time.Since(l.Created) < in.Grace {
+				continue
+			}
+			_, err := a.Store.GetWorkspace(ctx, l.WorkspaceID)
+			if err == nil {
+				continue
+			}
+			if !errs.Is(err, errs.NotFound) {
+				out.Errors = append(out.Errors, fmt.Sprintf("workspace %s: %v", l.WorkspaceID, err))
+				continue
+			}
+			if err := b.Destroy(ctx, backend.Handle{Backend: p.Provider, WorkspaceID: l.WorkspaceID}); err != nil {
+				out.Errors = append(out.Errors, fmt.Sprintf("provider %s: remove orphan %s: %v", p.ID, l.WorkspaceID, err))
+				continue
+			}
+			out.Removed = append(out.Removed, l.WorkspaceID)
+			if a.Metrics != nil {
+				a.Metrics.OrphansRemoved.Inc()
+			}
+			a.logger().Info("orphaned sandbox removed", "workspace_id", l.WorkspaceID, "provider_id", p.ID,
+				"backend", p.Provider, "objects", l.Objects)
+		}
+		running, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{ProviderID: p.ID, Phase: models.PhaseRunning})
+		if err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("provider %s: list workspaces: %v", p.ID, err))
+			continue
+		}
+		for _, ws := range running {
+			if present[ws.ID] {
+				continue
+			}
+			// Listed before the rows were read: a workspace made since is
+			// not missing. Only one whose sandbox is older than the listing
+			// can be.
+			if time.Since(ws.UpdatedAt) < in.Grace {
+				continue
+			}
+			out.Missing = append(out.Missing, ws.ID)
+			if _, err := a.recordEvent(ctx, ws.ID, models.EventSandboxMissing, map[string]any{
+				"workspace_type": ws.Backend,
+				"reason":         fmt.Sprintf("provider %s has no sandbox for this workspace", p.ID),
+			}); err != nil {
+				out.Errors = append(out.Errors, err.Error())
+			}
+			a.logger().Warn("workspace sandbox missing", "workspace_id", ws.ID, "provider_id", p.ID, "backend", p.Provider)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,299 @@
+package workflows
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/models"
+)
+
+func policyInput(p backend.Policy) WorkspaceInput {
+	in := testInput()
+	in.Policy = &p
+	return in
+}
+
+func (f *fakes) eventList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, e := range f.events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func (f *fakes) reasonOf(to string, nth int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.phases {
+		if p.To == to {
+			if nth == 0 {
+				return p.Reason
+			}
+			nth--
+		}
+	}
+	return ""
+}
+
+// A sandbox that dies is replaced once it has been failed for the
+// recovery delay: the replacement comes up pending, runs on its first hit,
+// and the sessions lost at the failure are resumed (Recovered) from the
+// time of the failure.
+func TestStaleRecoveryReplacesTheSandbox(t *testing.T) {
+	f := &fakes{probes: []activities.ProbeOutput{hit, miss("a"), miss("b"), miss("container exited (137)"), miss("still dead"), hit}}
+	env := newEnv(t, f)
+	start := env.Now()
+	deleteAt(env, 10*time.Minute, "done")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{
+		StartTimeout: 10 * time.Minute, MaxAttempts: 3, RecoverAfter: 30 * time.Second,
+	}))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhasePending, models.PhaseRunning, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if r := f.reasonOf(models.PhasePending, 0); r != "recovering (attempt 1 of 3) after: container exited (137)" {
+		t.Errorf("pending reason = %q", r)
+	}
+	if len(f.replaces) != 1 || f.replaces[0].Handle == nil || f.replaces[0].Handle.Path != testHandle.Path {
+		t.Fatalf("replaces = %+v, want one with the old handle", f.replaces)
+	}
+	// Failed at the 4th probe (90 s); the probe at 120 s missed, so the
+	// replacement started then.
+	if len(f.recovered) != 1 {
+		t.Fatalf("recovered = %+v", f.recovered)
+	}
+	if got := f.recovered[0].LostSince.Sub(start); got != 3*testInterval {
+		t.Errorf("lost since +%s, want +%s", got, 3*testInterval)
+	}
+	if f.recovered[0].Attempt != 1 {
+		t.Errorf("recovered attempt = %d", f.recovered[0].Attempt)
+	}
+	if got := f.eventList(); !slices.Equal(got, []string{models.EventRecoveryStarted}) {
+		t.Errorf("events = %v (workspace.recovered is recorded by Recovered)", got)
+	}
+	// The probes after the recovery use the replacement's handle.
+	last := f.probeInputs[len(f.probeInputs)-1]
+	if last.Handle.Attrs["replacement"] != "1" {
+		t.Errorf("last probe handle = %+v, want the replacement", last.Handle)
+	}
+	// The final destroy removes the replacement.
+	if d := f.destroys[len(f.destroys)-1]; d.Handle == nil || d.Handle.Attrs["replacement"] != "1" {
+		t.Errorf("final destroy handle = %+v", d.Handle)
+	}
+}
+
+// With a zero delay the replacement starts right at the failure: the
+// detection target (failed within 3 probe intervals, replacement running
+// within seconds) depends on it.
+func TestRecoveryWithZeroDelayStartsAtOnce(t *testing.T) {
+	f := &fakes{probes: []activities.ProbeOutput{hit, miss("a"), miss("b"), miss("c"), hit}}
+	env := newEnv(t, f)
+	start := env.Now()
+	deleteAt(env, 5*time.Minute, "done")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{StartTimeout: time.Minute, MaxAttempts: 1}))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhasePending, models.PhaseRunning, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	// The replacement's first probe ran at the same workflow time as the
+	// probe that failed the workspace: no timer in between.
+	if n := len(f.probeInputs); n < 5 {
+		t.Fatalf("probes = %d", n)
+	}
+	if d := f.probeInputs[4].ScheduledAt.Sub(start); d != 3*testInterval {
+		t.Errorf("replacement probed at +%s, want +%s", d, 3*testInterval)
+	}
+}
+
+// Replacements that keep failing are bounded: after MaxAttempts the
+// workspace is escalated with the reason, an event and the webhook. A
+// recover signal then tries again (even with the attempts used up).
+func TestRecoveryEscalatesThenRecoverSignalRetries(t *testing.T) {
+	boom := temporal.NewNonRetryableApplicationError("workspace ws-test: replace: No such image: gone:1", "invalid", nil)
+	f := &fakes{
+		probes:          []activities.ProbeOutput{hit, miss("a"), miss("b"), miss("dead")},
+		replaceErrs:     []error{boom, boom},
+		hitAfterReplace: true,
+	}
+	env := newEnv(t, f)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRecover, RecoverSignal{Reason: "requested by user"})
+	}, time.Hour)
+	deleteAt(env, time.Hour+10*time.Second, "done")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{
+		StartTimeout: 10 * time.Minute, MaxAttempts: 2, RecoverAfter: 30 * time.Second, Webhook: true,
+	}))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		models.PhaseRunning, models.PhaseFailed,
+		models.PhasePending, models.PhaseFailed, // attempt 1 fails
+		models.PhasePending, models.PhaseFailed, // attempt 2 fails
+		models.PhaseEscalated,
+		models.PhasePending, models.PhaseRunning, // the recover signal's attempt works
+		models.PhaseTerminating,
+	}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if r := f.reasonOf(models.PhaseFailed, 2); r != "recovery attempt 2 of 2 failed: workspace ws-test: replace: No such image: gone:1" {
+		t.Errorf("second failed-recovery reason = %q", r)
+	}
+	esc := f.reasonOf(models.PhaseEscalated, 0)
+	if !strings.HasPrefix(esc, "gave up after 2 recovery attempts: recovery attempt 2 of 2 failed:") {
+		t.Errorf("escalated reason = %q", esc)
+	}
+	wantEvents := []string{
+		models.EventRecoveryStarted, models.EventRecoveryFailed,
+		models.EventRecoveryStarted, models.EventRecoveryFailed,
+		models.EventEscalated,
+		models.EventRecoveryStarted,
+	}
+	if got := f.eventList(); !slices.Equal(got, wantEvents) {
+		t.Errorf("events = %v, want %v", got, wantEvents)
+	}
+	if len(f.webhooks) != 1 || f.webhooks[0].Event != models.EventEscalated || f.webhooks[0].Reason != esc || f.webhooks[0].Attempts != 2 {
+		t.Errorf("webhooks = %+v", f.webhooks)
+	}
+	if len(f.replaces) != 3 {
+		t.Errorf("replaces = %d, want 3", len(f.replaces))
+	}
+	// The failed attempts dropped the handle: the next attempt has none.
+	if f.replaces[1].Handle != nil {
+		t.Errorf("second replace handle = %+v, want nil after a failed attempt", f.replaces[1].Handle)
+	}
+	// An escalated workspace waits for a person: no probes while escalated.
+	if n := len(f.probeInputs); n != 6 {
+		t.Errorf("probes = %d, want 6 (4 before the failure, 1 while failed, 1 after the recover)", n)
+	}
+}
+
+// max_attempts 0 turns replacement off: the workspace escalates once the
+// delay is over.
+func TestRecoveryOffEscalates(t *testing.T) {
+	f := &fakes{probes: []activities.ProbeOutput{hit, miss("a"), miss("b"), miss("dead")}}
+	env := newEnv(t, f)
+	deleteAt(env, time.Hour, "done")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{StartTimeout: time.Minute, RecoverAfter: time.Minute}))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhaseEscalated, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if r := f.reasonOf(models.PhaseEscalated, 0); r != "recovery is off (max_attempts 0): dead" {
+		t.Errorf("escalated reason = %q", r)
+	}
+	if len(f.replaces) != 0 || len(f.webhooks) != 0 {
+		t.Errorf("replaces = %d, webhooks = %d, want none", len(f.replaces), len(f.webhooks))
+	}
+}
+
+// A workspace that stays pending past the start timeout fails with a reason
+// naming it (here probes are far apart, so the misses rule cannot fire
+// first).
+func TestStartTimeout(t *testing.T) {
+	f := &fakes{probes: []activities.ProbeOutput{miss("connection refused")}}
+	env := newEnv(t, f)
+	deleteAt(env, 90*time.Second, "done")
+	in := policyInput(backend.Policy{StartTimeout: time.Minute, MaxAttempts: 3, RecoverAfter: time.Hour})
+	in.ProbeInterval = 10 * time.Minute
+	env.ExecuteWorkflow(WorkspaceWorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{models.PhaseFailed, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if r := f.reasonOf(models.PhaseFailed, 0); r != "did not start within the start timeout (1m0s)" {
+		t.Errorf("failed reason = %q", r)
+	}
+}
+
+// A failed provisioning is recovered too: the replacement is provisioned
+// with no handle (the activity tears down by workspace id).
+func TestFailedProvisioningIsRecovered(t *testing.T) {
+	errFlaky := temporal.NewNonRetryableApplicationError("workspace ws-test: provision: docker engine is not reachable", "unavailable", nil)
+	f := &fakes{provisionErrs: []error{errFlaky}}
+	env := newEnv(t, f)
+	deleteAt(env, 5*time.Minute, "done")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{StartTimeout: time.Minute, MaxAttempts: 3, RecoverAfter: 30 * time.Second}))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{models.PhaseFailed, models.PhasePending, models.PhaseRunning, models.PhaseTerminating}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if len(f.replaces) != 1 || f.replaces[0].Handle != nil {
+		t.Errorf("replaces = %+v, want one without a handle", f.replaces)
+	}
+}
+
+// Returning a pool workspace resets it; a reset that fails deletes it
+// (its pool replaces it). A workspace outside a pool ignores the signal.
+func TestReturn(t *testing.T) {
+	boom := temporal.NewApplicationError("workspace ws-test: reset: runtime: connection lost", "unavailable")
+	t.Run("reset and stay", func(t *testing.T) {
+		f := &fakes{}
+		env := newEnv(t, f)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReturn, ReturnSignal{}) }, 40*time.Second)
+		deleteAt(env, 5*time.Minute, "done")
+		in := testInput()
+		in.PoolID = "warm"
+		env.ExecuteWorkflow(WorkspaceWorkflowName, in)
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		if f.resets != 1 {
+			t.Errorf("resets = %d, want 1", f.resets)
+		}
+		if r := f.reasonOf(models.PhaseTerminating, 0); r != "done" {
+			t.Errorf("terminating reason = %q, want the user's delete", r)
+		}
+	})
+	t.Run("reset fails and the workspace is replaced", func(t *testing.T) {
+		f := &fakes{resetErrs: []error{boom, boom}}
+		env := newEnv(t, f)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReturn, ReturnSignal{}) }, 40*time.Second)
+		in := testInput()
+		in.PoolID = "warm"
+		env.ExecuteWorkflow(WorkspaceWorkflowName, in)
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		if r := f.reasonOf(models.PhaseTerminating, 0); r != "reset on return failed; replaced: workspace ws-test: reset: runtime: connection lost" {
+			t.Errorf("terminating reason = %q", r)
+		}
+	})
+	t.Run("not in a pool", func(t *testing.T) {
+		f := &fakes{}
+		env := newEnv(t, f)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalReturn, ReturnSignal{}) }, 40*time.Second)
+		deleteAt(env, 5*time.Minute, "done")
+		env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		if f.resets != 0 {
+			t.Errorf("resets = %d, want 0", f.resets)
+		}
+	})
+}

@@ -1,0 +1,200 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// cleanupTimeout bounds the store calls that undo a half-done create after
+// the caller's own context may be gone.
+const cleanupTimeout = 10 * time.Second
+
+// Starter starts and signals Primer's workflows through a Temporal client.
+// The API and the pool activities share it, so a workspace is created and
+// deleted the same way whoever asks. It implements activities.Lifecycle.
+type Starter struct {
+	Temporal client.Client
+	Store    *models.Store
+	Logger   *slog.Logger
+	// ProbeInterval is passed to every workspace workflow; zero lets the
+	// workflow use its default.
+	ProbeInterval time.Duration
+	// PoolInterval is how often a pool workflow checks its pool without
+	// being signalled; zero means DefaultPoolInterval.
+	PoolInterval time.Duration
+}
+
+var _ activities.Lifecycle = (*Starter)(nil)
+
+func (s *Starter) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// WorkspaceInput is what every start of a workspace's workflow carries: ids
+// and the template's policy, never the token or template env. t may be nil
+// (the template is gone): the policy defaults then.
+func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) WorkspaceInput {
+	in := WorkspaceInput{
+		WorkspaceID:   w.ID,
+		TemplateID:    w.TemplateID,
+		ProviderID:    w.ProviderID,
+		Backend:       w.Backend,
+		ProbeInterval: s.ProbeInterval,
+		PoolID:        w.PoolID,
+	}
+	if t != nil {
+		var common backend.Common
+		// The template was validated when stored; a document that does not
+		// decode here gets the default policy rather than no workspace.
+		_ = json.Unmarshal(t.Backend, &common)
+		p := common.Policy()
+		in.Policy = &p
+	}
+	return in
+}
+
+// CreateWorkspace stores a new workspace of a template and starts its
+// workflow. If the workflow cannot be started the row is removed again, so
+// no workspace sits in pending with nothing to move it.
+func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*models.Workspace, error) {
+	t, err := s.Store.GetTemplate(ctx, req.TemplateID)
+	if errs.Is(err, errs.NotFound) {
+		return nil, errs.Field("template_id", "template_id: template %s not found", req.TemplateID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.Store.GetProvider(ctx, t.ProviderID)
+	if err != nil {
+		return nil, errs.E(errs.KindOf(err), "template %s: provider %s: %w", t.ID, t.ProviderID, err)
+	}
+	id := models.NewID("ws")
+	w := &models.Workspace{
+		ID:         id,
+		TemplateID: t.ID,
+		ProviderID: p.ID,
+		Backend:    p.Provider,
+		Phase:      models.PhasePending,
+		Labels:     req.Labels,
+		WorkflowID: WorkflowID(id),
+		PoolID:     req.PoolID,
+	}
+	if req.PoolID != "" {
+		w.PoolState = models.PoolIdle
+	}
+	if err := s.Store.CreateWorkspace(ctx, w); err != nil {
+		return nil, err
+	}
+	in := s.WorkspaceInput(w, t)
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, StartOptions(in), WorkspaceWorkflowName, in); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := s.Store.DeleteWorkspace(cctx, id); derr != nil && !errs.Is(derr, errs.NotFound) {
+			s.logger().Error("workspace: remove row after failed start", "workspace_id", id, "error", derr.Error())
+		}
+		return nil, errs.E(errs.Unavailable, "workspace %s: start workflow: %w", id, err)
+	}
+	s.logger().Info("workspace created", "workspace_id", id, "template_id", t.ID, "provider_id", p.ID,
+		"backend", p.Provider, "pool_id", req.PoolID)
+	return w, nil
+}
+
+// DeleteWorkspace asks the workspace's workflow to destroy it. Signal-with-
+// start reaches a workflow that is gone too (a crashed worker, a terminated
+// run): a fresh run starts, sees the delete signal, and destroys what is
+// left.
+func (s *Starter) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
+	return s.signalWithStart(ctx, w, SignalDelete, DeleteSignal{Reason: reason})
+}
+
+// SignalWorkspace sends signal with arg to the workspace's workflow,
+// starting a run when none is open (the row exists, so the workspace is
+// not destroyed and needs a workflow).
+func (s *Starter) SignalWorkspace(ctx context.Context, w *models.Workspace, signal string, arg any) error {
+	return s.signalWithStart(ctx, w, signal, arg)
+}
+
+func (s *Starter) signalWithStart(ctx context.Context, w *models.Workspace, signal string, arg any) error {
+	var t *models.Template
+	if got, err := s.Store.GetTemplate(ctx, w.TemplateID); err == nil {
+		t = got
+	}
+	in := s.WorkspaceInput(w, t)
+	opts := StartOptions(in)
+	// The row still exists, so whatever closed the previous run (a failure,
+	// a termination by an operator) did not destroy the workspace: a new run
+	// is needed, even though creates never reuse the id. It must not
+	// provision again over a sandbox that may exist: it starts from the
+	// row's state instead.
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+	in.State = resumedState(w)
+	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, w.WorkflowID, signal, arg, opts, WorkspaceWorkflowName, in); err != nil {
+		return errs.E(errs.Unavailable, "workspace %s: signal %s: %w", w.ID, signal, err)
+	}
+	return nil
+}
+
+// resumedState is the state a new run starts from when the previous run of
+// a workspace's workflow is gone: the row's phase and handle.
+func resumedState(w *models.Workspace) *WorkspaceState {
+	st := &WorkspaceState{Phase: w.Phase, Reason: w.Reason}
+	if st.Phase == "" {
+		st.Phase = models.PhasePending
+	}
+	var h backend.Handle
+	if len(w.Handle) > 0 && string(w.Handle) != "null" && json.Unmarshal(w.Handle, &h) == nil && h.Backend != "" {
+		st.Handle = &h
+	}
+	if st.Phase == models.PhaseTerminating {
+		st.DeleteReason = w.Reason
+	}
+	return st
+}
+
+// StartPool starts the workflow of a pool unless it runs already.
+func (s *Starter) StartPool(ctx context.Context, poolID string) error {
+	in := PoolInput{PoolID: poolID, Interval: s.PoolInterval}
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, PoolStartOptions(poolID), PoolWorkflowName, in); err != nil {
+		return errs.E(errs.Unavailable, "pool %s: start workflow: %w", poolID, err)
+	}
+	return nil
+}
+
+// NotifyPool wakes a pool's workflow (starting it if needed) to look at
+// its pool now: a workspace was leased or returned, or the pool or its
+// template changed.
+func (s *Starter) NotifyPool(ctx context.Context, poolID string) error {
+	in := PoolInput{PoolID: poolID, Interval: s.PoolInterval}
+	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, PoolWorkflowID(poolID), SignalPoolChanged,
+		PoolChanged{}, PoolStartOptions(poolID), PoolWorkflowName, in); err != nil {
+		return errs.E(errs.Unavailable, "pool %s: signal: %w", poolID, err)
+	}
+	return nil
+}
+
+// StartReconciler starts the reconciler workflow unless it runs already.
+func (s *Starter) StartReconciler(ctx context.Context, in ReconcilerInput) error {
+	opts := client.StartWorkflowOptions{
+		ID:                       ReconcilerWorkflowID,
+		TaskQueue:                TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, opts, ReconcilerWorkflowName, in); err != nil {
+		return errs.E(errs.Unavailable, "reconciler: start workflow: %w", err)
+	}
+	return nil
+}
