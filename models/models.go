@@ -27,6 +27,9 @@ const (
 	PhaseRunning     = "running"
 	PhaseFailed      = "failed"
 	PhaseTerminating = "terminating"
+	// PhaseEscalated is where stale recovery leaves a workspace when its
+	// bounded attempts ran out: it needs a human.
+	PhaseEscalated = "escalated"
 )
 
 // Session statuses and end reasons.
@@ -37,6 +40,9 @@ const (
 	ReasonWorkspaceLost    = "workspace_lost"
 	ReasonWorkspaceDeleted = "workspace_deleted"
 	ReasonEndedByUser      = "ended_by_user"
+	// ReasonWorkspaceReturned ends the sessions of a leased workspace
+	// returned to its warm pool.
+	ReasonWorkspaceReturned = "workspace_returned"
 )
 
 // Event types (DESIGN.md).
@@ -45,6 +51,34 @@ const (
 	EventProvisionFailed = "workspace.provision_failed"
 	EventDestroyed       = "workspace.destroyed"
 	EventPhaseChanged    = "workspace.phase_changed"
+
+	// Stale recovery: a workspace's sandbox is torn down and re-provisioned.
+	EventRecoveryStarted = "workspace.recovery_started"
+	EventRecovered       = "workspace.recovered"
+	EventRecoveryFailed  = "workspace.recovery_failed"
+	EventEscalated       = "workspace.escalated"
+	// EventSandboxMissing: the backend no longer has the workspace's sandbox.
+	EventSandboxMissing = "workspace.sandbox_missing"
+	// EventOrphanRemoved: a sandbox no workspace row owns was removed.
+	EventOrphanRemoved = "workspace.orphan_removed"
+
+	// Warm pools: a workspace leased from its pool, and returned to it.
+	EventLeased   = "workspace.leased"
+	EventReturned = "workspace.returned"
+)
+
+// Warm pool states of a workspace (Workspace.PoolState). A workspace that is
+// not in a pool has the empty state.
+const (
+	PoolIdle      = "idle"      // warm, waiting to be leased
+	PoolLeased    = "leased"    // handed out by LeaseWorkspace
+	PoolReturning = "returning" // given back; being reset before it is idle again
+)
+
+// Warm pool sizes.
+const (
+	DefaultPoolSize = 3   // the size of a pool created with size 0
+	MaxPoolSize     = 100 // the largest size a pool may have
 )
 
 // Provider says how to reach a backend. It stores connection and reachability
@@ -65,8 +99,22 @@ type Template struct {
 	ProviderID  string          `gorm:"size:128;not null;index" json:"provider_id"`
 	Description string          `json:"description,omitempty"`
 	Backend     json.RawMessage `gorm:"serializer:json;type:text" json:"backend"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	// Generation is 1 when the template is created and grows by one with
+	// every update, so a workspace made from an older recipe can be told
+	// apart (Workspace.TemplateGeneration). The store sets it.
+	Generation int64     `gorm:"not null;default:1" json:"generation"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Pool is a warm pool: Size running workspaces of a template kept idle so
+// LeaseWorkspace can hand one out without waiting for a provision.
+type Pool struct {
+	ID         string    `gorm:"primaryKey;size:128" json:"id"`
+	TemplateID string    `gorm:"size:128;not null;index" json:"template_id"`
+	Size       int       `gorm:"not null" json:"size"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // Workspace is a live sandbox materialised from a template.
@@ -78,6 +126,14 @@ type Workspace struct {
 	Phase      string            `gorm:"size:32;not null;index" json:"phase"`
 	Reason     string            `json:"reason,omitempty"` // why the workspace is in its phase
 	Labels     map[string]string `gorm:"serializer:json;type:text" json:"labels,omitempty"`
+	// TemplateGeneration is the template's Generation when the workspace
+	// was created; CreateWorkspace sets it.
+	TemplateGeneration int64 `gorm:"not null;default:0" json:"template_generation"`
+	// PoolID is the warm pool the workspace belongs to, empty if none.
+	PoolID string `gorm:"size:128;not null;default:'';index:idx_workspaces_pool,priority:1" json:"pool_id,omitempty"`
+	// PoolState is PoolIdle, PoolLeased or PoolReturning for a pool's
+	// workspace, empty otherwise.
+	PoolState string `gorm:"size:16;not null;default:'';index:idx_workspaces_pool,priority:2" json:"pool_state,omitempty"`
 	// Path is where the workspace lives on its backend (a directory, a volume).
 	Path string `json:"workspace_path,omitempty"`
 	// Handle is the backend's serialised handle (backend.Handle as JSON).
@@ -97,9 +153,13 @@ type Session struct {
 	Agent       string            `json:"agent,omitempty"`
 	Metadata    map[string]string `gorm:"serializer:json;type:text" json:"metadata,omitempty"`
 	Status      string            `gorm:"size:16;not null;index:idx_sessions_workspace_status,priority:2" json:"status"` // open | ended
-	EndReason   string            `json:"end_reason,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	EndedAt     *time.Time        `json:"ended_at,omitempty"`
+	// ResumedFrom is the id of the lost session this one resumes
+	// (ResumeLostSessions), empty otherwise. A session is resumed at most
+	// once: the partial unique index enforces it on both databases.
+	ResumedFrom string     `gorm:"size:64;not null;default:'';uniqueIndex:idx_sessions_resumed_from,where:resumed_from <> ''" json:"resumed_from,omitempty"`
+	EndReason   string     `json:"end_reason,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	EndedAt     *time.Time `json:"ended_at,omitempty"`
 }
 
 // Event is one stored workspace event. ID increases monotonically, so a
@@ -118,6 +178,8 @@ type WorkspaceFilter struct {
 	ProviderID string
 	Backend    string
 	Phase      string
+	PoolID     string
+	PoolState  string
 	Limit      int // 0: no limit
 }
 

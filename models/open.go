@@ -44,7 +44,7 @@ const (
 )
 
 // allModels are migrated by Open, parents first.
-var allModels = []any{&Provider{}, &Template{}, &Workspace{}, &Session{}, &Event{}}
+var allModels = []any{&Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{}}
 
 // Open connects to the database and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
@@ -179,24 +179,61 @@ func openPostgres(ctx context.Context, url string) (*Store, error) {
 	return &Store{w: db, r: db, dialect: DialectPostgres}, nil
 }
 
-// migrate creates or alters the tables. On PostgreSQL it runs in one
-// transaction under an advisory lock, so two servers starting against the
-// same database do not race on CREATE TABLE, and a failed migration leaves
-// nothing half-done.
+// migrate creates or alters the tables, in one transaction so a failed
+// migration leaves nothing half-done. On PostgreSQL an advisory lock keeps
+// two servers starting against the same database from racing on CREATE
+// TABLE; on SQLite the transaction's write lock does the same.
 func (s *Store) migrate(ctx context.Context) error {
-	var err error
-	if s.dialect == DialectPostgres {
-		err = s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
-				return err
-			}
-			return tx.AutoMigrate(allModels...)
-		})
-	} else {
-		err = s.w.WithContext(ctx).AutoMigrate(allModels...)
-	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect != DialectPostgres {
+			return migrateAdditive(tx, allModels)
+		}
+		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
+			return err
+		}
+		return tx.AutoMigrate(allModels...)
+	})
 	if err != nil {
 		return dbError(ctx, err, "database: migrate")
+	}
+	return nil
+}
+
+// migrateAdditive creates the missing tables, columns and indexes of models
+// and leaves everything that exists alone. It is how SQLite is migrated:
+// there GORM's AutoMigrate compares each column with what the driver
+// reports, and for a table that holds rows the driver reports text columns
+// as MaxInt64 long, so AutoMigrate would rebuild (copy, drop, rename) every
+// non-empty table with a sized column on every start. Primer's schema
+// changes are additive, and a new NOT NULL column needs a default so the
+// rows already there get a value.
+func migrateAdditive(tx *gorm.DB, models []any) error {
+	m := tx.Migrator()
+	for _, model := range models {
+		if !m.HasTable(model) {
+			if err := m.CreateTable(model); err != nil {
+				return err
+			}
+			continue
+		}
+		stmt := &gorm.Statement{DB: tx}
+		if err := stmt.Parse(model); err != nil {
+			return err
+		}
+		for _, name := range stmt.Schema.DBNames {
+			if !m.HasColumn(model, name) {
+				if err := m.AddColumn(model, name); err != nil {
+					return err
+				}
+			}
+		}
+		for _, idx := range stmt.Schema.ParseIndexes() {
+			if !m.HasIndex(model, idx.Name) {
+				if err := m.CreateIndex(model, idx.Name); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }

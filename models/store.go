@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -74,6 +76,7 @@ func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 		ProviderID:  LocalProviderID,
 		Description: "default template on the local provider",
 		Backend:     json.RawMessage(`{"kind":"local"}`),
+		Generation:  1,
 	}
 	var created []string
 	err = s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -175,7 +178,8 @@ func (s *Store) DeleteProvider(ctx context.Context, id string) error {
 	return writeError(ctx, err, "provider", id, "delete")
 }
 
-// CreateTemplate inserts t; Conflict if the id exists, Invalid (field provider_id) if the provider does not.
+// CreateTemplate inserts t with Generation 1; Conflict if the id exists,
+// Invalid (field provider_id) if the provider does not.
 func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 	if t.ID == "" {
 		return errs.Field("id", "template: id is required")
@@ -183,6 +187,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 	if err := checkJSON("backend", "template "+t.ID, t.Backend); err != nil {
 		return err
 	}
+	t.Generation = 1
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := lockProviderOf(tx, t); err != nil {
 			return err
@@ -214,9 +219,10 @@ func (s *Store) ListTemplates(ctx context.Context, providerID string) ([]Templat
 	return ts, nil
 }
 
-// UpdateTemplate replaces an existing template; NotFound if absent, Invalid
-// (field provider_id) if its provider does not exist. On success t holds the
-// stored row.
+// UpdateTemplate replaces an existing template and increments its
+// Generation in the same statement; NotFound if absent, Invalid (field
+// provider_id) if its provider does not exist. On success t holds the stored
+// row, new generation included.
 func (s *Store) UpdateTemplate(ctx context.Context, t *Template) error {
 	if err := checkJSON("backend", "template "+t.ID, t.Backend); err != nil {
 		return err
@@ -232,6 +238,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, t *Template) error {
 			"provider_id": t.ProviderID,
 			"description": t.Description,
 			"backend":     jsonColumn(t.Backend),
+			"generation":  gorm.Expr("generation + 1"),
 			"updated_at":  tx.NowFunc(),
 		}).Error
 		if err != nil {
@@ -243,7 +250,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, t *Template) error {
 }
 
 // DeleteTemplate deletes the template; NotFound if absent, Conflict if a
-// workspace uses it (every workspace row is live: destroyed ones are deleted).
+// workspace uses it (every workspace row is live: destroyed ones are deleted)
+// or a warm pool references it.
 func (s *Store) DeleteTemplate(ctx context.Context, id string) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := lockRow(tx, forUpdate, &Template{}, "template", id); err != nil {
@@ -251,6 +259,9 @@ func (s *Store) DeleteTemplate(ctx context.Context, id string) error {
 		}
 		if ref, err := firstID(tx, &Workspace{}, "template_id = ?", id); err != nil || ref != "" {
 			return inUse(err, "template", id, "workspace", ref)
+		}
+		if ref, err := firstID(tx, &Pool{}, "template_id = ?", id); err != nil || ref != "" {
+			return inUse(err, "template", id, "pool", ref)
 		}
 		return tx.Delete(&Template{}, "id = ?", id).Error
 	})
@@ -260,13 +271,24 @@ func (s *Store) DeleteTemplate(ctx context.Context, id string) error {
 // CreateWorkspace inserts w; Conflict if the id exists. An empty ID is
 // filled with NewID("ws"). The store does not check the template exists (the
 // API resolves it first), but it locks the template row so a concurrent
-// DeleteTemplate sees the new workspace.
+// DeleteTemplate sees the new workspace, and sets w.TemplateGeneration to the
+// template's current Generation (0 when there is no such template).
+//
+// PoolID and PoolState are stored as given: both empty, or a pool that
+// exists (NotFound, field pool_id, if not) and one of the pool states
+// (Invalid, field pool_state, if not).
 func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	if w.ID == "" {
 		w.ID = NewID("ws")
 	}
 	if err := checkJSON("handle", "workspace "+w.ID, w.Handle); err != nil {
 		return err
+	}
+	switch {
+	case w.PoolID == "" && w.PoolState != "":
+		return errs.Field("pool_state", "workspace %s: pool_state %q without a pool_id", w.ID, w.PoolState)
+	case w.PoolID != "" && !poolStates[w.PoolState]:
+		return errs.Field("pool_state", "workspace %s: pool_state %q: want %s, %s or %s", w.ID, w.PoolState, PoolIdle, PoolLeased, PoolReturning)
 	}
 	if w.CreatedAt.IsZero() {
 		// Set here, as stored, so the caller's copy equals what a read returns.
@@ -277,10 +299,25 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	}
 	w.CreatedAt, w.UpdatedAt = storedTime(w.CreatedAt), storedTime(w.UpdatedAt)
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var ids []string
-		err := tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("id", &ids).Error
+		var gens []int64
+		err := tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
 		if err != nil {
 			return err
+		}
+		w.TemplateGeneration = 0
+		if len(gens) > 0 {
+			w.TemplateGeneration = gens[0]
+		}
+		if w.PoolID != "" {
+			// FOR SHARE: a concurrent DeletePool waits for this workspace.
+			err := lockRow(tx, forShare, &Pool{}, "pool", w.PoolID)
+			if errs.Is(err, errs.NotFound) {
+				return &errs.Error{Kind: errs.NotFound, Field: "pool_id",
+					Msg: fmt.Sprintf("workspace %s: pool %s: not found", w.ID, w.PoolID)}
+			}
+			if err != nil {
+				return err
+			}
 		}
 		return tx.Create(w).Error
 	})
@@ -304,6 +341,8 @@ func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]Worksp
 		{"provider_id", f.ProviderID},
 		{"backend", f.Backend},
 		{"phase", f.Phase},
+		{"pool_id", f.PoolID},
+		{"pool_state", f.PoolState},
 	} {
 		if c.v != "" {
 			q = q.Where(c.col+" = ?", c.v)
@@ -320,7 +359,9 @@ func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]Worksp
 }
 
 // validPhases are the phases SetWorkspacePhase accepts.
-var validPhases = map[string]bool{PhasePending: true, PhaseRunning: true, PhaseFailed: true, PhaseTerminating: true}
+var validPhases = map[string]bool{
+	PhasePending: true, PhaseRunning: true, PhaseFailed: true, PhaseTerminating: true, PhaseEscalated: true,
+}
 
 // SetWorkspacePhase sets phase and reason; NotFound if absent, Invalid (field
 // phase) for a phase DESIGN.md does not name.
@@ -448,26 +489,106 @@ func (s *Store) EndSession(ctx context.Context, id, reason string) (*Session, er
 }
 
 // EndWorkspaceSessions ends every open session of a workspace with reason and
-// returns how many ended. An unknown workspace has none: 0, nil.
-func (s *Store) EndWorkspaceSessions(ctx context.Context, workspaceID, reason string) (int, error) {
+// returns the ids of those it ended, oldest session first. An unknown
+// workspace has none: an empty slice and nil.
+func (s *Store) EndWorkspaceSessions(ctx context.Context, workspaceID, reason string) ([]string, error) {
 	if reason == "" {
-		return 0, errs.Field("reason", "workspace %s: end reason is empty", workspaceID)
+		return nil, errs.Field("reason", "workspace %s: end reason is empty", workspaceID)
 	}
-	n, err := endSessions(s.w.WithContext(ctx), "workspace_id = ?", workspaceID, reason)
+	ended, err := endSessions(s.w.WithContext(ctx), "workspace_id = ?", workspaceID, reason)
 	if err != nil {
-		return 0, dbError(ctx, err, "workspace "+workspaceID+": end sessions")
+		return nil, dbError(ctx, err, "workspace "+workspaceID+": end sessions")
 	}
-	return int(n), nil
+	ids := make([]string, 0, len(ended))
+	for _, ses := range ended {
+		ids = append(ids, ses.ID)
+	}
+	return ids, nil
 }
 
-// endSessions ends the open sessions matching where/arg and returns how many.
-func endSessions(tx *gorm.DB, where string, arg any, reason string) (int64, error) {
-	res := tx.Model(&Session{}).Where(where, arg).Where("status = ?", SessionOpen).Updates(map[string]any{
+// endSessions ends the open sessions matching where/arg in one statement and
+// returns them (id and created_at only, oldest first). RETURNING, on both
+// dialects, names exactly the rows this statement ended, so a concurrent
+// ending never shows up twice.
+func endSessions(tx *gorm.DB, where string, arg any, reason string) ([]Session, error) {
+	var ended []Session
+	err := tx.Model(&ended).Clauses(clause.Returning{Columns: []clause.Column{{Name: "id"}, {Name: "created_at"}}}).
+		Where(where, arg).Where("status = ?", SessionOpen).Updates(map[string]any{
 		"status":     SessionEnded,
 		"end_reason": reason,
 		"ended_at":   tx.NowFunc(),
+	}).Error
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ended, func(a, b Session) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
 	})
-	return res.RowsAffected, res.Error
+	return ended, nil
+}
+
+// ResumeLostSessions gives every session of the workspace that ended with
+// reason workspace_lost at or after since a successor: a new open session on
+// the same workspace, with the same agent and metadata, whose ResumedFrom is
+// the lost session's id. Lost sessions that already have a successor are
+// skipped, so calling it again (a retried activity) creates nothing. It
+// returns the created sessions, oldest lost first; NotFound if the workspace
+// does not exist.
+//
+// The workspace row is locked FOR UPDATE for the transaction, so concurrent
+// calls run one after the other and the second sees the first's sessions;
+// the unique index on resumed_from backs that up.
+func (s *Store) ResumeLostSessions(ctx context.Context, workspaceID string, since time.Time) ([]Session, error) {
+	var created []Session
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		created = created[:0]
+		if err := lockRow(tx, forUpdate, &Workspace{}, "workspace", workspaceID); err != nil {
+			return err
+		}
+		var lost []Session
+		q := tx.Where("workspace_id = ? AND status = ? AND end_reason = ?", workspaceID, SessionEnded, ReasonWorkspaceLost).
+			// The <> '' term lets both databases use the partial unique index.
+			Where("NOT EXISTS (SELECT 1 FROM sessions r WHERE r.resumed_from = sessions.id AND r.resumed_from <> '')").
+			Order("ended_at").Order("created_at").Order("id")
+		if !since.IsZero() {
+			q = q.Where("ended_at >= ?", storedTime(since))
+		}
+		if err := q.Find(&lost).Error; err != nil {
+			return err
+		}
+		now := tx.NowFunc()
+		for i, l := range lost {
+			created = append(created, Session{
+				ID:          NewID("ses"),
+				WorkspaceID: workspaceID,
+				Agent:       l.Agent,
+				Metadata:    l.Metadata,
+				Status:      SessionOpen,
+				ResumedFrom: l.ID,
+				// A microsecond apart, so the successors keep their
+				// predecessors' order when they are lost and resumed in turn.
+				CreatedAt: now.Add(time.Duration(i) * time.Microsecond),
+			})
+		}
+		if len(created) == 0 {
+			return nil
+		}
+		return tx.Create(&created).Error
+	})
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		// Only a writer that bypassed the workspace lock can get here.
+		return nil, errs.E(errs.Conflict, "workspace %s: resume lost sessions: a lost session was resumed concurrently", workspaceID)
+	}
+	if err != nil {
+		return nil, writeError(ctx, err, "workspace", workspaceID, "resume lost sessions")
+	}
+	if created == nil {
+		created = []Session{}
+	}
+	return created, nil
 }
 
 // AppendEvent stores an event, setting its ID and CreatedAt.

@@ -75,6 +75,21 @@ func openTestSQLite(t *testing.T) *Store {
 // PRIMER_TEST_DATABASE_URL, dropped when the test ends, so runs never collide.
 func openTestPostgres(t *testing.T) *Store {
 	t.Helper()
+	url := testPostgresURL(t)
+	s, err := Open(t.Context(), Config{URL: url})
+	if err != nil {
+		t.Fatalf("Open(postgres): %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// testPostgresURL creates a schema of its own in the database of
+// PRIMER_TEST_DATABASE_URL, dropped when the test ends, and returns a URL
+// whose search_path is that schema. It skips the test when the variable is
+// not set.
+func testPostgresURL(t *testing.T) string {
+	t.Helper()
 	url := os.Getenv("PRIMER_TEST_DATABASE_URL")
 	if url == "" {
 		t.Skip("set PRIMER_TEST_DATABASE_URL=postgres://... to run the store tests on PostgreSQL; .ci/run does")
@@ -98,12 +113,7 @@ func openTestPostgres(t *testing.T) *Store {
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
-	s, err := Open(t.Context(), Config{URL: url + sep + "search_path=" + schema})
-	if err != nil {
-		t.Fatalf("Open(postgres): %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return url + sep + "search_path=" + schema
 }
 
 var storeCases = []storeCase{
@@ -120,6 +130,16 @@ var storeCases = []storeCase{
 	{"concurrent writes", testConcurrentWrites},
 	{"json round trip", testJSONRoundTrip},
 	{"no orphans under concurrency", testNoOrphans},
+	{"escalated phase", testEscalatedPhase},
+	{"template generation", testTemplateGeneration},
+	{"resume lost sessions", testResumeLostSessions},
+	{"resume lost sessions concurrently", testResumeConcurrent},
+	{"pools", testPools},
+	{"pool workspaces", testPoolWorkspaces},
+	{"lease workspace", testLeaseWorkspace},
+	{"lease workspace concurrently", testLeaseConcurrent},
+	{"set pool state", testSetPoolState},
+	{"detach pool", testDetachPool},
 }
 
 func testProviders(t *testing.T, ctx context.Context, s *Store) {
@@ -399,13 +419,18 @@ func testSessions(t *testing.T, ctx context.Context, s *Store) {
 		}
 	}
 
-	n, err := s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost)
+	endedIDs, err := s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost)
 	must(t, err)
-	if n != 2 {
-		t.Errorf("EndWorkspaceSessions = %d, want 2", n)
+	if want := ids[1:]; !slices.Equal(endedIDs, want) {
+		t.Errorf("EndWorkspaceSessions = %v, want %v (oldest first)", endedIDs, want)
 	}
-	if n, err = s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost); err != nil || n != 0 {
-		t.Errorf("second EndWorkspaceSessions = %d, %v; want 0, nil", n, err)
+	if endedIDs, err = s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost); err != nil || endedIDs == nil || len(endedIDs) != 0 {
+		t.Errorf("second EndWorkspaceSessions = %#v, %v; want empty, nil", endedIDs, err)
+	}
+	if _, err = s.EndWorkspaceSessions(ctx, w.ID, ""); err == nil {
+		t.Errorf("EndWorkspaceSessions with no reason: err = nil")
+	} else {
+		wantField(t, err, "reason")
 	}
 	for i, want := range []string{ReasonEndedByUser, ReasonWorkspaceLost, ReasonWorkspaceLost} {
 		ses, err := s.GetSession(ctx, ids[i])

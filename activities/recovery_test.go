@@ -1,0 +1,391 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	rtclient "github.com/primerhq/primer/runtime/client"
+)
+
+// Replace keeps the workspace's data, writes template files only where
+// missing, runs init again, and mints a new token: the old one no longer
+// reaches the replacement.
+func TestReplaceKeepsDataWithNewToken(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.workspace(t, "ws-0a01", fullTemplate)
+	out, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-0a01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := r.store.GetWorkspace(ctx, "ws-0a01")
+	// The agent's work: a changed template file and a new one.
+	if err := os.WriteFile(filepath.Join(out.Handle.Path, "hello.txt"), []byte("changed by the agent\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out.Handle.Path, "work.txt"), []byte("results\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(out.Handle.Path, "conf/app.toml")); err != nil {
+		t.Fatal(err)
+	}
+	r.mem.Kill("ws-0a01")
+
+	h := out.Handle
+	rep, err := r.a.Replace(ctx, ReplaceInput{WorkspaceID: "ws-0a01", Handle: &h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := r.store.GetWorkspace(ctx, "ws-0a01")
+	if after.RuntimeToken == before.RuntimeToken || len(after.RuntimeToken) != 64 {
+		t.Errorf("token not replaced")
+	}
+	if r.mem.Teardowns("ws-0a01") != 1 {
+		t.Errorf("teardowns = %d, want 1", r.mem.Teardowns("ws-0a01"))
+	}
+	for rel, want := range map[string]string{
+		"hello.txt":     "changed by the agent\n", // kept: the workspace had it
+		"work.txt":      "results\n",              // kept
+		"conf/app.toml": "x = 1\n",                // missing, so written again
+		"init.out":      "hello from env\n",       // init ran again
+	} {
+		got, err := os.ReadFile(filepath.Join(rep.Handle.Path, rel))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q (%v), want %q", rel, got, err, want)
+		}
+	}
+	// The replacement answers with the new token only.
+	cl, err := r.a.Connector.Client(ctx, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		t.Errorf("ping replacement: %v", err)
+	}
+	// Whoever kept the old token (the old sandbox's processes) is refused
+	// by the replacement's runtime.
+	var h2 backend.Handle
+	if err := json.Unmarshal(after.Handle, &h2); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := r.mem.Endpoint(ctx, h2, after.RuntimeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old, err := rtclient.Dial(ctx, ep.URL, before.RuntimeToken); err == nil {
+		if err := old.Ping(ctx); err == nil {
+			t.Error("the old token still reaches the replacement")
+		}
+		old.Close()
+	}
+	r.a.Connector.Drop("ws-0a01")
+	r.noSecret(t, "ws-0a01", after.RuntimeToken)
+}
+
+// A teardown that fails is the attempt's error, without the token.
+func TestReplaceTeardownFailure(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.workspace(t, "ws-0a02", `{"kind":"memory"}`)
+	if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-0a02"}); err != nil {
+		t.Fatal(err)
+	}
+	r.mem.FailTeardown(errs.E(errs.Unavailable, "engine is down"))
+	_, err := r.a.Replace(ctx, ReplaceInput{WorkspaceID: "ws-0a02"})
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.NonRetryable() || !strings.Contains(appErr.Message(), "tear down: ") || !strings.Contains(appErr.Message(), "engine is down") {
+		t.Fatalf("err = %v, want a retryable tear-down error", err)
+	}
+}
+
+// Recovered resumes each session lost since the failure once, linked to
+// the lost one, and says so in workspace.recovered.
+func TestRecoveredResumesLostSessions(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.workspace(t, "ws-0a03", `{"kind":"memory"}`)
+	var lost []string
+	for _, agent := range []string{"a1", "a2"} {
+		s := &models.Session{WorkspaceID: "ws-0a03", Agent: agent, Metadata: map[string]string{"run": agent}}
+		if err := r.store.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		lost = append(lost, s.ID)
+	}
+	failedAt := time.Now()
+	if _, err := r.a.SetPhase(ctx, SetPhaseInput{WorkspaceID: "ws-0a03", From: "running", To: models.PhaseFailed, Reason: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.a.Recovered(ctx, RecoveredInput{WorkspaceID: "ws-0a03", Attempt: 1, LostSince: failedAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Sessions) != 2 {
+		t.Fatalf("resumed = %+v", out.Sessions)
+	}
+	var from []string
+	for _, s := range out.Sessions {
+		from = append(from, s.ResumedFrom)
+		got, err := r.store.GetSession(ctx, s.ID)
+		if err != nil || got.Status != models.SessionOpen || got.ResumedFrom != s.ResumedFrom {
+			t.Errorf("session %s = %+v (%v)", s.ID, got, err)
+		}
+	}
+	slices.Sort(from)
+	slices.Sort(lost)
+	if !slices.Equal(from, lost) {
+		t.Errorf("resumed from %v, want %v", from, lost)
+	}
+	evs := r.events(t, "ws-0a03")
+	last := evs[len(evs)-1]
+	if last.Type != models.EventRecovered || !strings.Contains(string(last.Data), lost[0]) {
+		t.Errorf("last event = %s %s", last.Type, last.Data)
+	}
+	// A retried activity resumes nothing twice.
+	again, err := r.a.Recovered(ctx, RecoveredInput{WorkspaceID: "ws-0a03", Attempt: 1, LostSince: failedAt})
+	if err != nil || len(again.Sessions) != 0 {
+		t.Errorf("second call resumed %+v (%v)", again.Sessions, err)
+	}
+}
+
+// The webhook gets a JSON notice; errors name the host only, never the
+// URL's token; a 4xx is final, a 5xx is retried.
+func TestNotifyWebhook(t *testing.T) {
+	var mu sync.Mutex
+	var got []map[string]any
+	status := http.StatusNoContent
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		mu.Lock()
+		got = append(got, m)
+		st := status
+		mu.Unlock()
+		if req.Header.Get("Content-Type") != "application/json" || req.URL.Query().Get("token") != "hook-secret-42" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(st)
+	}))
+	defer srv.Close()
+	r := newRig(t)
+	ctx := context.Background()
+	r.workspace(t, "ws-0a04", `{"kind":"memory","recovery":{"max_attempts":1,"webhook_url":"`+srv.URL+`/hook?token=hook-secret-42"}}`)
+	in := WebhookInput{WorkspaceID: "ws-0a04", Event: models.EventEscalated, Phase: models.PhaseEscalated, Reason: "gave up", Attempts: 1}
+
+	out, err := r.a.NotifyWebhook(ctx, in)
+	if err != nil || out.Status != http.StatusNoContent {
+		t.Fatalf("deliver: %+v, %v", out, err)
+	}
+	if len(got) != 1 || got[0]["workspace_id"] != "ws-0a04" || got[0]["event"] != models.EventEscalated ||
+		got[0]["reason"] != "gave up" || got[0]["attempts"] != float64(1) || got[0]["phase"] != models.PhaseEscalated {
+		t.Errorf("received %v", got)
+	}
+
+	for _, tc := range []struct {
+		status    int
+		retryable bool
+	}{{http.StatusInternalServerError, true}, {http.StatusGone, false}} {
+		mu.Lock()
+		status = tc.status
+		mu.Unlock()
+		_, err := r.a.NotifyWebhook(ctx, in)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.NonRetryable() == tc.retryable {
+			t.Errorf("status %d: err = %v, want retryable=%v", tc.status, err, tc.retryable)
+			continue
+		}
+		if strings.Contains(appErr.Message(), "hook-secret-42") || !strings.Contains(appErr.Message(), srv.URL) {
+			t.Errorf("status %d: message %q must name the host and not the token", tc.status, appErr.Message())
+		}
+	}
+	// A receiver that is down: retryable, still without the token.
+	srv.Close()
+	_, err = r.a.NotifyWebhook(ctx, in)
+	if err == nil || strings.Contains(err.Error(), "hook-secret-42") {
+		t.Errorf("down receiver: err = %v", err)
+	}
+}
+
+// The reconciler removes a sandbox no workspace owns once it is older than
+// the grace period, keeps those with a row, and reports a running
+// workspace whose sandbox is gone.
+func TestReconcile(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	// An orphan: made on the backend, no row.
+	if _, err := r.mem.Provision(ctx, backend.ProvisionRequest{WorkspaceID: "ws-0bad", Template: json.RawMessage(`{"kind":"memory"}`), Token: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	// A workspace with its sandbox.
+	r.workspace(t, "ws-0a05", `{"kind":"memory"}`)
+	if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-0a05"}); err != nil {
+		t.Fatal(err)
+	}
+	// A running workspace whose sandbox vanished.
+	r.workspace(t, "ws-0a06", `{"kind":"memory"}`)
+	if err := r.store.SetWorkspacePhase(ctx, "ws-0a06", models.PhaseRunning, "runtime answered"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Within the grace period nothing is removed.
+	out, err := r.a.Reconcile(ctx, ReconcileInput{Grace: time.Hour})
+	if err != nil || len(out.Removed) != 0 || len(out.Missing) != 0 {
+		t.Fatalf("within grace: %+v, %v", out, err)
+	}
+	out, err = r.a.Reconcile(ctx, ReconcileInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Removed, []string{"ws-0bad"}) || len(out.Errors) != 0 {
+		t.Errorf("removed = %v, errors = %v", out.Removed, out.Errors)
+	}
+	if !slices.Equal(out.Missing, []string{"ws-0a06"}) {
+		t.Errorf("missing = %v, want ws-0a06", out.Missing)
+	}
+	if r.mem.Provisioned("ws-0bad") || !r.mem.Provisioned("ws-0a05") {
+		t.Errorf("orphan still there or owned sandbox removed")
+	}
+	evs := r.events(t, "ws-0a06")
+	if len(evs) == 0 || evs[len(evs)-1].Type != models.EventSandboxMissing {
+		t.Errorf("events of the missing workspace = %+v", evs)
+	}
+	if got := counter(t, r.m.OrphansRemoved); got != 1 {
+		t.Errorf("orphans removed metric = %v", got)
+	}
+}
+
+// fakeLifecycle records what the pool activity asks for and stores rows
+// the way the real one does.
+type fakeLifecycle struct {
+	store   *models.Store
+	created []string
+	deleted []string
+}
+
+func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
+	w := &models.Workspace{ID: models.NewID("ws"), TemplateID: req.TemplateID, ProviderID: "mem", Backend: memory.Type,
+		Phase: models.PhasePending, PoolID: req.PoolID, PoolState: models.PoolIdle}
+	if err := f.store.CreateWorkspace(ctx, w); err != nil {
+		return nil, err
+	}
+	f.created = append(f.created, w.ID)
+	return w, nil
+}
+
+func (f *fakeLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
+	f.deleted = append(f.deleted, w.ID)
+	return f.store.SetWorkspacePhase(ctx, w.ID, models.PhaseTerminating, reason)
+}
+
+func (f *fakeLifecycle) NotifyPool(context.Context, string) error { return nil }
+
+// A pool pass fills the pool, replaces failed idle members, rolls over to
+// a new template version one workspace at a time, and on deletion removes
+// the idle members and leaves leased ones to their lessees.
+func TestReconcilePool(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	lc := &fakeLifecycle{store: r.store}
+	r.a.Lifecycle = lc
+	if err := r.store.CreateTemplate(ctx, &models.Template{ID: "pt", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.CreatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: 2}); err != nil {
+		t.Fatal(err)
+	}
+	pass := func(wantCreated, wantRemoved int) ReconcilePoolOutput {
+		t.Helper()
+		lc.created, lc.deleted = nil, nil
+		out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Created != wantCreated || out.Removed != wantRemoved {
+			t.Fatalf("pass = %+v, want %d created and %d removed", out, wantCreated, wantRemoved)
+		}
+		return out
+	}
+	runAll := func() {
+		t.Helper()
+		ws, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "warm"})
+		for _, w := range ws {
+			if w.Phase == models.PhasePending {
+				_ = r.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, "up")
+			}
+		}
+	}
+
+	pass(2, 0)
+	pass(0, 0) // starting ones count
+	runAll()
+	first := append([]string(nil), lc.created...)
+	_ = first
+
+	// A lease takes one out; the pool makes another.
+	leased, err := r.store.LeaseWorkspace(ctx, "warm")
+	if err != nil || leased == nil {
+		t.Fatalf("lease: %v, %v", leased, err)
+	}
+	out := pass(1, 0)
+	if out.Leased != 1 {
+		t.Errorf("leased = %d", out.Leased)
+	}
+	runAll()
+
+	// An idle member that failed is replaced.
+	idle, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: models.PoolIdle})
+	_ = r.store.SetWorkspacePhase(ctx, idle[0].ID, models.PhaseFailed, "dead")
+	pass(1, 1)
+	runAll()
+
+	// A template change rolls the idle members over one at a time: never
+	// fewer than Size ready.
+	tmpl, _ := r.store.GetTemplate(ctx, "pt")
+	tmpl.Description = "v2"
+	if err := r.store.UpdateTemplate(ctx, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; step < 2; step++ {
+		pass(1, 0) // surge: one new
+		pass(0, 0) // wait for it to run
+		runAll()
+		pass(0, 1) // then one old goes
+	}
+	out = pass(0, 0)
+	if out.Idle != 2 || out.Stale != 0 {
+		t.Errorf("after the roll-over: %+v", out)
+	}
+
+	// Deleting the pool removes the idle members; the leased one stays,
+	// detached.
+	if err := r.store.DeletePool(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
+	if err != nil || !out.Gone || out.Removed != 2 {
+		t.Fatalf("gone pass = %+v, %v", out, err)
+	}
+	w, _ := r.store.GetWorkspace(ctx, leased.ID)
+	if w.PoolID != "" || w.PoolState != "" || w.Phase != models.PhaseRunning {
+		t.Errorf("leased workspace after the pool went = %+v", w)
+	}
+}

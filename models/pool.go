@@ -1,0 +1,207 @@
+package models
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// poolStates are the values of Workspace.PoolState for a pool's workspace.
+var poolStates = map[string]bool{PoolIdle: true, PoolLeased: true, PoolReturning: true}
+
+// CreatePool inserts p; Conflict if the id exists, NotFound (field
+// template_id) if the template does not, Invalid (field size) unless Size is
+// 0..MaxPoolSize. Size 0 is stored as DefaultPoolSize.
+func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
+	if p.ID == "" {
+		return errs.Field("id", "pool: id is required")
+	}
+	if err := checkPool(p); err != nil {
+		return err
+	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := lockTemplateOf(tx, p); err != nil {
+			return err
+		}
+		return tx.Create(p).Error
+	})
+	return writeError(ctx, err, "pool", p.ID, "create")
+}
+
+// GetPool returns the pool; NotFound if absent.
+func (s *Store) GetPool(ctx context.Context, id string) (*Pool, error) {
+	var p Pool
+	if err := s.r.WithContext(ctx).Take(&p, "id = ?", id).Error; err != nil {
+		return nil, readError(ctx, err, "pool", id)
+	}
+	return &p, nil
+}
+
+// ListPools returns pools ordered by id, those of templateID only when it is not empty.
+func (s *Store) ListPools(ctx context.Context, templateID string) ([]Pool, error) {
+	q := s.r.WithContext(ctx).Order("id")
+	if templateID != "" {
+		q = q.Where("template_id = ?", templateID)
+	}
+	ps := []Pool{}
+	if err := q.Find(&ps).Error; err != nil {
+		return nil, dbError(ctx, err, "pools: list")
+	}
+	return ps, nil
+}
+
+// UpdatePool replaces template_id and size of an existing pool, with the
+// checks of CreatePool; NotFound if absent. On success p holds the stored row.
+func (s *Store) UpdatePool(ctx context.Context, p *Pool) error {
+	if err := checkPool(p); err != nil {
+		return err
+	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := lockRow(tx, forUpdate, &Pool{}, "pool", p.ID); err != nil {
+			return err
+		}
+		if err := lockTemplateOf(tx, p); err != nil {
+			return err
+		}
+		err := tx.Model(&Pool{}).Where("id = ?", p.ID).Updates(map[string]any{
+			"template_id": p.TemplateID,
+			"size":        p.Size,
+			"updated_at":  tx.NowFunc(),
+		}).Error
+		if err != nil {
+			return err
+		}
+		return reload(tx, p, p.ID)
+	})
+	return writeError(ctx, err, "pool", p.ID, "update")
+}
+
+// DeletePool deletes the pool row; NotFound if absent. Its workspaces keep
+// their pool_id: the caller detaches the leased ones (DetachPool) and
+// destroys the others.
+func (s *Store) DeletePool(ctx context.Context, id string) error {
+	res := s.w.WithContext(ctx).Delete(&Pool{}, "id = ?", id)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return notFound("pool", id)
+	}
+	return writeError(ctx, res.Error, "pool", id, "delete")
+}
+
+// LeaseWorkspace takes one idle, running workspace of the pool and marks it
+// leased, in one statement, and returns it as stored. It prefers workspaces
+// made from the pool template's current generation, then the oldest. It
+// returns nil, nil when the pool has no such workspace, and NotFound when the
+// pool does not exist.
+//
+// This is the warm-lease hot path: one UPDATE ... RETURNING whose subquery
+// picks the row. On PostgreSQL the subquery takes the row FOR UPDATE SKIP
+// LOCKED, so concurrent leases pick different rows instead of queueing on,
+// or both getting, the same one; SQLite runs the statement under its single
+// writer lock, which gives the same guarantee.
+func (s *Store) LeaseWorkspace(ctx context.Context, poolID string) (*Workspace, error) {
+	db := s.w.WithContext(ctx)
+	// Fresh ones first (made from the pool's template at its current
+	// generation), then the oldest. One expression: GORM drops an ORDER BY
+	// expression when more columns are added after it.
+	order := clause.Expr{SQL: `CASE WHEN EXISTS (SELECT 1 FROM pools p JOIN templates t ON t.id = p.template_id
+		WHERE p.id = ? AND t.id = workspaces.template_id AND t.generation = workspaces.template_generation) THEN 0 ELSE 1 END,
+		created_at, id`, Vars: []any{poolID}, WithoutParentheses: true}
+	pick := db.Session(&gorm.Session{NewDB: true}).Model(&Workspace{}).Select("id").
+		Where("pool_id = ? AND pool_state = ? AND phase = ?", poolID, PoolIdle, PhaseRunning).
+		Order(clause.OrderBy{Expression: order}).Limit(1)
+	if s.dialect == DialectPostgres {
+		pick = pick.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+	}
+	var got []Workspace
+	err := db.Model(&got).Clauses(clause.Returning{}).
+		Where("id = (?)", pick).Where("pool_state = ?", PoolIdle).
+		Updates(map[string]any{"pool_state": PoolLeased, "updated_at": db.NowFunc()}).Error
+	if err != nil {
+		return nil, dbError(ctx, err, "pool "+poolID+": lease workspace")
+	}
+	if len(got) > 0 {
+		return &got[0], nil
+	}
+	// Nothing to lease: only now is it worth telling a missing pool apart.
+	var ids []string
+	if err := s.r.WithContext(ctx).Model(&Pool{}).Where("id = ?", poolID).Pluck("id", &ids).Error; err != nil {
+		return nil, dbError(ctx, err, "pool "+poolID+": lease workspace")
+	}
+	if len(ids) == 0 {
+		return nil, notFound("pool", poolID)
+	}
+	return nil, nil
+}
+
+// SetPoolState moves a workspace's pool state from from to to, only if it is
+// from now: Conflict, naming the current state, if it is not; NotFound if
+// the workspace does not exist; Invalid (field pool_state) if either state is
+// not "", idle, leased or returning.
+func (s *Store) SetPoolState(ctx context.Context, workspaceID, from, to string) error {
+	for _, st := range []string{from, to} {
+		if st != "" && !poolStates[st] {
+			return errs.Field("pool_state", "workspace %s: unknown pool state %q", workspaceID, st)
+		}
+	}
+	db := s.w.WithContext(ctx)
+	res := db.Model(&Workspace{}).Where("id = ? AND pool_state = ?", workspaceID, from).
+		Updates(map[string]any{"pool_state": to, "updated_at": db.NowFunc()})
+	if res.Error != nil {
+		return writeError(ctx, res.Error, "workspace", workspaceID, "set pool state")
+	}
+	if res.RowsAffected > 0 {
+		return nil
+	}
+	var states []string
+	if err := db.Model(&Workspace{}).Where("id = ?", workspaceID).Pluck("pool_state", &states).Error; err != nil {
+		return dbError(ctx, err, "workspace "+workspaceID+": set pool state")
+	}
+	if len(states) == 0 {
+		return notFound("workspace", workspaceID)
+	}
+	return errs.E(errs.Conflict, "workspace %s: pool state is %q, not %q", workspaceID, states[0], from)
+}
+
+// DetachPool takes the pool's leased and returning workspaces out of it
+// (empty pool_id and pool_state), so they stay with their lessee when the
+// pool is deleted. Idle workspaces are left in the pool for the caller to
+// destroy. An unknown pool has none to detach: nil.
+func (s *Store) DetachPool(ctx context.Context, poolID string) error {
+	db := s.w.WithContext(ctx)
+	err := db.Model(&Workspace{}).Where("pool_id = ? AND pool_state IN ?", poolID, []string{PoolLeased, PoolReturning}).
+		Updates(map[string]any{"pool_id": "", "pool_state": "", "updated_at": db.NowFunc()}).Error
+	if err != nil {
+		return dbError(ctx, err, "pool "+poolID+": detach")
+	}
+	return nil
+}
+
+// checkPool validates the fields of p a caller sets and fills Size 0 with
+// DefaultPoolSize.
+func checkPool(p *Pool) error {
+	if p.TemplateID == "" {
+		return errs.Field("template_id", "pool %s: template_id is required", p.ID)
+	}
+	if p.Size < 0 || p.Size > MaxPoolSize {
+		return errs.Field("size", "pool %s: size %d: want 0 (default %d) to %d", p.ID, p.Size, DefaultPoolSize, MaxPoolSize)
+	}
+	if p.Size == 0 {
+		p.Size = DefaultPoolSize
+	}
+	return nil
+}
+
+// lockTemplateOf locks p's template against deletion for the rest of tx;
+// NotFound (field template_id) if it does not exist.
+func lockTemplateOf(tx *gorm.DB, p *Pool) error {
+	err := lockRow(tx, forShare, &Template{}, "template", p.TemplateID)
+	if errs.Is(err, errs.NotFound) {
+		return &errs.Error{Kind: errs.NotFound, Field: "template_id",
+			Msg: fmt.Sprintf("pool %s: template %s: not found", p.ID, p.TemplateID)}
+	}
+	return err
+}
