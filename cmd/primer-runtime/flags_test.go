@@ -64,4 +64,12 @@ func TestConfigArgs(t *testing.T) {
 	if err != nil || back != c {
 		t.Fatalf("parseFlags(args()) = %+v, %v; want %+v", back, err, c)
 	}
+	// Init's child also gets the reset's kill-all.
+	c.killAll = true
+	if got := c.args(); !slices.Equal(got, append(want, "--reset-kill-all")) {
+		t.Fatalf("args() with killAll = %q", got)
+	}
+	if back, err := parseFlags(c.args()); err != nil || back != c {
+		t.Fatalf("parseFlags(args()) = %+v, %v; want %+v", back, err, c)
+	}
 }

@@ -34,6 +34,8 @@ func runAsInit() int {
 	if c.egress == egressDeny {
 		c.egress = egressApplied
 	}
+	// The container's processes are all the child's to stop on reset.
+	c.killAll = true
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "primer-runtime: init:", err)

@@ -49,6 +49,9 @@ type config struct {
 	listen, root string
 	debug        bool
 	egress       string
+	// killAll is internal: init sets it for its child, the one process
+	// for which kill(-1) means "every other process of this container".
+	killAll bool
 }
 
 // parseFlags reads the command line, with defaults from the environment.
@@ -60,6 +63,8 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.debug, "debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
 	fs.StringVar(&c.egress, "egress", envOr("PRIMER_RUNTIME_EGRESS", egressAllow),
 		"allow, or deny to drop every connection the workspace opens; needs CAP_NET_ADMIN and CAP_SETPCAP, which it then drops (PRIMER_RUNTIME_EGRESS)")
+	fs.BoolVar(&c.killAll, "reset-kill-all", false,
+		"internal, set by init for its child: reset also kills every other process of the container")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -76,12 +81,16 @@ func parseFlags(args []string) (config, error) {
 
 // args is the command line that parses back to c.
 func (c config) args() []string {
-	return []string{
+	args := []string{
 		"--listen=" + c.listen,
 		"--root=" + c.root,
 		"--debug=" + strconv.FormatBool(c.debug),
 		"--egress=" + c.egress,
 	}
+	if c.killAll {
+		args = append(args, "--reset-kill-all")
+	}
+	return args
 }
 
 // lockdown hides the process's environment (where the token is) and memory
@@ -106,6 +115,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// kill(-1) from a host process would kill everything its user runs:
+	// only init's child, whose parent is PID 1, may have it.
+	if c.killAll && os.Getppid() != 1 {
+		return errors.New("--reset-kill-all is internal: only the child of primer-runtime running as PID 1 takes it")
+	}
 	token := os.Getenv(server.TokenEnv)
 	if token == "" {
 		return fmt.Errorf("%s is required", server.TokenEnv)
@@ -122,7 +136,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := server.New(server.Config{Root: c.root, Token: token, Logger: log, Env: commandEnv()})
+	s, err := server.New(server.Config{Root: c.root, Token: token, Logger: log, Env: commandEnv(), KillAllOnReset: c.killAll})
 	if err != nil {
 		return err
 	}

@@ -149,6 +149,20 @@ func TestBinaryRequiresToken(t *testing.T) {
 	}
 }
 
+// TestBinaryRefusesKillAllOnHost: the internal flag that makes reset
+// kill(-1) is refused outside init's child, where it would kill the host.
+func TestBinaryRefusesKillAllOnHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; run without -short")
+	}
+	cmd := exec.Command(binary, "--listen", "127.0.0.1:0", "--root", t.TempDir(), "--reset-kill-all")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PRIMER_RUNTIME_TOKEN=tok"}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--reset-kill-all is internal") {
+		t.Fatalf("start with --reset-kill-all on the host: %v\n%s", err, out)
+	}
+}
+
 // TestBinaryAsInit runs the binary as PID 1 of a new PID namespace, as a
 // container entrypoint is, and checks orphans get reaped.
 func TestBinaryAsInit(t *testing.T) {
@@ -181,6 +195,27 @@ func TestBinaryAsInit(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "primer-runtime") || strings.TrimSpace(lines[1]) != "0" {
 		t.Fatalf("pid 1 and zombie count = %q", res.Stdout)
+	}
+	// Reset stops everything in the container: the runtime's own process
+	// and a daemon that left its process group, then empties the root.
+	if res, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "setsid sleep 100 >/dev/null 2>&1 & echo $! > daemon.pid"}}, nil, nil); err != nil || res.ExitCode != 0 {
+		t.Fatalf("start daemon: %+v %v", res, err)
+	}
+	p, err := c.Start(ctx, protocol.ExecRequest{Args: []string{"sleep", "100"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon, _ := os.ReadFile(filepath.Join(root, "daemon.pid"))
+	reset, err := c.Reset(ctx)
+	if err != nil || reset.Killed != 1 {
+		t.Fatalf("reset = %+v, %v; want 1 killed", reset, err)
+	}
+	if r, err := p.Wait(); err != nil || r.ExitCode != 128+9 {
+		t.Fatalf("Wait of the killed sleep = %+v, %v", r, err)
+	}
+	res, err = c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "kill -0 " + strings.TrimSpace(string(daemon)) + " 2>/dev/null && echo alive; ls -A"}}, nil, nil)
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "" {
+		t.Fatalf("after reset: daemon %s and root = %q, %v; want both gone", daemon, res.Stdout, err)
 	}
 	// unshare does not forward signals: signal the namespace's PID 1.
 	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid))

@@ -3,7 +3,10 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -114,6 +117,55 @@ func BenchmarkRawExecTrue(b *testing.B) {
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Run(); err != nil {
 			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	reportMedian(b, lat)
+}
+
+// BenchmarkStateCommitUnchanged is state.commit of a workspace of 200
+// small files in 10 directories that did not change: the cost every tool
+// call pays at least.
+func BenchmarkStateCommitUnchanged(b *testing.B) { benchStateCommit(b, false) }
+
+// BenchmarkStateCommitOneChanged is state.commit after one file of the 200
+// changed.
+func BenchmarkStateCommitOneChanged(b *testing.B) { benchStateCommit(b, true) }
+
+func benchStateCommit(b *testing.B, change bool) {
+	e := runtimetest.Start(b, server.Config{})
+	ctx := context.Background()
+	for i := range 200 {
+		p := filepath.Join(e.Root, fmt.Sprintf("pkg%d/file%03d.go", i%10, i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte{byte('a' + i%26)}, 1024), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Files changed within the last second are hashed again on every
+	// commit (their timestamps cannot be trusted yet): measure the steady
+	// state.
+	time.Sleep(1100 * time.Millisecond)
+	if _, err := e.Client.StateCommit(ctx, protocol.StateCommitParams{Message: "initial"}); err != nil {
+		b.Fatal(err)
+	}
+	changed := filepath.Join(e.Root, "pkg3/file003.go")
+	lat := make([]time.Duration, 0, b.N)
+	n := 0
+	b.ResetTimer()
+	for b.Loop() {
+		if change {
+			n++
+			if err := os.WriteFile(changed, fmt.Appendf(nil, "package pkg3 // %d\n", n), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t := time.Now()
+		res, err := e.Client.StateCommit(ctx, protocol.StateCommitParams{Message: "tool call"})
+		if err != nil || change != (len(res.Changed) == 1) {
+			b.Fatal(res, err)
 		}
 		lat = append(lat, time.Since(t))
 	}

@@ -43,6 +43,28 @@ const (
 	OpExec       = "exec"
 	OpExecStdin  = "exec.stdin"
 	OpExecCancel = "exec.cancel"
+
+	// State operations keep the workspace's history in a git repository
+	// at <root>/.state (see PROTOCOL.md).
+	OpStateCommit  = "state.commit"
+	OpStateLog     = "state.log"
+	OpStateDiff    = "state.diff"
+	OpStateRestore = "state.restore"
+
+	// OpReset stops every process and empties the workspace root, for a
+	// pooled workspace being handed back.
+	OpReset = "reset"
+)
+
+// StateDir is the directory under the workspace root that holds the
+// history's git repository. It is never part of the history itself.
+const StateDir = ".state"
+
+// Kinds of change in StateChange.
+const (
+	ChangeAdded    = "added"
+	ChangeModified = "modified"
+	ChangeDeleted  = "deleted"
 )
 
 // Server frame types (the "type" field of a server frame).
@@ -93,6 +115,25 @@ type Request struct {
 	// Signal is the signal exec.cancel sends to the process group, by name
 	// ("SIGTERM", "TERM", "KILL"); empty means SIGKILL.
 	Signal string `json:"signal,omitempty"`
+
+	// AuthorName and AuthorEmail sign the commit state.commit and
+	// state.restore make (as author and committer).
+	AuthorName  string `json:"author_name,omitempty"`
+	AuthorEmail string `json:"author_email,omitempty"`
+	// Message is that commit's message; trailers ("Key: value" lines) go
+	// in its last paragraph.
+	Message string `json:"message,omitempty"`
+	// Time is that commit's date; zero means now. Git keeps whole seconds
+	// and the time zone offset.
+	Time time.Time `json:"time,omitzero"`
+	// Commit is the commit state.restore brings back (40 hex digits).
+	Commit string `json:"commit,omitempty"`
+	// Limit bounds the commits state.log returns; zero means all.
+	Limit int `json:"limit,omitempty"`
+	// TrailerKey and TrailerValue make state.log return only the commits
+	// with that trailer (the key compared without case).
+	TrailerKey   string `json:"trailer_key,omitempty"`
+	TrailerValue string `json:"trailer_value,omitempty"`
 }
 
 // ExecParams is the command of an exec request.
@@ -209,6 +250,73 @@ type ExecStarted struct {
 	PID int `json:"pid"`
 }
 
+// StateChange is one path a commit or diff changed. Change is
+// ChangeAdded, ChangeModified (content, mode or type) or ChangeDeleted.
+type StateChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+}
+
+// StateCommitResult answers state.commit.
+type StateCommitResult struct {
+	// Commit is the new commit's id (40 hex digits).
+	Commit string `json:"commit"`
+	// Parent is the previous head, or "" for the first commit.
+	Parent string `json:"parent"`
+	// Changed lists the paths that differ from Parent, sorted.
+	Changed []StateChange `json:"changed"`
+	// Skipped lists what the history cannot hold, sorted: files over the
+	// size limit, sockets, FIFOs, devices and unreadable entries (a
+	// directory with a final "/").
+	Skipped []string `json:"skipped"`
+}
+
+// StateCommit is one commit of state.log.
+type StateCommit struct {
+	Commit      string    `json:"commit"`
+	Parents     []string  `json:"parents"`
+	AuthorName  string    `json:"author_name"`
+	AuthorEmail string    `json:"author_email"`
+	Time        time.Time `json:"time"`
+	Message     string    `json:"message"`
+	// Trailers are the "Key: value" lines of the message's last paragraph;
+	// for a repeated key, the first value.
+	Trailers map[string]string `json:"trailers,omitempty"`
+}
+
+// StateLogResult answers state.log, newest commit first.
+type StateLogResult struct {
+	Commits []StateCommit `json:"commits"`
+}
+
+// StateDiffResult answers state.diff.
+type StateDiffResult struct {
+	// From and To are the compared commits; From is "" for the empty tree.
+	From  string        `json:"from"`
+	To    string        `json:"to"`
+	Files []StateChange `json:"files"`
+	// Patch is the unified diff (git's format, binary files named only).
+	Patch string `json:"patch"`
+	// Truncated says Patch was cut at its size limit.
+	Truncated bool `json:"truncated"`
+}
+
+// StateRestoreResult answers state.restore.
+type StateRestoreResult struct {
+	// Commit is the new commit recording the restored tree.
+	Commit string `json:"commit"`
+	// RestoredFrom is the commit whose tree was restored.
+	RestoredFrom string `json:"restored_from"`
+	// Changed lists the paths the restore changed, sorted.
+	Changed []StateChange `json:"changed"`
+}
+
+// ResetResult answers reset.
+type ResetResult struct {
+	// Killed is the number of the runtime's own processes it stopped.
+	Killed int `json:"killed"`
+}
+
 // FileInfo describes a file or directory in the workspace. A symlink is
 // described itself, not its target.
 type FileInfo struct {
@@ -259,6 +367,41 @@ type ExecRequest struct {
 	// Timeout kills the command's process group after this long; zero means
 	// no limit.
 	Timeout time.Duration
+}
+
+// StateCommitParams is a commit to record with state.commit.
+type StateCommitParams struct {
+	// AuthorName and AuthorEmail sign the commit; empty means "primer" and
+	// "primer@localhost".
+	AuthorName, AuthorEmail string
+	// Message is the commit message, trailers in its last paragraph.
+	Message string
+	// Time is the commit date; zero means now.
+	Time time.Time
+}
+
+// StateLogParams selects the commits state.log returns.
+type StateLogParams struct {
+	// Limit bounds the number of commits; zero means all.
+	Limit int
+	// TrailerKey and TrailerValue keep only the commits with that trailer.
+	TrailerKey, TrailerValue string
+}
+
+// StateDiffParams names the commits state.diff compares.
+type StateDiffParams struct {
+	// To is the newer commit; empty means the head.
+	To string
+	// From is the older commit; empty means To's first parent (the empty
+	// tree for the first commit).
+	From string
+}
+
+// StateRestoreParams is a restore: Commit's tree becomes the work tree and
+// a new commit, signed like a state.commit, records it.
+type StateRestoreParams struct {
+	Commit string
+	StateCommitParams
 }
 
 // ExecResult is how a command ended.

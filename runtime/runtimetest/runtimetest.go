@@ -35,7 +35,14 @@ type Env struct {
 // Logger are filled in) and dials it. Everything stops when the test ends.
 func Start(tb testing.TB, cfg server.Config) *Env {
 	tb.Helper()
-	dir := tb.TempDir()
+	return StartIn(tb, tb.TempDir(), cfg)
+}
+
+// StartIn is Start with the workspace at dir/ws, which may hold what an
+// earlier server left: a test restarts the runtime by calling it again with
+// the first Env's Dir.
+func StartIn(tb testing.TB, dir string, cfg server.Config) *Env {
+	tb.Helper()
 	cfg.Root = filepath.Join(dir, "ws")
 	if cfg.Token == "" {
 		cfg.Token = Token

@@ -110,6 +110,16 @@ func (c *conn) dispatch(req *protocol.Request) {
 		h = c.s.mkdir
 	case protocol.OpRename:
 		h = c.s.rename
+	case protocol.OpStateCommit:
+		h = c.s.stateCommit
+	case protocol.OpStateLog:
+		h = c.s.stateLog
+	case protocol.OpStateDiff:
+		h = c.s.stateDiff
+	case protocol.OpStateRestore:
+		h = c.s.stateRestore
+	case protocol.OpReset:
+		h = c.s.reset
 	default:
 		c.reply(req.ID, nil, errs.Field("op", "request %d: unknown op %q", req.ID, req.Op))
 		return

@@ -41,6 +41,7 @@ type proc struct {
 	id     uint64
 	stream bool
 	ready  chan struct{} // closed once the exec's result frame is sent
+	gone   chan struct{} // closed once the exec is over and unregistered
 
 	mu       sync.Mutex
 	pid      int // process group id once started; 0 before
@@ -70,7 +71,7 @@ func (c *conn) startExec(req *protocol.Request) {
 			return
 		}
 	}
-	p := &proc{c: c, id: req.ID, stream: x.Stream, ready: make(chan struct{})}
+	p := &proc{c: c, id: req.ID, stream: x.Stream, ready: make(chan struct{}), gone: make(chan struct{})}
 	if x.StdinOpen {
 		p.stdin = newStdinQueue()
 	}
@@ -98,6 +99,7 @@ func (c *conn) unregister(p *proc) {
 	c.mu.Lock()
 	delete(c.procs, p.id)
 	c.mu.Unlock()
+	defer close(p.gone)
 	if p.stdin != nil {
 		p.stdin.close()
 		if !p.fed {
@@ -152,20 +154,22 @@ func (c *conn) execCancel(req *protocol.Request) {
 
 // signal sends sig to the process group and records why. Before the start
 // it is kept for run to deliver; after the exit it does nothing, so a
-// reused process group id is never hit.
-func (p *proc) signal(sig syscall.Signal, timedOut, canceled bool) {
+// reused process group id is never hit. It reports whether the process had
+// not exited yet.
+func (p *proc) signal(sig syscall.Signal, timedOut, canceled bool) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited {
-		return
+		return false
 	}
 	p.timedOut = p.timedOut || timedOut
 	p.canceled = p.canceled || canceled
 	if p.pid == 0 {
 		p.pending = sig
-		return
+		return true
 	}
 	_ = syscall.Kill(-p.pid, sig)
+	return true
 }
 
 // run starts the command, reports the start, relays stdin and output, and

@@ -47,8 +47,14 @@ type Config struct {
 	// Logger receives connection and error logs; nil discards them.
 	Logger *slog.Logger
 	// MaxFileBytes limits read and write sizes; zero means
-	// protocol.DefaultMaxFileBytes.
+	// protocol.DefaultMaxFileBytes. state.commit skips larger files.
 	MaxFileBytes int64
+	// KillAllOnReset makes reset also kill(-1, SIGKILL): every process the
+	// runtime may signal except itself and PID 1. Only for the runtime
+	// serving under its own init in a container's PID namespace; as a host
+	// process (the local backend runs it inside the platform) it would kill
+	// everything the user runs.
+	KillAllOnReset bool
 }
 
 // Server serves the runtime protocol over WebSocket. It is safe for
@@ -60,6 +66,13 @@ type Server struct {
 	tokenHash [sha256.Size]byte
 	env       map[string]string
 	maxFile   int64
+	killAll   bool
+
+	// stateMu serialises the state operations and reset: parallel tool
+	// calls must give a linear history. state is the open history (nil
+	// until first used, after a reset, or when there is none).
+	stateMu sync.Mutex
+	state   *stateRepo
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -121,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		env:       env,
 		maxFile:   cfg.MaxFileBytes,
+		killAll:   cfg.KillAllOnReset,
 		conns:     map[*conn]struct{}{},
 	}, nil
 }
@@ -219,6 +233,9 @@ func (s *Server) Close() error {
 		c.shutdown()
 	}
 	s.wg.Wait()
+	s.stateMu.Lock()
+	s.dropState()
+	s.stateMu.Unlock()
 	return s.root.Close()
 }
 
