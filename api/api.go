@@ -1,6 +1,7 @@
 // Package api is Primer's REST API (docs/API.md): Gin handlers for providers,
-// templates, workspaces (with their files, exec and events) and sessions,
-// plus /healthz, /readyz and /metrics.
+// templates, warm pools, workspaces (with their files, exec and events) and
+// sessions (with their tools and history), plus /healthz, /readyz and
+// /metrics.
 //
 // The API starts, signals and reads workflows and rows; it never talks to a
 // backend for lifecycle changes. File and exec requests go to the workspace's
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -28,6 +30,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // Default limits, applied by New to zero Config fields.
@@ -38,14 +41,20 @@ const (
 
 // Config holds the API's dependencies and limits.
 type Config struct {
-	Store     *models.Store
-	Temporal  client.Client
+	Store *models.Store
+	// Temporal is the client the Starter uses. The handlers start and
+	// signal workflows only through the Starter, so it is optional here.
+	Temporal client.Client
+	// Starter creates, deletes and signals workspaces and pools: the API
+	// and the pool workflow share it, so a workspace is made the same way
+	// whoever asks. Required.
+	Starter   *workflows.Starter
 	Connector *activities.Connector
 	Backends  *backend.Registry
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
-	// ProbeInterval is passed to every workspace workflow the API starts;
-	// zero lets the workflow use its default.
+	// ProbeInterval is unused by the API: workflows get the Starter's
+	// ProbeInterval. It is kept so existing callers compile.
 	ProbeInterval time.Duration
 	// MaxJSONBytes limits JSON request bodies (default 1 MiB).
 	MaxJSONBytes int64
@@ -68,6 +77,10 @@ type server struct {
 	heartbeat time.Duration
 	// maxExecOutput caps the stdout and stderr a non-streaming exec collects.
 	maxExecOutput int
+
+	// bg counts the work requests left running after they answered
+	// (background), so tests can wait for it.
+	bg sync.WaitGroup
 }
 
 // New validates cfg, fills its defaults and returns the API's handler.
@@ -83,8 +96,8 @@ func newServer(cfg Config) (*server, error) {
 	switch {
 	case cfg.Store == nil:
 		return nil, errors.New("api: config: Store is required")
-	case cfg.Temporal == nil:
-		return nil, errors.New("api: config: Temporal is required")
+	case cfg.Starter == nil:
+		return nil, errors.New("api: config: Starter is required")
 	case cfg.Connector == nil:
 		return nil, errors.New("api: config: Connector is required")
 	case cfg.Backends == nil:
@@ -156,11 +169,24 @@ func (s *server) routes() http.Handler {
 	v1.DELETE("/workspaces/:id/files/*path", s.deleteFile)
 	v1.POST("/workspaces/:id/exec", s.exec)
 	v1.GET("/workspaces/:id/events", s.events)
+	v1.POST("/workspaces/:id/return", s.returnWorkspace)
+	v1.POST("/workspaces/:id/recover", s.recoverWorkspace)
+
+	v1.POST("/pools", s.createPool)
+	v1.GET("/pools", s.listPools)
+	v1.GET("/pools/:id", s.getPool)
+	v1.PUT("/pools/:id", s.updatePool)
+	v1.DELETE("/pools/:id", s.deletePool)
+	v1.POST("/pools/:id/lease", s.leasePool)
 
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)
 	v1.GET("/sessions/:id", s.getSession)
 	v1.POST("/sessions/:id/end", s.endSession)
+	v1.POST("/sessions/:id/tools/:tool", s.sessionTool)
+	v1.GET("/sessions/:id/history", s.sessionHistory)
+	v1.GET("/sessions/:id/diff", s.sessionDiff)
+	v1.POST("/sessions/:id/restore", s.sessionRestore)
 	return r
 }
 

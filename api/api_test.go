@@ -228,7 +228,12 @@ func TestCreateWorkspaceStartsItsWorkflow(t *testing.T) {
 	if loc := r.header.Get("Location"); loc != "/v1/workspaces/"+w.ID {
 		t.Fatalf("Location = %q", loc)
 	}
-	want := workflows.WorkspaceInput{WorkspaceID: w.ID, TemplateID: "default", ProviderID: "local", Backend: "local", ProbeInterval: h.srv.cfg.ProbeInterval}
+	// The template's start and recovery policy travels with the input.
+	if gotIn.Policy == nil {
+		t.Fatalf("workflow input has no policy: %+v", gotIn)
+	}
+	want := workflows.WorkspaceInput{WorkspaceID: w.ID, TemplateID: "default", ProviderID: "local", Backend: "local",
+		ProbeInterval: h.srv.cfg.Starter.ProbeInterval, Policy: gotIn.Policy}
 	if gotIn != want {
 		t.Fatalf("workflow input = %+v, want %+v", gotIn, want)
 	}

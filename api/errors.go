@@ -86,7 +86,12 @@ func (s *server) failStatus(c *gin.Context, status int, code, msg string, detail
 // (prefixed with prefix, e.g. "spec.") or TooLarge. An empty body is allowed
 // only when optional is true, leaving v untouched.
 func (s *server) decodeJSON(c *gin.Context, v any, prefix string, optional bool) error {
-	limit := s.cfg.MaxJSONBytes
+	return s.decodeJSONLimit(c, v, prefix, optional, s.cfg.MaxJSONBytes)
+}
+
+// decodeJSONLimit is decodeJSON with a body limit of its own, for the
+// bodies that carry file contents.
+func (s *server) decodeJSONLimit(c *gin.Context, v any, prefix string, optional bool, limit int64) error {
 	if c.Request.ContentLength > limit {
 		return errs.E(errs.TooLarge, "request body: %d bytes is over the limit of %d", c.Request.ContentLength, limit)
 	}

@@ -280,11 +280,13 @@ type cappedBuffer struct {
 	buf       []byte
 	max       int
 	truncated bool
+	total     int64 // every byte written, kept or not
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.total += int64(len(p))
 	room := b.max - len(b.buf)
 	if room < len(p) {
 		b.truncated = true
@@ -295,6 +297,13 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	}
 	b.buf = append(b.buf, p...)
 	return len(p), nil
+}
+
+// Total returns how many bytes were written, including those dropped.
+func (b *cappedBuffer) Total() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
 }
 
 func (b *cappedBuffer) String() string {

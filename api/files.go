@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,8 +27,13 @@ const FileModeHeader = "X-Primer-File-Mode"
 // which must be running: files and exec go to the runtime, never to the
 // backend directly.
 func (s *server) runtimeClient(c *gin.Context) (*models.Workspace, *client.Client, error) {
-	ctx := c.Request.Context()
-	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	return s.runtimeFor(c.Request.Context(), c.Param("id"))
+}
+
+// runtimeFor returns the workspace id and its runtime connection; the
+// workspace must be running (409 naming its phase otherwise).
+func (s *server) runtimeFor(ctx context.Context, id string) (*models.Workspace, *client.Client, error) {
+	w, err := s.cfg.Store.GetWorkspace(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,19 +57,24 @@ func (s *server) runtimeClient(c *gin.Context) (*models.Workspace, *client.Clien
 // Escapes are refused here for a clear message; the runtime refuses them
 // again, together with symlinks that lead out, which only it can see.
 func filePath(c *gin.Context) (string, error) {
-	raw := strings.TrimPrefix(c.Param("path"), "/")
+	return cleanPath("path", strings.TrimPrefix(c.Param("path"), "/"))
+}
+
+// cleanPath checks and cleans a workspace-relative path given in field;
+// "" is the workspace root.
+func cleanPath(field, raw string) (string, error) {
 	if strings.IndexByte(raw, 0) >= 0 {
-		return "", errs.Field("path", "path %q: contains a NUL byte", raw)
+		return "", errs.Field(field, "%s %q: contains a NUL byte", field, raw)
 	}
 	if strings.HasPrefix(raw, "/") {
-		return "", errs.Field("path", "path %q: absolute paths are not allowed; paths are relative to the workspace root", raw)
+		return "", errs.Field(field, "%s %q: absolute paths are not allowed; paths are relative to the workspace root", field, raw)
 	}
 	if raw == "" {
 		return "", nil
 	}
 	p := path.Clean(raw)
 	if p == ".." || strings.HasPrefix(p, "../") {
-		return "", errs.Field("path", "path %q: escapes the workspace root", raw)
+		return "", errs.Field(field, "%s %q: escapes the workspace root", field, raw)
 	}
 	if p == "." {
 		return "", nil

@@ -64,6 +64,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	cfg := Config{
 		Store:         store,
 		Temporal:      tc,
+		Starter:       &workflows.Starter{Temporal: tc, Store: store, ProbeInterval: 7 * time.Second},
 		Connector:     &activities.Connector{Store: store, Backends: reg, Pool: pool},
 		Backends:      reg,
 		Metrics:       m,
@@ -78,6 +79,9 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		t.Fatalf("new server: %v", err)
 	}
 	s.eventPoll = 20 * time.Millisecond
+	// Work left running after a response (pool wake-ups, lease events)
+	// must end before the mocks are checked and the store is closed.
+	t.Cleanup(s.bg.Wait)
 	engine := s.routes().(*gin.Engine)
 	ts := httptest.NewServer(engine)
 	t.Cleanup(ts.Close)

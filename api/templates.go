@@ -221,7 +221,16 @@ func (s *server) updateTemplate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.log.Info("template updated", "template_id", t.ID, "provider_id", t.ProviderID)
+	s.log.Info("template updated", "template_id", t.ID, "provider_id", t.ProviderID, "generation", t.Generation)
+	// Pools on the template replace their idle workspaces, made from the
+	// old generation, one at a time; wake them so that starts now.
+	pools, err := s.cfg.Store.ListPools(ctx, id)
+	if err != nil {
+		s.log.Warn("template: list pools to notify", "template_id", id, "error", err.Error())
+	}
+	for _, p := range pools {
+		s.notifyPool(ctx, p.ID)
+	}
 	c.JSON(http.StatusOK, redact(*t))
 }
 

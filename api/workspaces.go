@@ -1,17 +1,15 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
 )
 
 // cleanupTimeout bounds the store calls that undo a half-done request after
@@ -50,18 +48,6 @@ func printable(s string) bool {
 	return true
 }
 
-// workflowInput is what every start of a workspace's workflow carries: ids
-// only, never the token or template env.
-func (s *server) workflowInput(w *models.Workspace) workflows.WorkspaceInput {
-	return workflows.WorkspaceInput{
-		WorkspaceID:   w.ID,
-		TemplateID:    w.TemplateID,
-		ProviderID:    w.ProviderID,
-		Backend:       w.Backend,
-		ProbeInterval: s.cfg.ProbeInterval,
-	}
-}
-
 func (s *server) createWorkspace(c *gin.Context) {
 	var spec workspaceSpec
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
@@ -76,55 +62,23 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	t, err := s.cfg.Store.GetTemplate(ctx, spec.TemplateID)
-	if errs.Is(err, errs.NotFound) {
-		s.fail(c, errs.Field("template_id", "template_id: template %s not found", spec.TemplateID))
-		return
-	}
+	// The Starter resolves the template (400, field template_id, when it
+	// does not exist), stores the row and starts its workflow; when the
+	// workflow cannot be started it removes the row again (503).
+	w, err := s.cfg.Starter.CreateWorkspace(c.Request.Context(),
+		activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels})
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	p, err := s.cfg.Store.GetProvider(ctx, t.ProviderID)
-	if err != nil {
-		s.fail(c, errs.E(errs.KindOf(err), "template %s: provider %s: %w", t.ID, t.ProviderID, err))
-		return
-	}
-	id := models.NewID("ws")
-	w := &models.Workspace{
-		ID:         id,
-		TemplateID: t.ID,
-		ProviderID: p.ID,
-		Backend:    p.Provider,
-		Phase:      models.PhasePending,
-		Labels:     spec.Labels,
-		WorkflowID: workflows.WorkflowID(id),
-	}
-	if err := s.cfg.Store.CreateWorkspace(ctx, w); err != nil {
-		s.fail(c, err)
-		return
-	}
-	in := s.workflowInput(w)
-	if _, err := s.cfg.Temporal.ExecuteWorkflow(ctx, workflows.StartOptions(in), workflows.WorkspaceWorkflowName, in); err != nil {
-		// Without its workflow the row would sit in pending forever: take
-		// it back, on a context that outlives a canceled request.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if derr := s.cfg.Store.DeleteWorkspace(cctx, id); derr != nil && !errs.Is(derr, errs.NotFound) {
-			s.log.Error("workspace: remove row after failed start", "workspace_id", id, "error", derr.Error())
-		}
-		s.fail(c, errs.E(errs.Unavailable, "workspace %s: start workflow: %w", id, err))
-		return
-	}
-	s.log.Info("workspace created", "workspace_id", id, "template_id", t.ID, "provider_id", p.ID, "backend", p.Provider)
-	c.Header("Location", "/v1/workspaces/"+id)
+	c.Header("Location", "/v1/workspaces/"+w.ID)
 	c.JSON(http.StatusCreated, w)
 }
 
 // phases are the values the phase filter accepts.
 var phases = map[string]bool{
-	models.PhasePending: true, models.PhaseRunning: true, models.PhaseFailed: true, models.PhaseTerminating: true,
+	models.PhasePending: true, models.PhaseRunning: true, models.PhaseFailed: true,
+	models.PhaseEscalated: true, models.PhaseTerminating: true,
 }
 
 func (s *server) listWorkspaces(c *gin.Context) {
@@ -133,9 +87,17 @@ func (s *server) listWorkspaces(c *gin.Context) {
 		ProviderID: c.Query("provider_id"),
 		Backend:    c.Query("backend"),
 		Phase:      c.Query("phase"),
+		PoolID:     c.Query("pool_id"),
+		PoolState:  c.Query("pool_state"),
 	}
 	if f.Phase != "" && !phases[f.Phase] {
-		s.fail(c, errs.Field("phase", "phase: %q is not one of pending, running, failed, terminating", f.Phase))
+		s.fail(c, errs.Field("phase", "phase: %q is not one of pending, running, failed, escalated, terminating", f.Phase))
+		return
+	}
+	switch f.PoolState {
+	case "", models.PoolIdle, models.PoolLeased, models.PoolReturning:
+	default:
+		s.fail(c, errs.Field("pool_state", "pool_state: %q is not one of idle, leased, returning", f.PoolState))
 		return
 	}
 	if l := c.Query("limit"); l != "" {
@@ -163,9 +125,10 @@ func (s *server) getWorkspace(c *gin.Context) {
 	c.JSON(http.StatusOK, w)
 }
 
-// deleteWorkspace asks the workspace's workflow to destroy it. Signal-with-
-// start reaches a workflow that is gone too (a crashed worker, a terminated
-// run): a fresh run starts, sees the delete signal, and destroys what is left.
+// deleteWorkspace asks the workspace's workflow to destroy it. The
+// Starter signals with start, so a workflow that is gone (a crashed worker,
+// a terminated run) gets a fresh run that sees the delete and destroys
+// what is left.
 func (s *server) deleteWorkspace(c *gin.Context) {
 	ctx := c.Request.Context()
 	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
@@ -173,24 +136,22 @@ func (s *server) deleteWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	in := s.workflowInput(w)
-	opts := workflows.StartOptions(in)
-	// The row still exists, so whatever closed the previous run (a failure,
-	// a termination by an operator) did not destroy the workspace: a new run
-	// is needed to do it, even though creates never reuse the id.
-	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
-	_, err = s.cfg.Temporal.SignalWithStartWorkflow(ctx, w.WorkflowID, workflows.SignalDelete,
-		workflows.DeleteSignal{Reason: "deleted by user"}, opts, workflows.WorkspaceWorkflowName, in)
-	if err != nil {
-		s.fail(c, errs.E(errs.Unavailable, "workspace %s: signal delete: %w", w.ID, err))
+	const reason = "deleted by user"
+	if err := s.cfg.Starter.DeleteWorkspace(ctx, w, reason); err != nil {
+		s.fail(c, err)
 		return
 	}
 	s.log.Info("workspace delete requested", "workspace_id", w.ID)
+	if w.PoolID != "" && w.PoolState == models.PoolIdle {
+		// An idle member going away leaves its pool short: let the pool
+		// replace it now rather than at its next periodic pass.
+		s.notifyPoolAsync(w.PoolID)
+	}
 	// The workflow owns the phase and records the change; the response
 	// shows where the workspace is headed.
 	if w.Phase != models.PhaseTerminating {
 		w.Phase = models.PhaseTerminating
-		w.Reason = "deleted by user"
+		w.Reason = reason
 	}
 	c.JSON(http.StatusAccepted, w)
 }

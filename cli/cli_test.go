@@ -77,8 +77,18 @@ func TestParseManifests(t *testing.T) {
 		},
 		{
 			name:    "unknown kind names the document and kind",
-			in:      seedYAML + "---\nkind: workspace_pool\nspec: {id: x}\n",
-			wantErr: []string{"document 3 (line 22)", `unknown kind "workspace_pool"`},
+			in:      seedYAML + "---\nkind: workspace_pod\nspec: {id: x}\n",
+			wantErr: []string{"document 3 (line 22)", `unknown kind "workspace_pod"`},
+		},
+		{
+			name:  "pool document",
+			in:    "kind: workspace_pool\nspec: {id: warm, template_id: code-sandbox, size: 5}\n",
+			kinds: []string{kindPool}, lines: []int{1},
+		},
+		{
+			name:    "unknown pool spec key",
+			in:      "kind: workspace_pool\nspec: {id: warm, template: code-sandbox}\n",
+			wantErr: []string{"document 1", "workspace_pool", `unknown field "template"`},
 		},
 		{
 			name:    "syntax error gives the file line",
@@ -334,6 +344,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		}
 		jsonOut(w, 200, models.Session{ID: r.PathValue("id"), Status: "ended", EndReason: b.Reason})
 	})
+	addPoolAndToolRoutes(mux)
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))

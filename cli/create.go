@@ -22,9 +22,10 @@ func (a *app) createCommand() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "create -f FILE",
-		Short: "Create the providers, templates and workspaces a YAML file describes",
+		Short: "Create the providers, templates, pools and workspaces a YAML file describes",
 		Long: `Create the resources of a YAML file of one or more '---'-separated documents,
-each with a kind (workspace_provider, workspace_template or workspace) and a spec.
+each with a kind (workspace_provider, workspace_template, workspace_pool or workspace)
+and a spec.
 The whole file is checked before anything is created; documents are then created
 in order, and the first failure stops the rest.`,
 		Example: `  primectl create -f primer.yaml
@@ -95,6 +96,12 @@ func (a *app) createManifest(ctx context.Context, c *client.Client, m Manifest) 
 			return "", nil, err
 		}
 		return kindTemplate + "/" + t.ID, t, nil
+	case m.Pool != nil:
+		p, err := c.CreatePool(ctx, *m.Pool)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindPool + "/" + p.ID, p, nil
 	case m.Workspace != nil:
 		w, err := c.CreateWorkspace(ctx, *m.Workspace)
 		if err != nil {

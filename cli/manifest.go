@@ -22,10 +22,11 @@ import (
 type Manifest struct {
 	Index int    // 1-based among the file's non-empty documents
 	Line  int    // 1-based line of the document's first line in the file
-	Kind  string // workspace_provider, workspace_template or workspace
+	Kind  string // workspace_provider, workspace_template, workspace_pool or workspace
 
 	Provider  *client.ProviderSpec
 	Template  *client.TemplateSpec
+	Pool      *client.PoolSpec
 	Workspace *client.CreateWorkspaceRequest
 }
 
@@ -37,6 +38,8 @@ func (m Manifest) Name() string {
 		return m.Kind + "/" + m.Provider.ID
 	case m.Template != nil && m.Template.ID != "":
 		return m.Kind + "/" + m.Template.ID
+	case m.Pool != nil && m.Pool.ID != "":
+		return m.Kind + "/" + m.Pool.ID
 	}
 	return m.Kind
 }
@@ -46,8 +49,8 @@ var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
 
 // ParseManifests reads a stream of YAML documents separated by `---` lines.
 // Empty documents are skipped. Every document must have exactly `kind` and
-// `spec`; the kind must be workspace_provider, workspace_template or
-// workspace; the spec's own keys must be the API's (its nested config and
+// `spec`; the kind must be workspace_provider, workspace_template,
+// workspace_pool or workspace; the spec's own keys must be the API's (its nested config and
 // backend documents are passed through for the server to check). Errors
 // name the document, its kind and, for YAML syntax, the line in the file.
 func ParseManifests(r io.Reader) ([]Manifest, error) {
@@ -182,11 +185,14 @@ func parseDocument(d document) (*Manifest, error) {
 	case kindTemplate:
 		m.Template = &client.TemplateSpec{}
 		spec = m.Template
+	case kindPool:
+		m.Pool = &client.PoolSpec{}
+		spec = m.Pool
 	case kindWorkspace:
 		m.Workspace = &client.CreateWorkspaceRequest{}
 		spec = m.Workspace
 	default:
-		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s or %s", where, kind, kindProvider, kindTemplate, kindWorkspace)
+		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s, %s or %s", where, kind, kindProvider, kindTemplate, kindPool, kindWorkspace)
 	}
 	where = fmt.Sprintf("document %d (line %d, %s)", d.index, d.line, kind)
 	raw, ok := top["spec"]

@@ -126,6 +126,16 @@ func (a *app) templateTable(ts []models.Template) func(io.Writer) {
 	}
 }
 
+func (a *app) poolTable(ps []client.Pool) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "ID", "TEMPLATE", "SIZE", "IDLE", "STARTING", "LEASED", "AGE")
+		for _, p := range ps {
+			row(w, p.ID, p.TemplateID, strconv.Itoa(p.Size), strconv.Itoa(p.Status.Idle), strconv.Itoa(p.Status.Starting),
+				strconv.Itoa(p.Status.Leased+p.Status.Returning), a.age(p.CreatedAt))
+		}
+	}
+}
+
 func (a *app) workspaceTable(ws []models.Workspace) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "PHASE", "TEMPLATE", "BACKEND", "AGE", "REASON")
@@ -142,6 +152,32 @@ func (a *app) sessionTable(ss []models.Session) func(io.Writer) {
 			row(w, s.ID, s.WorkspaceID, s.Agent, s.Status, a.age(s.CreatedAt), s.EndReason)
 		}
 	}
+}
+
+func (a *app) historyTable(h []client.HistoryEntry) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "COMMIT", "AGE", "TOOL", "AUTHOR", "SUMMARY")
+		for _, e := range h {
+			row(w, shortCommit(e.Commit), a.age(e.Time), e.Tool, e.Author, e.Summary)
+		}
+	}
+}
+
+func (a *app) changeTable(cs []client.FileChange) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "CHANGE", "PATH")
+		for _, c := range cs {
+			row(w, c.Change, c.Path)
+		}
+	}
+}
+
+// shortCommit is a commit id as tables show it, git's 12 characters.
+func shortCommit(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 func (a *app) fileTable(fs []client.FileInfo) func(io.Writer) {

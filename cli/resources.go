@@ -14,12 +14,12 @@ import (
 )
 
 const resourceHelp = `Resources: provider (providers, prov), template (templates, tpl),
-workspace (workspaces, ws), session (sessions, ses).`
+pool (pools, workspace_pool), workspace (workspaces, ws), session (sessions, ses).`
 
 func (a *app) getCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "get RESOURCE [ID]",
-		Short: "Show one provider, template, workspace or session (all of them without ID)",
+		Short: "Show one provider, template, pool, workspace or session (all of them without ID)",
 		Long:  "Show one resource by id, or list them all without ID.\n" + resourceHelp,
 		Example: `  primectl get workspace ws-1a2b
   primectl get tpl default -o yaml`,
@@ -53,6 +53,12 @@ func (a *app) get(ctx context.Context, kind, id string) error {
 			return err
 		}
 		return a.printObject(t, a.templateTable([]models.Template{*t}))
+	case kindPool:
+		p, err := c.GetPool(ctx, id)
+		if err != nil {
+			return err
+		}
+		return a.printObject(p, a.poolTable([]client.Pool{*p}))
 	case kindWorkspace:
 		w, err := c.GetWorkspace(ctx, id)
 		if err != nil {
@@ -71,6 +77,7 @@ func (a *app) get(ctx context.Context, kind, id string) error {
 // listFilters are the flags of `list`; which apply depends on the resource.
 type listFilters struct {
 	phase, template, provider, backend string
+	pool, poolState                    string
 	limit                              int
 	workspace, status                  string
 }
@@ -82,6 +89,8 @@ func plural(kind string) string {
 		return "providers"
 	case kindTemplate:
 		return "templates"
+	case kindPool:
+		return "pools"
 	case kindWorkspace:
 		return "workspaces"
 	}
@@ -93,8 +102,10 @@ func filtersOf(kind string) []string {
 	switch kind {
 	case kindTemplate:
 		return []string{"provider"}
+	case kindPool:
+		return []string{"template"}
 	case kindWorkspace:
-		return []string{"phase", "template", "provider", "backend", "limit"}
+		return []string{"phase", "template", "provider", "backend", "pool", "pool-state", "limit"}
 	case kindSession:
 		return []string{"workspace", "status"}
 	}
@@ -106,10 +117,10 @@ func (a *app) listCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list RESOURCE [flags]",
 		Aliases: []string{"ls"},
-		Short:   "List providers, templates, workspaces or sessions",
+		Short:   "List providers, templates, pools, workspaces or sessions",
 		Long: "List resources, optionally filtered.\n" + resourceHelp + `
-Filters: templates --provider; workspaces --phase --template --provider --backend --limit;
-sessions --workspace --status.`,
+Filters: templates --provider; pools --template; workspaces --phase --template --provider
+--backend --pool --pool-state --limit; sessions --workspace --status.`,
 		Example: `  primectl list workspaces --phase running
   primectl ls ws -o json
   primectl list sessions --workspace ws-1a2b --status open`,
@@ -119,7 +130,7 @@ sessions --workspace --status.`,
 			if err != nil {
 				return err
 			}
-			for _, name := range []string{"phase", "template", "provider", "backend", "limit", "workspace", "status"} {
+			for _, name := range []string{"phase", "template", "provider", "backend", "pool", "pool-state", "limit", "workspace", "status"} {
 				if cmd.Flags().Changed(name) && !slices.Contains(filtersOf(kind), name) {
 					return usagef("--%s does not filter %s", name, plural(kind))
 				}
@@ -128,8 +139,10 @@ sessions --workspace --status.`,
 		}),
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.phase, "phase", "", "workspaces in this phase (pending, running, failed, terminating)")
-	fl.StringVar(&f.template, "template", "", "workspaces made from this template")
+	fl.StringVar(&f.phase, "phase", "", "workspaces in this phase (pending, running, failed, escalated, terminating)")
+	fl.StringVar(&f.template, "template", "", "pools or workspaces of this template")
+	fl.StringVar(&f.pool, "pool", "", "workspaces of this warm pool")
+	fl.StringVar(&f.poolState, "pool-state", "", "workspaces in this pool state (idle, leased, returning)")
 	fl.StringVar(&f.provider, "provider", "", "templates or workspaces on this provider")
 	fl.StringVar(&f.backend, "backend", "", "workspaces of this backend (local, worktree, ...)")
 	fl.IntVar(&f.limit, "limit", 0, "at most this many workspaces (0: all)")
@@ -154,9 +167,16 @@ func (a *app) list(ctx context.Context, kind string, f listFilters) error {
 			return err
 		}
 		return a.printObject(list[models.Template]{nonNil(ts)}, a.templateTable(ts))
+	case kindPool:
+		ps, err := c.ListPools(ctx, client.PoolListOptions{TemplateID: f.template})
+		if err != nil {
+			return err
+		}
+		return a.printObject(list[client.Pool]{nonNil(ps)}, a.poolTable(ps))
 	case kindWorkspace:
 		ws, err := c.ListWorkspaces(ctx, client.WorkspaceListOptions{
-			Phase: f.phase, TemplateID: f.template, ProviderID: f.provider, Backend: f.backend, Limit: f.limit,
+			Phase: f.phase, TemplateID: f.template, ProviderID: f.provider, Backend: f.backend,
+			PoolID: f.pool, PoolState: f.poolState, Limit: f.limit,
 		})
 		if err != nil {
 			return err
@@ -185,9 +205,10 @@ func (a *app) deleteCommand() *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "delete RESOURCE ID... [--wait]",
-		Short: "Delete providers, templates or workspaces, or end sessions",
+		Short: "Delete providers, templates, pools or workspaces, or end sessions",
 		Long: "Delete resources by id. Deleting a workspace starts its teardown; --wait waits\n" +
-			"until it is gone. Deleting a session ends it (--reason).\n" + resourceHelp,
+			"until it is gone. Deleting a pool removes its idle workspaces in the background and\n" +
+			"leaves leased ones to their lessees. Deleting a session ends it (--reason).\n" + resourceHelp,
 		Example: `  primectl delete workspace ws-1a2b --wait
   primectl delete session ses-9f8e --reason done`,
 		Args: args(cobra.MinimumNArgs(2)),
@@ -235,6 +256,15 @@ func (a *app) delete(ctx context.Context, c *client.Client, kind, id, reason str
 		if err := c.DeleteTemplate(ctx, id); err != nil {
 			return err
 		}
+	case kindPool:
+		p, err := c.DeletePool(ctx, id)
+		if err != nil {
+			return err
+		}
+		return a.printStreamed(p, func() string {
+			return fmt.Sprintf("%s/%s deleted (%d idle workspaces being removed, %d leased kept)",
+				kindPool, id, p.Status.Idle+p.Status.Starting, p.Status.Leased+p.Status.Returning)
+		})
 	case kindWorkspace:
 		w, err := c.DeleteWorkspace(ctx, id)
 		if err != nil {

@@ -153,8 +153,8 @@ func (a *app) group(use, short string, aliases ...string) *cobra.Command {
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "primectl",
-		Short: "primectl manages Primer workspaces, templates, providers and sessions",
-		Long: `primectl manages Primer workspaces, templates, providers and sessions
+		Short: "primectl manages Primer workspaces, pools, templates, providers and sessions",
+		Long: `primectl manages Primer workspaces, warm pools, templates, providers and sessions
 through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -187,6 +187,7 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 		a.listCommand(),
 		a.deleteCommand(),
 		a.workspaceCommand(),
+		a.poolCommand(),
 		a.sessionCommand(),
 	)
 	return root
@@ -206,6 +207,7 @@ func (a *app) client() *client.Client {
 const (
 	kindProvider  = "workspace_provider"
 	kindTemplate  = "workspace_template"
+	kindPool      = "workspace_pool"
 	kindWorkspace = "workspace"
 	kindSession   = "session"
 )
@@ -218,10 +220,12 @@ func resourceKind(s string) (string, error) {
 		return kindProvider, nil
 	case "template", "templates", "tpl", "workspace_template", "workspace_templates":
 		return kindTemplate, nil
+	case "pool", "pools", "workspace_pool", "workspace_pools":
+		return kindPool, nil
 	case "workspace", "workspaces", "ws":
 		return kindWorkspace, nil
 	case "session", "sessions", "ses":
 		return kindSession, nil
 	}
-	return "", usagef("unknown resource %q: want provider, template, workspace or session", s)
+	return "", usagef("unknown resource %q: want provider, template, pool, workspace or session", s)
 }

@@ -10,8 +10,9 @@ import (
 )
 
 func (a *app) sessionCommand() *cobra.Command {
-	cmd := a.group("session", "Open and end agent sessions on workspaces", "ses", "sessions")
-	cmd.AddCommand(a.sessionCreateCommand(), a.sessionEndCommand())
+	cmd := a.group("session", "Open and end agent sessions; call tools and read, diff and restore their history", "ses", "sessions")
+	cmd.AddCommand(a.sessionCreateCommand(), a.sessionEndCommand(), a.sessionToolCommand(),
+		a.sessionHistoryCommand(), a.sessionDiffCommand(), a.sessionRestoreCommand())
 	return cmd
 }
 

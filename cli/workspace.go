@@ -16,8 +16,8 @@ import (
 )
 
 func (a *app) workspaceCommand() *cobra.Command {
-	cmd := a.group("workspace", "Work inside a workspace: exec, files, events", "ws")
-	cmd.AddCommand(a.execCommand(), a.filesCommand(), a.eventsCommand())
+	cmd := a.group("workspace", "Work inside a workspace: exec, files, events; return or recover it", "ws")
+	cmd.AddCommand(a.execCommand(), a.filesCommand(), a.eventsCommand(), a.workspaceReturnCommand(), a.workspaceRecoverCommand())
 	return cmd
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
 )
@@ -267,6 +268,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	q := lateness(p)
 	peak := peakRSS(t)
+	histMax, histProjected := historySize(t, ctx, p, ids[:min(20, len(ids))])
 
 	fmt.Printf("\n# %d local workspaces, probe interval %s (issue 2)\n\n", total, interval)
 	fmt.Println("| measure | value | target |")
@@ -276,10 +278,14 @@ func TestBenchScale(t *testing.T) {
 	fmt.Printf("| probe lateness p50 / p90 / p99 | %.3f s / %.3f s / %.3f s | p99 < 5 s |\n", q[0.5], q[0.9], q[0.99])
 	fmt.Printf("| workspaces not running after hold | %d | 0 |\n", notRunning)
 	fmt.Printf("| workflows failed, terminated or timed out | %d | 0 |\n", failedWF.Count)
+	fmt.Printf("| history events of a workflow run: largest now / projected at continue-as-new (%d probes) | %d / %d | < 4096 |\n", workflows.ProbesPerRun, histMax, histProjected)
 	fmt.Printf("| peak RSS of the primer process (incl. embedded Temporal) | %d MiB | report |\n", peak>>20)
 	fmt.Printf("| CPU while holding | %.2f cores avg (%.1f s CPU in %s) | report |\n", cpuHold.Seconds()/hold.Seconds(), cpuHold.Seconds(), hold.Round(time.Second))
 	fmt.Printf("| CPU total incl. creation | %.1f s | report |\n\n", (cpuTime(t) - cpu0).Seconds())
 
+	if histProjected >= 4096 {
+		t.Errorf("a workflow run would reach %d history events, target under 4096", histProjected)
+	}
 	if q[0.99] >= 5 {
 		t.Errorf("probe lateness p99 %.3f s, target under 5 s", q[0.99])
 	}
@@ -289,6 +295,36 @@ func TestBenchScale(t *testing.T) {
 	if probes < int64(float64(total)*hold.Seconds()/interval.Seconds()*0.9) {
 		t.Errorf("only %d probes in %s for %d workspaces", probes, hold, total)
 	}
+}
+
+// historySize reads the history length of some workspaces' current runs
+// from the server and projects the largest to a full run: a run grows by a
+// fixed number of events per probe and continues as new after ProbesPerRun
+// probes.
+func historySize(t *testing.T, ctx context.Context, p *primer, ids []string) (largest, projected int64) {
+	t.Helper()
+	c := p.srv.TemporalClient()
+	var perProbe float64
+	for _, id := range ids {
+		d, err := c.DescribeWorkflowExecution(ctx, workflows.WorkflowID(id), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := d.GetWorkflowExecutionInfo().GetHistoryLength()
+		v, err := c.QueryWorkflow(ctx, workflows.WorkflowID(id), "", workflows.QueryState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st workflows.WorkspaceState
+		if err := v.Get(&st); err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, n)
+		if st.Probes > 1 {
+			perProbe = max(perProbe, float64(n)/float64(st.Probes))
+		}
+	}
+	return largest, int64(perProbe*float64(workflows.ProbesPerRun)) + 1
 }
 
 func probeCount(p *primer) int64 {

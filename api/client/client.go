@@ -273,6 +273,11 @@ func wrap(kind errs.Kind, err error, format string, args ...any) error {
 // doJSON sends in (if not nil) as JSON and decodes a JSON response into out
 // (if not nil), with the JSON-call timeout.
 func (c *Client) doJSON(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	return c.doJSONWith(ctx, c.hc, method, path, query, in, out)
+}
+
+// doJSONWith is doJSON through hc: c.stream for calls that may run long.
+func (c *Client) doJSONWith(ctx context.Context, hc *http.Client, method, path string, query url.Values, in, out any) error {
 	r := request{method: method, path: path, query: query, accept: "application/json"}
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -282,7 +287,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, query url.Valu
 		r.body = bytes.NewReader(b)
 		r.contentType = "application/json"
 	}
-	resp, err := c.send(ctx, c.hc, r)
+	resp, err := c.send(ctx, hc, r)
 	if err != nil {
 		return err
 	}

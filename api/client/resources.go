@@ -48,7 +48,9 @@ type WorkspaceListOptions struct {
 	TemplateID string
 	ProviderID string
 	Backend    string
-	Limit      int // 0: no limit
+	PoolID     string
+	PoolState  string // idle, leased or returning
+	Limit      int    // 0: no limit
 }
 
 // CreateSessionRequest is the body of POST /v1/sessions.
@@ -139,7 +141,8 @@ func (c *Client) GetWorkspace(ctx context.Context, id string) (*models.Workspace
 
 // ListWorkspaces returns the workspaces opts selects, oldest first.
 func (c *Client) ListWorkspaces(ctx context.Context, opts WorkspaceListOptions) ([]models.Workspace, error) {
-	q := query("phase", opts.Phase, "template_id", opts.TemplateID, "provider_id", opts.ProviderID, "backend", opts.Backend)
+	q := query("phase", opts.Phase, "template_id", opts.TemplateID, "provider_id", opts.ProviderID, "backend", opts.Backend,
+		"pool_id", opts.PoolID, "pool_state", opts.PoolState)
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
@@ -152,10 +155,22 @@ func (c *Client) DeleteWorkspace(ctx context.Context, id string) (*models.Worksp
 	return doInto[models.Workspace](ctx, c, http.MethodDelete, "/v1/workspaces/"+seg(id), nil, nil)
 }
 
+// ReturnWorkspace gives a workspace leased from a pool back to it; it is
+// returned with pool state returning while its workflow resets it.
+func (c *Client) ReturnWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
+	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/return", nil, nil)
+}
+
+// RecoverWorkspace asks an escalated or failed workspace's workflow to try
+// a replacement now.
+func (c *Client) RecoverWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
+	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/recover", nil, nil)
+}
+
 // WaitWorkspace polls the workspace id until it is in phase and returns it.
 // progress, if not nil, sees the workspace at first and at every change of
 // phase or reason. Waiting for running fails when the workspace ends failed
-// or starts terminating (it will not get there by itself); an error from a
+// or escalated, or starts terminating (it will not get there by itself); an error from a
 // poll after the first that says the server is unavailable is retried, so a
 // server restart does not end the wait. ctx bounds the wait.
 func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress func(*models.Workspace)) (*models.Workspace, error) {
@@ -173,7 +188,7 @@ func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress f
 			if w.Phase == phase {
 				return w, nil
 			}
-			if phase == models.PhaseRunning && (w.Phase == models.PhaseFailed || w.Phase == models.PhaseTerminating) {
+			if phase == models.PhaseRunning && (w.Phase == models.PhaseFailed || w.Phase == models.PhaseEscalated || w.Phase == models.PhaseTerminating) {
 				if w.Reason != "" {
 					return w, errs.E(errs.Precondition, "workspace %s: %s: %s", id, w.Phase, w.Reason)
 				}

@@ -1,0 +1,208 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+	"unicode/utf8"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// Session tools (docs/API.md, "Session tools"). Every call that runs is
+// recorded as one commit of the workspace's history, named in the answer.
+const (
+	ToolExec  = "workspace__exec"
+	ToolWrite = "workspace__write"
+	ToolRead  = "workspace__read"
+)
+
+// ToolExecRequest is a workspace__exec call: Args (a program and its
+// arguments) or Command (a script for sh -c), not both.
+type ToolExecRequest struct {
+	Args    []string          `json:"args,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Stdin   string            `json:"stdin,omitempty"`
+	// Timeout is the command's; 0: the server's default (10m).
+	Timeout time.Duration `json:"-"`
+}
+
+// ToolExecResult answers workspace__exec. A non-zero exit code is not an
+// error: the call ran and is recorded.
+type ToolExecResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	TimedOut   bool   `json:"timed_out"`
+	DurationMS int64  `json:"duration_ms"`
+	Signal     string `json:"signal,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Commit     string `json:"commit"`
+}
+
+// ToolWriteResult answers workspace__write.
+type ToolWriteResult struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Commit string `json:"commit"`
+}
+
+// ToolReadResult answers workspace__read; Content is the file's bytes,
+// decoded from the wire's text or base64.
+type ToolReadResult struct {
+	Path    string `json:"path"`
+	Content []byte `json:"-"`
+	Size    int64  `json:"size"`
+	Commit  string `json:"commit"`
+}
+
+// HistoryEntry is one recorded call of a session.
+type HistoryEntry struct {
+	Commit    string          `json:"commit"`
+	Session   string          `json:"session"`
+	Tool      string          `json:"tool"`
+	Time      time.Time       `json:"time"`
+	Author    string          `json:"author"`
+	Summary   string          `json:"summary"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+// History is a session's recorded calls, newest first.
+type History struct {
+	Items       []HistoryEntry `json:"items"`
+	ResumedFrom string         `json:"resumed_from,omitempty"`
+}
+
+// FileChange is one path a diff or restore changed: added, modified or
+// deleted.
+type FileChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+}
+
+// DiffOptions names the commits to compare: Commit against its parent, or
+// From and To.
+type DiffOptions struct {
+	Commit   string
+	From, To string
+}
+
+// Diff is the difference between two commits of a workspace's history.
+type Diff struct {
+	From      string       `json:"from"`
+	To        string       `json:"to"`
+	Files     []FileChange `json:"files"`
+	Patch     string       `json:"patch"`
+	Truncated bool         `json:"truncated,omitempty"`
+}
+
+// Restore is the result of restoring a commit: the new commit that records
+// it and the paths it changed.
+type Restore struct {
+	Commit       string       `json:"commit"`
+	RestoredFrom string       `json:"restored_from"`
+	Changed      []FileChange `json:"changed"`
+}
+
+func toolPath(sessionID, tool string) string {
+	return "/v1/sessions/" + seg(sessionID) + "/tools/" + seg(tool)
+}
+
+// CallTool calls any session tool with args (marshalled as the JSON body)
+// and decodes the answer into out. It has no request timeout: ctx bounds it.
+func (c *Client) CallTool(ctx context.Context, sessionID, tool string, args, out any) error {
+	if args == nil {
+		args = struct{}{}
+	}
+	return c.doJSONWith(ctx, c.stream, http.MethodPost, toolPath(sessionID, tool), nil, args, out)
+}
+
+// ToolExec runs a command for a session and records it.
+func (c *Client) ToolExec(ctx context.Context, sessionID string, req ToolExecRequest) (*ToolExecResult, error) {
+	body := struct {
+		ToolExecRequest
+		Timeout string `json:"timeout,omitempty"`
+	}{ToolExecRequest: req}
+	if req.Timeout > 0 {
+		body.Timeout = req.Timeout.String()
+	}
+	var out ToolExecResult
+	if err := c.CallTool(ctx, sessionID, ToolExec, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ToolWrite writes data to path for a session (mode 0: the server's
+// default, 0644) and records it.
+func (c *Client) ToolWrite(ctx context.Context, sessionID, path string, data []byte, mode os.FileMode) (*ToolWriteResult, error) {
+	body := map[string]string{"path": path}
+	if utf8.Valid(data) {
+		body["content"] = string(data)
+	} else {
+		body["content"], body["encoding"] = base64.StdEncoding.EncodeToString(data), "base64"
+	}
+	if mode != 0 {
+		body["mode"] = fmt.Sprintf("%04o", mode.Perm())
+	}
+	var out ToolWriteResult
+	if err := c.CallTool(ctx, sessionID, ToolWrite, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ToolRead reads the file at path for a session and records it.
+func (c *Client) ToolRead(ctx context.Context, sessionID, path string) (*ToolReadResult, error) {
+	var wire struct {
+		ToolReadResult
+		Content  string `json:"content"`
+		Encoding string `json:"encoding"`
+	}
+	if err := c.CallTool(ctx, sessionID, ToolRead, map[string]string{"path": path}, &wire); err != nil {
+		return nil, err
+	}
+	out := wire.ToolReadResult
+	switch wire.Encoding {
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(wire.Content)
+		if err != nil {
+			return nil, wrap(errs.Other, err, "session %s: read %s: decode content", sessionID, path)
+		}
+		out.Content = b
+	default:
+		out.Content = []byte(wire.Content)
+	}
+	return &out, nil
+}
+
+// SessionHistory lists the session's recorded calls, newest first; with
+// includeResumed, also those of the lost sessions it resumes.
+func (c *Client) SessionHistory(ctx context.Context, sessionID string, includeResumed bool) (*History, error) {
+	var q url.Values
+	if includeResumed {
+		q = url.Values{"include_resumed": {"true"}}
+	}
+	return doInto[History](ctx, c, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/history", q, nil)
+}
+
+// SessionDiff compares two commits of the session's workspace.
+func (c *Client) SessionDiff(ctx context.Context, sessionID string, opts DiffOptions) (*Diff, error) {
+	q := query("commit", opts.Commit, "from", opts.From, "to", opts.To)
+	return doInto[Diff](ctx, c, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/diff", q, nil)
+}
+
+// RestoreSession makes the session's workspace files those of commit,
+// recorded as a new commit.
+func (c *Client) RestoreSession(ctx context.Context, sessionID, commit string) (*Restore, error) {
+	body := map[string]string{"commit": commit}
+	return doInto[Restore](ctx, c, http.MethodPost, "/v1/sessions/"+seg(sessionID)+"/restore", nil, body)
+}

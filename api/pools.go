@@ -1,0 +1,401 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
+)
+
+// backgroundTimeout bounds the work a request leaves behind after it has
+// answered (waking a pool, recording a lease event).
+const backgroundTimeout = 30 * time.Second
+
+// Lease sources: the label of metrics.Leases and the "source" of a lease
+// response.
+const (
+	LeaseWarm = "warm" // an idle workspace of the pool, running already
+	LeaseCold = "cold" // a new workspace, because the pool had none idle
+)
+
+// poolSpec is the body of POST and PUT /v1/pools: the spec of a
+// `kind: workspace_pool` document.
+type poolSpec struct {
+	ID         string `json:"id"`
+	TemplateID string `json:"template_id"`
+	// Size is how many idle workspaces the pool keeps; 0 (or absent)
+	// means models.DefaultPoolSize.
+	Size int `json:"size"`
+}
+
+// check validates the fields the API owns; the store checks again.
+func (p poolSpec) check() error {
+	if p.TemplateID == "" {
+		return errs.Field("template_id", "template_id: required")
+	}
+	if p.Size < 0 || p.Size > models.MaxPoolSize {
+		return errs.Field("size", "size: %d is out of range: want 1 to %d (0 or absent: %d)",
+			p.Size, models.MaxPoolSize, models.DefaultPoolSize)
+	}
+	return nil
+}
+
+// poolStatus counts a pool's workspaces by what they are doing now.
+type poolStatus struct {
+	// Idle members are running and ready to be leased.
+	Idle int `json:"idle"`
+	// Starting members are idle but still being provisioned.
+	Starting int `json:"starting"`
+	// Leased members are out with a lessee.
+	Leased int `json:"leased"`
+	// Returning members were given back and are being reset.
+	Returning int `json:"returning"`
+}
+
+// poolView is a pool as the API shows it: the row and its live counts.
+type poolView struct {
+	models.Pool
+	Status poolStatus `json:"status"`
+}
+
+// leaseSpec is the optional body of POST /v1/pools/{id}/lease.
+type leaseSpec struct {
+	Labels map[string]string `json:"labels"`
+}
+
+// leaseResponse is the answer of a lease: the workspace and where it came
+// from.
+type leaseResponse struct {
+	Workspace *models.Workspace `json:"workspace"`
+	Source    string            `json:"source"`
+}
+
+// poolError gives a store error about a pool's template its API meaning:
+// an unknown template is bad input (400, field template_id), as it is for
+// workspaces, not a missing pool.
+func poolError(err error, templateID string) error {
+	if errs.Is(err, errs.NotFound) && errs.FieldOf(err) == "template_id" {
+		return errs.Field("template_id", "template_id: template %s not found", templateID)
+	}
+	return err
+}
+
+// status counts the pool's workspaces.
+func (s *server) poolStatus(ctx context.Context, poolID string) (poolStatus, error) {
+	var st poolStatus
+	ws, err := s.cfg.Store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: poolID})
+	if err != nil {
+		return st, err
+	}
+	for _, w := range ws {
+		switch {
+		case w.PoolState == models.PoolLeased:
+			st.Leased++
+		case w.PoolState == models.PoolReturning:
+			st.Returning++
+		case w.PoolState != models.PoolIdle:
+		case w.Phase == models.PhaseRunning:
+			st.Idle++
+		case w.Phase == models.PhasePending:
+			st.Starting++
+		}
+		// Idle members that failed or are terminating are on their way
+		// out: the pool replaces them and they are not counted.
+	}
+	return st, nil
+}
+
+// view returns p with its live counts.
+func (s *server) view(ctx context.Context, p *models.Pool) (poolView, error) {
+	st, err := s.poolStatus(ctx, p.ID)
+	if err != nil {
+		return poolView{}, err
+	}
+	return poolView{Pool: *p, Status: st}, nil
+}
+
+// background runs fn after the response, on a context that does not end
+// with the request, bounded by backgroundTimeout. Tests wait for it with
+// s.bg.Wait.
+func (s *server) background(ctx context.Context, fn func(ctx context.Context)) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backgroundTimeout)
+		defer cancel()
+		fn(ctx)
+	}()
+}
+
+// notifyPoolAsync wakes a pool's workflow without making the caller wait.
+// A failure is only logged: the workflow looks at its pool every few
+// seconds anyway, so a lost wake-up delays the refill, nothing more.
+func (s *server) notifyPoolAsync(poolID string) {
+	s.background(context.Background(), func(ctx context.Context) {
+		if err := s.cfg.Starter.NotifyPool(ctx, poolID); err != nil {
+			s.log.Warn("pool: wake workflow", "pool_id", poolID, "error", err.Error())
+		}
+	})
+}
+
+// notifyPool wakes a pool's workflow and waits for the signal to be
+// accepted; failures are logged (see notifyPoolAsync).
+func (s *server) notifyPool(ctx context.Context, poolID string) {
+	if err := s.cfg.Starter.NotifyPool(ctx, poolID); err != nil {
+		s.log.Warn("pool: wake workflow", "pool_id", poolID, "error", err.Error())
+	}
+}
+
+func (s *server) createPool(c *gin.Context) {
+	var spec poolSpec
+	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validID("id", spec.ID); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := spec.check(); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size}
+	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
+		s.fail(c, poolError(err, spec.TemplateID))
+		return
+	}
+	if err := s.cfg.Starter.StartPool(ctx, p.ID); err != nil {
+		// A pool without its workflow would never fill: take the row
+		// back, on a context that outlives a canceled request.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := s.cfg.Store.DeletePool(cctx, p.ID); derr != nil && !errs.Is(derr, errs.NotFound) {
+			s.log.Error("pool: remove row after failed start", "pool_id", p.ID, "error", derr.Error())
+		}
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("pool created", "pool_id", p.ID, "template_id", p.TemplateID, "size", p.Size)
+	c.Header("Location", "/v1/pools/"+p.ID)
+	c.JSON(http.StatusCreated, poolView{Pool: *p})
+}
+
+func (s *server) listPools(c *gin.Context) {
+	ctx := c.Request.Context()
+	ps, err := s.cfg.Store.ListPools(ctx, c.Query("template_id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]poolView, 0, len(ps))
+	for i := range ps {
+		v, err := s.view(ctx, &ps[i])
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		out = append(out, v)
+	}
+	c.JSON(http.StatusOK, list(out))
+}
+
+func (s *server) getPool(c *gin.Context) {
+	ctx := c.Request.Context()
+	p, err := s.cfg.Store.GetPool(ctx, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.view(ctx, p)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+func (s *server) updatePool(c *gin.Context) {
+	id := c.Param("id")
+	var spec poolSpec
+	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("id", "id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	if err := spec.check(); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size}
+	if err := s.cfg.Store.UpdatePool(ctx, p); err != nil {
+		s.fail(c, poolError(err, spec.TemplateID))
+		return
+	}
+	// The pool workflow grows, shrinks or rolls the pool over to the new
+	// template on its next pass; wake it so that pass is now.
+	s.notifyPool(ctx, id)
+	s.log.Info("pool updated", "pool_id", p.ID, "template_id", p.TemplateID, "size", p.Size)
+	v, err := s.view(ctx, p)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+// deletePool removes the pool row and wakes its workflow, whose last pass
+// deletes the idle members and leaves the leased ones to their lessees
+// (detached from the pool). The answer is 202: that happens after it.
+func (s *server) deletePool(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	p, err := s.cfg.Store.GetPool(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.view(ctx, p)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.DeletePool(ctx, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	// The row is gone whatever happens next, so a failed wake-up is not an
+	// error of this request: the workflow notices on its next periodic pass.
+	s.notifyPool(ctx, id)
+	s.log.Info("pool deleted", "pool_id", id)
+	c.JSON(http.StatusAccepted, v)
+}
+
+// leasePool hands out a workspace of the pool: an idle running one when
+// there is one (warm, 200), else a new plain workspace of the pool's
+// template (cold, 201, still pending). This is the hot path: one UPDATE
+// for a warm lease, and nothing else before the answer; waking the pool to
+// refill and recording the event happen after it.
+func (s *server) leasePool(c *gin.Context) {
+	var spec leaseSpec
+	if err := s.decodeJSON(c, &spec, "", true); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validLabels("labels", spec.Labels); err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	poolID := c.Param("id")
+	w, err := s.cfg.Store.LeaseWorkspace(ctx, poolID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	source, status := LeaseWarm, http.StatusOK
+	if w == nil {
+		p, err := s.cfg.Store.GetPool(ctx, poolID)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		w, err = s.cfg.Starter.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{TemplateID: p.TemplateID, Labels: spec.Labels})
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		source, status = LeaseCold, http.StatusCreated
+		c.Header("Location", "/v1/workspaces/"+w.ID)
+	}
+	s.cfg.Metrics.Leases.WithLabelValues(source).Inc()
+	wsID := w.ID
+	s.background(ctx, func(ctx context.Context) {
+		if err := s.cfg.Starter.NotifyPool(ctx, poolID); err != nil {
+			s.log.Warn("pool: wake workflow after lease", "pool_id", poolID, "error", err.Error())
+		}
+		data, _ := json.Marshal(map[string]string{"pool_id": poolID, "source": source})
+		if err := s.cfg.Store.AppendEvent(ctx, &models.Event{WorkspaceID: wsID, Type: models.EventLeased, Data: data}); err != nil {
+			s.log.Warn("pool: record lease event", "pool_id", poolID, "workspace_id", wsID, "error", err.Error())
+		}
+	})
+	s.log.Info("workspace leased", "pool_id", poolID, "workspace_id", wsID, "source", source)
+	c.JSON(status, leaseResponse{Workspace: w, Source: source})
+}
+
+// returnWorkspace gives a leased pool workspace back: its pool state moves
+// to returning, and its workflow resets it and puts it back in the pool
+// (or replaces it).
+func (s *server) returnWorkspace(c *gin.Context) {
+	ctx := c.Request.Context()
+	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if w.PoolID == "" {
+		s.fail(c, errs.E(errs.Precondition, "workspace %s: not in a pool; only a workspace leased from a pool can be returned (delete it instead)", w.ID))
+		return
+	}
+	if w.PoolState != models.PoolLeased {
+		s.fail(c, errs.E(errs.Precondition, "workspace %s: pool state is %s, not leased; only a leased workspace can be returned", w.ID, w.PoolState))
+		return
+	}
+	if err := s.cfg.Store.SetPoolState(ctx, w.ID, models.PoolLeased, models.PoolReturning); err != nil {
+		if errs.Is(err, errs.Conflict) {
+			// Returned (or detached) by someone else since the read.
+			err = errs.E(errs.Precondition, "workspace %s: cannot return: %s", w.ID, err.Error())
+		}
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Starter.SignalWorkspace(ctx, w, workflows.SignalReturn, workflows.ReturnSignal{}); err != nil {
+		// Nothing will reset it: the lessee keeps it, as before the call.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if rerr := s.cfg.Store.SetPoolState(cctx, w.ID, models.PoolReturning, models.PoolLeased); rerr != nil {
+			s.log.Error("workspace: roll back pool state after failed return", "workspace_id", w.ID, "error", rerr.Error())
+		}
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("workspace returned", "workspace_id", w.ID, "pool_id", w.PoolID)
+	w.PoolState = models.PoolReturning
+	c.JSON(http.StatusAccepted, w)
+}
+
+// recoverReason is what a recovery asked for through the API records.
+const recoverReason = "requested by user"
+
+// recoverWorkspace asks an escalated or failed workspace's workflow to try
+// a replacement now.
+func (s *server) recoverWorkspace(c *gin.Context) {
+	ctx := c.Request.Context()
+	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if w.Phase != models.PhaseEscalated && w.Phase != models.PhaseFailed {
+		s.fail(c, errs.E(errs.Precondition, "workspace %s: is %s; only an escalated or failed workspace can be recovered", w.ID, w.Phase))
+		return
+	}
+	if err := s.cfg.Starter.SignalWorkspace(ctx, w, workflows.SignalRecover, workflows.RecoverSignal{Reason: recoverReason}); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("workspace recovery requested", "workspace_id", w.ID, "phase", w.Phase)
+	c.JSON(http.StatusAccepted, w)
+}
