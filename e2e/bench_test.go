@@ -21,9 +21,9 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
 	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/workflows"
 )
 
 // The benchmarks run with `make bench` (PRIMER_BENCH=1). They time whole

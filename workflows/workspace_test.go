@@ -55,14 +55,14 @@ type fakes struct {
 	// every probe after it hits.
 	replaced        bool
 	hitAfterReplace bool
-	replaces    []activities.ReplaceInput
-	recovered   []activities.RecoveredInput
-	webhooks    []activities.WebhookInput
-	resetErrs   []error // returned by successive Reset calls, then success
-	resets      int
-	phases      []activities.SetPhaseInput
-	events      []activities.RecordEventInput
-	upserts     []string // PrimerPhase values upserted
+	replaces        []activities.ReplaceInput
+	recovered       []activities.RecoveredInput
+	webhooks        []activities.WebhookInput
+	resetErrs       []error // returned by successive Reset calls, then success
+	resets          int
+	phases          []activities.SetPhaseInput
+	events          []activities.RecordEventInput
+	upserts         []string // PrimerPhase values upserted
 }
 
 func (f *fakes) phaseList() []string {
@@ -331,7 +331,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			name:               "provision failure is recorded, cleaned up, failed, then destroyed on delete",
 			provision:          []error{errBadTemplate},
 			deleteAt:           20 * time.Second, // before recovery (30 s)
-			wantProvisionCalls: 1, // non-retryable: no retry
+			wantProvisionCalls: 1,                // non-retryable: no retry
 			wantProbes:         0,
 			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
 			wantFailedReason:   "workspace ws-test: provision: init[0]: exit status 1: boom",
