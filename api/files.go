@@ -182,6 +182,10 @@ func (s *server) putFile(c *gin.Context) {
 		s.fail(c, errs.Field("path", "path: required; the workspace root itself cannot be written"))
 		return
 	}
+	if err := notHistory(p); err != nil {
+		s.fail(c, err)
+		return
+	}
 	mode, err := fileMode(c)
 	if err != nil {
 		s.fail(c, err)
@@ -238,6 +242,10 @@ func (s *server) deleteFile(c *gin.Context) {
 		s.fail(c, errs.Field("path", "path: required; delete the workspace to remove its root"))
 		return
 	}
+	if err := notHistory(p); err != nil {
+		s.fail(c, err)
+		return
+	}
 	ws, cl, err := s.runtimeClient(c)
 	if err != nil {
 		s.fail(c, err)
@@ -248,4 +256,14 @@ func (s *server) deleteFile(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// notHistory refuses writes and deletes under .state: it is the sessions'
+// git history, written only by the runtime's state operations, and a file
+// changed there by hand would corrupt it. Reading it is allowed.
+func notHistory(p string) error {
+	if p == protocol.StateDir || strings.HasPrefix(p, protocol.StateDir+"/") {
+		return errs.E(errs.Forbidden, "path %s: %s holds the session history and is written only through session tools", p, protocol.StateDir)
+	}
+	return nil
 }

@@ -108,6 +108,9 @@ func TestFilesBadInput(t *testing.T) {
 		{"put root", "PUT", "", "x", 400, "invalid"},
 		{"delete root", "DELETE", "", nil, 400, "invalid"},
 		{"bad mode", "PUT", "f", "x", 400, "invalid"},
+		{"put history", "PUT", ".state/HEAD", "x", 403, "forbidden"},
+		{"put history dir", "PUT", ".state", "x", 403, "forbidden"},
+		{"delete history", "DELETE", ".state", nil, 403, "forbidden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -168,6 +168,10 @@ func (s *server) createPool(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	if err := s.poolableTemplate(ctx, spec.TemplateID); err != nil {
+		s.fail(c, err)
+		return
+	}
 	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size}
 	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
@@ -239,6 +243,10 @@ func (s *server) updatePool(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	if err := s.poolableTemplate(ctx, spec.TemplateID); err != nil {
+		s.fail(c, err)
+		return
+	}
 	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size}
 	if err := s.cfg.Store.UpdatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
@@ -320,6 +328,13 @@ func (s *server) leasePool(c *gin.Context) {
 		source, status = LeaseCold, http.StatusCreated
 		c.Header("Location", "/v1/workspaces/"+w.ID)
 	}
+	if source == LeaseWarm && len(spec.Labels) > 0 {
+		if err := s.cfg.Store.SetWorkspaceLabels(ctx, w.ID, spec.Labels); err != nil {
+			s.fail(c, err)
+			return
+		}
+		w.Labels = spec.Labels
+	}
 	s.cfg.Metrics.Leases.WithLabelValues(source).Inc()
 	wsID := w.ID
 	s.background(ctx, func(ctx context.Context) {
@@ -398,4 +413,23 @@ func (s *server) recoverWorkspace(c *gin.Context) {
 	}
 	s.log.Info("workspace recovery requested", "workspace_id", w.ID, "phase", w.Phase)
 	c.JSON(http.StatusAccepted, w)
+}
+
+// poolableTemplate refuses pools on backends whose workspaces cannot be
+// reset on return: a worktree workspace is a git checkout of the user's
+// repository, and a reset empties the workspace.
+func (s *server) poolableTemplate(ctx context.Context, templateID string) error {
+	t, err := s.cfg.Store.GetTemplate(ctx, templateID)
+	if err != nil {
+		// Unknown templates get the store's error, naming the field.
+		return nil
+	}
+	p, err := s.cfg.Store.GetProvider(ctx, t.ProviderID)
+	if err != nil {
+		return nil
+	}
+	if p.Provider == models.BackendWorktree {
+		return errs.Field("template_id", "template_id: template %s is on a worktree provider; warm pools need workspaces that can be reset (local, container)", templateID)
+	}
+	return nil
 }

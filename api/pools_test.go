@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -177,11 +178,15 @@ func TestLeaseWarmAndCold(t *testing.T) {
 	h.member("p", models.PhasePending, models.PoolIdle) // not leasable yet
 	notified := h.expectNotify("p", 2)
 
-	// Warm: the idle running workspace, now leased.
+	// Warm: the idle running workspace, now leased, with the lessee's labels.
 	var lr leaseResponse
-	h.do("POST", "/v1/pools/p/lease", nil).expect(t, 200).decode(t, &lr)
-	if lr.Source != LeaseWarm || lr.Workspace == nil || lr.Workspace.ID != idle.ID || lr.Workspace.PoolState != models.PoolLeased {
+	h.do("POST", "/v1/pools/p/lease", `{"labels":{"run":"6"}}`).expect(t, 200).decode(t, &lr)
+	if lr.Source != LeaseWarm || lr.Workspace == nil || lr.Workspace.ID != idle.ID || lr.Workspace.PoolState != models.PoolLeased ||
+		lr.Workspace.Labels["run"] != "6" {
 		t.Fatalf("warm lease = %+v %+v", lr, lr.Workspace)
+	}
+	if got, err := h.store.GetWorkspace(context.Background(), idle.ID); err != nil || got.Labels["run"] != "6" {
+		t.Fatalf("stored labels after a warm lease = %+v (%v)", got, err)
 	}
 
 	// Cold: nothing idle and running; a plain workspace of the template.
@@ -335,5 +340,22 @@ func TestDeleteIdlePoolMemberWakesThePool(t *testing.T) {
 	h.srv.bg.Wait()
 	if *n != 1 {
 		t.Fatalf("pool woken %d times, want 1", *n)
+	}
+}
+
+// A worktree workspace is a checkout of the user's repository; a return
+// would empty it, so pools on worktree templates are refused.
+func TestPoolOnWorktreeRefused(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if err := h.store.CreateProvider(ctx, &models.Provider{ID: "wt", Provider: models.BackendWorktree, Config: json.RawMessage(`{"kind":"worktree"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.CreateTemplate(ctx, &models.Template{ID: "wt-t", ProviderID: "wt", Backend: json.RawMessage(`{"kind":"worktree"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	h.do("POST", "/v1/pools", `{"id":"wp","template_id":"wt-t"}`).expectError(t, 400, "invalid", "template_id", "worktree")
+	if _, err := h.store.GetPool(ctx, "wp"); err == nil {
+		t.Fatal("a refused pool was stored")
 	}
 }

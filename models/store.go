@@ -385,6 +385,16 @@ func (s *Store) SetWorkspaceRuntime(ctx context.Context, id string, handle []byt
 	})
 }
 
+// SetWorkspaceLabels replaces a workspace's labels (a warm lease labels the
+// workspace for its lessee); NotFound if absent.
+func (s *Store) SetWorkspaceLabels(ctx context.Context, id string, labels map[string]string) error {
+	raw, err := json.Marshal(labels)
+	if err != nil {
+		return errs.E(errs.Invalid, "workspace %s: labels: %w", id, err)
+	}
+	return s.updateWorkspace(ctx, id, "set labels", map[string]any{"labels": string(raw)})
+}
+
 // updateWorkspace sets cols (and updated_at) on workspace id; NotFound if absent.
 func (s *Store) updateWorkspace(ctx context.Context, id, action string, cols map[string]any) error {
 	db := s.w.WithContext(ctx)
