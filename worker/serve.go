@@ -46,6 +46,8 @@ type Server struct {
 	serveErr chan error
 	metrics  *metrics.Metrics
 	connect  *activities.Connector
+	// installation is this installation's id (models.Installation).
+	installation string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -108,13 +110,18 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		return nil, fmt.Errorf("connect to temporal at %s: %w", hostPort, err)
 	}
 
+	s.installation, err = s.store.InstallationID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("installation id: %w", err)
+	}
 	s.host = local.NewHost(logger)
 	registry := backend.NewRegistry(map[string]backend.Factory{
 		models.BackendLocal:    local.Factory(s.host, logger),
 		models.BackendWorktree: worktree.Factory(s.host, logger),
 		models.BackendContainer: container.Factory(container.Options{
-			Runtime: container.FindRuntimeBinary(cfg.RuntimeBinary),
-			Logger:  logger,
+			Runtime:      container.FindRuntimeBinary(cfg.RuntimeBinary),
+			Logger:       logger,
+			Installation: s.installation,
 		}),
 	})
 	s.pool = rtclient.NewPool()
@@ -229,6 +236,10 @@ func (s *Server) Runtime(ctx context.Context, workspaceID string) (*rtclient.Cli
 	}
 	return s.connect.Client(ctx, ws)
 }
+
+// Installation is this installation's id, which labels the sandboxes it
+// makes on shared engines (for tests and tools).
+func (s *Server) Installation() string { return s.installation }
 
 // Store is the server's store (for tests and tools).
 func (s *Server) Store() *models.Store { return s.store }

@@ -65,6 +65,9 @@ const (
 	labelPrefix    = "primer."
 	LabelWorkspace = labelPrefix + "workspace"
 	LabelManaged   = labelPrefix + "managed"
+	// LabelInstallation names the Primer installation that made the object
+	// (Options.Installation); List sees only its own installation's.
+	LabelInstallation = labelPrefix + "installation"
 
 	// The ulimits every container gets. Podman needs explicit ones at or
 	// below the host's (its defaults ask for a capability some hosts lack);
@@ -109,6 +112,11 @@ type Options struct {
 	// after the container starts; default 30 s.
 	ReadyTimeout time.Duration
 	Logger       *slog.Logger
+	// Installation labels every object this platform makes, so List (and the
+	// reconciler after it) never takes another installation's sandboxes on a
+	// shared engine for orphans. Empty: objects carry no such label, and
+	// List sees only objects without one.
+	Installation string
 }
 
 // Backend makes workspaces as containers of one engine.
@@ -425,6 +433,9 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	}
 	labels[LabelWorkspace] = id
 	labels[LabelManaged] = "true"
+	if b.opts.Installation != "" {
+		labels[LabelInstallation] = b.opts.Installation
+	}
 
 	if _, err := b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
 		return backend.Handle{}, b.engineErr(err, "workspace %s: create volume", id)
@@ -798,7 +809,7 @@ func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
 	byID := map[string]*backend.Listed{}
 	add := func(labels map[string]string, names []string, kind string, created time.Time) {
 		id := labels[LabelWorkspace]
-		if labels[LabelManaged] != "true" || !backend.IsWorkspaceID(id) {
+		if labels[LabelManaged] != "true" || !backend.IsWorkspaceID(id) || labels[LabelInstallation] != b.opts.Installation {
 			return
 		}
 		for _, n := range names {

@@ -218,3 +218,45 @@ func TestListGroupsObjects(t *testing.T) {
 		}
 	})
 }
+
+// Two installations sharing one engine each list only their own
+// workspaces, so neither's reconciler removes the other's.
+func TestListSeesOnlyItsInstallation(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		mine := containertest.BackendOf(t, e, "pri-mine")
+		theirs := containertest.BackendOf(t, e, "pri-theirs")
+		a, b := backendtest.NewID(t), backendtest.NewID(t)
+		for _, c := range []struct {
+			be *container.Backend
+			id string
+		}{{mine, a}, {theirs, b}} {
+			if _, err := c.be.Provision(ctx, backend.ProvisionRequest{WorkspaceID: c.id, Template: busyboxTemplate(nil), Token: backendtest.NewToken(t)}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.be.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: c.id}) })
+		}
+		ids := func(be *container.Backend) []string {
+			listed, err := be.List(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, l := range listed {
+				out = append(out, l.WorkspaceID)
+			}
+			return out
+		}
+		if got := ids(mine); !slices.Contains(got, a) || slices.Contains(got, b) {
+			t.Errorf("mine lists %v, want %s and not %s", got, a, b)
+		}
+		if got := ids(theirs); !slices.Contains(got, b) || slices.Contains(got, a) {
+			t.Errorf("theirs lists %v, want %s and not %s", got, b, a)
+		}
+		// A backend without an installation sees neither.
+		if got := ids(containertest.Backend(t, e)); slices.Contains(got, a) || slices.Contains(got, b) {
+			t.Errorf("an unlabelled backend lists %v", got)
+		}
+	})
+}

@@ -184,11 +184,19 @@ var (
 // Backend returns a container backend on e, closed at cleanup.
 func Backend(t testing.TB, e Engine) *container.Backend {
 	t.Helper()
+	return BackendOf(t, e, "")
+}
+
+// BackendOf is Backend labelling what it makes as installation's (a
+// platform's worker.Server.Installation), so that platform's reconciler
+// sees it as its own.
+func BackendOf(t testing.TB, e Engine, installation string) *container.Backend {
+	t.Helper()
 	cfg, err := container.ParseProviderConfig(ProviderConfig(e))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := container.New(cfg, container.Options{Runtime: RuntimeBinary(t)})
+	b, err := container.New(cfg, container.Options{Runtime: RuntimeBinary(t), Installation: installation})
 	if err != nil {
 		t.Fatal(err)
 	}
