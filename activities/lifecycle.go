@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
@@ -27,16 +28,57 @@ import (
 // same runtime with the same token, and backends are idempotent on the
 // workspace id.
 func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (ProvisionOutput, error) {
-	h, err := a.provision(ctx, in.WorkspaceID, false)
+	var step string
+	dctx, cancel, ranOut := beforeDeadline(ctx)
+	defer cancel()
+	h, err := a.provision(dctx, in.WorkspaceID, false, &step)
 	if err != nil {
-		return ProvisionOutput{}, classify(err)
+		return ProvisionOutput{}, timedOut(err, ranOut(), in.WorkspaceID, "provision", step)
 	}
 	return ProvisionOutput{Handle: h}, nil
 }
 
+// StartTimeoutType is the error type of a provisioning (or replacement)
+// that ran out of its start timeout; its message says what it was doing.
+const StartTimeoutType = "start_timeout"
+
+// beforeDeadline returns a context that ends a little before the
+// activity's own deadline (the template's start timeout), so the activity
+// can still say what it was doing when time ran out: a timeout the server
+// declares carries no such reason. ranOut reports whether that happened.
+func beforeDeadline(ctx context.Context) (_ context.Context, cancel context.CancelFunc, ranOut func() bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}, func() bool { return false }
+	}
+	margin := min(time.Second, time.Until(dl)/10)
+	dctx, cancel := context.WithDeadline(ctx, dl.Add(-margin))
+	return dctx, cancel, func() bool {
+		return errors.Is(dctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	}
+}
+
+// timedOut classifies err; when the activity ran out of time it becomes a
+// final start-timeout error naming the step.
+func timedOut(err error, ranOut bool, id, what, step string) error {
+	if !ranOut || step == "" {
+		return classify(err)
+	}
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("workspace %s: %s: still %s when the start timeout ran out", id, what, step), StartTimeoutType, nil)
+}
+
 // provision makes the sandbox. A replacement (stale recovery) keeps files
 // the workspace already has: template files are written only where missing.
-func (a *Activities) provision(ctx context.Context, id string, replacement bool) (backend.Handle, error) {
+//
+// step, when not nil, is kept naming what provisioning is doing.
+func (a *Activities) provision(ctx context.Context, id string, replacement bool, step *string) (backend.Handle, error) {
+	at := func(s string) {
+		if step != nil {
+			*step = s
+		}
+	}
+	at("reading the workspace")
 	ws, err := a.Store.GetWorkspace(ctx, id)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
@@ -66,6 +108,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool)
 	}
 
 	secrets := provisionSecrets(token, common.Env)
+	at("creating the sandbox")
 	h, err := b.Provision(ctx, backend.ProvisionRequest{
 		WorkspaceID: id,
 		Template:    tmpl.Backend,
@@ -85,11 +128,12 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool)
 	ws.Handle, ws.Path = raw, h.Path
 
 	if len(common.Files) > 0 || len(common.Init) > 0 {
+		at("waiting for the runtime to answer")
 		cl, err := a.waitRuntime(ctx, ws, h)
 		if err != nil {
 			return backend.Handle{}, redactErr(err, secrets...)
 		}
-		if err := a.prepare(ctx, cl, ws.ID, common, replacement); err != nil {
+		if err := a.prepare(ctx, cl, ws.ID, common, replacement, at); err != nil {
 			return backend.Handle{}, redactErr(err, secrets...)
 		}
 	}
@@ -131,13 +175,19 @@ func (a *Activities) waitRuntime(ctx context.Context, ws *models.Workspace, h ba
 // prepare writes the template's files (in path order, so retries and logs
 // are stable) and runs its init commands in order. With keepExisting, a
 // file the workspace already has is left as it is.
-func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, common backend.Common, keepExisting bool) error {
+//
+// at, when not nil, is told each step (for a start timeout's reason).
+func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, common backend.Common, keepExisting bool, at func(string)) error {
+	if at == nil {
+		at = func(string) {}
+	}
 	paths := make([]string, 0, len(common.Files))
 	for p := range common.Files {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	for _, p := range paths {
+		at("writing the template file " + p)
 		if keepExisting {
 			if _, err := cl.Stat(ctx, p); err == nil {
 				continue
@@ -148,6 +198,7 @@ func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, 
 		}
 	}
 	for i, cmd := range common.Init {
+		at(fmt.Sprintf("running init[%d] %q", i, cmd))
 		stderr := &tailBuffer{max: stderrTail}
 		res, err := cl.Exec(ctx, protocol.ExecRequest{
 			Args:    []string{"sh", "-c", cmd},

@@ -87,14 +87,17 @@ const lostSlack = 10 * time.Second
 // the workspace went with the old sandbox). It is safe to retry: every try
 // tears down whatever the last one left and provisions again.
 func (a *Activities) Replace(ctx context.Context, in ReplaceInput) (ProvisionOutput, error) {
-	h, err := a.replace(ctx, in)
+	var step string
+	dctx, cancel, ranOut := beforeDeadline(ctx)
+	defer cancel()
+	h, err := a.replace(dctx, in, &step)
 	if err != nil {
-		return ProvisionOutput{}, classify(err)
+		return ProvisionOutput{}, timedOut(err, ranOut(), in.WorkspaceID, "replace", step)
 	}
 	return ProvisionOutput{Handle: h}, nil
 }
 
-func (a *Activities) replace(ctx context.Context, in ReplaceInput) (backend.Handle, error) {
+func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string) (backend.Handle, error) {
 	id := in.WorkspaceID
 	ws, err := a.Store.GetWorkspace(ctx, id)
 	if err != nil {
@@ -124,7 +127,24 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput) (backend.Hand
 	if err := a.Store.SetWorkspaceRuntime(ctx, id, nil, ws.Path, models.NewToken()); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: replace: store runtime token: %w", id, err)
 	}
-	return a.provision(ctx, id, true)
+	h, err = a.provision(ctx, id, true, step)
+	if err != nil {
+		// A replacement that does not come up must not keep running while
+		// the workspace is failed or escalated: tear it down again, keeping
+		// the data, on a context that outlives this attempt's.
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		a.Connector.Drop(id)
+		var terr error
+		if k, ok := b.(backend.Keeper); ok {
+			terr = k.Teardown(tctx, backend.Handle{Backend: ws.Backend, WorkspaceID: id})
+		}
+		if terr != nil {
+			a.logger().Warn("tear down a failed replacement", "workspace_id", id, "error", terr)
+		}
+		return backend.Handle{}, err
+	}
+	return h, nil
 }
 
 // Recovered finishes a recovery: every session lost with the old sandbox
@@ -260,7 +280,7 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	if err != nil {
 		return ResetOutput{}, fmt.Errorf("workspace %s: reset: runtime: %w", id, err)
 	}
-	if err := a.prepare(ctx, cl, id, common, false); err != nil {
+	if err := a.prepare(ctx, cl, id, common, false, nil); err != nil {
 		return ResetOutput{}, redactErr(err, provisionSecrets(ws.RuntimeToken, common.Env)...)
 	}
 	ended, err := a.Store.EndWorkspaceSessions(ctx, id, models.ReasonWorkspaceReturned)

@@ -389,3 +389,49 @@ func TestReconcilePool(t *testing.T) {
 		t.Errorf("leased workspace after the pool went = %+v", w)
 	}
 }
+
+// A replacement that does not come up (its init fails) is torn down again,
+// keeping the data: an escalated workspace holds no running sandbox.
+func TestReplaceTearsDownAFailedReplacement(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.workspace(t, "ws-0a07", `{"kind":"memory","init":["test ! -f .poison"]}`)
+	out, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-0a07"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out.Handle.Path, ".poison"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.a.Replace(ctx, ReplaceInput{WorkspaceID: "ws-0a07", Handle: &out.Handle})
+	if err == nil || !strings.Contains(err.Error(), "init[0]") {
+		t.Fatalf("replace = %v, want the init failure", err)
+	}
+	if n := r.mem.Teardowns("ws-0a07"); n != 2 {
+		t.Errorf("teardowns = %d, want 2 (the old sandbox, then the failed replacement)", n)
+	}
+	if _, err := os.Stat(filepath.Join(out.Handle.Path, ".poison")); err != nil {
+		t.Errorf("data lost with the failed replacement: %v", err)
+	}
+}
+
+// Provisioning that runs out of its start timeout says what it was doing,
+// and is final.
+func TestProvisionStartTimeoutNamesTheStep(t *testing.T) {
+	r := newRig(t)
+	r.workspace(t, "ws-0a08", `{"kind":"memory","init":["sleep 30"]}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-0a08"})
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != StartTimeoutType || !appErr.NonRetryable() {
+		t.Fatalf("err = %v, want a final %s error", err, StartTimeoutType)
+	}
+	if want := `still running init[0] "sleep 30" when the start timeout ran out`; !strings.Contains(appErr.Message(), want) {
+		t.Errorf("message %q lacks %q", appErr.Message(), want)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("returned after %s, want before the deadline", d)
+	}
+}

@@ -194,6 +194,23 @@ func TestTemplates(t *testing.T) {
 	h.do("PUT", "/v1/templates/withenv", `{"provider_id":"local","backend":{"kind":"local","env":{"NEW":"(redacted)"}}}`).
 		expectError(t, 400, "invalid", "spec.backend.env.NEW", "placeholder")
 
+	// A webhook URL may carry a token: redacted the same way.
+	const hook = "https://ops.example/hook?token=hook-tok-77"
+	h.do("POST", "/v1/templates", `{"id":"hooked","provider_id":"local","backend":{"kind":"local","recovery":{"max_attempts":2,"webhook_url":"`+hook+`"}}}`).expect(t, 201)
+	r = h.do("GET", "/v1/templates/hooked", nil).expect(t, 200)
+	if strings.Contains(string(r.body), "hook-tok-77") || !strings.Contains(string(r.body), `"webhook_url":"`+Redacted+`"`) {
+		t.Fatalf("webhook not redacted: %s", r.body)
+	}
+	var hooked models.Template
+	r.decode(t, &hooked)
+	h.do("PUT", "/v1/templates/hooked", fmt.Sprintf(`{"provider_id":"local","backend":%s}`, hooked.Backend)).expect(t, 200)
+	stored, _ = h.store.GetTemplate(context.Background(), "hooked")
+	if !strings.Contains(string(stored.Backend), "hook-tok-77") || !strings.Contains(string(stored.Backend), `"max_attempts":2`) {
+		t.Fatalf("round trip lost the webhook: %s", stored.Backend)
+	}
+	h.do("PUT", "/v1/templates/withenv", `{"provider_id":"local","backend":{"kind":"local","recovery":{"webhook_url":"(redacted)"}}}`).
+		expectError(t, 400, "invalid", "spec.backend.recovery.webhook_url", "placeholder")
+
 	// Filter by provider.
 	var list items[models.Template]
 	h.do("GET", "/v1/templates?provider_id=none", nil).expect(t, 200).decode(t, &list)

@@ -60,6 +60,9 @@ func (s *server) template(c *gin.Context, spec templateSpec, old *models.Templat
 	if err != nil {
 		return nil, err
 	}
+	if doc, err = unredactWebhook(doc, old); err != nil {
+		return nil, err
+	}
 	b, err := s.cfg.Backends.For(p)
 	if err != nil {
 		return nil, err
@@ -100,8 +103,10 @@ func unredact(doc json.RawMessage, old *models.Template) (json.RawMessage, error
 	return joinEnv(m, env)
 }
 
-// redact returns a copy of t whose backend env values are Redacted.
+// redact returns a copy of t whose backend env values and recovery
+// webhook URL (which may carry a token) are Redacted.
 func redact(t models.Template) models.Template {
+	t.Backend = redactWebhook(t.Backend)
 	m, env, ok := splitEnv(t.Backend)
 	if !ok || len(env) == 0 {
 		return t
@@ -117,6 +122,64 @@ func redact(t models.Template) models.Template {
 	}
 	t.Backend = doc
 	return t
+}
+
+// webhookOf decodes a backend document and its recovery section; ok is
+// false when there is no recovery.webhook_url string.
+func webhookOf(doc json.RawMessage) (m, rec map[string]json.RawMessage, url string, ok bool) {
+	if json.Unmarshal(doc, &m) != nil || m == nil {
+		return nil, nil, "", false
+	}
+	if json.Unmarshal(m["recovery"], &rec) != nil || rec == nil {
+		return nil, nil, "", false
+	}
+	if json.Unmarshal(rec["webhook_url"], &url) != nil || url == "" {
+		return nil, nil, "", false
+	}
+	return m, rec, url, true
+}
+
+// withWebhook returns doc with recovery.webhook_url set to url.
+func withWebhook(m, rec map[string]json.RawMessage, url string) (json.RawMessage, error) {
+	raw, err := json.Marshal(url)
+	if err != nil {
+		return nil, err
+	}
+	rec["webhook_url"] = raw
+	if m["recovery"], err = json.Marshal(rec); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+// redactWebhook replaces a recovery webhook URL with Redacted.
+func redactWebhook(doc json.RawMessage) json.RawMessage {
+	m, rec, _, ok := webhookOf(doc)
+	if !ok {
+		return doc
+	}
+	out, err := withWebhook(m, rec, Redacted)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return out
+}
+
+// unredactWebhook puts the stored webhook URL back where an update sends
+// the Redacted placeholder.
+func unredactWebhook(doc json.RawMessage, old *models.Template) (json.RawMessage, error) {
+	m, rec, url, ok := webhookOf(doc)
+	if !ok || url != Redacted {
+		return doc, nil
+	}
+	var stored string
+	if old != nil {
+		_, _, stored, _ = webhookOf(old.Backend)
+	}
+	if stored == "" {
+		return nil, errs.Field("spec.backend.recovery.webhook_url", "spec.backend.recovery.webhook_url: %s is a placeholder, and the stored template has no webhook", Redacted)
+	}
+	return withWebhook(m, rec, stored)
 }
 
 // splitEnv decodes a backend document and its env map; ok is false when the

@@ -474,10 +474,7 @@ func (w *workspace) provision(ctx workflow.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	msg := errorMessage(err)
-	if isTimeout(err) {
-		msg = fmt.Sprintf("did not start within the start timeout (%s): %s", w.policy.StartTimeout, msg)
-	}
+	msg := w.startError(err)
 	w.log.Warn("workspace provisioning failed", "workspace_id", w.in.WorkspaceID, "error", msg)
 
 	w.recordEvent(ctx, models.EventProvisionFailed, map[string]any{"workspace_type": w.in.Backend, "error": msg})
@@ -531,7 +528,7 @@ func (w *workspace) replace(ctx workflow.Context, manual bool, why string) error
 		return ctx.Err()
 	}
 	if err != nil {
-		msg := errorMessage(err)
+		msg := w.startError(err)
 		w.st.Handle = nil
 		w.recordEvent(ctx, models.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": msg})
 		w.setPhase(ctx, models.PhaseFailed, fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, total, msg))
@@ -829,6 +826,18 @@ func errorMessage(err error) string {
 		return toErr.Error()
 	}
 	return err.Error()
+}
+
+// startError is the reason of a provisioning or replacement that failed:
+// one that ran out of the start timeout says so, with the step it was at
+// when the activity could tell.
+func (w *workspace) startError(err error) string {
+	msg := errorMessage(err)
+	var appErr *temporal.ApplicationError
+	if isTimeout(err) || (errors.As(err, &appErr) && appErr.Type() == activities.StartTimeoutType) {
+		return fmt.Sprintf("did not start within the start timeout (%s): %s", w.policy.StartTimeout, msg)
+	}
+	return msg
 }
 
 // isTimeout reports whether an activity error is its timeout running out.
