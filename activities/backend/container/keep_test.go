@@ -235,7 +235,9 @@ func TestListSeesOnlyItsInstallation(t *testing.T) {
 			if _, err := c.be.Provision(ctx, backend.ProvisionRequest{WorkspaceID: c.id, Template: busyboxTemplate(nil), Token: backendtest.NewToken(t)}); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = c.be.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: c.id}) })
+			t.Cleanup(func() {
+				_ = c.be.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: c.id})
+			})
 		}
 		ids := func(be *container.Backend) []string {
 			listed, err := be.List(ctx)
