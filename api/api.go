@@ -78,6 +78,11 @@ type server struct {
 	// maxExecOutput caps the stdout and stderr a non-streaming exec collects.
 	maxExecOutput int
 
+	// leaseWake is how long after a lease its pool is woken to refill: the
+	// refill makes a sandbox, which on a small machine competes with the
+	// lessee's first calls, and a burst of leases shares one wake-up.
+	leaseWake time.Duration
+
 	// bg counts the work requests left running after they answered
 	// (background), so tests can wait for it.
 	bg sync.WaitGroup
@@ -121,6 +126,7 @@ func newServer(cfg Config) (*server, error) {
 		log:           cfg.Logger,
 		eventPoll:     200 * time.Millisecond,
 		heartbeat:     15 * time.Second,
+		leaseWake:     250 * time.Millisecond,
 		maxExecOutput: 16 << 20,
 	}, nil
 }

@@ -338,6 +338,10 @@ func (s *server) leasePool(c *gin.Context) {
 	s.cfg.Metrics.Leases.WithLabelValues(source).Inc()
 	wsID := w.ID
 	s.background(ctx, func(ctx context.Context) {
+		select {
+		case <-time.After(s.leaseWake):
+		case <-ctx.Done():
+		}
 		if err := s.cfg.Starter.NotifyPool(ctx, poolID); err != nil {
 			s.log.Warn("pool: wake workflow after lease", "pool_id", poolID, "error", err.Error())
 		}
