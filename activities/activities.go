@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/primerhq/primer/activities/backend"
@@ -267,4 +268,37 @@ func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOu
 	a.logger().Info("workspace phase changed", "workspace_id", in.WorkspaceID,
 		"from", in.From, "to", in.To, "reason", in.Reason, "sessions_ended", ended)
 	return SetPhaseOutput{}, nil
+}
+
+// keepAlive heartbeats the running activity until the returned stop is
+// called: a worker that dies mid-activity (kill -9 of primer serve) is then
+// noticed within the activity's heartbeat timeout and the work retried on
+// another worker, instead of after its whole start-to-close timeout (up to
+// the template's start timeout for a provisioning). Outside an activity, or
+// without a heartbeat timeout, it does nothing.
+func keepAlive(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(timeout / 4)
+		defer tick.Stop()
+		activity.RecordHeartbeat(ctx)
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

@@ -28,6 +28,7 @@ import (
 // same runtime with the same token, and backends are idempotent on the
 // workspace id.
 func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (ProvisionOutput, error) {
+	defer keepAlive(ctx)()
 	var step string
 	dctx, cancel, ranOut := beforeDeadline(ctx)
 	defer cancel()
@@ -225,6 +226,7 @@ func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, 
 // nothing on the backend to remove. A second call after success finds no
 // row and does nothing. With KeepRow it only cleans up the backend.
 func (a *Activities) Destroy(ctx context.Context, in DestroyInput) (DestroyOutput, error) {
+	defer keepAlive(ctx)()
 	out, err := a.destroy(ctx, in)
 	if err != nil {
 		return DestroyOutput{}, classify(err)

@@ -36,6 +36,7 @@ type ReconcileOutput struct {
 // replaces it. Rows are checked by id across all providers, since two
 // providers can share one engine.
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
+	defer keepAlive(ctx)()
 	var out ReconcileOutput
 	providers, err := a.Store.ListProviders(ctx)
 	if err != nil {
@@ -98,6 +99,9 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 				continue
 			}
 			out.Missing = append(out.Missing, ws.ID)
+			if a.reported(ctx, ws.ID) {
+				continue
+			}
 			if _, err := a.recordEvent(ctx, ws.ID, models.EventSandboxMissing, map[string]any{
 				"workspace_type": ws.Backend,
 				"reason":         fmt.Sprintf("provider %s has no sandbox for this workspace", p.ID),
@@ -108,4 +112,12 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 		}
 	}
 	return out, nil
+}
+
+// reported tells whether the workspace's latest event already says its
+// sandbox is missing: a pass reports it once, not every minute until the
+// probes fail it.
+func (a *Activities) reported(ctx context.Context, id string) bool {
+	evs, err := a.Store.LatestEvents(ctx, id, 1)
+	return err == nil && len(evs) == 1 && evs[0].Type == models.EventSandboxMissing
 }

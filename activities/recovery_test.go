@@ -271,6 +271,20 @@ func TestReconcile(t *testing.T) {
 	if got := counter(t, r.m.OrphansRemoved); got != 1 {
 		t.Errorf("orphans removed metric = %v", got)
 	}
+	// The next pass still finds it missing, and says so once only.
+	out, err = r.a.Reconcile(ctx, ReconcileInput{})
+	if err != nil || !slices.Equal(out.Missing, []string{"ws-0a06"}) {
+		t.Fatalf("second pass: %+v, %v", out, err)
+	}
+	n := 0
+	for _, e := range r.events(t, "ws-0a06") {
+		if e.Type == models.EventSandboxMissing {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d sandbox_missing events after two passes, want 1", n)
+	}
 }
 
 // fakeLifecycle records what the pool activity asks for and stores rows

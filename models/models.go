@@ -59,8 +59,6 @@ const (
 	EventEscalated       = "workspace.escalated"
 	// EventSandboxMissing: the backend no longer has the workspace's sandbox.
 	EventSandboxMissing = "workspace.sandbox_missing"
-	// EventOrphanRemoved: a sandbox no workspace row owns was removed.
-	EventOrphanRemoved = "workspace.orphan_removed"
 
 	// Warm pools: a workspace leased from its pool, and returned to it.
 	EventLeased   = "workspace.leased"

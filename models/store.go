@@ -650,6 +650,15 @@ func (s *Store) ListEvents(ctx context.Context, workspaceID string, afterID uint
 	return es, nil
 }
 
+// LatestEvents returns a workspace's newest n events, newest first.
+func (s *Store) LatestEvents(ctx context.Context, workspaceID string, n int) ([]Event, error) {
+	es := []Event{}
+	if err := s.r.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("id DESC").Limit(n).Find(&es).Error; err != nil {
+		return nil, dbError(ctx, err, "workspace "+workspaceID+": latest events")
+	}
+	return es, nil
+}
+
 // lockProviderOf locks t's provider against deletion for the rest of tx;
 // Invalid (field provider_id) if it does not exist.
 func lockProviderOf(tx *gorm.DB, t *Template) error {

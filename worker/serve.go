@@ -151,6 +151,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
 		MaxConcurrentWorkflowTaskPollers:        8,
 		MaxConcurrentActivityTaskPollers:        8,
+		// On SIGTERM, running activities get this long to finish before
+		// they are cancelled; what is cut short is retried after its
+		// heartbeat timeout, by this worker after a restart or another.
+		WorkerStopTimeout: 10 * time.Second,
 	})
 	workflows.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {

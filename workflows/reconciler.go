@@ -38,6 +38,7 @@ type ReconcilerOutput struct{}
 
 var reconcileOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
+	HeartbeatTimeout:    heartbeatTimeout,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval:    time.Second,
 		BackoffCoefficient: 2,

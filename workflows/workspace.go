@@ -85,6 +85,11 @@ type ReturnSignal struct{}
 // defaultDeleteReason is used when a delete signal gives no reason.
 const defaultDeleteReason = "deleted"
 
+// heartbeatTimeout is how soon the server retries a long activity whose
+// worker died (kill -9 of primer serve): the activities heartbeat four
+// times in it while they run.
+const heartbeatTimeout = 20 * time.Second
+
 // Activity options. Probe, SetPhase and RecordEvent are local activities:
 // they are cheap and frequent, and a local activity costs one marker event
 // instead of three events and two round trips through the server, which is
@@ -93,6 +98,7 @@ const defaultDeleteReason = "deleted"
 var (
 	provisionOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -102,6 +108,7 @@ var (
 	}
 	destroyOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -114,6 +121,7 @@ var (
 	// on its own timer, for as long as it takes.
 	destroyRoundOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -125,6 +133,7 @@ var (
 	// the final destroy on delete tries again anyway.
 	cleanupOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -136,6 +145,7 @@ var (
 	// workspace is replaced instead.
 	resetOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second,
 			MaximumAttempts: 2,
