@@ -63,6 +63,17 @@ if want podman; then
 	[ "$nofile" = unlimited ] && nofile=1048576
 	[ "$nproc" = unlimited ] && nproc=65536
 	[ "$nofile" -gt 1048576 ] && nofile=1048576
+	# A service already running keeps the limits it started with: the
+	# defaults must not ask for more than it has, or every container start
+	# fails with "error setting rlimit ... operation not permitted".
+	svc=""
+	[ -f "$LOG_DIR/podman.pid" ] && svc=$(cat "$LOG_DIR/podman.pid")
+	if [ -n "$svc" ] && [ -r "/proc/$svc/limits" ]; then
+		svc_nproc=$(awk '/^Max processes/ {print $4}' "/proc/$svc/limits")
+		svc_nofile=$(awk '/^Max open files/ {print $5}' "/proc/$svc/limits")
+		case "$svc_nproc" in ''|unlimited) ;; *) [ "$svc_nproc" -lt "$nproc" ] && nproc=$svc_nproc ;; esac
+		case "$svc_nofile" in ''|unlimited) ;; *) [ "$svc_nofile" -lt "$nofile" ] && nofile=$svc_nofile ;; esac
+	fi
 	cat >/etc/containers/containers.conf.d/50-primer-ci.conf <<CONF
 [containers]
 default_ulimits = ["nofile=${nofile}:${nofile}", "nproc=${nproc}:${nproc}"]
