@@ -47,7 +47,9 @@ if want docker; then
 	else
 		log "starting dockerd"
 		# setsid: dockerd outlives this script and the CI step's process group.
-		setsid dockerd --host "unix://$DOCKER_SOCK" >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null &
+		# Started from /, not the caller's directory: a service whose working
+		# directory is removed (a CI checkout) breaks conmon and shims.
+		(cd / && exec setsid dockerd --host "unix://$DOCKER_SOCK" >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null) &
 		echo $! >"$LOG_DIR/dockerd.pid"
 		wait_for 60 docker_up || { tail -n 30 "$LOG_DIR/dockerd.log" >&2; log "dockerd did not start"; exit 1; }
 	fi
@@ -87,7 +89,7 @@ CONF
 		log "starting podman system service"
 		mkdir -p "$(dirname "$PODMAN_SOCK")"
 		rm -f "$PODMAN_SOCK"
-		setsid podman --runtime runc system service --time=0 "unix://$PODMAN_SOCK" >"$LOG_DIR/podman.log" 2>&1 < /dev/null &
+		(cd / && exec setsid podman --runtime runc system service --time=0 "unix://$PODMAN_SOCK" >"$LOG_DIR/podman.log" 2>&1 < /dev/null) &
 		echo $! >"$LOG_DIR/podman.pid"
 		wait_for 60 podman_up || { tail -n 30 "$LOG_DIR/podman.log" >&2; log "podman service did not start"; exit 1; }
 	fi
