@@ -163,12 +163,8 @@ func (s *server) createPool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := spec.check(); err != nil {
-		s.fail(c, err)
-		return
-	}
 	ctx := c.Request.Context()
-	if err := s.poolableTemplate(ctx, spec.TemplateID); err != nil {
+	if err := s.checkPool(ctx, spec); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -238,12 +234,8 @@ func (s *server) updatePool(c *gin.Context) {
 		s.fail(c, errs.Field("id", "id: %q does not match the id in the path %q", spec.ID, id))
 		return
 	}
-	if err := spec.check(); err != nil {
-		s.fail(c, err)
-		return
-	}
 	ctx := c.Request.Context()
-	if err := s.poolableTemplate(ctx, spec.TemplateID); err != nil {
+	if err := s.checkPool(ctx, spec); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -417,6 +409,14 @@ func (s *server) recoverWorkspace(c *gin.Context) {
 	}
 	s.log.Info("workspace recovery requested", "workspace_id", w.ID, "phase", w.Phase)
 	c.JSON(http.StatusAccepted, w)
+}
+
+// checkPool checks a pool document and that its template can be pooled.
+func (s *server) checkPool(ctx context.Context, spec poolSpec) error {
+	if err := spec.check(); err != nil {
+		return err
+	}
+	return s.poolableTemplate(ctx, spec.TemplateID)
 }
 
 // poolableTemplate refuses pools on backends whose workspaces cannot be

@@ -468,13 +468,7 @@ func untilDeadline(d time.Duration, now, deadline time.Time) time.Duration {
 func (w *workspace) provision(ctx workflow.Context) error {
 	var a *activities.Activities
 	var out activities.ProvisionOutput
-	opts := provisionOptions
-	if w.version >= vRecovery {
-		// The start timeout bounds provisioning with all its retries.
-		opts.ScheduleToCloseTimeout = w.policy.StartTimeout
-		opts.StartToCloseTimeout = min(opts.StartToCloseTimeout, w.policy.StartTimeout)
-	}
-	actx := workflow.WithActivityOptions(ctx, opts)
+	actx := workflow.WithActivityOptions(ctx, w.startOptions())
 	err := workflow.ExecuteActivity(actx, a.Provision, activities.ProvisionInput{WorkspaceID: w.in.WorkspaceID}).Get(ctx, &out)
 	if err == nil {
 		h := out.Handle
@@ -503,6 +497,17 @@ func (w *workspace) provision(ctx workflow.Context) error {
 	return nil
 }
 
+// startOptions are the options of a provisioning or a replacement: from
+// version vRecovery on, the start timeout bounds it with all its retries.
+func (w *workspace) startOptions() workflow.ActivityOptions {
+	opts := provisionOptions
+	if w.version >= vRecovery {
+		opts.ScheduleToCloseTimeout = w.policy.StartTimeout
+		opts.StartToCloseTimeout = min(opts.StartToCloseTimeout, w.policy.StartTimeout)
+	}
+	return opts
+}
+
 // replace is one step of stale recovery: escalate when the attempts are
 // used up (unless a user asked), else tear the sandbox down and provision
 // a replacement under the same workspace id. On success the workspace is
@@ -526,10 +531,7 @@ func (w *workspace) replace(ctx workflow.Context, manual bool, why string) error
 
 	var a *activities.Activities
 	var out activities.ProvisionOutput
-	opts := provisionOptions
-	opts.ScheduleToCloseTimeout = w.policy.StartTimeout
-	opts.StartToCloseTimeout = min(opts.StartToCloseTimeout, w.policy.StartTimeout)
-	actx := workflow.WithActivityOptions(ctx, opts)
+	actx := workflow.WithActivityOptions(ctx, w.startOptions())
 	err := workflow.ExecuteActivity(actx, a.Replace, activities.ReplaceInput{
 		WorkspaceID: w.in.WorkspaceID,
 		Handle:      w.st.Handle,
