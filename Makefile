@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 45m
 # Packages with heavy end-to-end tests run one at a time on small machines.
 TEST_P    ?= 2
 
-.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories images engines
+.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories images engines test-cluster-up test-cluster-down
 
 all: build
 
@@ -33,6 +33,14 @@ images:
 ## engines: start Docker and the Podman API service when they are not running (as root; installs them when missing).
 engines:
 	bash deploy/ci/engines.sh
+
+## test-cluster-up: a real single-node Kubernetes for the Kubernetes backend's tests (as root; deploy/k8s/README.md). Then: export KUBECONFIG=/var/lib/primer-k8s/admin.kubeconfig
+test-cluster-up:
+	bash deploy/k8s/cluster.sh up
+
+## test-cluster-down: stop the test cluster and undo what test-cluster-up did to the host.
+test-cluster-down:
+	bash deploy/k8s/cluster.sh down
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -20,6 +20,16 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "install" {
+		// An init container of a Kubernetes workspace pod copies the
+		// runtime into a volume the workspace's container then runs it
+		// from; it is PID 1 there too, so this comes first.
+		if err := install(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "primer-runtime install:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getpid() == 1 {
 		// As a container's entrypoint the runtime is PID 1 and inherits
 		// every orphan the workspace's commands leave behind.

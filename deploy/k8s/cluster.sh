@@ -13,8 +13,16 @@
 #                       load images into the cluster's containerd: a Docker
 #                       image name (taken with `docker save`) or a
 #                       docker-archive / OCI tarball
+#   cluster.sh kubelet stop
+#                       stop only the kubelet: containerd, the shims and the
+#                       pods keep running (to test what happens to a node
+#                       whose kubelet is gone)
+#   cluster.sh kubelet start
+#                       start the kubelet again as `up` does and wait until
+#                       the node is Ready again
 #
-# See README.md beside this file. Both `up` and `down` are idempotent. All
+# See README.md beside this file. `up`, `down` and `kubelet stop|start` are
+# idempotent. All
 # state, logs and PID files live under $PRIMER_K8S_STATE (default
 # /var/lib/primer-k8s); the binaries under ~/.cache/primer-k8s/<version>.
 set -euo pipefail
@@ -105,6 +113,11 @@ start() {
 	log "starting $name"
 	setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
 	echo $! >"$RUN/$name.pid"
+}
+
+# rotate_log NAME keeps NAME's log of the previous run as NAME.log.prev.
+rotate_log() {
+	[ ! -s "$LOGS/$1.log" ] || mv -f "$LOGS/$1.log" "$LOGS/$1.log.prev"
 }
 
 # alive PID: the process exists and is not a zombie (init here reaps only
@@ -540,6 +553,15 @@ wait_started() {
 
 # ---------------------------------------------------------------- up
 
+# start_kubelet starts the kubelet on the configuration that `up` wrote. Both
+# `up` and `kubelet start` call it, so a restarted kubelet runs with the same
+# flags as the first.
+start_kubelet() {
+	start kubelet "$BIN/kubelet" --config="$ETC/kubelet.yaml" --kubeconfig="$ETC/kubelet.kubeconfig" \
+		--root-dir="$STATE/kubelet" --cert-dir="$PKI" \
+		--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
+}
+
 smoke_test() {
 	local image=$PAUSE_IMAGE cmd=
 	if ctr_ images ls -q | grep -x 'docker.io/primer/busybox:1.0' >/dev/null; then
@@ -610,9 +632,7 @@ cmd_up() {
 	log "binaries ready in $BIN ($(elapsed))"
 	snapshot_host
 	mkdir -p "$RUN" "$LOGS" "$ETC"
-	for c in "${COMPONENTS[@]}"; do
-		[ ! -s "$LOGS/$c.log" ] || mv -f "$LOGS/$c.log" "$LOGS/$c.log.prev"
-	done
+	for c in "${COMPONENTS[@]}"; do rotate_log "$c"; done
 	gen_pki
 	write_configs
 	setup_host
@@ -667,9 +687,7 @@ cmd_up() {
 		--authorization-kubeconfig="$ETC/scheduler.kubeconfig" \
 		--bind-address=127.0.0.1 --leader-elect=false \
 		--kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
-	start kubelet "$BIN/kubelet" --config="$ETC/kubelet.yaml" --kubeconfig="$ETC/kubelet.kubeconfig" \
-		--root-dir="$STATE/kubelet" --cert-dir="$PKI" \
-		--hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --v=1
+	start_kubelet
 	start kube-proxy "$BIN/kube-proxy" --config="$ETC/kube-proxy.yaml" --v=1
 
 	kc apply -f - >/dev/null <<EOF
@@ -882,6 +900,77 @@ cmd_down() {
 	log "down (logs kept in $LOGS)"
 }
 
+# ---------------------------------------------------------------- kubelet
+
+# ready_heartbeat prints the node's Ready condition as "STATUS HEARTBEAT"
+# (the heartbeat in RFC 3339, UTC, to the second), as a whole line: `read`
+# fails on a last line without its newline.
+ready_heartbeat() {
+	kc get node "$NODE_NAME" \
+		-o 'jsonpath={.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}{"\n"}'
+}
+
+# node_ready_since SINCE: the node is Ready by a status that a kubelet posted
+# at or after SINCE (RFC 3339, UTC; such strings compare as text).
+node_ready_since() {
+	local st hb
+	read -r st hb < <(ready_heartbeat 2>/dev/null) || return 1
+	[ "$st" = True ] && [ -n "$hb" ] && [[ ! "$hb" < "$1" ]]
+}
+
+# kubelet_stop stops the kubelet alone. On SIGTERM it exits without touching
+# the pods (no graceful node shutdown is configured): containerd and its shims
+# keep them running, and kube-proxy keeps their services' rules.
+kubelet_stop() {
+	if ! pid_of kubelet >/dev/null; then
+		log "kubelet is not running"
+		return 0
+	fi
+	stop kubelet
+	log "kubelet stopped ($(elapsed)); the pods keep running"
+}
+
+# kubelet_start starts the kubelet again as `up` does (its log of the run
+# before kept as kubelet.log.prev) and waits until the node is Ready again.
+kubelet_start() {
+	if ! pid_of containerd >/dev/null || [ ! -S "$SOCK" ]; then die "containerd is not running: run cluster.sh up"; fi
+	if ! pid_of kube-apiserver >/dev/null || ! api_ok; then die "the API server is not running: run cluster.sh up"; fi
+	binaries
+	if pid_of kubelet >/dev/null; then
+		wait_started kubelet 90 "node $NODE_NAME Ready" node_ready || die "kubelet runs but node $NODE_NAME is not Ready"
+		log "kubelet already running"
+		return 0
+	fi
+	# The node stays Ready for the controller-manager's node monitor grace
+	# period (50 s) after its kubelet stops, and a new kubelet's first status
+	# is often NotReady (its PLEG has not listed the pods yet), so Ready alone
+	# would not tell that the new kubelet is done: wait for a Ready status
+	# posted after it started. Should the last kubelet have posted in the
+	# current second, wait for the next one, lest that post be taken for the
+	# new kubelet's.
+	local since st hb
+	read -r st hb < <(ready_heartbeat) || die "cannot read node $NODE_NAME"
+	since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	if [ -n "$hb" ] && [[ ! "$hb" < "$since" ]]; then
+		sleep 1
+		since="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	fi
+	mkdir -p "$LOGS"
+	rotate_log kubelet
+	start_kubelet
+	wait_started kubelet 90 "node $NODE_NAME Ready" node_ready_since "$since" ||
+		die "the kubelet did not bring node $NODE_NAME back to Ready"
+	log "node $NODE_NAME Ready ($(elapsed))"
+}
+
+cmd_kubelet() {
+	case "${1:-}" in
+	stop) kubelet_stop ;;
+	start) kubelet_start ;;
+	*) echo "usage: $0 kubelet stop|start" >&2; exit 2 ;;
+	esac
+}
+
 # ---------------------------------------------------------------- status, env
 
 # memory_line sums the resident memory of the components, the shims and the
@@ -933,5 +1022,6 @@ down) cmd_down ;;
 status) cmd_status ;;
 env) cmd_env ;;
 import) shift; cmd_import "$@" ;;
-*) echo "usage: $0 up|down|status|env|import IMAGE..." >&2; exit 2 ;;
+kubelet) shift; cmd_kubelet "$@" ;;
+*) echo "usage: $0 up|down|status|env|import IMAGE...|kubelet stop|start" >&2; exit 2 ;;
 esac

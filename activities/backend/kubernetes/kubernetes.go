@@ -1,0 +1,1015 @@
+// Package kubernetes is the backend whose workspaces are pods of a
+// Kubernetes cluster, reached through its API server with client-go.
+//
+// A workspace ws-1a2b is, in the provider's namespace:
+//
+//   - Secret primer-ws-1a2b: the runtime token and the template's env
+//     values. It is the owner of every other object below, so deleting it
+//     removes the workspace whole (Kubernetes' garbage collector does the
+//     rest), and the platform reads the token back from it when it
+//     re-attaches.
+//   - PersistentVolumeClaim primer-ws-1a2b, mounted at /workspace.
+//   - StatefulSet primer-ws-1a2b of one replica, whose pod primer-ws-1a2b-0
+//     runs the template's image with primer-runtime as its command. An init
+//     container copies the runtime from the runtime image into an emptyDir
+//     mounted at /.primer, so any image is a workspace image. The
+//     StatefulSet recreates the pod when it is deleted or evicted, on the
+//     same volume.
+//   - Service primer-ws-1a2b (ClusterIP) when the provider reaches runtimes
+//     through services, and NetworkPolicy primer-ws-1a2b for a template with
+//     network.egress deny_all.
+//
+// Every object carries the labels primer.dev/workspace, primer.dev/managed
+// and primer.dev/installation. The pod runs without a service account
+// token, without service links, with every capability dropped but a shell
+// user's few, no privilege escalation and the runtime's default seccomp
+// profile.
+package kubernetes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	kclient "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/activities/backend/internal/keylock"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+)
+
+// Type is the backend type and template kind of this backend.
+const Type = models.BackendKubernetes
+
+const (
+	// RuntimePort is the port the runtime listens on in the pod.
+	RuntimePort = 7777
+	// RuntimePath is where the runtime is, in the runtime image and in the
+	// workspace's container.
+	RuntimePath = "/.primer/primer-runtime"
+
+	labelPrefix       = "primer.dev/"
+	LabelWorkspace    = labelPrefix + "workspace"
+	LabelManaged      = labelPrefix + "managed"
+	LabelInstallation = labelPrefix + "installation"
+	// annotationToken holds a hash of the runtime token the pod template
+	// was made for: a new token (a replacement) changes the template, and
+	// the StatefulSet rolls the pod; the hash says nothing of the token.
+	annotationToken = labelPrefix + "token-sha256"
+
+	tokenKey       = "PRIMER_RUNTIME_TOKEN"
+	containerName  = "workspace"
+	initName       = "primer-runtime"
+	volumeName     = "workspace"
+	runtimeVolume  = "primer-runtime"
+	fieldManager   = "primer"
+	podGracePeriod = 3
+)
+
+// shellCaps are the capabilities a workspace keeps (see the container
+// backend); lockdownCaps are added for deny_all so the runtime can install
+// its firewall, and it drops them before it serves.
+var (
+	shellCaps    = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}
+	lockdownCaps = []corev1.Capability{"NET_ADMIN", "SETPCAP"}
+)
+
+// Name returns the name of the workspace's Secret, PVC, StatefulSet,
+// Service and NetworkPolicy.
+func Name(workspaceID string) string { return "primer-" + workspaceID }
+
+// PodName returns the name of the workspace's pod.
+func PodName(workspaceID string) string { return Name(workspaceID) + "-0" }
+
+// idPattern bounds workspace ids to what makes valid object names: a
+// StatefulSet's name goes into its pods' controller-revision-hash label,
+// which allows 63 characters with a hash appended.
+var idPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+
+func checkID(id string) error {
+	if !idPattern.MatchString(id) {
+		return errs.E(errs.Invalid, "workspace %q: invalid id for Kubernetes: want at most 40 lowercase letters, digits or '-'", id)
+	}
+	return nil
+}
+
+// Options are the platform's settings for every kubernetes backend.
+type Options struct {
+	// Runtime is the platform's primer-runtime; the default runtime image
+	// is named after its digest.
+	Runtime *container.RuntimeBinary
+	// ReadyTimeout bounds how long Provision waits for the pod when its
+	// context has no deadline (the workflow's start timeout is one);
+	// default 5 minutes.
+	ReadyTimeout time.Duration
+	Logger       *slog.Logger
+	// Installation labels every object this platform makes (see the
+	// container backend's Options.Installation).
+	Installation string
+}
+
+// Backend makes workspaces as pods of one cluster namespace.
+type Backend struct {
+	cfg    ProviderConfig
+	rest   *rest.Config
+	cs     kclient.Interface
+	opts   Options
+	logger *slog.Logger
+	locks  keylock.Map // workspace id
+
+	fmu      sync.Mutex
+	forwards map[string]*forward // workspace id -> port-forward
+}
+
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ backend.Keeper  = (*Backend)(nil)
+	_ backend.Lister  = (*Backend)(nil)
+)
+
+// New returns a backend for a parsed provider config.
+func New(cfg ProviderConfig, opts Options) (*Backend, error) {
+	if cfg.RuntimeImage == "" && opts.Runtime == nil {
+		return nil, errs.E(errs.Invalid, "kubernetes backend: no runtime_image and no primer-runtime binary to name one after")
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	rc, err := restConfig(cfg.Connection)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kclient.NewForConfig(rc)
+	if err != nil {
+		return nil, errs.Field("spec.config.connection", "spec.config.connection: %v", err)
+	}
+	return &Backend{
+		cfg: cfg, rest: rc, cs: cs, opts: opts,
+		logger:   opts.Logger.With("backend", Type, "namespace", cfg.Namespace),
+		forwards: map[string]*forward{},
+	}, nil
+}
+
+// Factory builds kubernetes backends from provider configs.
+func Factory(opts Options) backend.Factory {
+	return func(config json.RawMessage) (backend.Backend, error) {
+		c, err := ParseProviderConfig(config)
+		if err != nil {
+			return nil, err
+		}
+		return New(c, opts)
+	}
+}
+
+func restConfig(c Connection) (*rest.Config, error) {
+	var rc *rest.Config
+	var err error
+	switch c.Kind {
+	case ConnInCluster:
+		rc, err = rest.InClusterConfig()
+	default:
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if c.Path != "" {
+			rules.ExplicitPath = c.Path
+		}
+		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	}
+	if err != nil {
+		return nil, errs.Field("spec.config.connection", "spec.config.connection: %s: %v", c.Kind, err)
+	}
+	rc = rest.CopyConfig(rc)
+	// client-go's defaults (5 requests per second, bursts of 10) would
+	// queue a batch of evals' workspaces behind each other.
+	rc.QPS, rc.Burst = 100, 200
+	rc.UserAgent = "primer"
+	return rc, nil
+}
+
+// Clientset returns the cluster client (tests inspect what the backend
+// made).
+func (b *Backend) Clientset() kclient.Interface { return b.cs }
+
+// Namespace returns the provider's namespace.
+func (b *Backend) Namespace() string { return b.cfg.Namespace }
+
+// Close stops the backend's port-forwards.
+func (b *Backend) Close() error {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	for id, f := range b.forwards {
+		f.close()
+		delete(b.forwards, id)
+	}
+	return nil
+}
+
+// Capabilities implements backend.Backend.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{Isolation: "pod", PersistentAcrossRestart: true}
+}
+
+// ValidateTemplate implements backend.Backend.
+func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
+	_, err := ParseTemplate(tmpl)
+	return err
+}
+
+// RuntimeImage returns the image of the runtime's init container.
+func (b *Backend) RuntimeImage() (string, error) {
+	if b.cfg.RuntimeImage != "" {
+		return b.cfg.RuntimeImage, nil
+	}
+	return DefaultRuntimeImage(b.opts.Runtime)
+}
+
+// Provision implements backend.Backend. It makes (or, on a retry, finds
+// and completes) the workspace's objects, waits for its pod to run and its
+// runtime to answer with the request's token. Scheduling and image errors
+// fail it with the reason the cluster gives; nothing is left behind on
+// failure but a volume and Secret kept by Teardown.
+func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
+	if err := checkID(req.WorkspaceID); err != nil {
+		return backend.Handle{}, err
+	}
+	t, res, err := parseTemplate(req.Template)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
+	}
+	if req.Token == "" {
+		return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: no runtime token", req.WorkspaceID)
+	}
+	runtimeImage, err := b.RuntimeImage()
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
+	}
+	unlock := b.locks.Lock(req.WorkspaceID)
+	defer unlock()
+
+	id := req.WorkspaceID
+	kept, err := b.keptVolume(ctx, id)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	h, err := b.apply(ctx, req, t, res, runtimeImage)
+	if err == nil {
+		b.logger.Info("pod running", "workspace_id", id, "pod", PodName(id), "template", t.String())
+		return h, nil
+	}
+	// Leave nothing behind: a retry starts clean, a failure is final. A
+	// volume from before this call holds the workspace's files (a
+	// replacement after Teardown): it stays, with its Secret, for the next
+	// try or for Destroy.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	cleanup := b.remove
+	if kept {
+		cleanup = b.removeCompute
+	}
+	if derr := cleanup(cctx, id); derr != nil {
+		b.logger.Warn("cleanup after failed provision", "workspace_id", id, "err", derr)
+	}
+	return backend.Handle{}, err
+}
+
+// keptVolume reports whether the workspace's PVC exists already. One of
+// that name that is not labelled as the workspace's is a conflict.
+func (b *Backend) keptVolume(ctx context.Context, id string) (bool, error) {
+	pvc, err := b.cs.CoreV1().PersistentVolumeClaims(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, b.apiErr(err, "workspace %s: get PVC", id)
+	case !b.owns(pvc.Labels, id):
+		return false, errs.E(errs.Conflict, "workspace %s: PVC %s/%s exists and does not belong to it", id, b.cfg.Namespace, Name(id))
+	}
+	return true, nil
+}
+
+// owns reports whether labels mark an object as the workspace's.
+func (b *Backend) owns(labels map[string]string, id string) bool {
+	return labels[LabelWorkspace] == id && labels[LabelManaged] == "true"
+}
+
+func (b *Backend) labels(id string, extra map[string]string) map[string]string {
+	l := map[string]string{}
+	for k, v := range extra {
+		l[k] = v
+	}
+	l[LabelWorkspace] = id
+	l[LabelManaged] = "true"
+	l["app.kubernetes.io/managed-by"] = "primer"
+	if b.opts.Installation != "" {
+		l[LabelInstallation] = b.opts.Installation
+	}
+	return l
+}
+
+// apply makes every object of the workspace that is missing, updates the
+// Secret and the pod template to the request's token, then waits for the
+// pod and its runtime.
+func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, t Template, res resources, runtimeImage string) (backend.Handle, error) {
+	id, name, ns := req.WorkspaceID, Name(req.WorkspaceID), b.cfg.Namespace
+	labels := b.labels(id, t.Labels)
+
+	// The Secret first: it owns everything else.
+	envNames := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		envNames = append(envNames, k)
+	}
+	slices.Sort(envNames)
+	data := map[string][]byte{tokenKey: []byte(req.Token)}
+	for i, k := range envNames {
+		data[envKey(i)] = []byte(req.Env[k])
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+	owner, err := b.ensureSecret(ctx, id, secret)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	ownerRefs := []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Secret", Name: owner.Name, UID: owner.UID,
+		BlockOwnerDeletion: ptr(true),
+	}}
+	meta := metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: ownerRefs}
+
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: meta,
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: res.pvcSize}},
+		},
+	}
+	if t.StorageClass != "" {
+		pvc.Spec.StorageClassName = ptr(t.StorageClass)
+	}
+	if _, err := b.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return backend.Handle{}, b.apiErr(err, "workspace %s: create PVC", id)
+	}
+
+	if b.cfg.Reachability.Kind == ReachService {
+		svc := &corev1.Service{
+			ObjectMeta: meta,
+			Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeClusterIP,
+				Selector: map[string]string{LabelWorkspace: id},
+				Ports: []corev1.ServicePort{{
+					Name: "runtime", Protocol: corev1.ProtocolTCP,
+					Port: RuntimePort, TargetPort: intstr.FromInt32(RuntimePort),
+				}},
+				// The platform checks the runtime itself; the Service
+				// need not wait for a readiness probe.
+				PublishNotReadyAddresses: true,
+			},
+		}
+		if _, err := b.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return backend.Handle{}, b.apiErr(err, "workspace %s: create Service", id)
+		}
+	}
+	if t.Network.Egress == EgressDenyAll {
+		np := &networkingv1.NetworkPolicy{
+			ObjectMeta: meta,
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: id}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+				// In: only the runtime's port. Out: nothing.
+				Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolTCP), Port: ptr(intstr.FromInt32(RuntimePort))}},
+				}},
+				Egress: []networkingv1.NetworkPolicyEgressRule{},
+			},
+		}
+		if _, err := b.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return backend.Handle{}, b.apiErr(err, "workspace %s: create NetworkPolicy", id)
+		}
+	}
+
+	sts := b.statefulSet(id, meta, t, res, runtimeImage, envNames, tokenHash(req.Token))
+	if err := b.ensureStatefulSet(ctx, id, sts); err != nil {
+		return backend.Handle{}, err
+	}
+	pod, err := b.waitPod(ctx, id, tokenHash(req.Token))
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	url, err := b.runtimeURL(ctx, id, pod)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	if err := b.waitReady(ctx, id, url, req.Token); err != nil {
+		return backend.Handle{}, b.withLogs(ctx, id, err)
+	}
+	return b.handle(id), nil
+}
+
+// envKey is the Secret key of the i-th env value (in name order): env
+// names allow characters Secret keys do not.
+func envKey(i int) string { return "env-" + strconv.Itoa(i) }
+
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:16])
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// ensureSecret creates the workspace's Secret, or brings an existing one
+// (of this workspace) to the request's token and env.
+func (b *Backend) ensureSecret(ctx context.Context, id string, s *corev1.Secret) (*corev1.Secret, error) {
+	secrets := b.cs.CoreV1().Secrets(b.cfg.Namespace)
+	made, err := secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: fieldManager})
+	if err == nil {
+		return made, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, b.apiErr(err, "workspace %s: create Secret", id)
+	}
+	cur, err := secrets.Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, b.apiErr(err, "workspace %s: get Secret", id)
+	}
+	if !b.owns(cur.Labels, id) {
+		return nil, errs.E(errs.Conflict, "workspace %s: Secret %s/%s exists and does not belong to it", id, b.cfg.Namespace, s.Name)
+	}
+	if cur.DeletionTimestamp != nil {
+		return nil, errs.E(errs.Unavailable, "workspace %s: Secret %s/%s is being deleted", id, b.cfg.Namespace, s.Name)
+	}
+	if equalData(cur.Data, s.Data) {
+		return cur, nil
+	}
+	cur.Data = s.Data
+	upd, err := secrets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: fieldManager})
+	if err != nil {
+		return nil, b.apiErr(err, "workspace %s: update Secret", id)
+	}
+	return upd, nil
+}
+
+func equalData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || string(v) != string(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// statefulSet is the workspace's StatefulSet.
+func (b *Backend) statefulSet(id string, meta metav1.ObjectMeta, t Template, res resources, runtimeImage string, envNames []string, tokenSum string) *appsv1.StatefulSet {
+	name := Name(id)
+	pull := corev1.PullPolicy(b.cfg.ImagePullPolicy)
+	env := make([]corev1.EnvVar, 0, len(envNames)+1)
+	for i, k := range envNames {
+		env = append(env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: envKey(i)},
+		}})
+	}
+	env = append(env, corev1.EnvVar{Name: tokenKey, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: tokenKey},
+	}})
+	command := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + Workdir}
+	caps := shellCaps
+	if t.Network.Egress == EgressDenyAll {
+		// The NetworkPolicy closes egress where the network plugin
+		// enforces policies; the runtime's own firewall closes it on every
+		// cluster, before any command runs.
+		command = append(command, "--egress=deny")
+		caps = append(slices.Clone(shellCaps), lockdownCaps...)
+	}
+	limits := corev1.ResourceList{}
+	if res.hasCPULimit {
+		limits[corev1.ResourceCPU] = res.cpuLimit
+	}
+	if res.hasMemLimit {
+		limits[corev1.ResourceMemory] = res.memLimit
+	}
+	requests := corev1.ResourceList{corev1.ResourceCPU: res.cpuRequest, corev1.ResourceMemory: res.memRequest}
+	podLabels := map[string]string{}
+	for k, v := range meta.Labels {
+		podLabels[k] = v
+	}
+	secCtx := func(c []corev1.Capability, readOnlyRoot bool) *corev1.SecurityContext {
+		return &corev1.SecurityContext{
+			RunAsUser:                ptr(int64(0)),
+			RunAsGroup:               ptr(int64(0)),
+			AllowPrivilegeEscalation: ptr(false),
+			Privileged:               ptr(false),
+			ReadOnlyRootFilesystem:   ptr(readOnlyRoot),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: c},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+	spec := corev1.PodSpec{
+		AutomountServiceAccountToken:  ptr(false),
+		EnableServiceLinks:            ptr(false),
+		TerminationGracePeriodSeconds: ptr(int64(podGracePeriod)),
+		RestartPolicy:                 corev1.RestartPolicyAlways,
+		NodeSelector:                  t.NodeSelector,
+		Tolerations:                   t.Tolerations,
+		InitContainers: []corev1.Container{{
+			Name:            initName,
+			Image:           runtimeImage,
+			ImagePullPolicy: pull,
+			Command:         []string{RuntimePath, "install", "/target/primer-runtime"},
+			VolumeMounts:    []corev1.VolumeMount{{Name: runtimeVolume, MountPath: "/target"}},
+			SecurityContext: secCtx(nil, true),
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: res.cpuRequest, corev1.ResourceMemory: res.memRequest},
+			},
+		}},
+		Containers: []corev1.Container{{
+			Name:            containerName,
+			Image:           t.Image,
+			ImagePullPolicy: pull,
+			Command:         command,
+			Args:            []string{},
+			WorkingDir:      Workdir,
+			Env:             env,
+			Ports:           []corev1.ContainerPort{{Name: "runtime", ContainerPort: RuntimePort, Protocol: corev1.ProtocolTCP}},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: volumeName, MountPath: Workdir},
+				{Name: runtimeVolume, MountPath: "/.primer", ReadOnly: true},
+			},
+			Resources:       corev1.ResourceRequirements{Limits: limits, Requests: requests},
+			SecurityContext: secCtx(caps, false),
+		}},
+		Volumes: []corev1.Volume{
+			{Name: volumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}},
+			{Name: runtimeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resourceMustParse("64Mi"))}}},
+		},
+	}
+	if t.RuntimeClass != "" {
+		spec.RuntimeClassName = ptr(t.RuntimeClass)
+	}
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr(int32(1)),
+			ServiceName:         name,
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Selector:            &metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: id}},
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{annotationToken: tokenSum}},
+				Spec:       spec,
+			},
+		},
+	}
+}
+
+// ensureStatefulSet creates the StatefulSet, or brings an existing one of
+// the workspace to the request's token (the StatefulSet then replaces its
+// pod).
+func (b *Backend) ensureStatefulSet(ctx context.Context, id string, sts *appsv1.StatefulSet) error {
+	sets := b.cs.AppsV1().StatefulSets(b.cfg.Namespace)
+	_, err := sets.Create(ctx, sts, metav1.CreateOptions{FieldManager: fieldManager})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return b.apiErr(err, "workspace %s: create StatefulSet", id)
+	}
+	cur, err := sets.Get(ctx, sts.Name, metav1.GetOptions{})
+	if err != nil {
+		return b.apiErr(err, "workspace %s: get StatefulSet", id)
+	}
+	if !b.owns(cur.Labels, id) {
+		return errs.E(errs.Conflict, "workspace %s: StatefulSet %s/%s exists and does not belong to it", id, b.cfg.Namespace, sts.Name)
+	}
+	if cur.Spec.Template.Annotations[annotationToken] == sts.Spec.Template.Annotations[annotationToken] {
+		return nil
+	}
+	cur.Spec.Template = sts.Spec.Template
+	if _, err := sets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+		return b.apiErr(err, "workspace %s: update StatefulSet", id)
+	}
+	// A pod that does not run cannot be rolled; delete it so the new
+	// template takes over at once.
+	_ = b.cs.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(podGracePeriod))})
+	return nil
+}
+
+// handle is the workspace's handle.
+func (b *Backend) handle(id string) backend.Handle {
+	return backend.Handle{
+		Backend:     Type,
+		WorkspaceID: id,
+		Path:        b.cfg.Namespace + "/" + Name(id),
+		Attrs: map[string]string{
+			"namespace":    b.cfg.Namespace,
+			"statefulset":  Name(id),
+			"pod":          PodName(id),
+			"pvc":          Name(id),
+			"secret":       Name(id),
+			"reachability": b.cfg.Reachability.Kind,
+		},
+	}
+}
+
+// waitReady dials the runtime until it answers a ping with token.
+func (b *Backend) waitReady(ctx context.Context, id, url, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	delay := 5 * time.Millisecond
+	var last error
+	for {
+		dctx, dcancel := context.WithTimeout(ctx, 3*time.Second)
+		c, err := client.Dial(dctx, url, token)
+		if err == nil {
+			err = c.Ping(dctx)
+			c.Close()
+		}
+		dcancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		if errs.KindOf(err) == errs.Forbidden {
+			return errs.E(errs.Conflict, "workspace %s: runtime at %s refused the workspace's token", id, url)
+		}
+		select {
+		case <-ctx.Done():
+			return errs.E(errs.Unavailable, "workspace %s: runtime in pod %s did not answer: %v", id, PodName(id), last)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// Endpoint implements backend.Backend: it finds the pod and returns where
+// its runtime listens, or an Unavailable error saying why the pod does not
+// run (pending with the scheduler's reason, waiting for an image, gone).
+func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) (backend.Endpoint, error) {
+	if err := b.checkHandle(h); err != nil {
+		return backend.Endpoint{}, err
+	}
+	id := h.WorkspaceID
+	pod, err := b.cs.CoreV1().Pods(b.cfg.Namespace).Get(ctx, PodName(id), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		if _, serr := b.cs.AppsV1().StatefulSets(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{}); apierrors.IsNotFound(serr) {
+			return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: StatefulSet %s/%s is gone", id, b.cfg.Namespace, Name(id))
+		}
+		return backend.Endpoint{}, errs.E(errs.Unavailable, "workspace %s: pod %s does not exist (the StatefulSet is making it again)", id, PodName(id))
+	}
+	if err != nil {
+		return backend.Endpoint{}, b.apiErr(err, "workspace %s: get pod", id)
+	}
+	if st := podState(pod, ""); !st.running {
+		return backend.Endpoint{}, errs.E(errs.Unavailable, "workspace %s: pod %s %s", id, pod.Name, st.reason)
+	}
+	url, err := b.runtimeURL(ctx, id, pod)
+	if err != nil {
+		return backend.Endpoint{}, err
+	}
+	return backend.Endpoint{URL: url}, nil
+}
+
+// runtimeURL returns where the runtime of a running pod is reached.
+func (b *Backend) runtimeURL(ctx context.Context, id string, pod *corev1.Pod) (string, error) {
+	switch b.cfg.Reachability.Kind {
+	case ReachService:
+		svc, err := b.cs.CoreV1().Services(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{})
+		if err != nil {
+			return "", b.apiErr(err, "workspace %s: get Service", id)
+		}
+		if svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+			return "", errs.E(errs.Unavailable, "workspace %s: Service %s has no cluster IP", id, svc.Name)
+		}
+		return "ws://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(RuntimePort)) + "/", nil
+	case ReachPortForward:
+		return b.forwardTo(ctx, id, pod)
+	default:
+		if pod.Status.PodIP == "" {
+			return "", errs.E(errs.Unavailable, "workspace %s: pod %s has no IP yet", id, pod.Name)
+		}
+		return "ws://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(RuntimePort)) + "/", nil
+	}
+}
+
+func (b *Backend) checkHandle(h backend.Handle) error {
+	if h.Backend != Type {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return err
+	}
+	if ns := h.Attrs["namespace"]; ns != "" && ns != b.cfg.Namespace {
+		return errs.E(errs.Invalid, "workspace %s: handle names namespace %q, the provider %q", h.WorkspaceID, ns, b.cfg.Namespace)
+	}
+	return nil
+}
+
+// RuntimeToken returns the runtime token held in the workspace's Secret:
+// the token the pod was started with, which the platform takes back when
+// the one it stored is refused.
+func (b *Backend) RuntimeToken(ctx context.Context, h backend.Handle) (string, error) {
+	if err := b.checkHandle(h); err != nil {
+		return "", err
+	}
+	s, err := b.cs.CoreV1().Secrets(b.cfg.Namespace).Get(ctx, Name(h.WorkspaceID), metav1.GetOptions{})
+	if err != nil {
+		return "", b.apiErr(err, "workspace %s: get Secret", h.WorkspaceID)
+	}
+	if !b.owns(s.Labels, h.WorkspaceID) || len(s.Data[tokenKey]) == 0 {
+		return "", errs.E(errs.NotFound, "workspace %s: Secret %s/%s holds no runtime token of the workspace", h.WorkspaceID, b.cfg.Namespace, s.Name)
+	}
+	return string(s.Data[tokenKey]), nil
+}
+
+// Destroy implements backend.Backend: it deletes every object of the
+// workspace, found by name from the workspace id, and waits until they are
+// gone (the pod stopped and the PVC released included).
+func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
+	if h.Backend != "" && h.Backend != Type {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return err
+	}
+	unlock := b.locks.Lock(h.WorkspaceID)
+	defer unlock()
+	return b.remove(ctx, h.WorkspaceID)
+}
+
+// Teardown implements backend.Keeper: it deletes the StatefulSet and its
+// pod (stopping every process of the workspace) and waits until the pod is
+// gone; the PVC, the Secret and the Service stay for a following Provision.
+func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
+	if h.Backend != "" && h.Backend != Type {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return err
+	}
+	unlock := b.locks.Lock(h.WorkspaceID)
+	defer unlock()
+	if err := b.removeCompute(ctx, h.WorkspaceID); err != nil {
+		return err
+	}
+	b.logger.Info("pod removed, volume kept", "workspace_id", h.WorkspaceID, "pvc", Name(h.WorkspaceID))
+	return nil
+}
+
+// removeCompute deletes the StatefulSet and the pod and waits for both.
+func (b *Backend) removeCompute(ctx context.Context, id string) error {
+	b.stopForward(id)
+	ns, name := b.cfg.Namespace, Name(id)
+	bg := metav1.DeletePropagationBackground
+	if err := b.cs.AppsV1().StatefulSets(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return b.apiErr(err, "workspace %s: delete StatefulSet", id)
+	}
+	if err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(podGracePeriod))}); err != nil && !apierrors.IsNotFound(err) {
+		return b.apiErr(err, "workspace %s: delete pod", id)
+	}
+	return b.waitGone(ctx, id, false)
+}
+
+// remove deletes every object of the workspace and waits until they are
+// gone.
+func (b *Backend) remove(ctx context.Context, id string) error {
+	if err := b.removeCompute(ctx, id); err != nil {
+		return err
+	}
+	ns, name := b.cfg.Namespace, Name(id)
+	del := []struct {
+		what string
+		f    func() error
+	}{
+		{"Service", func() error { return b.cs.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}) }},
+		{"NetworkPolicy", func() error { return b.cs.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{}) }},
+		{"PVC", func() error {
+			return b.cs.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		}},
+		{"Secret", func() error { return b.cs.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{}) }},
+	}
+	for _, d := range del {
+		if err := d.f(); err != nil && !apierrors.IsNotFound(err) {
+			return b.apiErr(err, "workspace %s: delete %s", id, d.what)
+		}
+	}
+	return b.waitGone(ctx, id, true)
+}
+
+// waitGone polls until the workspace's pod and StatefulSet (and with all,
+// every other object) no longer exist.
+func (b *Backend) waitGone(ctx context.Context, id string, all bool) error {
+	delay := 50 * time.Millisecond
+	for {
+		left, err := b.objects(ctx, id, all)
+		if err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errs.E(errs.Timeout, "workspace %s: still there after delete: %s", id, strings.Join(left, ", "))
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
+
+// Objects lists the workspace's objects in the namespace, labelled with
+// its id or named after it (tests and the reconciler use it).
+func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
+	return b.objects(ctx, id, true)
+}
+
+func (b *Backend) objects(ctx context.Context, id string, all bool) ([]string, error) {
+	ns, name := b.cfg.Namespace, Name(id)
+	sel := metav1.ListOptions{LabelSelector: LabelWorkspace + "=" + id}
+	var out []string
+	seen := map[string]bool{}
+	add := func(kind, n string) {
+		if k := kind + " " + n; !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	type lister struct {
+		kind string
+		list func() ([]metav1.Object, error)
+		get  func() (metav1.Object, error)
+	}
+	listers := []lister{
+		{"statefulset", func() ([]metav1.Object, error) {
+			l, err := b.cs.AppsV1().StatefulSets(ns).List(ctx, sel)
+			return metas(l, err, func() []appsv1.StatefulSet { return l.Items })
+		}, func() (metav1.Object, error) {
+			return b.cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		}},
+		{"pod", func() ([]metav1.Object, error) {
+			l, err := b.cs.CoreV1().Pods(ns).List(ctx, sel)
+			return metas(l, err, func() []corev1.Pod { return l.Items })
+		}, func() (metav1.Object, error) {
+			return b.cs.CoreV1().Pods(ns).Get(ctx, PodName(id), metav1.GetOptions{})
+		}},
+	}
+	if all {
+		listers = append(listers,
+			lister{"pvc", func() ([]metav1.Object, error) {
+				l, err := b.cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
+				return metas(l, err, func() []corev1.PersistentVolumeClaim { return l.Items })
+			}, func() (metav1.Object, error) {
+				return b.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			}},
+			lister{"secret", func() ([]metav1.Object, error) {
+				l, err := b.cs.CoreV1().Secrets(ns).List(ctx, sel)
+				return metas(l, err, func() []corev1.Secret { return l.Items })
+			}, func() (metav1.Object, error) { return b.cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}) }},
+			lister{"service", func() ([]metav1.Object, error) {
+				l, err := b.cs.CoreV1().Services(ns).List(ctx, sel)
+				return metas(l, err, func() []corev1.Service { return l.Items })
+			}, func() (metav1.Object, error) { return b.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}) }},
+			lister{"networkpolicy", func() ([]metav1.Object, error) {
+				l, err := b.cs.NetworkingV1().NetworkPolicies(ns).List(ctx, sel)
+				return metas(l, err, func() []networkingv1.NetworkPolicy { return l.Items })
+			}, func() (metav1.Object, error) {
+				return b.cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
+			}},
+		)
+	}
+	for _, l := range listers {
+		objs, err := l.list()
+		if err != nil {
+			return nil, b.apiErr(err, "workspace %s: list %ss", id, l.kind)
+		}
+		for _, o := range objs {
+			add(l.kind, o.GetName())
+		}
+		o, err := l.get()
+		switch {
+		case err == nil:
+			add(l.kind, o.GetName())
+		case !apierrors.IsNotFound(err):
+			return nil, b.apiErr(err, "workspace %s: get %s", id, l.kind)
+		}
+	}
+	return out, nil
+}
+
+// metas returns pointers to the items of a list as metav1.Objects.
+func metas[L any, T any, PT interface {
+	*T
+	metav1.Object
+}](_ L, err error, items func() []T) ([]metav1.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	it := items()
+	out := make([]metav1.Object, 0, len(it))
+	for i := range it {
+		out = append(out, PT(&it[i]))
+	}
+	return out, nil
+}
+
+// List implements backend.Lister: the workspaces whose StatefulSet, PVC or
+// Secret in the namespace is labelled as managed by this installation and
+// named as the backend names them.
+func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
+	ns := b.cfg.Namespace
+	sel := metav1.ListOptions{LabelSelector: LabelManaged + "=true"}
+	byID := map[string]*backend.Listed{}
+	add := func(kind string, o metav1.Object) {
+		labels := o.GetLabels()
+		id := labels[LabelWorkspace]
+		if !backend.IsWorkspaceID(id) || checkID(id) != nil || labels[LabelInstallation] != b.opts.Installation || o.GetName() != Name(id) {
+			return
+		}
+		l := byID[id]
+		if l == nil {
+			l = &backend.Listed{WorkspaceID: id}
+			byID[id] = l
+		}
+		l.Objects = append(l.Objects, kind+" "+ns+"/"+o.GetName())
+		if c := o.GetCreationTimestamp().Time; !c.IsZero() && (l.Created.IsZero() || c.Before(l.Created)) {
+			l.Created = c
+		}
+	}
+	sets, err := b.cs.AppsV1().StatefulSets(ns).List(ctx, sel)
+	if err != nil {
+		return nil, b.apiErr(err, "list StatefulSets")
+	}
+	for i := range sets.Items {
+		add("statefulset", &sets.Items[i])
+	}
+	pvcs, err := b.cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
+	if err != nil {
+		return nil, b.apiErr(err, "list PVCs")
+	}
+	for i := range pvcs.Items {
+		add("pvc", &pvcs.Items[i])
+	}
+	secrets, err := b.cs.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		return nil, b.apiErr(err, "list Secrets")
+	}
+	for i := range secrets.Items {
+		add("secret", &secrets.Items[i])
+	}
+	out := make([]backend.Listed, 0, len(byID))
+	for _, l := range byID {
+		out = append(out, *l)
+	}
+	slices.SortFunc(out, func(a, b backend.Listed) int { return strings.Compare(a.WorkspaceID, b.WorkspaceID) })
+	return out, nil
+}
+
+// apiErr wraps an API error with what was being done and the errs kind the
+// workflow needs.
+func (b *Backend) apiErr(err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return errs.E(errs.Timeout, "%s: %w", msg, err)
+	case errors.Is(err, context.Canceled):
+		return errs.E(errs.Canceled, "%s: %w", msg, err)
+	case errors.As(err, &op):
+		return errs.E(errs.Unavailable, "%s: the API server at %s is not reachable: %w", msg, b.rest.Host, err)
+	case apierrors.IsNotFound(err):
+		return errs.E(errs.NotFound, "%s: %w", msg, err)
+	case apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):
+		return errs.E(errs.Conflict, "%s: %w", msg, err)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return errs.E(errs.Invalid, "%s: %w", msg, err)
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return errs.E(errs.Forbidden, "%s: %w", msg, err)
+	}
+	return errs.E(errs.Unavailable, "%s: %w", msg, err)
+}
