@@ -9,7 +9,7 @@ TEST_TIMEOUT ?= 45m
 # Packages with heavy end-to-end tests run one at a time on small machines.
 TEST_P    ?= 2
 
-.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories images engines test-cluster-up test-cluster-down
+.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image
 
 all: build
 
@@ -35,8 +35,15 @@ engines:
 	bash deploy/ci/engines.sh
 
 ## test-cluster-up: a real single-node Kubernetes for the Kubernetes backend's tests (as root; deploy/k8s/README.md). Then: export KUBECONFIG=/var/lib/primer-k8s/admin.kubeconfig
-test-cluster-up:
-	bash deploy/k8s/cluster.sh up
+# It imports the images the tests run (PRIMER_K8S_IMAGES, from Docker: `make images`) and the runtime image of bin/primer-runtime.
+test-cluster-up: build
+	PRIMER_K8S_IMAGES="$${PRIMER_K8S_IMAGES-primer/busybox:1.0 primer/python:1.0}" bash deploy/k8s/cluster.sh up
+	$(MAKE) --no-print-directory k8s-runtime-image
+
+## k8s-runtime-image: the Kubernetes backend's runtime image (primer/runtime:<digest> of bin/primer-runtime), imported into the test cluster.
+k8s-runtime-image: build
+	$(BIN)/primer runtime-image -o $(BIN)/primer-runtime-image.tar --runtime-binary $(BIN)/primer-runtime
+	bash deploy/k8s/cluster.sh import $(BIN)/primer-runtime-image.tar
 
 ## test-cluster-down: stop the test cluster and undo what test-cluster-up did to the host.
 test-cluster-down:

@@ -19,6 +19,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/activities/backend/kubernetes"
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/activities/backend/worktree"
 	"github.com/primerhq/primer/api"
@@ -115,11 +116,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		return nil, fmt.Errorf("installation id: %w", err)
 	}
 	s.host = local.NewHost(logger)
+	runtimeBin := container.FindRuntimeBinary(cfg.RuntimeBinary)
 	registry := backend.NewRegistry(map[string]backend.Factory{
 		models.BackendLocal:    local.Factory(s.host, logger),
 		models.BackendWorktree: worktree.Factory(s.host, logger),
 		models.BackendContainer: container.Factory(container.Options{
-			Runtime:      container.FindRuntimeBinary(cfg.RuntimeBinary),
+			Runtime:      runtimeBin,
+			Logger:       logger,
+			Installation: s.installation,
+		}),
+		models.BackendKubernetes: kubernetes.Factory(kubernetes.Options{
+			Runtime:      runtimeBin,
 			Logger:       logger,
 			Installation: s.installation,
 		}),

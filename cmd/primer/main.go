@@ -13,15 +13,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/activities/backend/kubernetes"
 	"github.com/primerhq/primer/worker"
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: primer serve [flags]   (primer serve -h for flags)")
-		os.Exit(2)
+	if len(os.Args) >= 2 {
+		switch os.Args[1] {
+		case "serve":
+			os.Exit(serve(os.Args[2:]))
+		case "runtime-image":
+			os.Exit(runtimeImage(os.Args[2:]))
+		}
 	}
-	os.Exit(serve(os.Args[2:]))
+	fmt.Fprintln(os.Stderr, "usage: primer serve [flags]            run the platform (primer serve -h for flags)")
+	fmt.Fprintln(os.Stderr, "       primer runtime-image -o FILE    write the Kubernetes runtime image as a docker-archive")
+	os.Exit(2)
 }
 
 func serve(args []string) int {
@@ -72,6 +80,51 @@ func serve(args []string) int {
 		logger.Error("primer serve", "error", err)
 		return 1
 	}
+	return 0
+}
+
+// runtimeImage writes the image the Kubernetes backend's init containers
+// run (primer/runtime:<digest> unless --name says otherwise) as a
+// docker-archive tarball, for `docker load`, `ctr images import` or a push
+// to the cluster's registry.
+func runtimeImage(args []string) int {
+	fs := flag.NewFlagSet("primer runtime-image", flag.ContinueOnError)
+	out := fs.String("o", "", "file to write (required)")
+	bin := fs.String("runtime-binary", env("PRIMER_RUNTIME_BINARY", ""), "static primer-runtime to pack (PRIMER_RUNTIME_BINARY; default: beside this executable)")
+	name := fs.String("name", "", "image name; default primer/runtime:<first 12 hex digits of the binary's SHA-256>")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: primer runtime-image -o FILE [--name NAME] [--runtime-binary PATH]")
+		return 2
+	}
+	rb := container.FindRuntimeBinary(*bin)
+	ref := *name
+	if ref == "" {
+		var err error
+		if ref, err = kubernetes.DefaultRuntimeImage(rb); err != nil {
+			fmt.Fprintln(os.Stderr, "primer runtime-image:", err)
+			return 1
+		}
+	}
+	tmp := *out + ".tmp"
+	f, err := os.Create(tmp)
+	if err == nil {
+		err = kubernetes.WriteRuntimeImage(f, rb, ref)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, *out)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		fmt.Fprintln(os.Stderr, "primer runtime-image:", err)
+		return 1
+	}
+	fmt.Println(ref)
 	return 0
 }
 
