@@ -253,19 +253,9 @@ func (b *Backend) RuntimeImage() (string, error) {
 // fail it with the reason the cluster gives; nothing is left behind on
 // failure but a volume and Secret kept by Teardown.
 func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
-	if err := checkID(req.WorkspaceID); err != nil {
+	t, m, err := b.manifests(req, "provision")
+	if err != nil {
 		return backend.Handle{}, err
-	}
-	t, res, err := parseTemplate(req.Template)
-	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
-	}
-	if req.Token == "" {
-		return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: no runtime token", req.WorkspaceID)
-	}
-	runtimeImage, err := b.RuntimeImage()
-	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
 	}
 	unlock := b.locks.Lock(req.WorkspaceID)
 	defer unlock()
@@ -275,7 +265,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if err != nil {
 		return backend.Handle{}, err
 	}
-	h, err := b.apply(ctx, req, t, res, runtimeImage)
+	h, err := b.apply(ctx, req, m)
 	if err == nil {
 		b.logger.Info("pod running", "workspace_id", id, "pod", PodName(id), "template", t.String())
 		return h, nil
@@ -330,14 +320,64 @@ func (b *Backend) labels(id string, extra map[string]string) map[string]string {
 	return l
 }
 
-// apply makes every object of the workspace that is missing, updates the
-// Secret and the pod template to the request's token, then waits for the
-// pod and its runtime.
-func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, t Template, res resources, runtimeImage string) (backend.Handle, error) {
-	id, name, ns := req.WorkspaceID, Name(req.WorkspaceID), b.cfg.Namespace
-	labels := b.labels(id, t.Labels)
+// Manifests are the objects of one workspace, as Provision makes them.
+// The Secret owns every other: their owner references are left for the
+// caller to set with Own once the Secret exists (and has a UID).
+type Manifests struct {
+	Secret      *corev1.Secret
+	PVC         *corev1.PersistentVolumeClaim
+	StatefulSet *appsv1.StatefulSet
+	// Service is set when the provider reaches runtimes through services.
+	Service *corev1.Service
+	// NetworkPolicy is set for a template with network.egress deny_all.
+	NetworkPolicy *networkingv1.NetworkPolicy
+}
 
-	// The Secret first: it owns everything else.
+// Own makes secret, as the API server returned it, the owner of every
+// object of m but the Secret.
+func (m *Manifests) Own(secret *corev1.Secret) {
+	refs := []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID,
+		BlockOwnerDeletion: ptr(true),
+	}}
+	m.PVC.OwnerReferences = refs
+	m.StatefulSet.OwnerReferences = refs
+	if m.Service != nil {
+		m.Service.OwnerReferences = refs
+	}
+	if m.NetworkPolicy != nil {
+		m.NetworkPolicy.OwnerReferences = refs
+	}
+}
+
+// Manifests returns the objects Provision would make for req, without
+// making them (the benchmarks apply the very same spec directly to
+// compare).
+func (b *Backend) Manifests(req backend.ProvisionRequest) (*Manifests, error) {
+	_, m, err := b.manifests(req, "manifests")
+	return m, err
+}
+
+// manifests checks req and builds the workspace's objects; op prefixes
+// the errors.
+func (b *Backend) manifests(req backend.ProvisionRequest, op string) (Template, *Manifests, error) {
+	id := req.WorkspaceID
+	if err := checkID(id); err != nil {
+		return Template{}, nil, err
+	}
+	t, res, err := parseTemplate(req.Template)
+	if err != nil {
+		return t, nil, fmt.Errorf("workspace %s: %s: %w", id, op, err)
+	}
+	if req.Token == "" {
+		return t, nil, errs.E(errs.Invalid, "workspace %s: %s: no runtime token", id, op)
+	}
+	runtimeImage, err := b.RuntimeImage()
+	if err != nil {
+		return t, nil, fmt.Errorf("workspace %s: %s: %w", id, op, err)
+	}
+	name := Name(id)
+	labels := b.labels(id, t.Labels)
 	envNames := make([]string, 0, len(req.Env))
 	for k := range req.Env {
 		envNames = append(envNames, k)
@@ -347,22 +387,15 @@ func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, t Tem
 	for i, k := range envNames {
 		data[envKey(i)] = []byte(req.Env[k])
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       data,
+	m := &Manifests{
+		Secret: &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		},
 	}
-	owner, err := b.ensureSecret(ctx, id, secret)
-	if err != nil {
-		return backend.Handle{}, err
-	}
-	ownerRefs := []metav1.OwnerReference{{
-		APIVersion: "v1", Kind: "Secret", Name: owner.Name, UID: owner.UID,
-		BlockOwnerDeletion: ptr(true),
-	}}
-	meta := metav1.ObjectMeta{Name: name, Labels: labels, OwnerReferences: ownerRefs}
-
-	pvc := &corev1.PersistentVolumeClaim{
+	meta := metav1.ObjectMeta{Name: name, Labels: labels}
+	m.PVC = &corev1.PersistentVolumeClaim{
 		ObjectMeta: meta,
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -370,14 +403,10 @@ func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, t Tem
 		},
 	}
 	if t.StorageClass != "" {
-		pvc.Spec.StorageClassName = ptr(t.StorageClass)
+		m.PVC.Spec.StorageClassName = ptr(t.StorageClass)
 	}
-	if _, err := b.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return backend.Handle{}, b.apiErr(err, "workspace %s: create PVC", id)
-	}
-
 	if b.cfg.Reachability.Kind == ReachService {
-		svc := &corev1.Service{
+		m.Service = &corev1.Service{
 			ObjectMeta: meta,
 			Spec: corev1.ServiceSpec{
 				Type:     corev1.ServiceTypeClusterIP,
@@ -391,12 +420,9 @@ func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, t Tem
 				PublishNotReadyAddresses: true,
 			},
 		}
-		if _, err := b.cs.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return backend.Handle{}, b.apiErr(err, "workspace %s: create Service", id)
-		}
 	}
 	if t.Network.Egress == EgressDenyAll {
-		np := &networkingv1.NetworkPolicy{
+		m.NetworkPolicy = &networkingv1.NetworkPolicy{
 			ObjectMeta: meta,
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelWorkspace: id}},
@@ -408,13 +434,37 @@ func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, t Tem
 				Egress: []networkingv1.NetworkPolicyEgressRule{},
 			},
 		}
-		if _, err := b.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+	}
+	m.StatefulSet = b.statefulSet(id, meta, t, res, runtimeImage, envNames, tokenHash(req.Token))
+	return t, m, nil
+}
+
+// apply makes every object of m that is missing, updates the Secret and
+// the pod template to the request's token, then waits for the pod and its
+// runtime.
+func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, m *Manifests) (backend.Handle, error) {
+	id, ns := req.WorkspaceID, b.cfg.Namespace
+
+	// The Secret first: it owns everything else.
+	owner, err := b.ensureSecret(ctx, id, m.Secret)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	m.Own(owner)
+	if _, err := b.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, m.PVC, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return backend.Handle{}, b.apiErr(err, "workspace %s: create PVC", id)
+	}
+	if m.Service != nil {
+		if _, err := b.cs.CoreV1().Services(ns).Create(ctx, m.Service, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return backend.Handle{}, b.apiErr(err, "workspace %s: create Service", id)
+		}
+	}
+	if m.NetworkPolicy != nil {
+		if _, err := b.cs.NetworkingV1().NetworkPolicies(ns).Create(ctx, m.NetworkPolicy, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return backend.Handle{}, b.apiErr(err, "workspace %s: create NetworkPolicy", id)
 		}
 	}
-
-	sts := b.statefulSet(id, meta, t, res, runtimeImage, envNames, tokenHash(req.Token))
-	if err := b.ensureStatefulSet(ctx, id, sts); err != nil {
+	if err := b.ensureStatefulSet(ctx, id, m.StatefulSet); err != nil {
 		return backend.Handle{}, err
 	}
 	pod, err := b.waitPod(ctx, id, tokenHash(req.Token))
