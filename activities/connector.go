@@ -82,9 +82,35 @@ func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend
 		return nil, fmt.Errorf("runtime endpoint: %w", err)
 	}
 	cl, err := c.Pool.Get(ctx, ws.ID, ep.URL, ws.RuntimeToken)
+	if errs.Is(err, errs.Forbidden) {
+		if tk, ok := b.(backend.TokenKeeper); ok {
+			cl, err = c.reattach(ctx, ws, h, tk, ep, err)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("runtime connect: %w", err)
 	}
+	return cl, nil
+}
+
+// reattach takes the runtime token the backend keeps when the runtime
+// refused the stored one, connects with it and stores it: the sandbox is
+// the truth about its own token. refused is returned when the backend's
+// token is the stored one or is refused too.
+func (c *Connector) reattach(ctx context.Context, ws *models.Workspace, h backend.Handle, tk backend.TokenKeeper, ep backend.Endpoint, refused error) (*client.Client, error) {
+	token, err := tk.RuntimeToken(ctx, h)
+	if err != nil || token == "" || token == ws.RuntimeToken {
+		return nil, refused
+	}
+	cl, err := c.Pool.Get(ctx, ws.ID, ep.URL, token)
+	if err != nil {
+		return nil, refused
+	}
+	if err := c.Store.SetWorkspaceRuntime(ctx, ws.ID, ws.Handle, ws.Path, token); err != nil {
+		c.Drop(ws.ID)
+		return nil, fmt.Errorf("store the runtime token kept by the backend: %w", err)
+	}
+	ws.RuntimeToken = token
 	return cl, nil
 }
 

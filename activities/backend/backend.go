@@ -67,6 +67,16 @@ type Lister interface {
 	List(ctx context.Context) ([]Listed, error)
 }
 
+// TokenKeeper is implemented by backends that keep the runtime token
+// beside the sandbox (Kubernetes: in the workspace's Secret, which the pod
+// reads it from). When the runtime refuses the token the platform stored
+// (a database restored from a backup, a token changed by hand), the
+// platform re-attaches with the backend's token and stores it again,
+// instead of losing a sandbox that still runs.
+type TokenKeeper interface {
+	RuntimeToken(ctx context.Context, h Handle) (string, error)
+}
+
 // Listed is one sandbox found by a Lister.
 type Listed struct {
 	WorkspaceID string `json:"workspace_id"`

@@ -144,9 +144,10 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ backend.Keeper  = (*Backend)(nil)
-	_ backend.Lister  = (*Backend)(nil)
+	_ backend.Backend     = (*Backend)(nil)
+	_ backend.Keeper      = (*Backend)(nil)
+	_ backend.Lister      = (*Backend)(nil)
+	_ backend.TokenKeeper = (*Backend)(nil)
 )
 
 // New returns a backend for a parsed provider config.

@@ -45,7 +45,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-
 // provision makes a workspace on b and registers its destruction.
 func provision(t *testing.T, ctx context.Context, b *kubernetes.Backend, tmpl json.RawMessage, env map[string]string) (backend.Handle, string) {
 	t.Helper()
@@ -318,7 +317,7 @@ func TestObjects(t *testing.T) {
 // TestConfig checks the provider and template documents' errors.
 func TestConfig(t *testing.T) {
 	bad := map[string]string{
-		`{"kind":"kubernetes","connection":{"kind":"ssh"},"reachability":{"kind":"pod_ip"}}`:                            "spec.config.connection.kind",
+		`{"kind":"kubernetes","connection":{"kind":"ssh"},"reachability":{"kind":"pod_ip"}}`:                             "spec.config.connection.kind",
 		`{"kind":"kubernetes","connection":{"kind":"kubeconfig","path":"rel"},"reachability":{"kind":"pod_ip"}}`:         "spec.config.connection.path",
 		`{"kind":"kubernetes","connection":{"kind":"in_cluster"},"reachability":{"kind":"node_port"}}`:                   "spec.config.reachability.kind",
 		`{"kind":"kubernetes","connection":{"kind":"in_cluster"},"namespace":"Bad_NS","reachability":{"kind":"pod_ip"}}`: "spec.config.namespace",

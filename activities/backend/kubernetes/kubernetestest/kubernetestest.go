@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,10 +98,61 @@ func Clientset(t testing.TB) *kclient.Clientset {
 	return cs
 }
 
+// Test processes of several packages share the one cluster (go test runs
+// packages in parallel). A test that disturbs the node for everyone
+// (cordons it, stops its kubelet) holds the node lock exclusively, every
+// other test holds it shared from its namespace on: a flock on a file
+// named after the kubeconfig, so the lock goes with the process.
+func nodeLock(t testing.TB, how int) {
+	t.Helper()
+	if exclusiveHeld.Load() {
+		return // this process holds it exclusively already
+	}
+	path := filepath.Join(os.TempDir(), "primer-k8s-tests-"+shortHash(Kubeconfig(t))+".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("node lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		t.Fatalf("node lock: %v", err)
+	}
+	if how == syscall.LOCK_EX {
+		exclusiveHeld.Store(true)
+	}
+	t.Cleanup(func() {
+		if how == syscall.LOCK_EX {
+			exclusiveHeld.Store(false)
+		}
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
+}
+
+var exclusiveHeld atomic.Bool
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Disruptive marks t as a test that disturbs the node (cordon, kubelet
+// stop): it waits until no other test process uses the cluster and keeps
+// them waiting until it ends. Call it before Namespace. It needs the test
+// cluster of cluster.sh, whose node it may stop and start.
+func Disruptive(t testing.TB) {
+	t.Helper()
+	if Kubeconfig(t) != ClusterKubeconfig {
+		missing(t, "this test stops and cordons the node: it runs only on the test cluster (`make test-cluster-up`, KUBECONFIG=%s)", ClusterKubeconfig)
+	}
+	nodeLock(t, syscall.LOCK_EX)
+}
+
 // Namespace makes a namespace for t, deleted (with everything in it) at
 // cleanup.
 func Namespace(t testing.TB) string {
 	t.Helper()
+	nodeLock(t, syscall.LOCK_SH)
 	cs := Clientset(t)
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -222,4 +276,14 @@ func Template(image string, extra map[string]any) json.RawMessage {
 	}
 	raw, _ := json.Marshal(doc)
 	return raw
+}
+
+// Kubelet stops or starts the test cluster's kubelet (cluster.sh kubelet
+// stop|start); pods keep running while it is stopped.
+func Kubelet(t testing.TB, action string) {
+	t.Helper()
+	out, err := exec.Command("bash", ClusterScript(), "kubelet", action).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster.sh kubelet %s: %v: %s", action, err, out)
+	}
 }

@@ -1,0 +1,453 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/kubernetes"
+	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	rtclient "github.com/primerhq/primer/runtime/client"
+)
+
+// kubeRecipeManifest is the acceptance recipe's provider and template on
+// the Kubernetes backend.
+func kubeRecipeManifest(t *testing.T, ns string) string {
+	return fmt.Sprintf(`kind: workspace_provider
+spec:
+  id: k8s
+  provider: kubernetes
+  config:
+    kind: kubernetes
+    connection: {kind: kubeconfig, path: %s}
+    namespace: %s
+    reachability: {kind: pod_ip}
+    runtime_image: %s
+---
+kind: workspace_template
+spec:
+  id: code-sandbox
+  provider_id: k8s
+  backend:
+    kind: kubernetes
+    image: %s
+    cpu_limit: "1"
+    memory_limit: 512Mi
+    pvc_size: 64Mi
+    network: {egress: deny_all}
+`, kubernetestest.Kubeconfig(t), ns, kubernetestest.RuntimeImage(t), kubernetestest.PythonImage)
+}
+
+// TestKubernetesRecipe is the code-interpreter recipe on the Kubernetes
+// backend, through primectl and the REST API: a deny_all python pod runs a
+// snippet, its hostname is its own, it sees no host socket, it cannot open
+// a connection to the host, and deleting the workspace leaves no object.
+func TestKubernetesRecipe(t *testing.T) {
+	p := startPrimer(t, withContainers(t))
+	ns := kubernetestest.Namespace(t)
+	ctx := ctxT(t, 5*time.Minute)
+	kb := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, p.srv.Installation())
+
+	out, errOut, code := p.primectl(kubeRecipeManifest(t, ns), "create", "-f", "-")
+	if code != 0 || !strings.Contains(out, "workspace_template/code-sandbox created") {
+		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = p.primectl("", "create", "workspace", "--set", "template_id=code-sandbox", "--wait")
+	m := regexp.MustCompile(`workspace/(ws-[0-9a-f]+)`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
+	}
+	id := m[1]
+	t.Cleanup(func() { _ = kb.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id}) })
+
+	if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
+		t.Fatalf("write snippet.py: %v", err)
+	}
+	out, errOut, code = p.primectl("", "workspace", "exec", id, "--", "python", "snippet.py")
+	if code != 0 || out != "RESULT 42\n" {
+		t.Fatalf("primectl exec python snippet.py: code %d stdout %q stderr %q; want RESULT 42", code, out, errOut)
+	}
+	out, _, code = p.primectl("", "workspace", "files", "get", id, "out.txt", "--content")
+	if code != 0 || strings.TrimSpace(out) != "42" {
+		t.Errorf("files get out.txt --content = %q (code %d), want 42", out, code)
+	}
+	hostname, _ := os.Hostname()
+	if got, err := p.api.ReadFile(ctx, id, "sandbox_host.txt"); err != nil || len(got) == 0 || string(got) == hostname {
+		t.Errorf("sandbox_host.txt = %q, %v; want a hostname other than the host's %q", got, err, hostname)
+	}
+	if got, err := p.api.ReadFile(ctx, id, "host_sock.txt"); err != nil || string(got) != "False" {
+		t.Errorf("host_sock.txt = %q, %v; want False", got, err)
+	}
+
+	// Egress is denied: a listener on every host address, the node's
+	// bridge address and the API server's service address included, sees
+	// no connection.
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	probe := fmt.Sprintf(`import socket, sys
+ok = []
+for h in sys.argv[1:]:
+    try:
+        socket.create_connection((h, %d), timeout=2).close()
+        ok.append(h)
+    except OSError as e:
+        print(h, 'blocked:', e)
+print('CONNECTED', ok)
+`, port)
+	if _, err := p.api.WriteFile(ctx, id, "egress.py", strings.NewReader(probe)); err != nil {
+		t.Fatal(err)
+	}
+	targets := hostAddrs(t)
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: append([]string{"python", "egress.py"}, targets...)})
+	if err != nil || !strings.Contains(res.Stdout, "CONNECTED []") {
+		t.Errorf("egress from a deny_all workspace to %v: %+v, %v; want every connection blocked", targets, res, err)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host listener accepted %d connections from a deny_all workspace", n)
+	}
+
+	// The runtime refuses a connection without the workspace's token.
+	h := storedHandle(t, p, ctx, id)
+	ep, err := kb.Endpoint(ctx, h, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := rtclient.Dial(ctx, ep.URL, "not-the-token"); err == nil {
+		err = c.Ping(ctx)
+		c.Close()
+		if !errs.Is(err, errs.Forbidden) {
+			t.Errorf("runtime with a wrong token: ping err = %v, want forbidden", err)
+		}
+	} else if !errs.Is(err, errs.Forbidden) {
+		t.Errorf("runtime with a wrong token: dial err = %v, want forbidden", err)
+	}
+
+	// Delete: 404, and nothing of the workspace is left in the namespace.
+	if _, _, code := p.primectl("", "delete", "workspace", id, "--wait"); code != 0 {
+		t.Fatalf("delete workspace --wait: code %d", code)
+	}
+	if _, err := p.api.GetWorkspace(ctx, id); !errs.Is(err, errs.NotFound) {
+		t.Errorf("GET after delete: %v, want not found", err)
+	}
+	if objs, err := kb.Objects(ctx, id); err != nil || len(objs) != 0 {
+		t.Errorf("objects left after delete: %v, %v", objs, err)
+	}
+}
+
+// kubeWorkspace is a running workspace with what a fault must not lose: a
+// file and a session with a recorded tool call.
+type kubeWorkspace struct {
+	ws      *models.Workspace
+	session string
+	pod     *corev1.Pod
+}
+
+func (k *kubeEnv) prepare(t *testing.T, p *primer, template string) *kubeWorkspace {
+	t.Helper()
+	ctx := ctxT(t, 3*time.Minute)
+	ws := createRunning(t, p, template)
+	t.Cleanup(func() { _ = k.b.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: ws.ID}) })
+	if _, err := p.api.WriteFile(ctx, ws.ID, "notes.txt", strings.NewReader(notes)); err != nil {
+		t.Fatalf("write notes.txt: %v", err)
+	}
+	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-1"})
+	if err != nil {
+		t.Fatalf("create session: %v", err)
+	}
+	if wr, err := p.api.ToolWrite(ctx, ses.ID, "agent.txt", []byte("written by the agent\n"), 0); err != nil || len(wr.Commit) != 40 {
+		t.Fatalf("tool write = %+v, %v; want a commit", wr, err)
+	}
+	return &kubeWorkspace{ws: ws, session: ses.ID, pod: k.pod(t, ws.ID)}
+}
+
+func (k *kubeEnv) pod(t *testing.T, id string) *corev1.Pod {
+	t.Helper()
+	pod, err := k.b.Clientset().CoreV1().Pods(k.ns).Get(ctxT(t, 30*time.Second), kubernetes.PodName(id), metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("pod of %s: %v", id, err)
+	}
+	return pod
+}
+
+func (k *kubeEnv) deletePod(t *testing.T, id string) {
+	t.Helper()
+	if err := k.b.Clientset().CoreV1().Pods(k.ns).Delete(ctxT(t, 30*time.Second), kubernetes.PodName(id), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatalf("delete pod of %s: %v", id, err)
+	}
+}
+
+// setUnschedulable cordons (or uncordons) the node the workspace runs on.
+func (k *kubeEnv) setUnschedulable(t *testing.T, node string, on bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := k.b.Clientset().CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("cordon %s = %t: %v", node, on, err)
+	}
+}
+
+// checkResumed asserts the session lost while the workspace was failed
+// ended workspace_lost and an open session resumes it, with the file kept.
+func checkResumed(t *testing.T, p *primer, kw *kubeWorkspace) {
+	t.Helper()
+	ctx := ctxT(t, time.Minute)
+	id := kw.ws.ID
+	waitEvent(t, p.api, id, models.EventRecovered, 90*time.Second)
+	ss, err := p.api.ListSessions(ctx, client.SessionListOptions{WorkspaceID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumed *models.Session
+	for i := range ss {
+		s := &ss[i]
+		switch {
+		case s.ID == kw.session:
+			if s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceLost {
+				t.Errorf("lost session %s is %s (%s), want ended workspace_lost", s.ID, s.Status, s.EndReason)
+			}
+		case s.ResumedFrom == kw.session:
+			resumed = s
+		}
+	}
+	if resumed == nil || resumed.Status != models.SessionOpen {
+		t.Fatalf("sessions of %s = %+v; want an open one resumed from %s", id, ss, kw.session)
+	}
+	res, err := p.api.ToolExec(ctx, resumed.ID, client.ToolExecRequest{Command: "cat agent.txt notes.txt"})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "written by the agent") || !strings.Contains(res.Stdout, "must survive") {
+		t.Errorf("tool exec on the resumed session = %+v, %v", res, err)
+	}
+}
+
+// TestKubernetesFaults breaks Kubernetes workspaces from outside: a pod
+// deleted (the StatefulSet brings it back on the same volume), the node
+// cordoned and the pod deleted (pending with the scheduler's reason,
+// recovery escalates), the kubelet stopped for longer than three probes
+// (the pod keeps running and answering), the platform restarted (it
+// re-attaches, taking the token back from the Secret, nothing re-made).
+func TestKubernetesFaults(t *testing.T) {
+	kubernetestest.Disruptive(t)
+	p := startPrimer(t, withContainers(t), withProbeInterval(500*time.Millisecond))
+	k := kubeProvider(t, p, "k8s", kubernetes.ReachPodIP)
+	k.template(t, p, "bb", `{"kind":"kubernetes","image":"`+kubernetestest.BusyboxImage+`","memory_limit":"128Mi","pvc_size":"16Mi","env":{"API_KEY":"s3cret-env-value"},"recovery":{"after":"10m"}}`)
+	k.template(t, p, "bb-escalate", `{"kind":"kubernetes","image":"`+kubernetestest.BusyboxImage+`","memory_limit":"128Mi","pvc_size":"16Mi","start_timeout":"15s","recovery":{"max_attempts":1,"after":"1s"}}`)
+
+	t.Run("PodDeleted", func(t *testing.T) {
+		ctx := ctxT(t, 3*time.Minute)
+		kw := k.prepare(t, p, "bb")
+		k.deletePod(t, kw.ws.ID)
+		// The StatefulSet makes the pod again; the workspace is running
+		// on it with its volume.
+		var after *corev1.Pod
+		for ctx.Err() == nil {
+			ws := waitPhase(t, p.api, kw.ws.ID, models.PhaseRunning, 2*time.Minute)
+			if after = k.pod(t, kw.ws.ID); after.UID != kw.pod.UID && ws.Phase == models.PhaseRunning {
+				if _, err := p.api.ReadFile(ctx, kw.ws.ID, "notes.txt"); err == nil {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		got, err := p.api.ReadFile(ctx, kw.ws.ID, "notes.txt")
+		if err != nil || string(got) != notes {
+			t.Errorf("notes.txt on the new pod = %q, %v; want %q", got, err, notes)
+		}
+		evs, err := p.api.Events(ctx, kw.ws.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, failed := lastChangeTo(t, evs, models.PhaseFailed); failed {
+			// Three probes missed while the pod was being made again: the
+			// session ended and, back running, was resumed.
+			checkResumed(t, p, kw)
+		} else {
+			t.Logf("the new pod answered before three probes missed")
+		}
+		if _, err := p.api.DeleteWorkspace(ctx, kw.ws.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.api.WaitGone(ctx, kw.ws.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if objs, err := k.b.Objects(ctx, kw.ws.ID); err != nil || len(objs) != 0 {
+			t.Errorf("objects left after delete: %v, %v", objs, err)
+		}
+	})
+
+	t.Run("CordonedAndPodDeleted", func(t *testing.T) {
+		ctx := ctxT(t, 4*time.Minute)
+		kw := k.prepare(t, p, "bb-escalate")
+		node := kw.pod.Spec.NodeName
+		k.setUnschedulable(t, node, true)
+		uncordoned := false
+		t.Cleanup(func() {
+			if !uncordoned {
+				k.setUnschedulable(t, node, false)
+			}
+		})
+		k.deletePod(t, kw.ws.ID)
+
+		failed := waitPhase(t, p.api, kw.ws.ID, models.PhaseFailed, time.Minute)
+		if !strings.Contains(failed.Reason, "unschedulable") {
+			t.Errorf("failed reason %q does not give the scheduler's reason", failed.Reason)
+		}
+		// One replacement, which cannot be scheduled either, then
+		// escalated, with the scheduler's reason.
+		esc := waitPhase(t, p.api, kw.ws.ID, models.PhaseEscalated, 2*time.Minute)
+		evs, err := p.api.Events(ctx, kw.ws.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"running>failed", models.EventRecoveryStarted, "failed>pending", models.EventRecoveryFailed, "pending>failed", models.EventEscalated}
+		if got := eventKeys(t, evs); !subsequence(got, want) {
+			t.Errorf("events = %v; want in order %v", got, want)
+		}
+		var rf struct {
+			Error string `json:"error"`
+		}
+		for _, ev := range evs {
+			if ev.Type == models.EventRecoveryFailed {
+				_ = json.Unmarshal(ev.Data, &rf)
+			}
+		}
+		if !strings.Contains(rf.Error, "unschedulable") {
+			t.Errorf("recovery_failed error %q does not give the scheduler's reason (escalated: %s)", rf.Error, esc.Reason)
+		}
+
+		// Uncordoned, a recover brings it back on its volume.
+		k.setUnschedulable(t, node, false)
+		uncordoned = true
+		if _, err := p.api.RecoverWorkspace(ctx, kw.ws.ID); err != nil {
+			t.Fatalf("recover: %v", err)
+		}
+		waitPhase(t, p.api, kw.ws.ID, models.PhaseRunning, 2*time.Minute)
+		if got, err := p.api.ReadFile(ctx, kw.ws.ID, "notes.txt"); err != nil || string(got) != notes {
+			t.Errorf("notes.txt after recover = %q, %v; want %q", got, err, notes)
+		}
+		checkResumed(t, p, kw)
+	})
+
+	t.Run("KubeletStopped", func(t *testing.T) {
+		ctx := ctxT(t, 3*time.Minute)
+		kw := k.prepare(t, p, "bb")
+		kubernetestest.Kubelet(t, "stop")
+		started := false
+		t.Cleanup(func() {
+			if !started {
+				kubernetestest.Kubelet(t, "start")
+			}
+		})
+		// Longer than three probes: the pod's containers keep running
+		// without their kubelet, and the platform reaches the runtime by
+		// the pod's address, so the workspace stays running and usable.
+		outage := time.Now()
+		for time.Since(outage) < 8*time.Second {
+			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: kw.ws.ID, Command: []string{"cat", "notes.txt"}})
+			if err != nil || res.Stdout != notes {
+				t.Fatalf("exec with the kubelet stopped = %+v, %v", res, err)
+			}
+			time.Sleep(time.Second)
+		}
+		kubernetestest.Kubelet(t, "start")
+		started = true
+		evs, err := p.api.Events(ctx, kw.ws.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, failed := lastChangeTo(t, evs, models.PhaseFailed); failed {
+			t.Errorf("the workspace went failed while only the kubelet was stopped: %v", eventKeys(t, evs))
+		}
+		after := k.pod(t, kw.ws.ID)
+		if after.UID != kw.pod.UID || restarts(after) != restarts(kw.pod) {
+			t.Errorf("pod after the kubelet restart: uid %s restarts %d; want the same pod %s, restarts %d", after.UID, restarts(after), kw.pod.UID, restarts(kw.pod))
+		}
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: kw.ws.ID, Command: []string{"cat", "notes.txt"}})
+		if err != nil || res.Stdout != notes {
+			t.Errorf("exec after the kubelet restart = %+v, %v", res, err)
+		}
+	})
+
+	t.Run("RestartReattaches", func(t *testing.T) {
+		ctx := ctxT(t, 3*time.Minute)
+		kw := k.prepare(t, p, "bb")
+		id := kw.ws.ID
+		sts, err := k.b.Clientset().AppsV1().StatefulSets(k.ns).Get(ctx, kubernetes.Name(id), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := p.srv.Store().GetWorkspace(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The platform loses its copy of the token (a database restored
+		// from an older backup): it takes the Secret's back.
+		if err := p.srv.Store().SetWorkspaceRuntime(ctx, id, stored.Handle, stored.Path, models.NewToken()); err != nil {
+			t.Fatal(err)
+		}
+		p.restart()
+		ws, err := p.api.GetWorkspace(ctx, id)
+		if err != nil || ws.Phase != models.PhaseRunning {
+			t.Fatalf("after restart: %+v, %v; want running", ws, err)
+		}
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"sh", "-c", `cat notes.txt; echo "$API_KEY"`}})
+		if err != nil || res.Stdout != notes+"s3cret-env-value\n" {
+			t.Errorf("exec after restart = %+v, %v", res, err)
+		}
+		now, err := p.srv.Store().GetWorkspace(ctx, id)
+		if err != nil || now.RuntimeToken != stored.RuntimeToken {
+			t.Errorf("stored token after re-attach is not the Secret's again (%v)", err)
+		}
+		stsAfter, err := k.b.Clientset().AppsV1().StatefulSets(k.ns).Get(ctx, kubernetes.Name(id), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		podAfter := k.pod(t, id)
+		if stsAfter.UID != sts.UID || stsAfter.Generation != sts.Generation || podAfter.UID != kw.pod.UID || restarts(podAfter) != restarts(kw.pod) {
+			t.Errorf("after restart: StatefulSet %s gen %d, pod %s; want the same %s gen %d, pod %s (nothing re-made)",
+				stsAfter.UID, stsAfter.Generation, podAfter.UID, sts.UID, sts.Generation, kw.pod.UID)
+		}
+		evs, err := p.api.Events(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, failed := lastChangeTo(t, evs, models.PhaseFailed); failed {
+			t.Errorf("the workspace went failed across the restart: %v", eventKeys(t, evs))
+		}
+	})
+}
+
+func restarts(pod *corev1.Pod) int32 {
+	var n int32
+	for _, cs := range pod.Status.ContainerStatuses {
+		n += cs.RestartCount
+	}
+	return n
+}
