@@ -23,7 +23,9 @@ import (
 
 // TestLifecycleWithRealActivities runs the workflow (with time skipping)
 // over the real activities: a SQLite store, the memory backend and real
-// runtimes. The runtime is killed and revived to drive failed and back.
+// runtimes. The runtime is killed and revived to drive failed and back: the
+// session the failure ended is resumed when the sandbox comes back on its
+// own (version vSelfHeal), with no replacement.
 func TestLifecycleWithRealActivities(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -62,6 +64,11 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	s.SetLogger(testLogger{t})
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
+	// Skipped time runs the workflow's clock ahead of the database's, which
+	// stamps when sessions ended: start it an hour back so that the
+	// failure's workflow time (LostAt) comes before the sessions it ended,
+	// as it does when both clocks are the wall clock.
+	env.SetStartTime(time.Now().Add(-time.Hour))
 	Register(env, acts)
 
 	// Probes at 0, 30, 60, ... s. Killed from 45 s: misses at 60, 90, 120
@@ -103,10 +110,23 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	evs, err := store.ListEvents(ctx, id, 0, 0)
 	must(err)
 	var seq []string
+	var resumed string
 	for _, e := range evs {
 		var d map[string]any
 		must(json.Unmarshal(e.Data, &d))
 		step := strings.TrimPrefix(e.Type, "workspace.")
+		if e.Type == models.EventRecovered {
+			var data struct {
+				Attempt  int                         `json:"attempt"`
+				Sessions []activities.ResumedSession `json:"sessions"`
+			}
+			must(json.Unmarshal(e.Data, &data))
+			if data.Attempt != 0 || len(data.Sessions) != 1 || data.Sessions[0].ResumedFrom != ses.ID {
+				t.Errorf("recovered event = %s, want attempt 0 and %s resumed", e.Data, ses.ID)
+			} else {
+				resumed = data.Sessions[0].ID
+			}
+		}
 		if e.Type == models.EventPhaseChanged {
 			step = d["from"].(string) + "->" + d["to"].(string)
 			if d["to"] == models.PhaseFailed && !strings.Contains(d["reason"].(string), "runtime") {
@@ -115,8 +135,15 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 		}
 		seq = append(seq, step)
 	}
-	want := []string{"provisioned", "pending->running", "running->failed", "failed->running", "running->terminating", "destroyed"}
+	want := []string{"provisioned", "pending->running", "running->failed", "failed->running", "recovered", "running->terminating", "destroyed"}
 	if !slices.Equal(seq, want) {
 		t.Errorf("events = %v, want %v", seq, want)
+	}
+	if resumed != "" {
+		next, err := store.GetSession(ctx, resumed)
+		must(err)
+		if next.ResumedFrom != ses.ID {
+			t.Errorf("resumed session %s: resumed_from = %q, want %q", next.ID, next.ResumedFrom, ses.ID)
+		}
 	}
 }

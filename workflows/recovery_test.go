@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
@@ -296,4 +297,142 @@ func TestReturn(t *testing.T) {
 			t.Errorf("resets = %d, want 0", f.resets)
 		}
 	})
+}
+
+// A sandbox that comes back on its own (a Kubernetes pod recreated by its
+// StatefulSet, a container restarted by hand) is running again after
+// HitsToRecover hits, with no replacement. From version vSelfHeal on, the
+// sessions its failure ended are resumed as after a replacement (Recovered,
+// from the time of the failure, attempt 0); a second failure and self-heal
+// resumes from the second failure's time, so only what it lost. Version
+// vRecovery runs, whose histories recorded it, only move the phase back.
+func TestSelfHealResumesLostSessions(t *testing.T) {
+	// Probes at 0, 30, 60 s, ...: failed at 90 s (4th), running at 180 s
+	// (7th), failed at 270 s (10th), running at 360 s (13th).
+	probes := []activities.ProbeOutput{
+		hit, miss("a"), miss("b"), miss("pod deleted"), hit, hit, hit,
+		miss("c"), miss("d"), miss("pod deleted again"), hit, hit, hit,
+	}
+	tests := []struct {
+		name    string
+		version workflow.Version
+		// wantLost is when each Recovered says the sessions were lost,
+		// after the start; none for version 1.
+		wantLost []time.Duration
+	}{
+		{name: "version 2 resumes the sessions", version: vSelfHeal, wantLost: []time.Duration{3 * testInterval, 9 * testInterval}},
+		{name: "version 1 only moves the phase", version: vRecovery},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakes{probes: probes}
+			env := newEnv(t, f)
+			env.OnGetVersion(versionRecovery, workflow.DefaultVersion, vSelfHeal).Return(tc.version)
+			start := env.Now()
+			deleteAt(env, 12*testInterval+5*time.Second, "done")
+			// An hour's delay: stale recovery must not start.
+			env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{
+				StartTimeout: 10 * time.Minute, MaxAttempts: 3, RecoverAfter: time.Hour,
+			}))
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{
+				models.PhaseRunning,
+				models.PhaseFailed, models.PhaseRunning,
+				models.PhaseFailed, models.PhaseRunning,
+				models.PhaseTerminating,
+			}
+			if got := f.phaseList(); !slices.Equal(got, want) {
+				t.Fatalf("phases = %v, want %v", got, want)
+			}
+			for nth, why := range []string{"pod deleted", "pod deleted again"} {
+				if r := f.reasonOf(models.PhaseFailed, nth); r != why {
+					t.Errorf("failed reason %d = %q, want %q", nth, r, why)
+				}
+				if r := f.reasonOf(models.PhaseRunning, nth+1); r != "runtime answered 3 probes in a row" {
+					t.Errorf("running reason %d = %q", nth+1, r)
+				}
+			}
+			if len(f.replaces) != 0 {
+				t.Errorf("replaces = %+v, want none", f.replaces)
+			}
+			if got := f.eventList(); len(got) != 0 {
+				t.Errorf("events = %v, want none (workspace.recovered is recorded by Recovered)", got)
+			}
+			if len(f.recovered) != len(tc.wantLost) {
+				t.Fatalf("recovered = %+v, want %d", f.recovered, len(tc.wantLost))
+			}
+			for i, lost := range tc.wantLost {
+				r := f.recovered[i]
+				if got := r.LostSince.Sub(start); got != lost {
+					t.Errorf("recovery %d: lost since +%s, want +%s", i+1, got, lost)
+				}
+				if r.Attempt != 0 || r.WorkspaceID != "ws-test" {
+					t.Errorf("recovery %d = %+v, want attempt 0 of ws-test", i+1, r)
+				}
+			}
+			var out WorkspaceOutput
+			if err := env.GetWorkflowResult(&out); err != nil {
+				t.Fatal(err)
+			}
+			if got := out.State.LostAt.Sub(start); got != 9*testInterval {
+				t.Errorf("LostAt = +%s, want the second failure (+%s)", got, 9*testInterval)
+			}
+			if out.State.Attempts != 0 || out.State.Recovering {
+				t.Errorf("attempts = %d, recovering = %v, want 0 and false", out.State.Attempts, out.State.Recovering)
+			}
+		})
+	}
+}
+
+// A replacement that comes up but fails its probes leaves the workspace
+// failed with its handle; when that sandbox then answers HitsToRecover
+// probes, the sessions lost at the first failure are resumed, and the
+// recovery names the attempt that brought the workspace back.
+func TestSelfHealAfterAFailedReplacement(t *testing.T) {
+	// Failed at 90 s; the probe at 120 s misses, so the replacement starts
+	// then and is probed at once: misses at 120, 150, 180 s (attempt 1
+	// failed). Hits at 210 s (which holds the next replacement back), 240
+	// and 270 s: running.
+	f := &fakes{probes: []activities.ProbeOutput{
+		hit, miss("a"), miss("b"), miss("container exited (137)"), miss("still dead"),
+		miss("r1"), miss("r2"), miss("replacement not answering"), hit,
+	}}
+	env := newEnv(t, f)
+	start := env.Now()
+	deleteAt(env, 9*testInterval+5*time.Second, "done")
+	env.ExecuteWorkflow(WorkspaceWorkflowName, policyInput(backend.Policy{
+		StartTimeout: 10 * time.Minute, MaxAttempts: 3, RecoverAfter: 30 * time.Second,
+	}))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		models.PhaseRunning, models.PhaseFailed,
+		models.PhasePending, models.PhaseFailed, // attempt 1 comes up, then misses
+		models.PhaseRunning, // and answers again
+		models.PhaseTerminating,
+	}
+	if got := f.phaseList(); !slices.Equal(got, want) {
+		t.Fatalf("phases = %v, want %v", got, want)
+	}
+	if r := f.reasonOf(models.PhaseFailed, 1); r != "recovery attempt 1 of 3 failed: replacement not answering" {
+		t.Errorf("second failed reason = %q", r)
+	}
+	if len(f.replaces) != 1 {
+		t.Errorf("replaces = %d, want 1", len(f.replaces))
+	}
+	if got, want := f.eventList(), []string{models.EventRecoveryStarted, models.EventRecoveryFailed}; !slices.Equal(got, want) {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	if len(f.recovered) != 1 {
+		t.Fatalf("recovered = %+v, want one", f.recovered)
+	}
+	if got := f.recovered[0].LostSince.Sub(start); got != 3*testInterval {
+		t.Errorf("lost since +%s, want the first failure (+%s)", got, 3*testInterval)
+	}
+	if f.recovered[0].Attempt != 1 {
+		t.Errorf("recovered attempt = %d, want 1", f.recovered[0].Attempt)
+	}
 }

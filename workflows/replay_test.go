@@ -2,9 +2,12 @@ package workflows
 
 import (
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -35,4 +38,55 @@ func TestReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplayCoversEveryVersion checks that testdata holds a recorded
+// WorkspaceWorkflow history of every version of change versionRecovery,
+// the latest included, so that TestReplay replays each version's path:
+// a new version needs its history recorded (make record-histories).
+func TestReplayCoversEveryVersion(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	recorded := map[workflow.Version][]string{}
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		events := hist.GetEvents()
+		if len(events) == 0 || events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() != WorkspaceWorkflowName {
+			continue
+		}
+		// No marker for the change is version 0 (workflow.DefaultVersion).
+		version := workflow.DefaultVersion
+		for _, ev := range events {
+			m := ev.GetMarkerRecordedEventAttributes()
+			if m.GetMarkerName() != "Version" {
+				continue
+			}
+			var change string
+			if err := dc.FromPayloads(m.GetDetails()["change-id"], &change); err != nil || change != versionRecovery {
+				continue
+			}
+			if err := dc.FromPayloads(m.GetDetails()["version"], &version); err != nil {
+				t.Fatalf("%s: version marker: %v", file, err)
+			}
+			break
+		}
+		recorded[version] = append(recorded[version], filepath.Base(file))
+	}
+	for _, v := range []workflow.Version{workflow.DefaultVersion, vRecovery, vSelfHeal} {
+		if len(recorded[v]) == 0 {
+			t.Errorf("no recorded WorkspaceWorkflow history of version %d in testdata; record one with make record-histories", v)
+		}
+	}
+	t.Logf("recorded WorkspaceWorkflow histories by version: %v", recorded)
 }

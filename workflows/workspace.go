@@ -55,7 +55,9 @@ type WorkspaceState struct {
 	// answered a probe.
 	Recovering bool
 	// LostAt is when the workspace last went failed from a working state;
-	// sessions lost since then are resumed on the replacement.
+	// sessions lost since then are resumed when it recovers, on a
+	// replacement or (version vSelfHeal) on the sandbox that came back. A
+	// failed replacement keeps it: what was lost is still to resume.
 	LostAt time.Time
 	// DeleteReason is set once a delete began; a continued run goes on
 	// deleting.
@@ -185,12 +187,19 @@ var (
 
 // Workflow versions of WorkspaceWorkflow (workflow.GetVersion change id
 // versionRecovery). Version 0 is the first released behaviour and is kept
-// for the runs that started with it.
+// for the runs that started with it; a run keeps the version it recorded
+// (its history must replay), and a run that continues as new takes the
+// latest.
 const (
 	versionRecovery = "recovery"
 	// vRecovery adds stale recovery and escalation, the start timeout,
 	// deletes that retry until done, and the recover and return signals.
 	vRecovery workflow.Version = 1
+	// vSelfHeal resumes lost sessions when a failed workspace comes back
+	// to running on its own (HitsToRecover probe hits: a Kubernetes pod
+	// recreated by its StatefulSet, a container restarted by hand), as a
+	// replacement does. Version 1 only moved the phase back.
+	vSelfHeal workflow.Version = 2
 )
 
 // WorkspaceWorkflow is the life of one workspace:
@@ -201,7 +210,11 @@ const (
 //     first hit; running -> failed after MissesToFail consecutive misses
 //     (open sessions end workspace_lost); pending -> failed after the
 //     misses or when it stays pending longer than the start timeout;
-//     failed -> running after HitsToRecover consecutive hits;
+//     failed -> running after HitsToRecover consecutive hits (the sandbox
+//     came back on its own: from version vSelfHeal on, workspace.recovered
+//     and the sessions lost since the failure are resumed, as after a
+//     replacement; its attempt is the last replacement tried, 0 when none
+//     was);
 //   - stale recovery: once failed for the policy's delay, the sandbox is
 //     replaced under the same workspace id (its data kept where the backend
 //     can), phase pending while the replacement starts; when it answers,
@@ -259,7 +272,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 		out.State = w.st
 	}()
 
-	w.version = workflow.GetVersion(ctx, versionRecovery, workflow.DefaultVersion, vRecovery)
+	w.version = workflow.GetVersion(ctx, versionRecovery, workflow.DefaultVersion, vSelfHeal)
 	if w.version == workflow.DefaultVersion {
 		err = w.runV0(ctx)
 	} else {
@@ -283,7 +296,7 @@ type workspace struct {
 	destroyed bool
 }
 
-// run is version vRecovery of the workflow.
+// run is version vRecovery and later of the workflow.
 func (w *workspace) run(ctx workflow.Context) error {
 	if w.st.DeleteReason != "" {
 		return w.deleteLoop(ctx, w.st.DeleteReason)
@@ -649,7 +662,14 @@ func (w *workspace) probe(ctx workflow.Context) error {
 	case models.PhaseFailed:
 		if w.st.Hits >= HitsToRecover {
 			w.setPhase(ctx, models.PhaseRunning, fmt.Sprintf("runtime answered %d probes in a row", w.st.Hits))
-			if w.version >= vRecovery {
+			switch {
+			case w.version >= vSelfHeal:
+				// The sandbox came back on its own, but the failure ended
+				// its sessions all the same: resume them as a replacement
+				// would. This also resets Attempts, so the next failure
+				// sets LostAt again and resumes only what it loses.
+				w.recovered(ctx)
+			case w.version >= vRecovery:
 				w.st.Attempts = 0
 			}
 		}
@@ -669,14 +689,20 @@ func (w *workspace) fail(ctx workflow.Context, reason string) {
 		w.recordEvent(ctx, models.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": reason})
 		reason = fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, max(w.policy.MaxAttempts, w.st.Attempts), reason)
 	} else if w.st.Attempts == 0 {
+		// A new loss, not a replacement failing: Attempts is 0 until a
+		// replacement starts and again once a recovery (replacement or
+		// self-heal) finished, so the next recovery resumes only the
+		// sessions this failure ends.
 		w.st.LostAt = workflow.Now(ctx)
 	}
 	w.setPhase(ctx, models.PhaseFailed, reason)
 }
 
-// recovered finishes a recovery whose replacement answered: the sessions
-// lost with the old sandbox are resumed on the new one, and the event says
-// so.
+// recovered finishes a recovery, whether a replacement answered or (from
+// version vSelfHeal on) the failed sandbox answered HitsToRecover probes
+// again: the sessions lost since LostAt are resumed, and the event says so.
+// Its attempt is the replacement that brought the workspace back, or the
+// last one tried before the sandbox healed; 0 when none was tried.
 func (w *workspace) recovered(ctx workflow.Context) {
 	var a *activities.Activities
 	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)

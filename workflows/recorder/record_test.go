@@ -346,6 +346,7 @@ func TestRecordHistories(t *testing.T) {
 			},
 			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
 		},
+
 		{
 			file: "pool_v1.json",
 			start: func(t *testing.T) client.WorkflowRun {
@@ -387,6 +388,30 @@ func TestRecordHistories(t *testing.T) {
 				}
 			},
 			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+		},
+
+		// Version 2 (vSelfHeal) histories.
+		{
+			// running, 3 misses -> failed, 3 hits -> running with the lost
+			// sessions resumed (no replacement: an hour's delay), and again;
+			// then a delete.
+			file: "selfheal_v2.json",
+			id:   "ws-selfheal",
+			script: script{probes: []bool{
+				true, false, false, false, true, true, true,
+				false, false, false, true, true, true,
+			}},
+			policy: &backend.Policy{StartTimeout: time.Minute, MaxAttempts: 2, RecoverAfter: time.Hour},
+			drive: func(t *testing.T, r *run) {
+				r.await(t, "second self-heal", func(st workflows.WorkspaceState) bool {
+					return st.Phase == models.PhaseRunning && st.Probes >= 13
+				})
+				r.delete(t, "recorded")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
 		},
 	}
 
