@@ -65,8 +65,13 @@ func timedOut(err error, ranOut bool, id, what, step string) error {
 	if !ranOut || step == "" {
 		return classify(err)
 	}
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("workspace %s: %s: still %s when the start timeout ran out", id, what, step), StartTimeoutType, nil)
+	msg := fmt.Sprintf("workspace %s: %s: still %s when the start timeout ran out", id, what, step)
+	// A backend that said why it was still waiting (a pod the scheduler
+	// cannot place) is worth more than the bare step.
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && errs.KindOf(err) != errs.Canceled {
+		msg += ": " + err.Error()
+	}
+	return temporal.NewNonRetryableApplicationError(msg, StartTimeoutType, nil)
 }
 
 // provision makes the sandbox. A replacement (stale recovery) keeps files

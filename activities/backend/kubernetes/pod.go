@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -111,26 +110,34 @@ func (b *Backend) waitPod(ctx context.Context, id, tokenSum string) (*corev1.Pod
 	start := time.Now()
 	limit := b.opts.ReadyTimeout
 	if dl, ok := ctx.Deadline(); ok {
-		limit = time.Until(dl) - min(2*time.Second, time.Until(dl)/10)
+		// Leave time to clean up and to say why before the deadline.
+		limit = time.Until(dl) - min(5*time.Second, time.Until(dl)/4)
 	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	pods := b.cs.CoreV1().Pods(b.cfg.Namespace)
 	name := PodName(id)
+	// The pod is listed rather than got, for a resource version to watch
+	// from even while it does not exist: a watch of none waits until the
+	// API server's cache is fresh, one to three seconds, as long as a pod
+	// takes to start.
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
 	reason := "does not exist yet"
 	for {
-		pod, err := pods.Get(wctx, name, metav1.GetOptions{})
+		l, err := pods.List(wctx, metav1.ListOptions{FieldSelector: byName})
 		rv := ""
 		switch {
-		case apierrors.IsNotFound(err):
-			reason = "does not exist yet" + b.setWarning(wctx, id)
 		case err != nil:
 			if wctx.Err() != nil {
 				return nil, b.notReady(ctx, id, start, reason)
 			}
-			return nil, b.apiErr(err, "workspace %s: get pod", id)
+			return nil, b.apiErr(err, "workspace %s: list pod", id)
+		case len(l.Items) == 0:
+			rv = l.ResourceVersion
+			reason = "does not exist yet" + b.setWarning(wctx, id)
 		default:
-			rv = pod.ResourceVersion
+			pod := &l.Items[0]
+			rv = l.ResourceVersion
 			st := podState(pod, tokenSum)
 			if st.running {
 				return pod, nil
@@ -143,7 +150,7 @@ func (b *Backend) waitPod(ctx context.Context, id, tokenSum string) (*corev1.Pod
 		// Wait for the next change of the pod (or a few seconds, to look
 		// at the StatefulSet's events when there is no pod yet).
 		w, err := pods.Watch(wctx, metav1.ListOptions{
-			FieldSelector:   fields.OneTermEqualSelector("metadata.name", name).String(),
+			FieldSelector:   byName,
 			ResourceVersion: rv,
 			TimeoutSeconds:  ptr(int64(5)),
 		})
