@@ -73,7 +73,9 @@ func TestKubernetesRecipe(t *testing.T) {
 		t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
 	}
 	id := m[1]
-	t.Cleanup(func() { _ = kb.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id}) })
+	t.Cleanup(func() {
+		_ = kb.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id})
+	})
 
 	if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
 		t.Fatalf("write snippet.py: %v", err)
@@ -176,7 +178,9 @@ func (k *kubeEnv) prepare(t *testing.T, p *primer, template string) *kubeWorkspa
 	t.Helper()
 	ctx := ctxT(t, 3*time.Minute)
 	ws := createRunning(t, p, template)
-	t.Cleanup(func() { _ = k.b.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: ws.ID}) })
+	t.Cleanup(func() {
+		_ = k.b.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: ws.ID})
+	})
 	if _, err := p.api.WriteFile(ctx, ws.ID, "notes.txt", strings.NewReader(notes)); err != nil {
 		t.Fatalf("write notes.txt: %v", err)
 	}
