@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -447,5 +448,27 @@ func TestProvisionStartTimeoutNamesTheStep(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("returned after %s, want before the deadline", d)
+	}
+}
+
+// A backend that said why it was still waiting when the start timeout ran
+// out keeps its reason in the final error; a bare context error does not
+// clutter it.
+func TestTimedOutKeepsTheBackendsReason(t *testing.T) {
+	why := errs.E(errs.Timeout, "pod p did not run within 9s: it is pending: Unschedulable: 0/1 nodes are available")
+	err := timedOut(why, true, "ws-1", "replace", "creating the sandbox")
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != StartTimeoutType || !appErr.NonRetryable() {
+		t.Fatalf("err = %v, want a final %s error", err, StartTimeoutType)
+	}
+	if msg := appErr.Message(); !strings.Contains(msg, "still creating the sandbox when the start timeout ran out: ") || !strings.Contains(msg, "Unschedulable") {
+		t.Errorf("message %q lacks the step or the backend's reason", msg)
+	}
+	err = timedOut(fmt.Errorf("dial: %w", context.DeadlineExceeded), true, "ws-1", "provision", "creating the sandbox")
+	if errors.As(err, &appErr); strings.Contains(appErr.Message(), "deadline") {
+		t.Errorf("message %q repeats the context's error", appErr.Message())
+	}
+	if err := timedOut(why, false, "ws-1", "provision", "creating the sandbox"); errors.As(err, &appErr) && appErr.Type() == StartTimeoutType {
+		t.Errorf("not run out: err %v, want the backend's own error", err)
 	}
 }
