@@ -16,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -193,12 +194,14 @@ func (b *kubeBench) rawCreateReady(ctx context.Context, id string) error {
 	}
 }
 
+// randomHex returns n random bytes in hex.
 func randomHex(n int) string {
 	r := make([]byte, n)
 	_, _ = rand.Read(r)
 	return hex.EncodeToString(r)
 }
 
+// podReady reports whether p's Ready condition is true.
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -249,6 +252,8 @@ func (b *kubeBench) rawRemove(ids ...string) {
 	wg.Wait()
 }
 
+// rawDelete deletes one raw workspace's objects and waits until its pod
+// and PVC are gone.
 func (b *kubeBench) rawDelete(ctx context.Context, id string) error {
 	ns, name, pod := b.env.ns, kubernetes.Name(id), kubernetes.PodName(id)
 	bg := metav1.DeletePropagationBackground
@@ -367,29 +372,63 @@ type tracer struct {
 	seen map[string]map[string]time.Time
 }
 
-// traceNamespace watches the pods and PVCs of ns until the test ends.
+// traceNamespace watches the pods and PVCs of ns until the test ends. The
+// watches are open when it returns, from the versions of a first list (a
+// watch of no version would only start after one to three seconds).
 func traceNamespace(t *testing.T, cs kclient.Interface, ns string) *tracer {
+	t.Helper()
 	tr := &tracer{seen: map[string]map[string]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	watchAll := func(watchFn func() (watch.Interface, error), note func(runtime.Object)) {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			w, err := watchFn()
-			if err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			for ev := range w.ResultChan() {
-				note(ev.Object)
-			}
-			w.Stop()
+	follow := func(list func() (string, error), watchFrom func(rv string) (watch.Interface, error), note func(runtime.Object)) {
+		rv, err := list()
+		if err != nil {
+			t.Fatal(err)
 		}
+		w, err := watchFrom(rv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				for ev := range w.ResultChan() {
+					if ev.Type == watch.Error {
+						rv = "" // too old: list again
+						break
+					}
+					note(ev.Object)
+					if m, err := meta.Accessor(ev.Object); err == nil {
+						rv = m.GetResourceVersion()
+					}
+				}
+				w.Stop()
+				for {
+					if ctx.Err() != nil {
+						return
+					}
+					if rv == "" {
+						rv, _ = list()
+					}
+					if w, err = watchFrom(rv); err == nil {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
 	}
-	wg.Add(2)
-	go watchAll(func() (watch.Interface, error) {
-		return cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	pods, pvcs := cs.CoreV1().Pods(ns), cs.CoreV1().PersistentVolumeClaims(ns)
+	follow(func() (string, error) {
+		l, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 	}, func(o runtime.Object) {
 		pod, ok := o.(*corev1.Pod)
 		if !ok {
@@ -416,8 +455,14 @@ func traceNamespace(t *testing.T, cs kclient.Interface, ns string) *tracer {
 			}
 		}
 	})
-	go watchAll(func() (watch.Interface, error) {
-		return cs.CoreV1().PersistentVolumeClaims(ns).Watch(ctx, metav1.ListOptions{})
+	follow(func() (string, error) {
+		l, err := pvcs.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
+		}
+		return l.ResourceVersion, nil
+	}, func(rv string) (watch.Interface, error) {
+		return pvcs.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 	}, func(o runtime.Object) {
 		if pvc, ok := o.(*corev1.PersistentVolumeClaim); ok && pvc.Status.Phase == corev1.ClaimBound {
 			tr.note(pvc.Name, stagePVCBound)
@@ -426,6 +471,7 @@ func traceNamespace(t *testing.T, cs kclient.Interface, ns string) *tracer {
 	return tr
 }
 
+// note records now as when name reached stage, unless it had before.
 func (tr *tracer) note(name, stage string) {
 	now := time.Now()
 	tr.mu.Lock()
