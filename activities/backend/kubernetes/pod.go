@@ -123,6 +123,7 @@ func (b *Backend) waitPod(ctx context.Context, id, tokenSum string) (*corev1.Pod
 	// takes to start.
 	byName := fields.OneTermEqualSelector("metadata.name", name).String()
 	reason := "does not exist yet"
+	var lastMountCheck time.Time
 	for {
 		l, err := pods.List(wctx, metav1.ListOptions{FieldSelector: byName})
 		rv := ""
@@ -146,6 +147,10 @@ func (b *Backend) waitPod(ctx context.Context, id, tokenSum string) (*corev1.Pod
 			if st.fatal != errs.Other {
 				return nil, errs.E(st.fatal, "workspace %s: pod %s/%s %s%s", id, b.cfg.Namespace, name, st.reason, b.podWarning(ctx, pod))
 			}
+			if time.Since(lastMountCheck) > 5*time.Second && pod.Spec.NodeName != "" && time.Since(start) > 5*time.Second {
+				lastMountCheck = time.Now()
+				b.unstickMount(wctx, id, pod)
+			}
 		}
 		// Wait for the next change of the pod (or a few seconds, to look
 		// at the StatefulSet's events when there is no pod yet).
@@ -166,6 +171,28 @@ func (b *Backend) waitPod(ctx context.Context, id, tokenSum string) (*corev1.Pod
 			return nil, b.notReady(ctx, id, start, reason)
 		}
 	}
+}
+
+// unstickMount deletes a pod the kubelet failed to mount the workspace's
+// PVC for because it read the claim in the moment between its binding's
+// two writes ("PVC is not bound"): the kubelet may not look again for two
+// minutes, while a new pod, which the StatefulSet makes at once, mounts the
+// bound claim in a second. It does nothing unless the pod's newest warning
+// says so and the claim is bound now.
+func (b *Backend) unstickMount(ctx context.Context, id string, pod *corev1.Pod) {
+	if pod.Status.Phase != corev1.PodPending {
+		return
+	}
+	w := b.podWarning(ctx, pod)
+	if !strings.Contains(w, "FailedMount") || !strings.Contains(w, "not bound") {
+		return
+	}
+	pvc, err := b.cs.CoreV1().PersistentVolumeClaims(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{})
+	if err != nil || pvc.Status.Phase != corev1.ClaimBound {
+		return
+	}
+	b.logger.Info("pod stuck on a claim that is bound now: deleting it for the StatefulSet to make again", "workspace_id", id, "pod", pod.Name, "warning", w)
+	_ = b.cs.CoreV1().Pods(b.cfg.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 }
 
 // nextEvent returns after the watch's first event (or its end).
