@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"time"
+
+	"github.com/primerhq/primer/errs"
 )
 
 // Backend creates and destroys sandboxes and says where their runtime listens.
@@ -140,6 +142,16 @@ type Handle struct {
 	RuntimeURL string `json:"runtime_url,omitempty"`
 	// Attrs holds backend-specific identifiers (container id, branch name).
 	Attrs map[string]string `json:"attrs,omitempty"`
+}
+
+// CheckType checks a handle that may have been built from the workspace id
+// alone (Destroy and Teardown of a sandbox whose handle was never stored):
+// its Backend, when set, must be typ.
+func (h Handle) CheckType(typ string) error {
+	if h.Backend != "" && h.Backend != typ {
+		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, typ)
+	}
+	return nil
 }
 
 // Endpoint is where a runtime listens: a ws:// or wss:// URL.

@@ -758,13 +758,10 @@ func (b *Backend) checkHandle(h backend.Handle) error {
 // it) and its volume, found by the workspace id, so it works for a handle
 // that was never stored. Nothing named after the workspace is left.
 func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
-	if h.Backend != "" && h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	unlock, err := b.lockFor(h)
+	if err != nil {
 		return err
 	}
-	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
 	return b.remove(ctx, h.WorkspaceID)
 }
@@ -774,19 +771,28 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 // Provision of the workspace makes a new container on the same files. It
 // works from the workspace id alone, like Destroy.
 func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
-	if h.Backend != "" && h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	unlock, err := b.lockFor(h)
+	if err != nil {
 		return err
 	}
-	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
 	if err := b.removeContainer(ctx, h.WorkspaceID); err != nil {
 		return err
 	}
 	b.logger.Info("container removed, volume kept", "workspace_id", h.WorkspaceID, "container", Name(h.WorkspaceID))
 	return nil
+}
+
+// lockFor checks a handle given to Destroy or Teardown, which work from the
+// workspace id alone, and locks its workspace.
+func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
+	if err := h.CheckType(Type); err != nil {
+		return nil, err
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return nil, err
+	}
+	return b.locks.Lock(h.WorkspaceID), nil
 }
 
 // List implements backend.Lister: the containers and volumes labelled as

@@ -46,6 +46,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kclient "k8s.io/client-go/kubernetes"
@@ -618,7 +619,7 @@ func (b *Backend) statefulSet(id string, meta metav1.ObjectMeta, t Template, res
 		}},
 		Volumes: []corev1.Volume{
 			{Name: volumeName, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}},
-			{Name: runtimeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resourceMustParse("64Mi"))}}},
+			{Name: runtimeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("64Mi"))}}},
 		},
 	}
 	if t.RuntimeClass != "" {
@@ -803,13 +804,10 @@ func (b *Backend) RuntimeToken(ctx context.Context, h backend.Handle) (string, e
 // workspace, found by name from the workspace id, and waits until they are
 // gone (the pod stopped and the PVC released included).
 func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
-	if h.Backend != "" && h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	unlock, err := b.lockFor(h)
+	if err != nil {
 		return err
 	}
-	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
 	return b.remove(ctx, h.WorkspaceID)
 }
@@ -818,19 +816,28 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 // pod (stopping every process of the workspace) and waits until the pod is
 // gone; the PVC, the Secret and the Service stay for a following Provision.
 func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
-	if h.Backend != "" && h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	unlock, err := b.lockFor(h)
+	if err != nil {
 		return err
 	}
-	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
 	if err := b.removeCompute(ctx, h.WorkspaceID); err != nil {
 		return err
 	}
 	b.logger.Info("pod removed, volume kept", "workspace_id", h.WorkspaceID, "pvc", Name(h.WorkspaceID))
 	return nil
+}
+
+// lockFor checks a handle given to Destroy or Teardown, which work from the
+// workspace id alone, and locks its workspace.
+func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
+	if err := h.CheckType(Type); err != nil {
+		return nil, err
+	}
+	if err := checkID(h.WorkspaceID); err != nil {
+		return nil, err
+	}
+	return b.locks.Lock(h.WorkspaceID), nil
 }
 
 // removeCompute deletes the StatefulSet and the pod and waits for both.
@@ -894,97 +901,40 @@ func (b *Backend) waitGone(ctx context.Context, id string, all bool) error {
 	}
 }
 
-// Objects lists the workspace's objects in the namespace, labelled with
-// its id or named after it (tests and the reconciler use it).
+// Objects lists the workspace's objects in the namespace: everything the
+// backend names after it, made by the backend or by hand (tests and the
+// reconciler use it).
 func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
 	return b.objects(ctx, id, true)
 }
 
+// objects lists the workspace's StatefulSet and pod, and with all its
+// other objects, by name: one GET each.
 func (b *Backend) objects(ctx context.Context, id string, all bool) ([]string, error) {
 	ns, name := b.cfg.Namespace, Name(id)
-	sel := metav1.ListOptions{LabelSelector: LabelWorkspace + "=" + id}
+	get := metav1.GetOptions{}
+	kinds := []struct {
+		kind, name string
+		get        func() error
+	}{
+		{"statefulset", name, func() error { _, err := b.cs.AppsV1().StatefulSets(ns).Get(ctx, name, get); return err }},
+		{"pod", PodName(id), func() error { _, err := b.cs.CoreV1().Pods(ns).Get(ctx, PodName(id), get); return err }},
+		{"pvc", name, func() error { _, err := b.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, get); return err }},
+		{"secret", name, func() error { _, err := b.cs.CoreV1().Secrets(ns).Get(ctx, name, get); return err }},
+		{"service", name, func() error { _, err := b.cs.CoreV1().Services(ns).Get(ctx, name, get); return err }},
+		{"networkpolicy", name, func() error { _, err := b.cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, get); return err }},
+	}
+	if !all {
+		kinds = kinds[:2]
+	}
 	var out []string
-	seen := map[string]bool{}
-	add := func(kind, n string) {
-		if k := kind + " " + n; !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	type lister struct {
-		kind string
-		list func() ([]metav1.Object, error)
-		get  func() (metav1.Object, error)
-	}
-	listers := []lister{
-		{"statefulset", func() ([]metav1.Object, error) {
-			l, err := b.cs.AppsV1().StatefulSets(ns).List(ctx, sel)
-			return metas(l, err, func() []appsv1.StatefulSet { return l.Items })
-		}, func() (metav1.Object, error) {
-			return b.cs.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		}},
-		{"pod", func() ([]metav1.Object, error) {
-			l, err := b.cs.CoreV1().Pods(ns).List(ctx, sel)
-			return metas(l, err, func() []corev1.Pod { return l.Items })
-		}, func() (metav1.Object, error) {
-			return b.cs.CoreV1().Pods(ns).Get(ctx, PodName(id), metav1.GetOptions{})
-		}},
-	}
-	if all {
-		listers = append(listers,
-			lister{"pvc", func() ([]metav1.Object, error) {
-				l, err := b.cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, sel)
-				return metas(l, err, func() []corev1.PersistentVolumeClaim { return l.Items })
-			}, func() (metav1.Object, error) {
-				return b.cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-			}},
-			lister{"secret", func() ([]metav1.Object, error) {
-				l, err := b.cs.CoreV1().Secrets(ns).List(ctx, sel)
-				return metas(l, err, func() []corev1.Secret { return l.Items })
-			}, func() (metav1.Object, error) { return b.cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}) }},
-			lister{"service", func() ([]metav1.Object, error) {
-				l, err := b.cs.CoreV1().Services(ns).List(ctx, sel)
-				return metas(l, err, func() []corev1.Service { return l.Items })
-			}, func() (metav1.Object, error) { return b.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{}) }},
-			lister{"networkpolicy", func() ([]metav1.Object, error) {
-				l, err := b.cs.NetworkingV1().NetworkPolicies(ns).List(ctx, sel)
-				return metas(l, err, func() []networkingv1.NetworkPolicy { return l.Items })
-			}, func() (metav1.Object, error) {
-				return b.cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
-			}},
-		)
-	}
-	for _, l := range listers {
-		objs, err := l.list()
-		if err != nil {
-			return nil, b.apiErr(err, "workspace %s: list %ss", id, l.kind)
-		}
-		for _, o := range objs {
-			add(l.kind, o.GetName())
-		}
-		o, err := l.get()
-		switch {
+	for _, k := range kinds {
+		switch err := k.get(); {
 		case err == nil:
-			add(l.kind, o.GetName())
+			out = append(out, k.kind+" "+k.name)
 		case !apierrors.IsNotFound(err):
-			return nil, b.apiErr(err, "workspace %s: get %s", id, l.kind)
+			return nil, b.apiErr(err, "workspace %s: get %s", id, k.kind)
 		}
-	}
-	return out, nil
-}
-
-// metas returns pointers to the items of a list as metav1.Objects.
-func metas[L any, T any, PT interface {
-	*T
-	metav1.Object
-}](_ L, err error, items func() []T) ([]metav1.Object, error) {
-	if err != nil {
-		return nil, err
-	}
-	it := items()
-	out := make([]metav1.Object, 0, len(it))
-	for i := range it {
-		out = append(out, PT(&it[i]))
 	}
 	return out, nil
 }

@@ -9,15 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/primerhq/primer/errs"
 )
-
-func resourceMustParse(s string) resource.Quantity { return resource.MustParse(s) }
 
 // state is what a pod's status says about a workspace.
 type state struct {
@@ -69,11 +66,10 @@ func podState(pod *corev1.Pod, tokenSum string) state {
 				}
 				return state{reason: msg}, true
 			}
-			if term := cs.State.Terminated; term != nil && kind == "the workspace" {
+			// The runtime never exits by itself; an init container that
+			// exits 0 has done its job.
+			if term := cs.State.Terminated; term != nil && (kind == "the workspace" || term.ExitCode != 0) {
 				return state{fatal: errs.Unavailable, reason: fmt.Sprintf("%s container %s exited with code %d (%s) %s", kind, cs.Name, term.ExitCode, term.Reason, term.Message)}, true
-			}
-			if term := cs.State.Terminated; term != nil && term.ExitCode != 0 {
-				return state{fatal: errs.Unavailable, reason: fmt.Sprintf("%s container %s failed with code %d (%s) %s", kind, cs.Name, term.ExitCode, term.Reason, term.Message)}, true
 			}
 		}
 		return state{}, false
