@@ -118,44 +118,7 @@ func TestContainerRecipe(t *testing.T) {
 		// 4a. Egress is denied: a listener on all the host's addresses is
 		// not reachable, neither by the bridge gateway nor by the host's own
 		// address, and never sees a connection.
-		ln, err := net.Listen("tcp", "0.0.0.0:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		var accepted atomic.Int32
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				c.Close()
-			}
-		}()
-		port := ln.Addr().(*net.TCPAddr).Port
-		targets := append(hostAddrs(t), gatewayOf(t, p, ctx, id))
-		probe := fmt.Sprintf(`import socket, sys
-ok = []
-for h in sys.argv[1:]:
-    try:
-        socket.create_connection((h, %d), timeout=2).close()
-        ok.append(h)
-    except OSError as e:
-        print(h, 'blocked:', e)
-print('CONNECTED', ok)
-`, port)
-		if _, err := p.api.WriteFile(ctx, id, "egress.py", strings.NewReader(probe)); err != nil {
-			t.Fatal(err)
-		}
-		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: append([]string{"python", "egress.py"}, targets...)})
-		if err != nil || !strings.Contains(res.Stdout, "CONNECTED []") {
-			t.Errorf("egress from a deny_all workspace to %v: %+v, %v; want every connection blocked", targets, res, err)
-		}
-		if n := accepted.Load(); n != 0 {
-			t.Errorf("the host listener accepted %d connections from a deny_all workspace", n)
-		}
+		checkEgressBlocked(t, p, ctx, id, append(hostAddrs(t), gatewayOf(t, p, ctx, id)))
 
 		// 4b. Allocating past memory_bytes kills the allocating process, and
 		// the workspace carries on.
@@ -275,6 +238,50 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkEgressBlocked runs a python probe in deny_all workspace id that
+// connects to a listener on every address of the host, through each of
+// targets: every connection must be blocked, and the listener must see
+// none.
+func checkEgressBlocked(t *testing.T, p *primer, ctx context.Context, id string, targets []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	probe := fmt.Sprintf(`import socket, sys
+ok = []
+for h in sys.argv[1:]:
+    try:
+        socket.create_connection((h, %d), timeout=2).close()
+        ok.append(h)
+    except OSError as e:
+        print(h, 'blocked:', e)
+print('CONNECTED', ok)
+`, ln.Addr().(*net.TCPAddr).Port)
+	if _, err := p.api.WriteFile(ctx, id, "egress.py", strings.NewReader(probe)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: append([]string{"python", "egress.py"}, targets...)})
+	if err != nil || !strings.Contains(res.Stdout, "CONNECTED []") {
+		t.Errorf("egress from a deny_all workspace to %v: %+v, %v; want every connection blocked", targets, res, err)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host listener accepted %d connections from a deny_all workspace", n)
+	}
 }
 
 // hostAddrs lists the host's non-loopback IPv4 addresses.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,47 +94,9 @@ func TestKubernetesRecipe(t *testing.T) {
 		t.Errorf("host_sock.txt = %q, %v; want False", got, err)
 	}
 
-	// Egress is denied: a listener on every host address, the node's
-	// bridge address and the API server's service address included, sees
-	// no connection.
-	ln, err := net.Listen("tcp", "0.0.0.0:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
-	probe := fmt.Sprintf(`import socket, sys
-ok = []
-for h in sys.argv[1:]:
-    try:
-        socket.create_connection((h, %d), timeout=2).close()
-        ok.append(h)
-    except OSError as e:
-        print(h, 'blocked:', e)
-print('CONNECTED', ok)
-`, port)
-	if _, err := p.api.WriteFile(ctx, id, "egress.py", strings.NewReader(probe)); err != nil {
-		t.Fatal(err)
-	}
-	targets := hostAddrs(t)
-	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: append([]string{"python", "egress.py"}, targets...)})
-	if err != nil || !strings.Contains(res.Stdout, "CONNECTED []") {
-		t.Errorf("egress from a deny_all workspace to %v: %+v, %v; want every connection blocked", targets, res, err)
-	}
-	if n := accepted.Load(); n != 0 {
-		t.Errorf("the host listener accepted %d connections from a deny_all workspace", n)
-	}
+	// Egress is denied: a listener on the host is reached through none of
+	// the host's addresses, the node's bridge address included.
+	checkEgressBlocked(t, p, ctx, id, hostAddrs(t))
 
 	// The runtime refuses a connection without the workspace's token.
 	h := storedHandle(t, p, ctx, id)
@@ -229,25 +189,7 @@ func checkResumed(t *testing.T, p *primer, kw *kubeWorkspace) {
 	ctx := ctxT(t, time.Minute)
 	id := kw.ws.ID
 	waitEvent(t, p.api, id, models.EventRecovered, 90*time.Second)
-	ss, err := p.api.ListSessions(ctx, client.SessionListOptions{WorkspaceID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resumed *models.Session
-	for i := range ss {
-		s := &ss[i]
-		switch {
-		case s.ID == kw.session:
-			if s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceLost {
-				t.Errorf("lost session %s is %s (%s), want ended workspace_lost", s.ID, s.Status, s.EndReason)
-			}
-		case s.ResumedFrom == kw.session:
-			resumed = s
-		}
-	}
-	if resumed == nil || resumed.Status != models.SessionOpen {
-		t.Fatalf("sessions of %s = %+v; want an open one resumed from %s", id, ss, kw.session)
-	}
+	resumed := resumedSession(t, p.api, ctx, id, kw.session)
 	res, err := p.api.ToolExec(ctx, resumed.ID, client.ToolExecRequest{Command: "cat agent.txt notes.txt"})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "written by the agent") || !strings.Contains(res.Stdout, "must survive") {
 		t.Errorf("tool exec on the resumed session = %+v, %v", res, err)

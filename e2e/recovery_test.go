@@ -407,25 +407,7 @@ func (r *faultRig) checkRecovered(t *testing.T, lw *lostWorkspace) []models.Even
 	}
 
 	// Sessions: the lost one ended, a new open one resumes it.
-	ss, err := r.p.api.ListSessions(ctx, client.SessionListOptions{WorkspaceID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resumed *models.Session
-	for i := range ss {
-		s := &ss[i]
-		switch {
-		case s.ID == lw.session:
-			if s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceLost {
-				t.Errorf("lost session %s is %s (%s), want ended workspace_lost", s.ID, s.Status, s.EndReason)
-			}
-		case s.ResumedFrom == lw.session:
-			resumed = s
-		}
-	}
-	if resumed == nil || resumed.Status != models.SessionOpen {
-		t.Fatalf("sessions of %s = %+v; want an open one resumed from %s", id, ss, lw.session)
-	}
+	resumed := resumedSession(t, r.p.api, ctx, id, lw.session)
 	var rd recoveredData
 	if err := json.Unmarshal(evs[len(evs)-1].Data, &rd); err != nil {
 		t.Fatal(err)
@@ -469,6 +451,32 @@ func (r *faultRig) checkRecovered(t *testing.T, lw *lostWorkspace) []models.Even
 		t.Errorf("events of %s = %v; want in order %v", id, got, want)
 	}
 	return evs
+}
+
+// resumedSession checks that session lost of workspace id ended
+// workspace_lost and returns the open session that resumes it.
+func resumedSession(t *testing.T, api *client.Client, ctx context.Context, id, lost string) *models.Session {
+	t.Helper()
+	ss, err := api.ListSessions(ctx, client.SessionListOptions{WorkspaceID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumed *models.Session
+	for i := range ss {
+		s := &ss[i]
+		switch {
+		case s.ID == lost:
+			if s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceLost {
+				t.Errorf("lost session %s is %s (%s), want ended workspace_lost", s.ID, s.Status, s.EndReason)
+			}
+		case s.ResumedFrom == lost:
+			resumed = s
+		}
+	}
+	if resumed == nil || resumed.Status != models.SessionOpen {
+		t.Fatalf("sessions of %s = %+v; want an open one resumed from %s", id, ss, lost)
+	}
+	return resumed
 }
 
 // TestRecoveryFaults breaks a running workspace's sandbox in three ways
