@@ -756,7 +756,7 @@ func TestCrashDuringRecovery(t *testing.T) {
 	}
 	types := eventTypes(t, ctx, s.api, id)
 	t.Logf("events: %v", types)
-	if !inOrder(types, []string{models.EventRecoveryStarted, models.EventRecovered}) {
+	if !subsequence(types, []string{models.EventRecoveryStarted, models.EventRecovered}) {
 		t.Errorf("events %v lack %s then %s", types, models.EventRecoveryStarted, models.EventRecovered)
 	}
 	r.checkNoOrphans(ctx, s.api)
@@ -968,7 +968,7 @@ func TestReconcilerSandboxMissing(t *testing.T) {
 		types := eventTypes(t, ctx, p.api, id)
 		t.Logf("events: %v", types)
 		want := []string{models.EventSandboxMissing, models.EventRecoveryStarted, models.EventRecovered}
-		if !inOrder(types, want) {
+		if !subsequence(types, want) {
 			t.Errorf("events %v do not hold %v in that order", types, want)
 		}
 		if ws.Phase != models.PhaseRunning {
@@ -981,15 +981,4 @@ func TestReconcilerSandboxMissing(t *testing.T) {
 			t.Errorf("lost.txt after its volume was removed: %v, want not found", err)
 		}
 	})
-}
-
-// inOrder reports whether want appears in got as a subsequence.
-func inOrder(got, want []string) bool {
-	i := 0
-	for _, g := range got {
-		if i < len(want) && g == want[i] {
-			i++
-		}
-	}
-	return i == len(want)
 }
