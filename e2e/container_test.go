@@ -75,45 +75,11 @@ func TestContainerRecipe(t *testing.T) {
 		ctx := ctxT(t, 5*time.Minute)
 		eng := containertest.Backend(t, e)
 
-		out, errOut, code := p.primectl(recipeManifest(e, "deny_all"), "create", "-f", "-")
-		if code != 0 || !strings.Contains(out, "workspace_template/code-sandbox created") {
-			t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
-		}
-		out, errOut, code = p.primectl("", "create", "workspace", "--set", "template_id=code-sandbox", "--wait")
-		m := regexp.MustCompile(`workspace/(ws-[0-9a-f]+)`).FindStringSubmatch(out)
-		if code != 0 || m == nil {
-			t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
-		}
-		id := m[1]
-		t.Cleanup(func() {
+		// 1-3. The recipe's documents, a workspace, the snippet and its
+		// results.
+		id := runRecipe(t, p, ctx, recipeManifest(e, "deny_all"), func(id string) {
 			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
 		})
-
-		// 2. Write the snippet through the file API, run it through exec.
-		if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
-			t.Fatalf("write snippet.py: %v", err)
-		}
-		out, errOut, code = p.primectl("", "workspace", "exec", id, "--", "python", "snippet.py")
-		if code != 0 || out != "RESULT 42\n" {
-			t.Fatalf("primectl exec python snippet.py: code %d stdout %q stderr %q; want RESULT 42", code, out, errOut)
-		}
-		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "snippet.py"}})
-		if err != nil || res.ExitCode != 0 || res.Stdout != "RESULT 42\n" {
-			t.Fatalf("API exec python snippet.py = %+v, %v", res, err)
-		}
-
-		// 3. The results, through primectl and the API.
-		out, _, code = p.primectl("", "workspace", "files", "get", id, "out.txt", "--content")
-		if code != 0 || strings.TrimSpace(out) != "42" {
-			t.Errorf("files get out.txt --content = %q (code %d), want 42", out, code)
-		}
-		hostname, _ := os.Hostname()
-		if got, err := p.api.ReadFile(ctx, id, "sandbox_host.txt"); err != nil || len(got) == 0 || string(got) == hostname {
-			t.Errorf("sandbox_host.txt = %q, %v; want a hostname other than the host's %q", got, err, hostname)
-		}
-		if got, err := p.api.ReadFile(ctx, id, "host_sock.txt"); err != nil || string(got) != "False" {
-			t.Errorf("host_sock.txt = %q, %v; want False", got, err)
-		}
 
 		// 4a. Egress is denied: a listener on all the host's addresses is
 		// not reachable, neither by the bridge gateway nor by the host's own
@@ -122,7 +88,7 @@ func TestContainerRecipe(t *testing.T) {
 
 		// 4b. Allocating past memory_bytes kills the allocating process, and
 		// the workspace carries on.
-		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "-c", "x = bytearray(700 * 1024 * 1024); x[::4096] = b'x' * len(x[::4096]); print('survived')"}})
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "-c", "x = bytearray(700 * 1024 * 1024); x[::4096] = b'x' * len(x[::4096]); print('survived')"}})
 		if err != nil || res.ExitCode == 0 || strings.Contains(res.Stdout, "survived") {
 			t.Errorf("allocating 700 MiB in a 512 MiB workspace = %+v, %v; want the process killed", res, err)
 		}
@@ -238,6 +204,53 @@ func containsFold(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// runRecipe is the common part of the code-interpreter recipe: it creates
+// manifest's provider and template code-sandbox with primectl, a workspace
+// of it (destroyed on the backend by destroy when the test ends, whatever
+// the platform did), writes the snippet through the file API, runs it with
+// primectl and the API (RESULT 42), and checks what it wrote: out.txt is 42,
+// the sandbox has a hostname of its own and no Docker socket. It returns
+// the workspace's id.
+func runRecipe(t *testing.T, p *primer, ctx context.Context, manifest string, destroy func(id string)) string {
+	t.Helper()
+	out, errOut, code := p.primectl(manifest, "create", "-f", "-")
+	if code != 0 || !strings.Contains(out, "workspace_template/code-sandbox created") {
+		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = p.primectl("", "create", "workspace", "--set", "template_id=code-sandbox", "--wait")
+	m := regexp.MustCompile(`workspace/(ws-[0-9a-f]+)`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
+	}
+	id := m[1]
+	t.Cleanup(func() { destroy(id) })
+
+	if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
+		t.Fatalf("write snippet.py: %v", err)
+	}
+	out, errOut, code = p.primectl("", "workspace", "exec", id, "--", "python", "snippet.py")
+	if code != 0 || out != "RESULT 42\n" {
+		t.Fatalf("primectl exec python snippet.py: code %d stdout %q stderr %q; want RESULT 42", code, out, errOut)
+	}
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "snippet.py"}})
+	if err != nil || res.ExitCode != 0 || res.Stdout != "RESULT 42\n" {
+		t.Fatalf("API exec python snippet.py = %+v, %v", res, err)
+	}
+
+	out, _, code = p.primectl("", "workspace", "files", "get", id, "out.txt", "--content")
+	if code != 0 || strings.TrimSpace(out) != "42" {
+		t.Errorf("files get out.txt --content = %q (code %d), want 42", out, code)
+	}
+	hostname, _ := os.Hostname()
+	if got, err := p.api.ReadFile(ctx, id, "sandbox_host.txt"); err != nil || len(got) == 0 || string(got) == hostname {
+		t.Errorf("sandbox_host.txt = %q, %v; want a hostname other than the host's %q", got, err, hostname)
+	}
+	if got, err := p.api.ReadFile(ctx, id, "host_sock.txt"); err != nil || string(got) != "False" {
+		t.Errorf("host_sock.txt = %q, %v; want False", got, err)
+	}
+	return id
 }
 
 // checkEgressBlocked runs a python probe in deny_all workspace id that

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -61,38 +59,9 @@ func TestKubernetesRecipe(t *testing.T) {
 	ctx := ctxT(t, 5*time.Minute)
 	kb := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, p.srv.Installation())
 
-	out, errOut, code := p.primectl(kubeRecipeManifest(t, ns), "create", "-f", "-")
-	if code != 0 || !strings.Contains(out, "workspace_template/code-sandbox created") {
-		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
-	}
-	out, errOut, code = p.primectl("", "create", "workspace", "--set", "template_id=code-sandbox", "--wait")
-	m := regexp.MustCompile(`workspace/(ws-[0-9a-f]+)`).FindStringSubmatch(out)
-	if code != 0 || m == nil {
-		t.Fatalf("create workspace --wait: code %d\n%s\n%s", code, out, errOut)
-	}
-	id := m[1]
-	t.Cleanup(func() {
+	id := runRecipe(t, p, ctx, kubeRecipeManifest(t, ns), func(id string) {
 		_ = kb.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id})
 	})
-
-	if _, err := p.api.WriteFile(ctx, id, "snippet.py", strings.NewReader(snippet)); err != nil {
-		t.Fatalf("write snippet.py: %v", err)
-	}
-	out, errOut, code = p.primectl("", "workspace", "exec", id, "--", "python", "snippet.py")
-	if code != 0 || out != "RESULT 42\n" {
-		t.Fatalf("primectl exec python snippet.py: code %d stdout %q stderr %q; want RESULT 42", code, out, errOut)
-	}
-	out, _, code = p.primectl("", "workspace", "files", "get", id, "out.txt", "--content")
-	if code != 0 || strings.TrimSpace(out) != "42" {
-		t.Errorf("files get out.txt --content = %q (code %d), want 42", out, code)
-	}
-	hostname, _ := os.Hostname()
-	if got, err := p.api.ReadFile(ctx, id, "sandbox_host.txt"); err != nil || len(got) == 0 || string(got) == hostname {
-		t.Errorf("sandbox_host.txt = %q, %v; want a hostname other than the host's %q", got, err, hostname)
-	}
-	if got, err := p.api.ReadFile(ctx, id, "host_sock.txt"); err != nil || string(got) != "False" {
-		t.Errorf("host_sock.txt = %q, %v; want False", got, err)
-	}
 
 	// Egress is denied: a listener on the host is reached through none of
 	// the host's addresses, the node's bridge address included.

@@ -44,14 +44,6 @@ const (
 // runs; for it, the tests import the runtime image themselves.
 const ClusterKubeconfig = "/var/lib/primer-k8s/admin.kubeconfig"
 
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI: %s", msg)
-	}
-	t.Skip(msg)
-}
 
 // Kubeconfig returns the kubeconfig the tests use (KUBECONFIG), skipping t
 // (failing it in CI) when there is none or its cluster does not answer.
@@ -59,7 +51,7 @@ func Kubeconfig(t testing.TB) string {
 	t.Helper()
 	path := os.Getenv("KUBECONFIG")
 	if path == "" {
-		missing(t, "no Kubernetes cluster: set KUBECONFIG (for the test cluster: `make test-cluster-up` as root, then `export KUBECONFIG=%s`)", ClusterKubeconfig)
+		containertest.Missing(t, "no Kubernetes cluster: set KUBECONFIG (for the test cluster: `make test-cluster-up` as root, then `export KUBECONFIG=%s`)", ClusterKubeconfig)
 	}
 	clusterOnce.Do(func() {
 		cs, err := clientset(path)
@@ -69,7 +61,7 @@ func Kubeconfig(t testing.TB) string {
 		clusterErr = err
 	})
 	if clusterErr != nil {
-		missing(t, "the Kubernetes cluster of KUBECONFIG=%s does not answer (%v); start the test cluster with `make test-cluster-up`", path, clusterErr)
+		containertest.Missing(t, "the Kubernetes cluster of KUBECONFIG=%s does not answer (%v); start the test cluster with `make test-cluster-up`", path, clusterErr)
 	}
 	return path
 }
@@ -143,7 +135,7 @@ func shortHash(s string) string {
 func Disruptive(t testing.TB) {
 	t.Helper()
 	if Kubeconfig(t) != ClusterKubeconfig {
-		missing(t, "this test stops and cordons the node: it runs only on the test cluster (`make test-cluster-up`, KUBECONFIG=%s)", ClusterKubeconfig)
+		containertest.Missing(t, "this test stops and cordons the node: it runs only on the test cluster (`make test-cluster-up`, KUBECONFIG=%s)", ClusterKubeconfig)
 	}
 	nodeLock(t, syscall.LOCK_EX)
 }
@@ -192,7 +184,7 @@ func RuntimeImage(t testing.TB) string {
 		return ref
 	}
 	if Kubeconfig(t) != ClusterKubeconfig {
-		missing(t, "KUBECONFIG is not the test cluster's: set PRIMER_TEST_K8S_RUNTIME_IMAGE to a runtime image its nodes can pull (`primer runtime-image -o FILE` writes one)")
+		containertest.Missing(t, "KUBECONFIG is not the test cluster's: set PRIMER_TEST_K8S_RUNTIME_IMAGE to a runtime image its nodes can pull (`primer runtime-image -o FILE` writes one)")
 	}
 	importOnce.Do(func() { importRef, importErr = importRuntime(t) })
 	if importErr != nil {
