@@ -44,7 +44,6 @@ const (
 // runs; for it, the tests import the runtime image themselves.
 const ClusterKubeconfig = "/var/lib/primer-k8s/admin.kubeconfig"
 
-
 // Kubeconfig returns the kubeconfig the tests use (KUBECONFIG), skipping t
 // (failing it in CI) when there is none or its cluster does not answer.
 func Kubeconfig(t testing.TB) string {
