@@ -267,14 +267,6 @@ func TestObjects(t *testing.T) {
 	}
 
 	// Everything but the pod (the StatefulSet's) is owned by the Secret.
-	owned := 0
-	for _, o := range []metav1.Object{sts} {
-		for _, r := range o.GetOwnerReferences() {
-			if r.UID == secret.UID {
-				owned++
-			}
-		}
-	}
 	pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +275,8 @@ func TestObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []metav1.Object{pvc, svc, np} {
+	owned := 0
+	for _, o := range []metav1.Object{sts, pvc, svc, np} {
 		for _, r := range o.GetOwnerReferences() {
 			if r.UID == secret.UID {
 				owned++
