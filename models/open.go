@@ -44,7 +44,8 @@ const (
 )
 
 // allModels are migrated by Open, parents first.
-var allModels = []any{&Installation{}, &Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{}}
+var allModels = []any{&Installation{}, &Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{},
+	&Suite{}, &SuiteCase{}, &Run{}, &CaseResult{}}
 
 // Open connects to the database and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
