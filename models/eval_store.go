@@ -2,89 +2,336 @@ package models
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
 )
+
+// insertBatch is how many case rows one INSERT carries. A CaseResult row
+// binds 19 parameters, so a batch stays far below SQLite's 32766 and
+// PostgreSQL's 65535 bound parameters, while 10,000 cases take 20
+// statements instead of 10,000.
+const insertBatch = 500
+
+// Verdicts of a done case, as package eval names them (eval imports
+// models, so the names cannot come from there).
+const (
+	verdictPass  = "pass"
+	verdictFail  = "fail"
+	verdictError = "error"
+)
+
+// finalRun are the run statuses SetRunStatus does not move away from.
+var finalRun = map[string]bool{RunSucceeded: true, RunCanceled: true, RunFailed: true}
+
+// runStatuses are the statuses SetRunStatus accepts.
+var runStatuses = map[string]bool{RunPending: true, RunRunning: true, RunSucceeded: true, RunCanceled: true, RunFailed: true}
+
+// finalCase are the case statuses after which a case is not written again.
+var finalCase = []string{CaseDone, CaseCanceled}
 
 // CreateSuite inserts the suite and its cases (Ordinal 0..n-1 in order)
 // in one transaction and sets CaseCount; Conflict if the id exists,
 // NotFound (field template_id or pool_id) if the template or pool it
 // names does not exist. Nothing is stored on error.
 func (s *Store) CreateSuite(ctx context.Context, su *Suite, cases []SuiteCase) error {
-	return errs.E(errs.Other, "suite %s: create: not implemented", su.ID)
+	if su.ID == "" {
+		return errs.Field("id", "suite: id is required")
+	}
+	if err := checkJSON("spec", "suite "+su.ID, su.Spec); err != nil {
+		return err
+	}
+	if err := prepareCases(su, cases); err != nil {
+		return err
+	}
+	su.CreatedAt, su.UpdatedAt = storedTime(su.CreatedAt), storedTime(su.UpdatedAt)
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := lockSuiteTargets(tx, su); err != nil {
+			return err
+		}
+		if err := tx.Create(su).Error; err != nil {
+			return err
+		}
+		return insertSuiteCases(tx, su.ID, cases)
+	})
+	return writeError(ctx, err, "suite", su.ID, "create")
 }
 
 // GetSuite returns the suite; NotFound if absent.
 func (s *Store) GetSuite(ctx context.Context, id string) (*Suite, error) {
-	return nil, errs.E(errs.Other, "suite %s: not implemented", id)
+	var su Suite
+	if err := s.r.WithContext(ctx).Take(&su, "id = ?", id).Error; err != nil {
+		return nil, readError(ctx, err, "suite", id)
+	}
+	return &su, nil
 }
 
 // ListSuites returns every suite ordered by id.
 func (s *Store) ListSuites(ctx context.Context) ([]Suite, error) {
-	return nil, errs.E(errs.Other, "suites: not implemented")
+	sus := []Suite{}
+	if err := s.r.WithContext(ctx).Order("id").Find(&sus).Error; err != nil {
+		return nil, dbError(ctx, err, "suites: list")
+	}
+	return sus, nil
 }
 
 // ListSuiteCases returns a suite's cases in order; NotFound if the suite
 // does not exist.
 func (s *Store) ListSuiteCases(ctx context.Context, suiteID string) ([]SuiteCase, error) {
-	return nil, errs.E(errs.Other, "suite %s: not implemented", suiteID)
+	db := s.r.WithContext(ctx)
+	cases := []SuiteCase{}
+	if err := db.Where("suite_id = ?", suiteID).Order("ordinal").Find(&cases).Error; err != nil {
+		return nil, dbError(ctx, err, "suite "+suiteID+": list cases")
+	}
+	if len(cases) > 0 {
+		return cases, nil
+	}
+	// Only an empty answer needs telling apart. Not one transaction with
+	// the read above: on SQLite that would take the write lock
+	// (_txlock=immediate), and a suite deleted in between is gone anyway.
+	if err := existsOr404(db, &Suite{}, "suite", suiteID); err != nil {
+		return nil, writeError(ctx, err, "suite", suiteID, "list cases")
+	}
+	return cases, nil
 }
 
 // UpdateSuite replaces an existing suite's fields and all its cases in one
 // transaction, with the checks of CreateSuite; NotFound if absent. Runs
-// already made keep their own copy of the cases.
+// already made keep their own copy of the cases. On success su holds the
+// stored row.
 func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) error {
-	return errs.E(errs.Other, "suite %s: update: not implemented", su.ID)
+	if err := checkJSON("spec", "suite "+su.ID, su.Spec); err != nil {
+		return err
+	}
+	if err := prepareCases(su, cases); err != nil {
+		return err
+	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := lockRow(tx, forUpdate, &Suite{}, "suite", su.ID); err != nil {
+			return err
+		}
+		if err := lockSuiteTargets(tx, su); err != nil {
+			return err
+		}
+		err := tx.Model(&Suite{}).Where("id = ?", su.ID).Updates(map[string]any{
+			"description": su.Description,
+			"template_id": su.TemplateID,
+			"pool_id":     su.PoolID,
+			"spec":        jsonColumn(su.Spec),
+			"case_count":  su.CaseCount,
+			"updated_at":  tx.NowFunc(),
+		}).Error
+		if err != nil {
+			return err
+		}
+		if err := tx.Where("suite_id = ?", su.ID).Delete(&SuiteCase{}).Error; err != nil {
+			return err
+		}
+		if err := insertSuiteCases(tx, su.ID, cases); err != nil {
+			return err
+		}
+		return reload(tx, su, su.ID)
+	})
+	return writeError(ctx, err, "suite", su.ID, "update")
 }
 
 // DeleteSuite deletes the suite and its cases; NotFound if absent. Its
 // runs and their results stay.
 func (s *Store) DeleteSuite(ctx context.Context, id string) error {
-	return errs.E(errs.Other, "suite %s: delete: not implemented", id)
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Delete(&Suite{}, "id = ?", id)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return notFound("suite", id)
+		}
+		return tx.Where("suite_id = ?", id).Delete(&SuiteCase{}).Error
+	})
+	return writeError(ctx, err, "suite", id, "delete")
 }
 
 // CreateRun inserts the run and its pending case results (in batches) in
 // one transaction; Conflict if the run id exists. Total is set to
 // len(results).
+//
+// Each result gets RunID r.ID and status pending; its Ordinal is kept as
+// given and must be unique in the run (Conflict otherwise). An empty
+// Status is pending and an empty WorkflowID is the run's id.
 func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) error {
-	return errs.E(errs.Other, "run %s: create: not implemented", r.ID)
+	if r.ID == "" {
+		return errs.Field("id", "run: id is required")
+	}
+	if r.SuiteID == "" {
+		return errs.Field("suite_id", "run %s: suite_id is required", r.ID)
+	}
+	if r.Status == "" {
+		r.Status = RunPending
+	}
+	if !runStatuses[r.Status] {
+		return errs.Field("status", "run %s: unknown status %q", r.ID, r.Status)
+	}
+	if r.WorkflowID == "" {
+		r.WorkflowID = r.ID
+	}
+	for _, c := range []struct {
+		field string
+		raw   []byte
+	}{{"spec", r.Spec}, {"selection", r.Selection}} {
+		if err := checkJSON(c.field, "run "+r.ID, c.raw); err != nil {
+			return err
+		}
+	}
+	r.Total = len(results)
+	r.CreatedAt = storedTime(r.CreatedAt)
+	for i := range results {
+		c := &results[i]
+		c.RunID, c.Status = r.ID, CasePending
+		c.StartedAt, c.EndedAt = storedPtr(c.StartedAt), storedPtr(c.EndedAt)
+		if err := checkJSON("spec", fmt.Sprintf("run %s: case %s", r.ID, c.CaseID), c.Spec); err != nil {
+			return err
+		}
+	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(r).Error; err != nil {
+			return err
+		}
+		if len(results) == 0 {
+			return nil
+		}
+		err := tx.CreateInBatches(results, insertBatch).Error
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return errs.E(errs.Conflict, "run %s: case ordinal %d: given twice", r.ID, firstDuplicate(results, func(c CaseResult) int { return c.Ordinal }))
+		}
+		return err
+	})
+	return writeError(ctx, err, "run", r.ID, "create")
 }
 
 // GetRun returns the run; NotFound if absent.
 func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
-	return nil, errs.E(errs.Other, "run %s: not implemented", id)
+	var r Run
+	if err := s.r.WithContext(ctx).Take(&r, "id = ?", id).Error; err != nil {
+		return nil, readError(ctx, err, "run", id)
+	}
+	return &r, nil
 }
 
 // ListRuns returns runs matching f, newest first.
 func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
-	return nil, errs.E(errs.Other, "runs: not implemented")
+	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
+	if f.SuiteID != "" {
+		q = q.Where("suite_id = ?", f.SuiteID)
+	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.Limit > 0 {
+		q = q.Limit(f.Limit)
+	}
+	rs := []Run{}
+	if err := q.Find(&rs).Error; err != nil {
+		return nil, dbError(ctx, err, "runs: list")
+	}
+	return rs, nil
 }
 
 // SetRunStatus moves a run to status with reason. Moving to running sets
 // StartedAt once; moving to a final status (succeeded, canceled, failed)
 // sets EndedAt. A run already in a final status is not changed: Conflict
 // naming its status. NotFound if absent.
+//
+// Setting the final status a run already has is a no-op (nil, the first
+// reason kept), so a retried activity that ended the run succeeds.
+// Invalid (field status) for a status that is not a run status.
 func (s *Store) SetRunStatus(ctx context.Context, id, status, reason string) error {
-	return errs.E(errs.Other, "run %s: not implemented", id)
+	if !runStatuses[status] {
+		return errs.Field("status", "run %s: unknown status %q", id, status)
+	}
+	db := s.w.WithContext(ctx)
+	now := db.NowFunc()
+	cols := map[string]any{"status": status, "reason": reason}
+	switch {
+	case status == RunRunning:
+		cols["started_at"] = gorm.Expr("COALESCE(started_at, ?)", now)
+	case finalRun[status]:
+		cols["ended_at"] = now
+	}
+	// One conditional statement: of two racing final moves exactly one
+	// matches; the other sees the run final below.
+	res := db.Model(&Run{}).Where("id = ? AND status NOT IN ?", id, []string{RunSucceeded, RunCanceled, RunFailed}).Updates(cols)
+	if res.Error != nil {
+		return writeError(ctx, res.Error, "run", id, "set status")
+	}
+	if res.RowsAffected > 0 {
+		return nil
+	}
+	var states []string
+	if err := db.Model(&Run{}).Where("id = ?", id).Pluck("status", &states).Error; err != nil {
+		return dbError(ctx, err, "run "+id+": set status")
+	}
+	switch {
+	case len(states) == 0:
+		return notFound("run", id)
+	case states[0] == status:
+		return nil
+	}
+	return errs.E(errs.Conflict, "run %s: already %s, cannot become %s", id, states[0], status)
 }
 
 // GetCaseResult returns one case of a run; NotFound if absent.
 func (s *Store) GetCaseResult(ctx context.Context, runID string, ordinal int) (*CaseResult, error) {
-	return nil, errs.E(errs.Other, "run %s: not implemented", runID)
+	var c CaseResult
+	err := s.r.WithContext(ctx).Take(&c, "run_id = ? AND ordinal = ?", runID, ordinal).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, caseNotFound(runID, ordinal)
+	}
+	if err != nil {
+		return nil, dbError(ctx, err, fmt.Sprintf("run %s: case %d: get", runID, ordinal))
+	}
+	return &c, nil
 }
 
 // ListCaseResults returns a run's cases in ordinal order, the Spec column
-// included only when withSpec.
+// included only when withSpec. NotFound if the run does not exist.
 func (s *Store) ListCaseResults(ctx context.Context, runID string, withSpec bool) ([]CaseResult, error) {
-	return nil, errs.E(errs.Other, "run %s: not implemented", runID)
+	db := s.r.WithContext(ctx)
+	q := db.Where("run_id = ?", runID).Order("ordinal")
+	if !withSpec {
+		// Specs carry the case files: the bulk of a run's bytes, not
+		// needed by progress, reports or comparisons.
+		q = q.Omit("spec")
+	}
+	results := []CaseResult{}
+	if err := q.Find(&results).Error; err != nil {
+		return nil, dbError(ctx, err, "run "+runID+": list results")
+	}
+	if len(results) > 0 {
+		return results, nil
+	}
+	if err := existsOr404(db, &Run{}, "run", runID); err != nil {
+		return nil, writeError(ctx, err, "run", runID, "list results")
+	}
+	return results, nil
 }
 
 // StartCase marks a pending or running case running and sets StartedAt
 // the first time. Conflict if the case is done or canceled (a retried
 // activity must not run a finished case again).
 func (s *Store) StartCase(ctx context.Context, runID string, ordinal int, at time.Time) error {
-	return errs.E(errs.Other, "run %s: not implemented", runID)
+	db := s.w.WithContext(ctx)
+	if at.IsZero() {
+		at = db.NowFunc()
+	}
+	return s.updateOpenCase(ctx, runID, ordinal, "start", map[string]any{
+		"status":     CaseRunning,
+		"started_at": gorm.Expr("COALESCE(started_at, ?)", storedTime(at)),
+	})
 }
 
 // FinishCase stores r's outcome fields (Verdict, Reason, ExitCode,
@@ -92,22 +339,244 @@ func (s *Store) StartCase(ctx context.Context, runID string, ordinal int, at tim
 // Attempts, EndedAt) and Status done, only if the case is not done or
 // canceled yet; Conflict otherwise, so a case has exactly one final
 // result.
+//
+// A zero EndedAt is now; on success r.Status is done. NotFound if the
+// case does not exist; Invalid (field verdict, artifacts or attempts)
+// for a verdict that is not pass, fail or error or for bad JSON.
 func (s *Store) FinishCase(ctx context.Context, r *CaseResult) error {
-	return errs.E(errs.Other, "run %s: not implemented", r.RunID)
+	object := fmt.Sprintf("run %s: case %d", r.RunID, r.Ordinal)
+	switch r.Verdict {
+	case verdictPass, verdictFail, verdictError:
+	default:
+		return errs.Field("verdict", "%s: verdict %q: want %s, %s or %s", object, r.Verdict, verdictPass, verdictFail, verdictError)
+	}
+	for _, c := range []struct {
+		field string
+		raw   []byte
+	}{{"artifacts", r.Artifacts}, {"attempts", r.Attempts}} {
+		if err := checkJSON(c.field, object, c.raw); err != nil {
+			return err
+		}
+	}
+	metrics, err := jsonValue(r.Metrics)
+	if err != nil {
+		return errs.Field("metrics", "%s: metrics: %v", object, err)
+	}
+	ended := storedPtr(r.EndedAt)
+	if ended == nil {
+		now := s.w.NowFunc()
+		ended = &now
+	}
+	err = s.updateOpenCase(ctx, r.RunID, r.Ordinal, "finish", map[string]any{
+		"status":      CaseDone,
+		"verdict":     r.Verdict,
+		"reason":      r.Reason,
+		"exit_code":   r.ExitCode,
+		"duration_ms": r.DurationMS,
+		"command_ms":  r.CommandMS,
+		"stdout":      r.Stdout,
+		"stderr":      r.Stderr,
+		"score":       r.Score,
+		"metrics":     metrics,
+		"artifacts":   jsonColumn(r.Artifacts),
+		"attempts":    jsonColumn(r.Attempts),
+		"ended_at":    *ended,
+	})
+	if err != nil {
+		return err
+	}
+	r.Status, r.EndedAt = CaseDone, ended
+	return nil
 }
 
 // SetCaseAttempts stores the attempts so far of a case that is not final.
+// Conflict if it is final, NotFound if absent.
 func (s *Store) SetCaseAttempts(ctx context.Context, runID string, ordinal int, attempts []byte) error {
-	return errs.E(errs.Other, "run %s: not implemented", runID)
+	if err := checkJSON("attempts", fmt.Sprintf("run %s: case %d", runID, ordinal), attempts); err != nil {
+		return err
+	}
+	return s.updateOpenCase(ctx, runID, ordinal, "set attempts", map[string]any{"attempts": jsonColumn(attempts)})
 }
 
 // CancelCases marks every case of the run that is pending or running
 // canceled and returns how many.
 func (s *Store) CancelCases(ctx context.Context, runID string) (int, error) {
-	return 0, errs.E(errs.Other, "run %s: not implemented", runID)
+	db := s.w.WithContext(ctx)
+	res := db.Model(&CaseResult{}).Where("run_id = ? AND status IN ?", runID, []string{CasePending, CaseRunning}).
+		Updates(map[string]any{"status": CaseCanceled, "ended_at": db.NowFunc()})
+	if res.Error != nil {
+		return 0, dbError(ctx, res.Error, "run "+runID+": cancel cases")
+	}
+	return int(res.RowsAffected), nil
 }
 
 // CountCases counts a run's cases by status and verdict with one query.
+// An unknown run has no cases: zero counts.
 func (s *Store) CountCases(ctx context.Context, runID string) (RunCounts, error) {
-	return RunCounts{}, errs.E(errs.Other, "run %s: not implemented", runID)
+	var rows []struct {
+		Status  string
+		Verdict string
+		N       int
+	}
+	err := s.r.WithContext(ctx).Model(&CaseResult{}).Select("status, verdict, COUNT(*) AS n").
+		Where("run_id = ?", runID).Group("status, verdict").Scan(&rows).Error
+	if err != nil {
+		return RunCounts{}, dbError(ctx, err, "run "+runID+": count cases")
+	}
+	var c RunCounts
+	for _, r := range rows {
+		c.Total += r.N
+		switch r.Status {
+		case CasePending:
+			c.Pending += r.N
+		case CaseRunning:
+			c.Running += r.N
+		case CaseCanceled:
+			c.Canceled += r.N
+		case CaseDone:
+			switch r.Verdict {
+			case verdictPass:
+				c.Pass += r.N
+			case verdictFail:
+				c.Fail += r.N
+			default:
+				// FinishCase admits only the three verdicts; anything
+				// else is an infrastructure problem, not a test's.
+				c.Error += r.N
+			}
+		}
+	}
+	return c, nil
+}
+
+// updateOpenCase sets cols on one case of a run only if it is neither done
+// nor canceled, in one conditional statement: of two racing writers only
+// one can move a case to a final status. NotFound if there is no such
+// case, Conflict naming its status if it is final.
+func (s *Store) updateOpenCase(ctx context.Context, runID string, ordinal int, action string, cols map[string]any) error {
+	db := s.w.WithContext(ctx)
+	what := fmt.Sprintf("run %s: case %d: %s", runID, ordinal, action)
+	res := db.Model(&CaseResult{}).Where("run_id = ? AND ordinal = ? AND status NOT IN ?", runID, ordinal, finalCase).Updates(cols)
+	if res.Error != nil {
+		return dbError(ctx, res.Error, what)
+	}
+	if res.RowsAffected > 0 {
+		return nil
+	}
+	var states []string
+	if err := db.Model(&CaseResult{}).Where("run_id = ? AND ordinal = ?", runID, ordinal).Pluck("status", &states).Error; err != nil {
+		return dbError(ctx, err, what)
+	}
+	if len(states) == 0 {
+		return caseNotFound(runID, ordinal)
+	}
+	return errs.E(errs.Conflict, "run %s: case %d: already %s", runID, ordinal, states[0])
+}
+
+// prepareCases numbers cases 0..n-1 for suite su and sets su.CaseCount.
+func prepareCases(su *Suite, cases []SuiteCase) error {
+	for i := range cases {
+		c := &cases[i]
+		if c.CaseID == "" {
+			return errs.Field("cases", "suite %s: case %d: id is required", su.ID, i)
+		}
+		if err := checkJSON("cases", fmt.Sprintf("suite %s: case %s: spec", su.ID, c.CaseID), c.Spec); err != nil {
+			return err
+		}
+		c.SuiteID, c.Ordinal = su.ID, i
+	}
+	su.CaseCount = len(cases)
+	return nil
+}
+
+// insertSuiteCases inserts the prepared cases of suite id in batches; a
+// case id given twice is Conflict naming it (the unique index
+// idx_suite_cases_case is what enforces it).
+func insertSuiteCases(tx *gorm.DB, id string, cases []SuiteCase) error {
+	if len(cases) == 0 {
+		return nil
+	}
+	err := tx.CreateInBatches(cases, insertBatch).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return errs.E(errs.Conflict, "suite %s: case %s: id given twice", id, firstDuplicate(cases, func(c SuiteCase) string { return c.CaseID }))
+	}
+	return err
+}
+
+// lockSuiteTargets locks su's template and pool, those it names, against
+// deletion for the rest of tx; NotFound (field template_id or pool_id) if
+// one does not exist.
+func lockSuiteTargets(tx *gorm.DB, su *Suite) error {
+	for _, t := range []struct {
+		model       any
+		kind, field string
+		id          string
+	}{
+		{&Template{}, "template", "template_id", su.TemplateID},
+		{&Pool{}, "pool", "pool_id", su.PoolID},
+	} {
+		if t.id == "" {
+			continue
+		}
+		err := lockRow(tx, forShare, t.model, t.kind, t.id)
+		if errs.Is(err, errs.NotFound) {
+			return &errs.Error{Kind: errs.NotFound, Field: t.field,
+				Msg: fmt.Sprintf("suite %s: %s %s: not found", su.ID, t.kind, t.id)}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// existsOr404 returns NotFound unless model has a row with id.
+func existsOr404(tx *gorm.DB, model any, kind, id string) error {
+	var ids []string
+	if err := tx.Model(model).Where("id = ?", id).Limit(1).Pluck("id", &ids).Error; err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return notFound(kind, id)
+	}
+	return nil
+}
+
+// caseNotFound is the NotFound error for one case of a run.
+func caseNotFound(runID string, ordinal int) error {
+	return errs.E(errs.NotFound, "run %s: case %d: not found", runID, ordinal)
+}
+
+// firstDuplicate returns the first key of xs seen twice (the zero value if
+// none: the duplicate was then against a row already stored).
+func firstDuplicate[T any, K comparable](xs []T, key func(T) K) K {
+	seen := make(map[K]bool, len(xs))
+	for _, x := range xs {
+		k := key(x)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+	}
+	var zero K
+	return zero
+}
+
+// jsonValue is v as a JSON column written by a map update, matching GORM's
+// json serializer on create: NULL for a nil map or slice.
+func jsonValue(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// storedPtr is storedTime for an optional time.
+func storedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	st := storedTime(*t)
+	return &st
 }
