@@ -42,19 +42,25 @@ type ReconcilePoolOutput struct {
 	Gone bool
 	// Idle counts idle members made from the current template (running or
 	// still starting); Stale those made from an older one; Leased the
-	// members out with a lessee or being returned.
+	// members out with a lessee or being returned, which count toward the
+	// pool's size like idle ones.
 	Idle, Stale, Leased int
 	// Created and Removed count the workspaces this pass created and deleted.
 	Created, Removed int
 }
 
-// ReconcilePool is one pass of a pool's workflow. It keeps Size idle
-// workspaces made from the current version of the template: it creates
-// the missing ones, deletes idle ones that failed (a warm pool hands out
-// only working workspaces) or are too many, and replaces idle ones made
-// from an older version of the template one at a time: one new workspace
-// is made, and only when every new one runs is one old one deleted, so the
-// pool never has fewer than Size ready to lease while it rolls over.
+// ReconcilePool is one pass of a pool's workflow. A pool of size Size
+// holds Size workspaces, idle or leased: members out with a lessee or
+// being returned count toward the size, so a lease does not make the pool
+// create one and the return that follows does not make it delete one (a
+// lease/return loop would otherwise cost a create and a delete per lease).
+// The pass creates the missing members, deletes idle ones that failed (a
+// warm pool hands out only working workspaces) or are too many (only idle
+// ones: a leased member is its lessee's until it comes back), and replaces
+// idle ones made from an older version of the template one at a time: one
+// new workspace is made, and only when every new one runs is one old one
+// deleted, so the pool never has fewer ready to lease than it holds at
+// rest (Size minus those leased) while it rolls over.
 func (a *Activities) ReconcilePool(ctx context.Context, in ReconcilePoolInput) (ReconcilePoolOutput, error) {
 	out, err := a.reconcilePool(ctx, in.PoolID)
 	if err != nil {
@@ -105,10 +111,14 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 	for i := range members {
 		m := &members[i]
 		switch {
-		case m.PoolState != models.PoolIdle:
-			out.Leased++
 		case m.Phase == models.PhaseTerminating:
-			// On its way out; not counted.
+			// On its way out, idle or leased (its lessee deleted it):
+			// not counted, so the pool replaces it.
+		case m.PoolState != models.PoolIdle:
+			// Leased or being returned: part of the pool, not ours to
+			// delete. One that fails while leased is its lessee's to
+			// recover, return (a failed reset deletes it) or delete.
+			out.Leased++
 		case m.Phase == models.PhaseFailed || m.Phase == models.PhaseEscalated:
 			broken = append(broken, m)
 		case m.TemplateID != p.TemplateID || m.TemplateGeneration != tmpl.Generation:
@@ -124,18 +134,22 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 
 	var remove []*models.Workspace
 	remove = append(remove, broken...)
-	create := max(0, p.Size-len(fresh)-len(stale))
+	held := len(fresh) + len(stale) + out.Leased
+	create := max(0, p.Size-held)
 	switch {
 	case len(stale) > 0 && create == 0 && freshReady == len(fresh):
-		if len(fresh)+len(stale) > p.Size {
+		// Roll over: past the size (after a surge, or a size cut) an old
+		// one goes; at the size one new one is made first.
+		if held > p.Size {
 			remove = append(remove, stale[0])
 		} else {
 			create = 1
 		}
-	case len(stale) == 0 && len(fresh) > p.Size:
-		// Too many (the size went down): the newest go, those still
-		// starting first.
-		surplus := len(fresh) - p.Size
+	case len(stale) == 0 && held > p.Size:
+		// Too many (the size went down): the newest idle ones go, those
+		// still starting first. Leased members count but stay; they are
+		// removed when they come back idle, if still too many.
+		surplus := held - p.Size
 		for i := len(fresh) - 1; i >= 0 && surplus > 0; i-- {
 			if fresh[i].Phase != models.PhaseRunning {
 				remove = append(remove, fresh[i])

@@ -313,10 +313,16 @@ func (f *fakeLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace
 
 func (f *fakeLifecycle) NotifyPool(context.Context, string) error { return nil }
 
-// A pool pass fills the pool, replaces failed idle members, rolls over to
-// a new template version one workspace at a time, and on deletion removes
-// the idle members and leaves leased ones to their lessees.
-func TestReconcilePool(t *testing.T) {
+// poolRig is a pool "warm" of the given size on template "pt", with a fake
+// lifecycle whose creates and deletes the tests count.
+type poolRig struct {
+	*rig
+	lc  *fakeLifecycle
+	ctx context.Context
+}
+
+func newPoolRig(t *testing.T, size int) *poolRig {
+	t.Helper()
 	r := newRig(t)
 	ctx := context.Background()
 	lc := &fakeLifecycle{store: r.store}
@@ -324,84 +330,225 @@ func TestReconcilePool(t *testing.T) {
 	if err := r.store.CreateTemplate(ctx, &models.Template{ID: "pt", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.CreatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: 2}); err != nil {
+	if err := r.store.CreatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: size}); err != nil {
 		t.Fatal(err)
 	}
-	pass := func(wantCreated, wantRemoved int) ReconcilePoolOutput {
-		t.Helper()
-		lc.created, lc.deleted = nil, nil
-		out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.Created != wantCreated || out.Removed != wantRemoved {
-			t.Fatalf("pass = %+v, want %d created and %d removed", out, wantCreated, wantRemoved)
-		}
-		return out
+	return &poolRig{rig: r, lc: lc, ctx: ctx}
+}
+
+// pass runs one pass and checks what it created and removed.
+func (r *poolRig) pass(t *testing.T, wantCreated, wantRemoved int) ReconcilePoolOutput {
+	t.Helper()
+	r.lc.created, r.lc.deleted = nil, nil
+	out, err := r.a.ReconcilePool(r.ctx, ReconcilePoolInput{PoolID: "warm"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	runAll := func() {
-		t.Helper()
-		ws, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "warm"})
-		for _, w := range ws {
-			if w.Phase == models.PhasePending {
-				_ = r.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, "up")
+	if out.Created != wantCreated || out.Removed != wantRemoved {
+		t.Fatalf("pass = %+v, want %d created and %d removed", out, wantCreated, wantRemoved)
+	}
+	return out
+}
+
+// runAll brings the pending members up, as their workflows would.
+func (r *poolRig) runAll(t *testing.T) {
+	t.Helper()
+	ws, err := r.store.ListWorkspaces(r.ctx, models.WorkspaceFilter{PoolID: "warm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.Phase == models.PhasePending {
+			if err := r.store.SetWorkspacePhase(r.ctx, w.ID, models.PhaseRunning, "up"); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
+}
 
-	pass(2, 0)
-	pass(0, 0) // starting ones count
-	runAll()
-	first := append([]string(nil), lc.created...)
-	_ = first
+// ready counts the members a lease can take now: idle and running.
+func (r *poolRig) ready(t *testing.T) int {
+	t.Helper()
+	ws, err := r.store.ListWorkspaces(r.ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: models.PoolIdle, Phase: models.PhaseRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ws)
+}
 
-	// A lease takes one out; the pool makes another.
-	leased, err := r.store.LeaseWorkspace(ctx, "warm")
-	if err != nil || leased == nil {
-		t.Fatalf("lease: %v, %v", leased, err)
+func (r *poolRig) lease(t *testing.T) *models.Workspace {
+	t.Helper()
+	w, err := r.store.LeaseWorkspace(r.ctx, "warm")
+	if err != nil || w == nil {
+		t.Fatalf("lease: %v, %v", w, err)
 	}
-	out := pass(1, 0)
-	if out.Leased != 1 {
-		t.Errorf("leased = %d", out.Leased)
+	return w
+}
+
+// giveBack moves a leased member to returning (the API's return) and then
+// to idle (its workflow's reset), with a pass after each step.
+func (r *poolRig) giveBack(t *testing.T, id string) {
+	t.Helper()
+	if err := r.store.SetPoolState(r.ctx, id, models.PoolLeased, models.PoolReturning); err != nil {
+		t.Fatal(err)
 	}
-	runAll()
+	r.pass(t, 0, 0) // a returning member still counts: nothing goes
+	if err := r.store.SetPoolState(r.ctx, id, models.PoolReturning, models.PoolIdle); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pool pass fills the pool, counts leased members toward its size (a
+// lease makes no create, a return no delete), replaces failed idle
+// members and leased ones their lessee deleted, rolls over to a new
+// template version one workspace at a time, shrinks by idle members only,
+// and on deletion removes the idle members and leaves leased ones to their
+// lessees.
+func TestReconcilePool(t *testing.T) {
+	r := newPoolRig(t, 2)
+	ctx := r.ctx
+
+	r.pass(t, 2, 0)
+	r.pass(t, 0, 0) // starting ones count
+	r.runAll(t)
+
+	// A lease takes one out; it still counts toward the size.
+	leased := r.lease(t)
+	if out := r.pass(t, 0, 0); out.Leased != 1 || out.Idle != 1 {
+		t.Errorf("after a lease: %+v, want 1 leased and 1 idle", out)
+	}
 
 	// An idle member that failed is replaced.
 	idle, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: models.PoolIdle})
 	_ = r.store.SetWorkspacePhase(ctx, idle[0].ID, models.PhaseFailed, "dead")
-	pass(1, 1)
-	runAll()
+	r.pass(t, 1, 1)
+	r.runAll(t)
 
 	// A template change rolls the idle members over one at a time: never
-	// fewer than Size ready.
+	// fewer ready than the pool holds at rest (its size minus those
+	// leased). The leased member is rolled over once it is back.
 	tmpl, _ := r.store.GetTemplate(ctx, "pt")
 	tmpl.Description = "v2"
 	if err := r.store.UpdateTemplate(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
-	for step := 0; step < 2; step++ {
-		pass(1, 0) // surge: one new
-		pass(0, 0) // wait for it to run
-		runAll()
-		pass(0, 1) // then one old goes
+	roll := func(wantReady int) {
+		t.Helper()
+		r.pass(t, 1, 0) // surge: one new
+		r.pass(t, 0, 0) // wait for it to run
+		if got := r.ready(t); got < wantReady {
+			t.Fatalf("%d ready while the new one starts, want at least %d", got, wantReady)
+		}
+		r.runAll(t)
+		r.pass(t, 0, 1) // then one old goes
+		if got := r.ready(t); got < wantReady {
+			t.Fatalf("%d ready after an old one went, want at least %d", got, wantReady)
+		}
 	}
-	out = pass(0, 0)
-	if out.Idle != 2 || out.Stale != 0 {
+	roll(1)
+	if out := r.pass(t, 0, 0); out.Idle != 1 || out.Stale != 0 || out.Leased != 1 {
+		t.Errorf("after rolling the idle member: %+v", out)
+	}
+	r.giveBack(t, leased.ID)
+	roll(2)
+	if out := r.pass(t, 0, 0); out.Idle != 2 || out.Stale != 0 || out.Leased != 0 {
 		t.Errorf("after the roll-over: %+v", out)
+	}
+
+	// A leased member its lessee deletes no longer counts: it is replaced.
+	gone := r.lease(t)
+	r.pass(t, 0, 0)
+	_ = r.store.SetWorkspacePhase(ctx, gone.ID, models.PhaseTerminating, "deleted by its lessee")
+	r.pass(t, 1, 0)
+	r.runAll(t)
+
+	// A smaller size removes idle members only; a leased one stays, and
+	// goes when it comes back idle if the pool is still too big.
+	leased = r.lease(t)
+	if err := r.store.UpdatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if out := r.pass(t, 0, 1); out.Leased != 1 {
+		t.Errorf("after the size cut: %+v", out)
+	}
+	w, _ := r.store.GetWorkspace(ctx, leased.ID)
+	if w.Phase != models.PhaseRunning || w.PoolState != models.PoolLeased {
+		t.Errorf("leased member after the size cut = %s, %s", w.Phase, w.PoolState)
+	}
+	r.giveBack(t, leased.ID)
+	if out := r.pass(t, 0, 0); out.Idle != 1 {
+		t.Errorf("after the return: %+v", out)
 	}
 
 	// Deleting the pool removes the idle members; the leased one stays,
 	// detached.
+	if err := r.store.UpdatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r.pass(t, 2, 0)
+	r.runAll(t)
+	leased = r.lease(t)
 	if err := r.store.DeletePool(ctx, "warm"); err != nil {
 		t.Fatal(err)
 	}
-	out, err = r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
+	out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
 	if err != nil || !out.Gone || out.Removed != 2 {
 		t.Fatalf("gone pass = %+v, %v", out, err)
 	}
-	w, _ := r.store.GetWorkspace(ctx, leased.ID)
+	w, _ = r.store.GetWorkspace(ctx, leased.ID)
 	if w.PoolID != "" || w.PoolState != "" || w.Phase != models.PhaseRunning {
 		t.Errorf("leased workspace after the pool went = %+v", w)
+	}
+}
+
+// A lease/return loop does not churn the pool: over 100 cycles on a pool
+// of 4, with a pass after every step, nothing is created or deleted after
+// the initial fill, and the pool keeps the same four workspaces.
+func TestReconcilePoolLeaseReturnNoChurn(t *testing.T) {
+	const size, cycles = 4, 100
+	r := newPoolRig(t, size)
+	r.pass(t, size, 0)
+	r.runAll(t)
+	members := func() []string {
+		ws, err := r.store.ListWorkspaces(r.ctx, models.WorkspaceFilter{PoolID: "warm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]string, 0, len(ws))
+		for _, w := range ws {
+			ids = append(ids, w.ID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	first := members()
+
+	created, removed := 0, 0
+	count := func(out ReconcilePoolOutput) {
+		created += out.Created
+		removed += out.Removed
+	}
+	for i := range cycles {
+		// Lease one or more (up to the whole pool), then return them all.
+		n := 1 + i%size
+		var out []*models.Workspace
+		for range n {
+			out = append(out, r.lease(t))
+			count(r.pass(t, 0, 0))
+		}
+		for _, w := range out {
+			r.giveBack(t, w.ID)
+			count(r.pass(t, 0, 0))
+		}
+		if got := r.ready(t); got != size {
+			t.Fatalf("cycle %d: %d ready, want %d", i, got, size)
+		}
+	}
+	if created != 0 || removed != 0 {
+		t.Errorf("%d cycles: %d created, %d removed, want none", cycles, created, removed)
+	}
+	if got := members(); !slices.Equal(got, first) {
+		t.Errorf("members after %d cycles = %v, want the first ones %v", cycles, got, first)
 	}
 }
 
