@@ -23,7 +23,7 @@ func validSuite() *SuiteSpec {
 		},
 		Cases: []Case{
 			{ID: "add", Command: Command{Args: []string{"python3", "add.py"}}, Files: map[string]File{"add.py": Text("print(1+1)")},
-				Expect: Expect{StdoutContains: []string{"2"}, StdoutMatches: `^\d+$`, Files: map[string]File{"out/result.txt": Text("ok")}},
+				Expect:    Expect{StdoutContains: []string{"2"}, StdoutMatches: `^\d+$`, Files: map[string]File{"out/result.txt": Text("ok")}},
 				ScoreFile: "score.json", Collect: []string{"out/log.txt"}, Labels: map[string]string{"level": "easy"}},
 			{ID: "sub", Command: Command{Script: "python3 sub.py"}, Timeout: Duration(30 * time.Second)},
 		},
