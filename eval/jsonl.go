@@ -163,7 +163,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
 		return 0, errTooLarge
 	}
-	if int64(len(p)) > l.left+1 {
+	if int64(len(p)) > l.left { // not l.left+1: that overflows for a max of MaxInt64
 		p = p[:l.left+1]
 	}
 	n, err := l.r.Read(p)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,11 @@ func TestReadJSONLTooLarge(t *testing.T) {
 				t.Errorf("ReadCasesJSONL: err = %v, want too_large", err)
 			}
 		})
+	}
+
+	// No limit to speak of: the limit arithmetic must not overflow.
+	if _, err := ReadJSONL(strings.NewReader(in), math.MaxInt64); err != nil {
+		t.Errorf("max of MaxInt64: %v", err)
 	}
 
 	e := &endless{}
