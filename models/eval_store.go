@@ -12,11 +12,21 @@ import (
 	"github.com/primerhq/primer/errs"
 )
 
-// insertBatch is how many case rows one INSERT carries. A CaseResult row
-// binds 19 parameters, so a batch stays far below SQLite's 32766 and
-// PostgreSQL's 65535 bound parameters, while 10,000 cases take 20
-// statements instead of 10,000.
-const insertBatch = 500
+// Batched inserts: 10,000 cases take a few dozen INSERT statements
+// instead of 10,000.
+const (
+	// insertBatch is how many case rows one INSERT carries on PostgreSQL,
+	// where each statement is a round trip. A CaseResult row binds 19
+	// parameters, far below PostgreSQL's 65535 per statement.
+	insertBatch = 500
+	// sqliteBatchParams bounds the parameters of one INSERT on SQLite
+	// (itself allowing 32766). SQLite has no round trip to save, and the
+	// driver matches each parameter to its argument by a linear scan, so
+	// binding costs grow with the square of a statement's parameters:
+	// 500 CaseResult rows per statement make 10,000 rows take seconds,
+	// 50 rows a fraction of that.
+	sqliteBatchParams = 1000
+)
 
 // Verdicts of a done case, as package eval names them (eval imports
 // models, so the names cannot come from there).
@@ -57,7 +67,7 @@ func (s *Store) CreateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 		if err := tx.Create(su).Error; err != nil {
 			return err
 		}
-		return insertSuiteCases(tx, su.ID, cases)
+		return insertSuiteCases(tx, s.dialect, su.ID, cases)
 	})
 	return writeError(ctx, err, "suite", su.ID, "create")
 }
@@ -132,7 +142,7 @@ func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 		if err := tx.Where("suite_id = ?", su.ID).Delete(&SuiteCase{}).Error; err != nil {
 			return err
 		}
-		if err := insertSuiteCases(tx, su.ID, cases); err != nil {
+		if err := insertSuiteCases(tx, s.dialect, su.ID, cases); err != nil {
 			return err
 		}
 		return reload(tx, su, su.ID)
@@ -204,7 +214,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) err
 		if len(results) == 0 {
 			return nil
 		}
-		err := tx.CreateInBatches(results, insertBatch).Error
+		err := tx.CreateInBatches(results, batchRows(tx, s.dialect, &CaseResult{})).Error
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return errs.E(errs.Conflict, "run %s: case ordinal %d: given twice", r.ID, firstDuplicate(results, func(c CaseResult) int { return c.Ordinal }))
 		}
@@ -492,15 +502,28 @@ func prepareCases(su *Suite, cases []SuiteCase) error {
 // insertSuiteCases inserts the prepared cases of suite id in batches; a
 // case id given twice is Conflict naming it (the unique index
 // idx_suite_cases_case is what enforces it).
-func insertSuiteCases(tx *gorm.DB, id string, cases []SuiteCase) error {
+func insertSuiteCases(tx *gorm.DB, dialect, id string, cases []SuiteCase) error {
 	if len(cases) == 0 {
 		return nil
 	}
-	err := tx.CreateInBatches(cases, insertBatch).Error
+	err := tx.CreateInBatches(cases, batchRows(tx, dialect, &SuiteCase{})).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return errs.E(errs.Conflict, "suite %s: case %s: id given twice", id, firstDuplicate(cases, func(c SuiteCase) string { return c.CaseID }))
 	}
 	return err
+}
+
+// batchRows is how many rows of model one INSERT carries on dialect.
+func batchRows(tx *gorm.DB, dialect string, model any) int {
+	if dialect == DialectPostgres {
+		return insertBatch
+	}
+	stmt := &gorm.Statement{DB: tx}
+	// Parsed once per model and cached by GORM.
+	if err := stmt.Parse(model); err != nil || len(stmt.Schema.DBNames) == 0 {
+		return sqliteBatchParams / 20
+	}
+	return max(1, sqliteBatchParams/len(stmt.Schema.DBNames))
 }
 
 // lockSuiteTargets locks su's template and pool, those it names, against
