@@ -12,6 +12,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	// Suite schedules name IANA time zones; the binary carries their data
+	// so a minimal image without /usr/share/zoneinfo can load them.
+	_ "time/tzdata"
 
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/kubernetes"
