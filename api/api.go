@@ -1,6 +1,7 @@
 // Package api is Primer's REST API (docs/API.md): Gin handlers for providers,
-// templates, warm pools, workspaces (with their files, exec and events) and
-// sessions (with their tools and history), plus /healthz, /readyz and
+// templates, warm pools, workspaces (with their files, exec and events),
+// sessions (with their tools and history), eval suites and their runs (with
+// results, comparisons and progress events), plus /healthz, /readyz and
 // /metrics.
 //
 // The API starts, signals and reads workflows and rows; it never talks to a
@@ -28,6 +29,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
@@ -77,6 +79,8 @@ type server struct {
 	heartbeat time.Duration
 	// maxExecOutput caps the stdout and stderr a non-streaming exec collects.
 	maxExecOutput int
+	// maxSuiteBytes bounds a suite document with its cases (JSON or JSONL).
+	maxSuiteBytes int64
 
 	// leaseWake is how long after a lease its pool is woken to refill: the
 	// refill makes a sandbox, which on a small machine competes with the
@@ -128,6 +132,7 @@ func newServer(cfg Config) (*server, error) {
 		heartbeat:     15 * time.Second,
 		leaseWake:     250 * time.Millisecond,
 		maxExecOutput: 16 << 20,
+		maxSuiteBytes: eval.MaxSuiteBytes,
 	}, nil
 }
 
@@ -184,6 +189,24 @@ func (s *server) routes() http.Handler {
 	v1.PUT("/pools/:id", s.updatePool)
 	v1.DELETE("/pools/:id", s.deletePool)
 	v1.POST("/pools/:id/lease", s.leasePool)
+
+	v1.POST("/suites", s.createSuite)
+	v1.GET("/suites", s.listSuites)
+	v1.GET("/suites/:id", s.getSuite)
+	v1.PUT("/suites/:id", s.updateSuite)
+	v1.DELETE("/suites/:id", s.deleteSuite)
+	v1.GET("/suites/:id/cases", s.suiteCases)
+	v1.POST("/suites/:id/schedule/pause", s.scheduleOp("pause"))
+	v1.POST("/suites/:id/schedule/resume", s.scheduleOp("resume"))
+	v1.POST("/suites/:id/schedule/trigger", s.scheduleOp("trigger"))
+	v1.POST("/suites/:id/runs", s.createRun)
+
+	v1.GET("/runs", s.listRuns)
+	v1.GET("/runs/:id", s.getRun)
+	v1.GET("/runs/:id/results", s.runResults)
+	v1.GET("/runs/:id/compare", s.compareRuns)
+	v1.POST("/runs/:id/cancel", s.cancelRun)
+	v1.GET("/runs/:id/events", s.runEvents)
 
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/sessions", s.listSessions)

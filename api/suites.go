@@ -1,0 +1,416 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
+)
+
+// Media types of a JSONL body or answer: one JSON value a line.
+const (
+	mediaNDJSON = "application/x-ndjson"
+	mediaJSONL  = "application/jsonl"
+)
+
+// suiteView is a suite as the API shows it: the row (its spec without the
+// cases, and how many cases it has) and, when the suite has a schedule,
+// the schedule's live state from Temporal.
+type suiteView struct {
+	models.Suite
+	ScheduleStatus *workflows.ScheduleStatus `json:"schedule_status,omitempty"`
+	// ScheduleError says why the schedule's state could not be read
+	// (Temporal unreachable); the suite is shown anyway.
+	ScheduleError string `json:"schedule_error,omitempty"`
+}
+
+// isJSONL reports whether the request's body is JSONL.
+func isJSONL(c *gin.Context) bool {
+	mt, _, _ := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	return mt == mediaNDJSON || mt == mediaJSONL || mt == "application/x-jsonlines"
+}
+
+// readSuite reads a suite document from the body: a JSON SuiteSpec with
+// its cases, or JSONL (the spec on the first line, then one case a line),
+// at most maxSuiteBytes either way. It checks the document (eval's rules,
+// fields named spec.*) and that its template or pool exists.
+func (s *server) readSuite(c *gin.Context) (*eval.SuiteSpec, error) {
+	limit := s.maxSuiteBytes
+	var spec *eval.SuiteSpec
+	if isJSONL(c) {
+		if c.Request.ContentLength > limit {
+			return nil, errs.E(errs.TooLarge, "request body: %d bytes is over the limit of %d", c.Request.ContentLength, limit)
+		}
+		sp, err := eval.ReadJSONL(c.Request.Body, limit)
+		if err != nil {
+			if k := errs.KindOf(err); k != errs.TooLarge && k != errs.Invalid {
+				err = errs.E(errs.Invalid, "request body: %w", err)
+			}
+			return nil, err
+		}
+		spec = sp
+	} else {
+		spec = &eval.SuiteSpec{}
+		if err := s.decodeJSONLimit(c, spec, "spec.", false, limit); err != nil {
+			return nil, err
+		}
+	}
+	return spec, nil
+}
+
+// checkSuite validates a suite document and that the template or pool it
+// runs on exists.
+func (s *server) checkSuite(ctx context.Context, spec *eval.SuiteSpec) error {
+	if err := spec.Check(); err != nil {
+		return err
+	}
+	if spec.TemplateID != "" {
+		if _, err := s.cfg.Store.GetTemplate(ctx, spec.TemplateID); errs.Is(err, errs.NotFound) {
+			return errs.Field("spec.template_id", "spec.template_id: template %s not found", spec.TemplateID)
+		} else if err != nil {
+			return err
+		}
+	}
+	if spec.PoolID != "" {
+		if _, err := s.cfg.Store.GetPool(ctx, spec.PoolID); errs.Is(err, errs.NotFound) {
+			return errs.Field("spec.pool_id", "spec.pool_id: pool %s not found", spec.PoolID)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// suiteError gives a store error about a suite's template or pool its API
+// meaning: bad input naming the document's field (it may have gone between
+// the check and the write).
+func suiteError(err error, spec *eval.SuiteSpec) error {
+	if !errs.Is(err, errs.NotFound) {
+		return err
+	}
+	switch errs.FieldOf(err) {
+	case "template_id":
+		return errs.Field("spec.template_id", "spec.template_id: template %s not found", spec.TemplateID)
+	case "pool_id":
+		return errs.Field("spec.pool_id", "spec.pool_id: pool %s not found", spec.PoolID)
+	}
+	return err
+}
+
+// suiteRows splits a checked document into the suite's row (its spec
+// without the cases) and one row per case.
+func suiteRows(spec *eval.SuiteSpec) (*models.Suite, []models.SuiteCase, error) {
+	head := *spec
+	head.Cases = nil
+	raw, err := json.Marshal(head)
+	if err != nil {
+		return nil, nil, errs.E(errs.Other, "suite %s: encode spec: %w", spec.ID, err)
+	}
+	su := &models.Suite{ID: spec.ID, Description: spec.Description, TemplateID: spec.TemplateID, PoolID: spec.PoolID, Spec: raw}
+	rows := make([]models.SuiteCase, len(spec.Cases))
+	for i, cs := range spec.Cases {
+		b, err := json.Marshal(cs)
+		if err != nil {
+			return nil, nil, errs.E(errs.Other, "suite %s: case %s: encode: %w", spec.ID, cs.ID, err)
+		}
+		rows[i] = models.SuiteCase{SuiteID: spec.ID, Ordinal: i, CaseID: cs.ID, Labels: cs.Labels, Spec: b}
+	}
+	return su, rows, nil
+}
+
+// storedSpec decodes a suite row's spec (without cases).
+func storedSpec(su *models.Suite) (*eval.SuiteSpec, error) {
+	var spec eval.SuiteSpec
+	if len(su.Spec) > 0 {
+		if err := json.Unmarshal(su.Spec, &spec); err != nil {
+			return nil, errs.E(errs.Other, "suite %s: decode stored spec: %w", su.ID, err)
+		}
+	}
+	return &spec, nil
+}
+
+// suiteView returns su with its schedule's live state when it has one.
+func (s *server) suiteView(ctx context.Context, su *models.Suite) (suiteView, error) {
+	v := suiteView{Suite: *su}
+	spec, err := storedSpec(su)
+	if err != nil {
+		return v, err
+	}
+	if spec.Schedule == nil {
+		return v, nil
+	}
+	st, err := s.cfg.Starter.DescribeSchedule(ctx, su.ID)
+	if err != nil {
+		// The suite is readable without Temporal; say what is missing.
+		v.ScheduleError = err.Error()
+		return v, nil
+	}
+	v.ScheduleStatus = st
+	return v, nil
+}
+
+// cleanup runs fn on a context that outlives a canceled request, bounded by
+// cleanupTimeout, for undoing half-done work.
+func cleanup(ctx context.Context, fn func(ctx context.Context)) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	fn(cctx)
+}
+
+// createSuite stores a suite with its cases and, when it has a schedule,
+// creates its Temporal Schedule; a schedule that cannot be made takes the
+// suite back, so nothing is half-created.
+func (s *server) createSuite(c *gin.Context) {
+	ctx := c.Request.Context()
+	spec, err := s.readSuite(c)
+	if err == nil {
+		err = s.checkSuite(ctx, spec)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	su, rows, err := suiteRows(spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.CreateSuite(ctx, su, rows); err != nil {
+		s.fail(c, suiteError(err, spec))
+		return
+	}
+	if spec.Schedule != nil {
+		if err := s.cfg.Starter.SyncSchedule(ctx, su.ID, spec.Schedule); err != nil {
+			cleanup(ctx, func(ctx context.Context) {
+				if derr := s.cfg.Store.DeleteSuite(ctx, su.ID); derr != nil && !errs.Is(derr, errs.NotFound) {
+					s.log.Error("suite: remove row after failed schedule", "suite_id", su.ID, "error", derr.Error())
+				}
+			})
+			s.fail(c, err)
+			return
+		}
+	}
+	s.log.Info("suite created", "suite_id", su.ID, "cases", len(rows), "template_id", su.TemplateID,
+		"pool_id", su.PoolID, "scheduled", spec.Schedule != nil)
+	stored, err := s.cfg.Store.GetSuite(ctx, su.ID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.suiteView(ctx, stored)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Location", "/v1/suites/"+su.ID)
+	c.JSON(http.StatusCreated, v)
+}
+
+func (s *server) listSuites(c *gin.Context) {
+	sus, err := s.cfg.Store.ListSuites(c.Request.Context())
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, list(sus))
+}
+
+func (s *server) getSuite(c *gin.Context) {
+	ctx := c.Request.Context()
+	su, err := s.cfg.Store.GetSuite(ctx, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.suiteView(ctx, su)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+// suiteCases lists a suite's cases as the documents they were given as:
+// {"items":[case...]}, or with ?format=jsonl (or Accept: application/x-ndjson)
+// one case a line, which `create --cases` reads back.
+func (s *server) suiteCases(c *gin.Context) {
+	ctx := c.Request.Context()
+	format, err := answerFormat(c, formatJSON, formatJSONL)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rows, err := s.cfg.Store.ListSuiteCases(ctx, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if format == formatJSON {
+		out := make([]json.RawMessage, len(rows))
+		for i := range rows {
+			out[i] = rows[i].Spec
+		}
+		c.JSON(http.StatusOK, list(out))
+		return
+	}
+	c.Status(http.StatusOK)
+	c.Header("Content-Type", mediaNDJSON)
+	w := bufio.NewWriter(c.Writer)
+	for i := range rows {
+		var line bytes.Buffer
+		if err := json.Compact(&line, rows[i].Spec); err != nil {
+			s.log.Warn("suite: cases: stored case is not JSON", "suite_id", rows[i].SuiteID, "case_id", rows[i].CaseID)
+			return
+		}
+		line.WriteByte('\n')
+		if _, err := w.Write(line.Bytes()); err != nil {
+			return // the client left
+		}
+	}
+	_ = w.Flush()
+}
+
+// updateSuite replaces a suite's spec and cases and makes its schedule
+// match the new document: created, updated or deleted. The schedule is
+// synced first; if the store then refuses the suite, the schedule is put
+// back as the old document had it.
+func (s *server) updateSuite(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	spec, err := s.readSuite(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	spec.ID = id
+	if err := s.checkSuite(ctx, spec); err != nil {
+		s.fail(c, err)
+		return
+	}
+	old, err := s.cfg.Store.GetSuite(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	oldSpec, err := storedSpec(old)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	su, rows, err := suiteRows(spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Starter.SyncSchedule(ctx, id, spec.Schedule); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.UpdateSuite(ctx, su, rows); err != nil {
+		cleanup(ctx, func(ctx context.Context) {
+			if serr := s.cfg.Starter.SyncSchedule(ctx, id, oldSpec.Schedule); serr != nil {
+				s.log.Error("suite: restore schedule after failed update", "suite_id", id, "error", serr.Error())
+			}
+		})
+		s.fail(c, suiteError(err, spec))
+		return
+	}
+	s.log.Info("suite updated", "suite_id", id, "cases", len(rows), "scheduled", spec.Schedule != nil)
+	stored, err := s.cfg.Store.GetSuite(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	v, err := s.suiteView(ctx, stored)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, v)
+}
+
+// deleteSuite deletes the suite's schedule, then the suite and its cases.
+// Its runs and their results stay. When Temporal cannot delete the
+// schedule the suite is kept (503), so no schedule is left starting runs of
+// a suite that is gone.
+func (s *server) deleteSuite(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	if _, err := s.cfg.Store.GetSuite(ctx, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	// Always, not only when the document has a schedule: one left behind
+	// by an earlier failure goes too.
+	if err := s.cfg.Starter.DeleteSchedule(ctx, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.DeleteSuite(ctx, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("suite deleted", "suite_id", id)
+	c.Status(http.StatusNoContent)
+}
+
+// Notes of schedules paused or resumed through the API.
+const (
+	pauseNote  = "paused through the API"
+	resumeNote = "resumed through the API"
+)
+
+// scheduleOp acts on a suite's schedule: pause, resume or trigger. A suite
+// without a schedule is 409 failed_precondition.
+func (s *server) scheduleOp(op string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		ctx := c.Request.Context()
+		su, err := s.cfg.Store.GetSuite(ctx, c.Param("id"))
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		spec, err := storedSpec(su)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if spec.Schedule == nil {
+			s.fail(c, errs.E(errs.Precondition, "suite %s has no schedule", su.ID))
+			return
+		}
+		status := http.StatusOK
+		switch op {
+		case "pause":
+			err = s.cfg.Starter.PauseSchedule(ctx, su.ID, pauseNote)
+		case "resume":
+			err = s.cfg.Starter.ResumeSchedule(ctx, su.ID, resumeNote)
+		default:
+			err = s.cfg.Starter.TriggerSchedule(ctx, su.ID)
+			status = http.StatusAccepted
+		}
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		v, err := s.suiteView(ctx, su)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		c.JSON(status, v)
+	}
+}
