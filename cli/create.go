@@ -19,32 +19,41 @@ import (
 const DefaultWaitTimeout = 5 * time.Minute
 
 func (a *app) createCommand() *cobra.Command {
-	var file string
+	var file, cases string
 	cmd := &cobra.Command{
-		Use:   "create -f FILE",
-		Short: "Create the providers, templates, pools and workspaces a YAML file describes",
+		Use:   "create -f FILE [--cases CASES.jsonl]",
+		Short: "Create the providers, templates, pools, workspaces and eval suites a YAML file describes",
 		Long: `Create the resources of a YAML file of one or more '---'-separated documents,
-each with a kind (workspace_provider, workspace_template, workspace_pool or workspace)
-and a spec.
+each with a kind (workspace_provider, workspace_template, workspace_pool, workspace
+or eval_suite) and a spec.
 The whole file is checked before anything is created; documents are then created
-in order, and the first failure stops the rest.`,
+in order, and the first failure stops the rest.
+--cases adds the cases of a JSONL file (one case a line) to the file's one
+eval_suite document; the suite is then sent as JSONL, so suites of thousands of
+cases load in one request.`,
 		Example: `  primectl create -f primer.yaml
-  cat primer.yaml | primectl create -f -`,
+  cat primer.yaml | primectl create -f -
+  primectl create -f suite.yaml --cases cases.jsonl`,
 		Args: args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
 				return usagef("-f FILE is required (- for stdin)")
 			}
-			return a.createFromFile(cmd.Context(), file)
+			if file == "-" && cases == "-" {
+				return usagef("-f and --cases cannot both read stdin")
+			}
+			return a.createFromFile(cmd.Context(), file, cases)
 		}),
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "YAML file of documents to create; - for stdin")
+	cmd.Flags().StringVar(&cases, "cases", "", "JSONL file of cases for the file's eval_suite document; - for stdin")
 	cmd.AddCommand(a.createWorkspaceCommand())
 	return cmd
 }
 
-// createFromFile creates every document of file in order.
-func (a *app) createFromFile(ctx context.Context, file string) error {
+// createFromFile creates every document of file in order; casesFile, if
+// set, holds the cases of its one eval_suite document.
+func (a *app) createFromFile(ctx context.Context, file, casesFile string) error {
 	var r io.Reader = a.stdin
 	name := "stdin"
 	if file != "-" {
@@ -59,10 +68,21 @@ func (a *app) createFromFile(ctx context.Context, file string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	if casesFile != "" {
+		n := 0
+		for _, m := range ms {
+			if m.Suite != nil {
+				n++
+			}
+		}
+		if n != 1 {
+			return usagef("--cases needs exactly one %s document in %s, found %d", kindSuite, name, n)
+		}
+	}
 	c := a.client()
 	var created []string
 	for _, m := range ms {
-		res, obj, err := a.createManifest(ctx, c, m)
+		res, obj, err := a.createManifest(ctx, c, m, casesFile)
 		if err != nil {
 			a.report(fmt.Errorf("%s: document %d (%s): %w", name, m.Index, m.Name(), err))
 			if len(created) > 0 {
@@ -82,7 +102,7 @@ func (a *app) createFromFile(ctx context.Context, file string) error {
 
 // createManifest POSTs one document and returns its `kind/id` and the
 // created resource.
-func (a *app) createManifest(ctx context.Context, c *client.Client, m Manifest) (string, any, error) {
+func (a *app) createManifest(ctx context.Context, c *client.Client, m Manifest, casesFile string) (string, any, error) {
 	switch {
 	case m.Provider != nil:
 		p, err := c.CreateProvider(ctx, *m.Provider)
@@ -108,6 +128,12 @@ func (a *app) createManifest(ctx context.Context, c *client.Client, m Manifest) 
 			return "", nil, err
 		}
 		return kindWorkspace + "/" + w.ID, w, nil
+	case m.Suite != nil:
+		s, err := a.createSuite(ctx, c, m.Suite, casesFile)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindSuite + "/" + s.ID, s, nil
 	}
 	return "", nil, fmt.Errorf("document %d: empty", m.Index)
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/eval"
 )
 
 // Manifest is one document of a `primectl create -f` file: a kind and the
@@ -22,12 +23,13 @@ import (
 type Manifest struct {
 	Index int    // 1-based among the file's non-empty documents
 	Line  int    // 1-based line of the document's first line in the file
-	Kind  string // workspace_provider, workspace_template, workspace_pool or workspace
+	Kind  string // workspace_provider, workspace_template, workspace_pool, workspace or eval_suite
 
 	Provider  *client.ProviderSpec
 	Template  *client.TemplateSpec
 	Pool      *client.PoolSpec
 	Workspace *client.CreateWorkspaceRequest
+	Suite     *eval.SuiteSpec
 }
 
 // Name is the document's resource as output lines print it (`kind/id`), or
@@ -40,6 +42,8 @@ func (m Manifest) Name() string {
 		return m.Kind + "/" + m.Template.ID
 	case m.Pool != nil && m.Pool.ID != "":
 		return m.Kind + "/" + m.Pool.ID
+	case m.Suite != nil && m.Suite.ID != "":
+		return m.Kind + "/" + m.Suite.ID
 	}
 	return m.Kind
 }
@@ -50,7 +54,7 @@ var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
 // ParseManifests reads a stream of YAML documents separated by `---` lines.
 // Empty documents are skipped. Every document must have exactly `kind` and
 // `spec`; the kind must be workspace_provider, workspace_template,
-// workspace_pool or workspace; the spec's own keys must be the API's (its nested config and
+// workspace_pool, workspace or eval_suite; the spec's own keys must be the API's (its nested config and
 // backend documents are passed through for the server to check). Errors
 // name the document, its kind and, for YAML syntax, the line in the file.
 func ParseManifests(r io.Reader) ([]Manifest, error) {
@@ -191,8 +195,11 @@ func parseDocument(d document) (*Manifest, error) {
 	case kindWorkspace:
 		m.Workspace = &client.CreateWorkspaceRequest{}
 		spec = m.Workspace
+	case kindSuite:
+		m.Suite = &eval.SuiteSpec{}
+		spec = m.Suite
 	default:
-		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s, %s or %s", where, kind, kindProvider, kindTemplate, kindPool, kindWorkspace)
+		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s, %s, %s or %s", where, kind, kindProvider, kindTemplate, kindPool, kindWorkspace, kindSuite)
 	}
 	where = fmt.Sprintf("document %d (line %d, %s)", d.index, d.line, kind)
 	raw, ok := top["spec"]

@@ -14,7 +14,8 @@ import (
 )
 
 const resourceHelp = `Resources: provider (providers, prov), template (templates, tpl),
-pool (pools, workspace_pool), workspace (workspaces, ws), session (sessions, ses).`
+pool (pools, workspace_pool), workspace (workspaces, ws), session (sessions, ses),
+suite (suites, eval_suite), run (runs).`
 
 func (a *app) getCommand() *cobra.Command {
 	return &cobra.Command{
@@ -41,6 +42,10 @@ func (a *app) getCommand() *cobra.Command {
 func (a *app) get(ctx context.Context, kind, id string) error {
 	c := a.client()
 	switch kind {
+	case kindSuite:
+		return a.getSuite(ctx, id)
+	case kindRun:
+		return a.getRun(ctx, id)
 	case kindProvider:
 		p, err := c.GetProvider(ctx, id)
 		if err != nil {
@@ -80,6 +85,7 @@ type listFilters struct {
 	pool, poolState                    string
 	limit                              int
 	workspace, status                  string
+	suite                              string
 }
 
 // plural names a kind's resources in messages.
@@ -93,6 +99,10 @@ func plural(kind string) string {
 		return "pools"
 	case kindWorkspace:
 		return "workspaces"
+	case kindSuite:
+		return "suites"
+	case kindRun:
+		return "runs"
 	}
 	return "sessions"
 }
@@ -108,6 +118,8 @@ func filtersOf(kind string) []string {
 		return []string{"phase", "template", "provider", "backend", "pool", "pool-state", "limit"}
 	case kindSession:
 		return []string{"workspace", "status"}
+	case kindRun:
+		return []string{"suite", "status", "limit"}
 	}
 	return nil
 }
@@ -120,7 +132,8 @@ func (a *app) listCommand() *cobra.Command {
 		Short:   "List providers, templates, pools, workspaces or sessions",
 		Long: "List resources, optionally filtered.\n" + resourceHelp + `
 Filters: templates --provider; pools --template; workspaces --phase --template --provider
---backend --pool --pool-state --limit; sessions --workspace --status.`,
+--backend --pool --pool-state --limit; sessions --workspace --status;
+runs --suite --status --limit.`,
 		Example: `  primectl list workspaces --phase running
   primectl ls ws -o json
   primectl list sessions --workspace ws-1a2b --status open`,
@@ -130,7 +143,7 @@ Filters: templates --provider; pools --template; workspaces --phase --template -
 			if err != nil {
 				return err
 			}
-			for _, name := range []string{"phase", "template", "provider", "backend", "pool", "pool-state", "limit", "workspace", "status"} {
+			for _, name := range []string{"phase", "template", "provider", "backend", "pool", "pool-state", "limit", "workspace", "status", "suite"} {
 				if cmd.Flags().Changed(name) && !slices.Contains(filtersOf(kind), name) {
 					return usagef("--%s does not filter %s", name, plural(kind))
 				}
@@ -145,9 +158,10 @@ Filters: templates --provider; pools --template; workspaces --phase --template -
 	fl.StringVar(&f.poolState, "pool-state", "", "workspaces in this pool state (idle, leased, returning)")
 	fl.StringVar(&f.provider, "provider", "", "templates or workspaces on this provider")
 	fl.StringVar(&f.backend, "backend", "", "workspaces of this backend (local, worktree, ...)")
-	fl.IntVar(&f.limit, "limit", 0, "at most this many workspaces (0: all)")
+	fl.IntVar(&f.limit, "limit", 0, "at most this many workspaces or runs (0: all)")
 	fl.StringVar(&f.workspace, "workspace", "", "sessions on this workspace")
-	fl.StringVar(&f.status, "status", "", "sessions with this status (open, ended)")
+	fl.StringVar(&f.status, "status", "", "sessions (open, ended) or runs (pending, running, succeeded, canceled, failed) with this status")
+	fl.StringVar(&f.suite, "suite", "", "runs of this eval suite")
 	return cmd
 }
 
@@ -155,6 +169,10 @@ Filters: templates --provider; pools --template; workspaces --phase --template -
 func (a *app) list(ctx context.Context, kind string, f listFilters) error {
 	c := a.client()
 	switch kind {
+	case kindSuite:
+		return a.listSuites(ctx)
+	case kindRun:
+		return a.listRuns(ctx, f)
 	case kindProvider:
 		ps, err := c.ListProviders(ctx)
 		if err != nil {
@@ -248,6 +266,12 @@ func (a *app) deleteCommand() *cobra.Command {
 // delete deletes (or, for a session, ends) one resource and says so.
 func (a *app) delete(ctx context.Context, c *client.Client, kind, id, reason string) error {
 	switch kind {
+	case kindSuite:
+		if err := c.DeleteSuite(ctx, id); err != nil {
+			return err
+		}
+	case kindRun:
+		return usagef("runs cannot be deleted; cancel one with 'primectl run cancel ID'")
 	case kindProvider:
 		if err := c.DeleteProvider(ctx, id); err != nil {
 			return err

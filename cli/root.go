@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,12 +154,18 @@ func (a *app) group(use, short string, aliases ...string) *cobra.Command {
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "primectl",
-		Short: "primectl manages Primer workspaces, pools, templates, providers and sessions",
+		Short: "primectl manages Primer workspaces, pools, templates, providers, sessions and eval suites",
 		Long: `primectl manages Primer workspaces, warm pools, templates, providers and sessions
 through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if formats, ok := cmd.Annotations[outputFormats]; ok {
+				if slices.Contains(strings.Split(formats, ","), a.output) {
+					return nil
+				}
+				return usagef("-o %s: want %s", a.output, strings.ReplaceAll(formats, ",", ", "))
+			}
 			switch a.output {
 			case "table", "json", "yaml":
 				return nil
@@ -189,6 +196,8 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 		a.workspaceCommand(),
 		a.poolCommand(),
 		a.sessionCommand(),
+		a.suiteCommand(),
+		a.runCommand(),
 	)
 	return root
 }
@@ -210,6 +219,8 @@ const (
 	kindPool      = "workspace_pool"
 	kindWorkspace = "workspace"
 	kindSession   = "session"
+	kindSuite     = "eval_suite"
+	kindRun       = "run"
 )
 
 // resourceKind maps what users type (singular, plural, short, YAML kind) to a
@@ -226,6 +237,10 @@ func resourceKind(s string) (string, error) {
 		return kindWorkspace, nil
 	case "session", "sessions", "ses":
 		return kindSession, nil
+	case "suite", "suites", "eval_suite", "eval_suites":
+		return kindSuite, nil
+	case "run", "runs":
+		return kindRun, nil
 	}
-	return "", usagef("unknown resource %q: want provider, template, pool, workspace or session", s)
+	return "", usagef("unknown resource %q: want provider, template, pool, workspace, session, suite or run", s)
 }
