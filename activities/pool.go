@@ -20,6 +20,10 @@ type Lifecycle interface {
 	DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error
 	// NotifyPool wakes a pool's workflow.
 	NotifyPool(ctx context.Context, poolID string) error
+	// ReturnWorkspace gives a leased pool workspace (pool state already
+	// returning) back to its workflow, which resets it and puts it back
+	// in the pool, or replaces it.
+	ReturnWorkspace(ctx context.Context, w *models.Workspace) error
 }
 
 // CreateWorkspaceRequest is a workspace to create.

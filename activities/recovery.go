@@ -13,6 +13,8 @@ import (
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/protocol"
 )
 
 // ReplaceInput names the workspace whose sandbox is replaced by stale
@@ -278,12 +280,9 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	if err != nil {
 		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
 	}
-	res, err := cl.Reset(ctx)
+	res, err := a.resetSandbox(ctx, cl, ws, common)
 	if err != nil {
-		return ResetOutput{}, fmt.Errorf("workspace %s: reset: runtime: %w", id, err)
-	}
-	if err := a.prepare(ctx, cl, id, common, false, nil); err != nil {
-		return ResetOutput{}, redactErr(err, provisionSecrets(ws.RuntimeToken, common.Env)...)
+		return ResetOutput{}, err
 	}
 	ended, err := a.Store.EndWorkspaceSessions(ctx, id, models.ReasonWorkspaceReturned)
 	if err != nil {
@@ -305,6 +304,21 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	}
 	a.logger().Info("workspace returned to its pool", "workspace_id", id, "pool_id", ws.PoolID, "killed", out.Killed)
 	return out, nil
+}
+
+// resetSandbox makes a workspace's sandbox as it was when provisioned:
+// the runtime kills every process and empties the workspace root, then
+// the template's files are written and its init commands run again. A
+// pool return (reset) and an eval case on a reused workspace share it.
+func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *models.Workspace, common backend.Common) (protocol.ResetResult, error) {
+	res, err := cl.Reset(ctx)
+	if err != nil {
+		return res, fmt.Errorf("workspace %s: reset: runtime: %w", ws.ID, err)
+	}
+	if err := a.prepare(ctx, cl, ws.ID, common, false, nil); err != nil {
+		return res, redactErr(err, provisionSecrets(ws.RuntimeToken, common.Env)...)
+	}
+	return res, nil
 }
 
 // templateCommon reads the common part of a template's backend document.

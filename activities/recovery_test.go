@@ -291,9 +291,10 @@ func TestReconcile(t *testing.T) {
 // fakeLifecycle records what the pool activity asks for and stores rows
 // the way the real one does.
 type fakeLifecycle struct {
-	store   *models.Store
-	created []string
-	deleted []string
+	store    *models.Store
+	created  []string
+	deleted  []string
+	returned []string
 }
 
 func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
@@ -312,6 +313,11 @@ func (f *fakeLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace
 }
 
 func (f *fakeLifecycle) NotifyPool(context.Context, string) error { return nil }
+
+func (f *fakeLifecycle) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
+	f.returned = append(f.returned, w.ID)
+	return nil
+}
 
 // poolRig is a pool "warm" of the given size on template "pt", with a fake
 // lifecycle whose creates and deletes the tests count.

@@ -86,6 +86,8 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		SearchAttrTemplate.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrProvider.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrBackend.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrSuite:              enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrRun:                enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 
@@ -111,11 +113,12 @@ func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
 	}
 }
 
-// Register registers Primer's workflows (workspace, pool, reconciler, by
-// their names) and a's activities on w.
+// Register registers Primer's workflows (workspace, pool, reconciler, eval
+// run, by their names) and a's activities on w.
 func Register(w worker.Registry, a *activities.Activities) {
 	w.RegisterWorkflowWithOptions(WorkspaceWorkflow, workflow.RegisterOptions{Name: WorkspaceWorkflowName})
 	w.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowName})
 	w.RegisterWorkflowWithOptions(ReconcilerWorkflow, workflow.RegisterOptions{Name: ReconcilerWorkflowName})
+	w.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: RunWorkflowName})
 	w.RegisterActivity(a)
 }

@@ -198,3 +198,10 @@ func (s *Starter) StartReconciler(ctx context.Context, in ReconcilerInput) error
 	}
 	return nil
 }
+
+// ReturnWorkspace gives a leased pool workspace, whose pool state is
+// already returning, back to its workflow: it is reset and goes back to
+// its pool, or is replaced.
+func (s *Starter) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
+	return s.SignalWorkspace(ctx, w, SignalReturn, ReturnSignal{})
+}

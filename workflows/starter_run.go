@@ -3,6 +3,10 @@ package workflows
 import (
 	"context"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
@@ -16,17 +20,70 @@ type CreateRunRequest struct {
 	TriggeredBy string
 }
 
+// RunStartOptions returns the options a run's workflow starts with: its
+// id is the run's id, never reused, with the suite and run as search
+// attributes.
+func RunStartOptions(suiteID, runID string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                    runID,
+		TaskQueue:             TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: RunSearchAttributes(suiteID, runID),
+	}
+}
+
 // CreateRun stores a run of a suite (its cases resolved and pending) and
 // starts its workflow; if the workflow cannot be started the run's rows are
 // removed again. NotFound if the suite does not exist; Invalid (field
 // cases) for a selection naming unknown cases or picking none.
 func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.Run, error) {
-	return nil, errs.E(errs.Other, "run: not implemented")
+	trigger := req.Trigger
+	if trigger == "" {
+		trigger = models.TriggerUser
+	}
+	id := models.NewID("run")
+	run, err := activities.CreateRun(ctx, s.Store, activities.CreateRunSpec{
+		RunID:       id,
+		SuiteID:     req.SuiteID,
+		Selection:   req.Selection,
+		Trigger:     trigger,
+		TriggeredBy: req.TriggeredBy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	in := RunInput{RunID: id, SuiteID: run.SuiteID, TriggeredBy: req.TriggeredBy}
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, RunStartOptions(run.SuiteID, id), RunWorkflowName, in); err != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if derr := s.Store.DeleteRun(cctx, id); derr != nil && !errs.Is(derr, errs.NotFound) {
+			s.logger().Error("run: remove rows after failed start", "run_id", id, "error", derr.Error())
+		}
+		return nil, errs.E(errs.Unavailable, "run %s: start workflow: %w", id, err)
+	}
+	s.logger().Info("run created", "run_id", id, "suite_id", run.SuiteID, "total", run.Total,
+		"trigger", trigger, "triggered_by", req.TriggeredBy)
+	return run, nil
 }
 
 // CancelRun asks a run's workflow to stop: cases not finished are
 // canceled, its workspaces released, and the run ends canceled.
 // Precondition (409) if the run is already final.
 func (s *Starter) CancelRun(ctx context.Context, runID string) error {
-	return errs.E(errs.Other, "run: not implemented")
+	run, err := s.Store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if run.Status != models.RunPending && run.Status != models.RunRunning {
+		return errs.E(errs.Precondition, "run %s: is %s; only a pending or running run can be canceled", runID, run.Status)
+	}
+	wid := run.WorkflowID
+	if wid == "" {
+		wid = run.ID
+	}
+	if err := s.Temporal.CancelWorkflow(ctx, wid, ""); err != nil {
+		return errs.E(errs.Unavailable, "run %s: cancel workflow: %w", runID, err)
+	}
+	s.logger().Info("run cancel requested", "run_id", runID)
+	return nil
 }
