@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +170,47 @@ type caseExec struct {
 	infra error
 }
 
+// caseProcs runs a case's commands and remembers their process groups, so
+// that what they left running in the background (`daemon &`) is killed
+// when the case ends. On a container the runtime's reset would kill it
+// anyway; a runtime that runs as a host process (local, memory) kills only
+// the commands still running, so a case cleans up after itself.
+type caseProcs struct {
+	cl     *client.Client
+	groups []int
+}
+
+// exec runs req to completion like client.Exec.
+func (p *caseProcs) exec(ctx context.Context, req protocol.ExecRequest, stdout, stderr io.Writer) (protocol.ExecResult, error) {
+	proc, err := p.cl.Start(ctx, req, client.StartOptions{Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return protocol.ExecResult{}, err
+	}
+	if pid := proc.PID(); pid > 0 {
+		p.groups = append(p.groups, pid)
+	}
+	// No input: the command reads end of file, as with Exec.
+	_ = proc.Stdin().Close()
+	return proc.Wait()
+}
+
+// killLeft kills the process groups of the case's commands, which only
+// what they left behind still uses.
+func (p *caseProcs) killLeft(ctx context.Context) error {
+	if len(p.groups) == 0 {
+		return nil
+	}
+	args := []string{"sh", "-c", `for g in "$@"; do kill -9 "-$g" 2>/dev/null; done; exit 0`, "primer-case-cleanup"}
+	for _, g := range p.groups {
+		args = append(args, strconv.Itoa(g))
+	}
+	p.groups = nil
+	ctx, cancel := context.WithTimeout(ctx, caseOpTimeout)
+	defer cancel()
+	_, err := p.cl.Exec(ctx, protocol.ExecRequest{Args: args}, io.Discard, io.Discard)
+	return err
+}
+
 // execCase runs the case on the workspace. Its error is the activity's own
 // (the store); a workspace that failed is x.infra.
 func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, reset bool) (x caseExec, err error) {
@@ -213,14 +255,15 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 
 	timeout := caseTimeout(c)
 	deadline := time.Now().Add(timeout)
-	x.outcome.SetupFailed = a.setupCase(ctx, cl, c, deadline, timeout, infra)
+	procs := &caseProcs{cl: cl}
+	x.outcome.SetupFailed = setupCase(ctx, cl, procs, c, deadline, timeout, infra)
 	if x.infra != nil {
 		return x, nil
 	}
 	if x.outcome.SetupFailed == "" {
 		stdout, stderr := &outputTail{max: matchBytes}, &outputTail{max: matchBytes}
 		begin := time.Now()
-		res, err := cl.Exec(ctx, protocol.ExecRequest{Args: c.Command.Argv(), Env: c.Env, Timeout: max(time.Until(deadline), time.Millisecond)}, stdout, stderr)
+		res, err := procs.exec(ctx, protocol.ExecRequest{Args: c.Command.Argv(), Env: c.Env, Timeout: max(time.Until(deadline), time.Millisecond)}, stdout, stderr)
 		x.commandMS = time.Since(begin).Milliseconds()
 		if ctx.Err() != nil || infra(err) {
 			return x, nil
@@ -234,6 +277,9 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 		}
 		x.outcome.ExitCode, x.outcome.TimedOut = res.ExitCode, res.TimedOut
 		x.outcome.Stdout, x.outcome.Stderr = stdout.String(), stderr.String()
+		if infra(procs.killLeft(ctx)) {
+			return x, nil
+		}
 
 		if len(c.Expect.Files) > 0 {
 			x.outcome.Files = map[string][]byte{}
@@ -260,6 +306,9 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 			}
 		}
 	}
+	if infra(procs.killLeft(ctx)) {
+		return x, nil
+	}
 	x.artifacts, err = collect(ctx, cl, c.Collect)
 	infra(err)
 	return x, nil
@@ -268,7 +317,7 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 // setupCase writes the case's files and runs its setup commands; it
 // returns why setup failed, "" when it passed. A runtime failure is
 // reported through infra (which returns true for it).
-func (a *Activities) setupCase(ctx context.Context, cl *client.Client, c eval.Case, deadline time.Time, timeout time.Duration, infra func(error) bool) string {
+func setupCase(ctx context.Context, cl *client.Client, procs *caseProcs, c eval.Case, deadline time.Time, timeout time.Duration, infra func(error) bool) string {
 	paths := make([]string, 0, len(c.Files))
 	for p := range c.Files {
 		paths = append(paths, p)
@@ -291,7 +340,7 @@ func (a *Activities) setupCase(ctx context.Context, cl *client.Client, c eval.Ca
 			return fmt.Sprintf("setup[%d]: timed out after %s", i, timeout)
 		}
 		stderr := &tailBuffer{max: stderrTail}
-		res, err := cl.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", cmd}, Env: c.Env, Timeout: left}, io.Discard, stderr)
+		res, err := procs.exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", cmd}, Env: c.Env, Timeout: left}, io.Discard, stderr)
 		if ctx.Err() != nil || infra(err) {
 			return ""
 		}

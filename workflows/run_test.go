@@ -512,3 +512,21 @@ func TestRunScheduleStartedUsesWorkflowID(t *testing.T) {
 		t.Errorf("upserted PrimerRun %v, want [%s]", upserted, wid)
 	}
 }
+
+// A run's workflow id is the run's id, never reused, with the suite and
+// run as search attributes.
+func TestRunStartOptions(t *testing.T) {
+	o := RunStartOptions("nightly", "run-0123456789abcdef")
+	if o.ID != "run-0123456789abcdef" || o.TaskQueue != TaskQueue {
+		t.Errorf("id/queue = %q/%q", o.ID, o.TaskQueue)
+	}
+	if suite, _ := o.TypedSearchAttributes.GetKeyword(searchKeySuite); suite != "nightly" {
+		t.Errorf("%s = %q", SearchAttrSuite, suite)
+	}
+	if run, _ := o.TypedSearchAttributes.GetKeyword(searchKeyRun); run != "run-0123456789abcdef" {
+		t.Errorf("%s = %q", SearchAttrRun, run)
+	}
+	if _, ok := SearchAttributes()[SearchAttrSuite]; !ok {
+		t.Errorf("%s is not registered", SearchAttrSuite)
+	}
+}

@@ -703,12 +703,17 @@ func TestStartOptions(t *testing.T) {
 			t.Errorf("%s = %q, want %q", key.GetName(), got, want)
 		}
 	}
-	if n := len(SearchAttributes()); n != 4 {
-		t.Errorf("SearchAttributes() has %d, want 4", n)
+	if n := len(SearchAttributes()); n != 6 {
+		t.Errorf("SearchAttributes() has %d, want 6", n)
 	}
+	// Every registered attribute is set by the workspace's or a run's start.
+	run := RunStartOptions("s", "run-1")
 	for name := range SearchAttributes() {
-		if _, ok := o.TypedSearchAttributes.GetUntypedValues()[temporal.NewSearchAttributeKeyKeyword(name)]; !ok {
-			t.Errorf("start options lack %s", name)
+		key := temporal.NewSearchAttributeKeyKeyword(name)
+		_, ws := o.TypedSearchAttributes.GetUntypedValues()[key]
+		_, r := run.TypedSearchAttributes.GetUntypedValues()[key]
+		if !ws && !r {
+			t.Errorf("no start options set %s", name)
 		}
 	}
 }
