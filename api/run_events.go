@@ -11,6 +11,13 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
+// bigRun is the size from which a run's stream sends progress at most once
+// a progressEvery: each progress reads every result of the run.
+const (
+	bigRun        = 1000
+	progressEvery = time.Second
+)
+
 // SSE event names of a run's stream.
 const (
 	runEventProgress = "progress"
@@ -43,6 +50,7 @@ func (s *server) runEvents(c *gin.Context) {
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()
 	lastWrite := time.Now()
+	var lastProgress time.Time
 	var last *models.RunCounts
 	for {
 		// The run is read before its counts: a run seen final has all its
@@ -64,7 +72,11 @@ func (s *server) runEvents(c *gin.Context) {
 			return
 		}
 		final := runFinal(r.Status)
-		if last == nil || counts != *last || final {
+		changed := last == nil || counts != *last
+		if changed && !final && last != nil && counts.Total >= bigRun && time.Since(lastProgress) < progressEvery {
+			changed = false // a later poll sends it: last still holds what was sent
+		}
+		if changed || final {
 			v, err := s.runView(ctx, r)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -76,7 +88,7 @@ func (s *server) runEvents(c *gin.Context) {
 				if writeRunEvent(c, runEventProgress, v.Progress) != nil {
 					return // the client left
 				}
-				lastWrite = time.Now()
+				lastWrite, lastProgress = time.Now(), time.Now()
 			}
 			last = &counts
 			if final {

@@ -285,6 +285,7 @@ func TestSuiteSchedule(t *testing.T) {
 	}
 
 	// A PUT whose schedule cannot be synced changes nothing.
+	h.do("POST", "/v1/suites", suiteJSON("plain", 1, "")).expect(t, 201)
 	fs.setFail(errors.New("connection refused"), nil)
 	h.do("PUT", "/v1/suites/nightly", suiteJSON("", 1, `"schedule":{"cron":"@daily"}`)).expectError(t, 503, "unavailable", "", "connection refused")
 	if su, err := h.store.GetSuite(context.Background(), "nightly"); err != nil || su.CaseCount != 2 {
@@ -296,6 +297,9 @@ func TestSuiteSchedule(t *testing.T) {
 	if _, err := h.store.GetSuite(context.Background(), "nightly"); err != nil {
 		t.Fatalf("suite after a failed DELETE: %v", err)
 	}
+	// A suite without a schedule is deleted without Temporal.
+	h.do("DELETE", "/v1/suites/plain", nil).expect(t, 204)
+	h.noSuite(t, "plain")
 	// A create whose schedule cannot be made leaves nothing behind.
 	h.do("POST", "/v1/suites", suiteJSON("later", 1, `"schedule":{"cron":"@daily"}`)).expectError(t, 503, "unavailable", "", "")
 	h.noSuite(t, "later")
