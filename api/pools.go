@@ -30,8 +30,8 @@ const (
 type poolSpec struct {
 	ID         string `json:"id"`
 	TemplateID string `json:"template_id"`
-	// Size is how many idle workspaces the pool keeps; 0 (or absent)
-	// means models.DefaultPoolSize.
+	// Size is how many workspaces the pool holds, idle or leased; 0 (or
+	// absent) means models.DefaultPoolSize.
 	Size int `json:"size"`
 }
 

@@ -71,8 +71,8 @@ var poolOptions = workflow.LocalActivityOptions{
 }
 
 // PoolWorkflow keeps a warm pool full: each pass (activities.ReconcilePool)
-// creates workspaces until the pool holds its size of idle ones, deletes
-// idle workspaces that failed or are too many, and replaces those made
+// creates workspaces until the pool holds its size of them, idle or
+// leased, deletes idle workspaces that failed or are too many, and replaces those made
 // from an older version of the template one at a time. A pass runs when
 // signalled (a lease, a return, a change of the pool or its template) and
 // every Interval otherwise. The workflow ends when the pool is deleted,

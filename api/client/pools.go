@@ -18,8 +18,8 @@ const (
 type PoolSpec struct {
 	ID         string `json:"id,omitempty"`
 	TemplateID string `json:"template_id"`
-	// Size is how many idle workspaces the pool keeps: 1 to 100; 0 means
-	// the server's default (3).
+	// Size is how many workspaces the pool holds, idle or leased: 1 to
+	// 100; 0 means the server's default (3).
 	Size int `json:"size,omitempty"`
 }
 
