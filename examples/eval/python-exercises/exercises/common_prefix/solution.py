@@ -1,0 +1,9 @@
+def longest_common_prefix(words):
+    """The longest string every word of words starts with ("" for no words)."""
+    if not words:
+        return ""
+    prefix = words[0]
+    for w in words[1:]:
+        while not w.startswith(prefix):
+            prefix = prefix[:-1]
+    return prefix

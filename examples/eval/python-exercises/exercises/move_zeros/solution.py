@@ -1,0 +1,4 @@
+def move_zeros(xs):
+    """xs with its zeros moved to the end, the other items in their order."""
+    non_zero = [x for x in xs if x != 0]
+    return non_zero + [0] * (len(xs) - len(non_zero))
