@@ -33,6 +33,7 @@ func TestReplay(t *testing.T) {
 			r.RegisterWorkflowWithOptions(WorkspaceWorkflow, workflow.RegisterOptions{Name: WorkspaceWorkflowName})
 			r.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowName})
 			r.RegisterWorkflowWithOptions(ReconcilerWorkflow, workflow.RegisterOptions{Name: ReconcilerWorkflowName})
+			r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: RunWorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
 				t.Fatalf("replay %s: %v", file, err)
 			}

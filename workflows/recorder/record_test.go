@@ -45,13 +45,14 @@ type script struct {
 // returned, so fakes make histories as good as real ones, with exact
 // control over misses and failures.
 type fakes struct {
-	mu      sync.Mutex
-	scripts map[string]*script
-	provs   map[string]int
-	probes  map[string]int
-	repls   map[string]int
-	dests   map[string]int
-	passes  int
+	mu       sync.Mutex
+	scripts  map[string]*script
+	provs    map[string]int
+	probes   map[string]int
+	repls    map[string]int
+	dests    map[string]int
+	passes   int
+	acquired int
 }
 
 func (f *fakes) Provision(_ context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
@@ -132,6 +133,43 @@ func (f *fakes) Reconcile(context.Context, activities.ReconcileInput) (activitie
 	return activities.ReconcileOutput{Removed: []string{"ws-orphan"}}, nil
 }
 
+// The eval run's activities: five cases on two slots; case 2 loses its
+// workspace once and passes on another, case 3 fails.
+
+func (f *fakes) PrepareRun(_ context.Context, in activities.PrepareRunInput) (activities.PrepareRunOutput, error) {
+	return activities.PrepareRunOutput{RunID: in.RunID, Total: 5, Concurrency: 2, Retries: 1, TemplateID: models.DefaultTemplateID,
+		CaseTimeout: time.Minute, StartTimeout: time.Minute}, nil
+}
+
+func (f *fakes) AcquireWorkspace(_ context.Context, in activities.AcquireWorkspaceInput) (activities.AcquireWorkspaceOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acquired++
+	return activities.AcquireWorkspaceOutput{WorkspaceID: fmt.Sprintf("ws-run-%d", f.acquired)}, nil
+}
+
+func (f *fakes) RunCase(_ context.Context, in activities.RunCaseInput) (activities.RunCaseOutput, error) {
+	switch {
+	case in.Ordinal == 2 && in.Attempt == 1:
+		return activities.RunCaseOutput{Verdict: "error", Infra: true, Reason: "workspace " + in.WorkspaceID + ": runtime connect: connection refused"}, nil
+	case in.Ordinal == 3:
+		return activities.RunCaseOutput{Verdict: "fail", Reason: "exit code 1, want 0"}, nil
+	}
+	return activities.RunCaseOutput{Verdict: "pass"}, nil
+}
+
+func (f *fakes) ReleaseWorkspace(context.Context, activities.ReleaseWorkspaceInput) (activities.ReleaseWorkspaceOutput, error) {
+	return activities.ReleaseWorkspaceOutput{Released: true}, nil
+}
+
+func (f *fakes) FailCase(context.Context, activities.FailCaseInput) (activities.FailCaseOutput, error) {
+	return activities.FailCaseOutput{Verdict: "error"}, nil
+}
+
+func (f *fakes) FinishRun(_ context.Context, in activities.FinishRunInput) (activities.FinishRunOutput, error) {
+	return activities.FinishRunOutput{Status: in.Status, Total: 5, Pass: 4, Fail: 1, Released: 2}, nil
+}
+
 func handle(id string) backend.Handle {
 	return backend.Handle{Backend: models.BackendLocal, WorkspaceID: id, Path: "/var/lib/primer/workspaces/" + id}
 }
@@ -207,6 +245,7 @@ func TestRecordHistories(t *testing.T) {
 	w.RegisterWorkflowWithOptions(workflows.WorkspaceWorkflow, workflow.RegisterOptions{Name: workflows.WorkspaceWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.ReconcilerWorkflow, workflow.RegisterOptions{Name: workflows.ReconcilerWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.RunWorkflow, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 	w.RegisterActivity(f)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
@@ -388,6 +427,28 @@ func TestRecordHistories(t *testing.T) {
 				}
 			},
 			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+		},
+
+		// Eval run histories.
+		{
+			// Five cases over two slots, an infrastructure retry on
+			// another workspace (the broken one released), a failing case,
+			// then FinishRun.
+			file: "run_v1.json",
+			start: func(t *testing.T) client.WorkflowRun {
+				wr, err := c.ExecuteWorkflow(ctx, workflows.RunStartOptions("recorded", "run-recorded"), workflows.RunWorkflowName,
+					workflows.RunInput{RunID: "run-recorded", SuiteID: "recorded", TriggeredBy: "recorder"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return wr
+			},
+			drive: func(t *testing.T, r *run) {
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
 		},
 
 		// Version 2 (vSelfHeal) histories.
