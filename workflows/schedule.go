@@ -34,7 +34,8 @@ type ScheduleStatus struct {
 	Note string `json:"note,omitempty"`
 	// NumActions counts the runs it has started (triggers included).
 	NumActions int `json:"num_actions"`
-	// NextRunTimes are the next times a run is due (none while paused).
+	// NextRunTimes are the next times a run is due; none while paused
+	// (Temporal lists them anyway, but no run starts at them).
 	NextRunTimes []time.Time `json:"next_run_times"`
 	// RecentRuns are the last runs it started, oldest first.
 	RecentRuns []ScheduledRun `json:"recent_runs"`
@@ -213,6 +214,9 @@ func scheduleStatus(id string, d *client.ScheduleDescription) *ScheduleStatus {
 	}
 	if d.Schedule.State != nil {
 		st.Paused, st.Note = d.Schedule.State.Paused, d.Schedule.State.Note
+	}
+	if st.Paused {
+		st.NextRunTimes = []time.Time{}
 	}
 	for _, a := range d.Info.RecentActions {
 		r := ScheduledRun{ScheduledAt: a.ScheduleTime, StartedAt: a.ActualTime}

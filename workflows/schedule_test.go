@@ -150,7 +150,7 @@ func TestSuiteSchedule(t *testing.T) {
 	if err := s.PauseSchedule(ctx, suite, "paused by test"); err != nil {
 		t.Fatal(err)
 	}
-	if st, err = s.DescribeSchedule(ctx, suite); err != nil || !st.Paused || st.Note != "paused by test" {
+	if st, err = s.DescribeSchedule(ctx, suite); err != nil || !st.Paused || st.Note != "paused by test" || len(st.NextRunTimes) != 0 {
 		t.Fatalf("after pause: %+v, %v", st, err)
 	}
 
