@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
-	"errors"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -144,7 +144,7 @@ func TestEvalOnLocal(t *testing.T) {
 			{ID: "a", Command: script("grep -q a-pass " + state)},
 			{ID: "b", Command: script("grep -q b-pass " + state)},
 			{ID: "scored", Files: map[string]eval.File{"score.json": eval.Text(score(0.5))},
-				Command: script(`echo out > out.txt; grep -q b-pass ` + state + ` && printf '` + score(0.9) + `' > score.json`),
+				Command:   script(`echo out > out.txt; grep -q b-pass ` + state + ` && printf '` + score(0.9) + `' > score.json`),
 				ScoreFile: "score.json", Collect: []string{"out.txt"}},
 			{ID: "wrong-exit", Command: script("exit 3"), Expect: eval.Expect{ExitCode: intp(3)}, Labels: map[string]string{"kind": "exit"}},
 		},
