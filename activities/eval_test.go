@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -526,6 +527,9 @@ func TestAcquireReleaseFinish(t *testing.T) {
 	r.run(t, "run-pool", eval.SuiteSpec{PoolID: "warm", WebhookURL: srv.URL + "/hook?token=hook-secret"},
 		eval.Case{ID: "a", Command: script("true")}, eval.Case{ID: "b", Command: script("false")}, eval.Case{ID: "c", Command: script("true")})
 	p0, p1 := r.acquire(t, "run-pool", 0), r.acquire(t, "run-pool", 1)
+	if !slices.Contains(members, p0) || !slices.Contains(members, p1) {
+		t.Errorf("leased %s and %s, want the pool's members %v", p0, p1, members)
+	}
 	w0, _ := r.store.GetWorkspace(ctx, p0)
 	if w0.PoolState != models.PoolLeased || w0.Labels["team"] != "x" || w0.Labels[LabelRun] != "run-pool" || w0.Labels[LabelSlot] != "0" {
 		t.Errorf("leased = %s labels %v", w0.PoolState, w0.Labels)

@@ -530,3 +530,54 @@ func TestRunStartOptions(t *testing.T) {
 		t.Errorf("%s is not registered", SearchAttrSuite)
 	}
 }
+
+// A long run keeps every workflow run's history under 10,000 events: it
+// continues as new after RunCasesPerRun cases. The count is the bound of
+// history_test.go's historyCounter (every activity its own workflow task).
+func TestRunHistoryStaysBounded(t *testing.T) {
+	const total, concurrency = 2500, 32
+	f := newRunFakes(total, concurrency, 2)
+	f.caseTime = 100 * time.Millisecond
+	in := RunInput{RunID: "run-big", SuiteID: "s"}
+	runs, maxEvents := 0, 0
+	for {
+		runs++
+		env := newRunEnv(t, f)
+		acts := 0
+		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+			acts++
+			if info.ActivityType.Name == "RunCase" {
+				f.mu.Lock()
+				f.inflight--
+				f.mu.Unlock()
+			}
+		})
+		env.ExecuteWorkflow(RunWorkflowName, in)
+		c := historyCounter{acts: acts}
+		maxEvents = max(maxEvents, c.events())
+		if n := c.events(); n >= 10_000 {
+			t.Fatalf("run %d: about %d events, want under 10,000", runs, n)
+		}
+		err := env.GetWorkflowError()
+		if err == nil {
+			break
+		}
+		in = decodeRunContinue(t, err)
+	}
+	t.Logf("%d cases at concurrency %d: %d workflow runs, largest about %d events", total, concurrency, runs, maxEvents)
+	if want := (total + RunCasesPerRun - 1) / RunCasesPerRun; runs != want {
+		t.Errorf("%d workflow runs, want %d", runs, want)
+	}
+	got := f.runs()
+	if len(got) != total {
+		t.Errorf("ran %d cases, want %d", len(got), total)
+	}
+	for ord, n := range got {
+		if n != 1 {
+			t.Errorf("case %d ran %d times", ord, n)
+		}
+	}
+	if f.acquires != concurrency {
+		t.Errorf("acquired %d workspaces, want %d held across the runs", f.acquires, concurrency)
+	}
+}
