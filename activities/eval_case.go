@@ -176,7 +176,12 @@ type caseExec struct {
 // anyway; a runtime that runs as a host process (local, memory) kills only
 // the commands still running, so a case cleans up after itself.
 type caseProcs struct {
-	cl     *client.Client
+	cl *client.Client
+	// track is false where the runtime's reset kills every process of the
+	// sandbox (a container, a pod): the next case's reset, or the return
+	// or delete at the end of the run, ends what a case left, so the case
+	// spends no exec on it.
+	track  bool
 	groups []int
 }
 
@@ -186,7 +191,7 @@ func (p *caseProcs) exec(ctx context.Context, req protocol.ExecRequest, stdout, 
 	if err != nil {
 		return protocol.ExecResult{}, err
 	}
-	if pid := proc.PID(); pid > 0 {
+	if pid := proc.PID(); pid > 0 && p.track {
 		p.groups = append(p.groups, pid)
 	}
 	// No input: the command reads end of file, as with Exec.
@@ -255,7 +260,7 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 
 	timeout := caseTimeout(c)
 	deadline := time.Now().Add(timeout)
-	procs := &caseProcs{cl: cl}
+	procs := &caseProcs{cl: cl, track: a.hostProcesses(ctx, ws)}
 	x.outcome.SetupFailed = setupCase(ctx, cl, procs, c, deadline, timeout, infra)
 	if x.infra != nil {
 		return x, nil
@@ -489,4 +494,14 @@ func (o *outputTail) String() string {
 		return string(o.buf[len(o.buf)-o.max:])
 	}
 	return string(o.buf)
+}
+
+// hostProcesses reports whether the workspace's commands run as host
+// processes (no isolation), where a reset kills only what is still
+// running under the runtime. When the backend cannot be resolved it
+// answers true: the case then cleans up after itself, at the cost of an
+// exec.
+func (a *Activities) hostProcesses(ctx context.Context, ws *models.Workspace) bool {
+	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	return err != nil || b.Capabilities().Isolation == "none"
 }

@@ -351,10 +351,15 @@ func same(got []byte, err error, want []byte) error {
 // on this kind of host (setting RLIMIT_NPROC is refused), on every engine
 // alike.
 func rawCreate(ctx context.Context, cli *dclient.Client, name string) error {
+	return rawCreateImage(ctx, cli, name, containertest.BusyboxImage)
+}
+
+// rawCreateImage is rawCreate with another image.
+func rawCreateImage(ctx context.Context, cli *dclient.Client, name, image string) error {
 	if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name}); err != nil {
 		return fmt.Errorf("raw %s: create volume: %w", name, err)
 	}
-	cfg := &dcontainer.Config{Image: containertest.BusyboxImage, Entrypoint: []string{"sleep"}, Cmd: []string{"3600"}}
+	cfg := &dcontainer.Config{Image: image, Entrypoint: []string{"sleep"}, Cmd: []string{"3600"}}
 	hc := &dcontainer.HostConfig{
 		Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/workspace"}},
 		Resources: dcontainer.Resources{Ulimits: []*units.Ulimit{
