@@ -163,15 +163,6 @@ func (a *app) historyTable(h []client.HistoryEntry) func(io.Writer) {
 	}
 }
 
-func (a *app) changeTable(cs []client.FileChange) func(io.Writer) {
-	return func(w io.Writer) {
-		row(w, "CHANGE", "PATH")
-		for _, c := range cs {
-			row(w, c.Change, c.Path)
-		}
-	}
-}
-
 // shortCommit is a commit id as tables show it, git's 12 characters.
 func shortCommit(id string) string {
 	if len(id) > 12 {
