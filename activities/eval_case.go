@@ -136,7 +136,10 @@ func (a *Activities) runCase(ctx context.Context, in RunCaseInput) (RunCaseOutpu
 			r.ExitCode = &code
 		}
 		r.DurationMS, r.CommandMS = durationMS, x.commandMS
-		r.Stdout, r.Stderr = lastBytes(x.outcome.Stdout, eval.TailBytes), lastBytes(x.outcome.Stderr, eval.TailBytes)
+		// The tails are shown by the API: a value of the case's env the
+		// command printed is redacted like everywhere else.
+		r.Stdout = lastBytes(redactAll(x.outcome.Stdout, secrets), eval.TailBytes)
+		r.Stderr = lastBytes(redactAll(x.outcome.Stderr, secrets), eval.TailBytes)
 		r.Score, r.Metrics = x.score, x.metrics
 		if len(x.artifacts) > 0 {
 			r.Artifacts = arts

@@ -140,7 +140,7 @@ func storedSpec(su *models.Suite) (*eval.SuiteSpec, error) {
 
 // suiteView returns su with its schedule's live state when it has one.
 func (s *server) suiteView(ctx context.Context, su *models.Suite) (suiteView, error) {
-	v := suiteView{Suite: *su}
+	v := suiteView{Suite: redactSuite(*su)}
 	spec, err := storedSpec(su)
 	if err != nil {
 		return v, err
@@ -172,6 +172,9 @@ func cleanup(ctx context.Context, fn func(ctx context.Context)) {
 func (s *server) createSuite(c *gin.Context) {
 	ctx := c.Request.Context()
 	spec, err := s.readSuite(c)
+	if err == nil {
+		err = s.unredactSuite(ctx, spec, nil)
+	}
 	if err == nil {
 		err = s.checkSuite(ctx, spec)
 	}
@@ -221,6 +224,9 @@ func (s *server) listSuites(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	for i := range sus {
+		sus[i] = redactSuite(sus[i])
+	}
 	c.JSON(http.StatusOK, list(sus))
 }
 
@@ -257,7 +263,7 @@ func (s *server) suiteCases(c *gin.Context) {
 	if format == formatJSON {
 		out := make([]json.RawMessage, len(rows))
 		for i := range rows {
-			out[i] = rows[i].Spec
+			out[i] = redactCase(rows[i].Spec)
 		}
 		c.JSON(http.StatusOK, list(out))
 		return
@@ -267,7 +273,7 @@ func (s *server) suiteCases(c *gin.Context) {
 	w := bufio.NewWriter(c.Writer)
 	for i := range rows {
 		var line bytes.Buffer
-		if err := json.Compact(&line, rows[i].Spec); err != nil {
+		if err := json.Compact(&line, redactCase(rows[i].Spec)); err != nil {
 			s.log.Warn("suite: cases: stored case is not JSON", "suite_id", rows[i].SuiteID, "case_id", rows[i].CaseID)
 			return
 		}
@@ -296,12 +302,16 @@ func (s *server) updateSuite(c *gin.Context) {
 		return
 	}
 	spec.ID = id
-	if err := s.checkSuite(ctx, spec); err != nil {
+	old, err := s.cfg.Store.GetSuite(ctx, id)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	old, err := s.cfg.Store.GetSuite(ctx, id)
-	if err != nil {
+	if err := s.unredactSuite(ctx, spec, old); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.checkSuite(ctx, spec); err != nil {
 		s.fail(c, err)
 		return
 	}

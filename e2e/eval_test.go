@@ -133,14 +133,15 @@ func TestEvalOnLocal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	const apiKey = "sk-e2e-0a1b2c3d4e5f"
 	score := func(v float64) string { return fmt.Sprintf(`{"score": %g, "metrics": {"tokens": 12}}`, v) }
 	spec := eval.SuiteSpec{
 		ID:          "flips",
 		TemplateID:  models.DefaultTemplateID,
 		Concurrency: 2,
-		Defaults:    eval.CaseDefaults{Env: map[string]string{"GREETING": "hello"}},
+		Defaults:    eval.CaseDefaults{Env: map[string]string{"API_KEY": apiKey}},
 		Cases: []eval.Case{
-			{ID: "hello", Command: script(`echo "$GREETING from $(basename $PWD)"`), Expect: eval.Expect{StdoutContains: []string{"hello from ws-"}}},
+			{ID: "hello", Command: script(`echo "key $API_KEY from $(basename $PWD)"`), Expect: eval.Expect{StdoutContains: []string{" from ws-"}}},
 			{ID: "a", Command: script("grep -q a-pass " + state)},
 			{ID: "b", Command: script("grep -q b-pass " + state)},
 			{ID: "scored", Files: map[string]eval.File{"score.json": eval.Text(score(0.5))},
@@ -190,8 +191,8 @@ func TestEvalOnLocal(t *testing.T) {
 		if len(attempts) != 1 || !strings.HasPrefix(attempts[0].WorkspaceID, "ws-") {
 			t.Errorf("case %s attempts = %s; want one, on a workspace", r.CaseID, r.Attempts)
 		}
-		if r.CaseID == "hello" && !strings.Contains(r.Stdout, "hello from ws-") {
-			t.Errorf("hello's stdout = %q", r.Stdout)
+		if r.CaseID == "hello" && !strings.Contains(r.Stdout, "key [redacted] from ws-") {
+			t.Errorf("hello's stdout = %q; want the env value the command printed redacted", r.Stdout)
 		}
 		if r.CaseID != "scored" {
 			continue
@@ -231,6 +232,15 @@ func TestEvalOnLocal(t *testing.T) {
 	out, _, code := p.primectl("", "run", "results", run2.ID, "-o", "jsonl")
 	if code != 0 || strings.Count(out, "\n") != 5 {
 		t.Errorf("primectl run results -o jsonl = exit %d, %d lines; want 5", code, strings.Count(out, "\n"))
+	}
+	// The env value is nowhere a client can read.
+	junit, _, _ := p.primectl("", "run", "results", run2.ID, "-o", "junit")
+	suite, _, _ := p.primectl("", "get", "suite", "flips", "-o", "json")
+	cases, _, _ := p.primectl("", "suite", "cases", "flips")
+	for name, body := range map[string]string{"results jsonl": out, "results junit": junit, "suite": suite, "cases": cases} {
+		if strings.Contains(body, apiKey) || body == "" {
+			t.Errorf("%s: holds the env value or is empty: %.300s", name, body)
+		}
 	}
 
 	// A run of a subset by label.
