@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -365,5 +366,44 @@ func TestEvalSchedule(t *testing.T) {
 	}
 	if _, err := h.Describe(ctx); err == nil {
 		t.Errorf("the Temporal schedule still exists after its suite was deleted")
+	}
+}
+
+// TestEvalCancel cancels a run while its cases run: the commands are
+// killed, the cases not finished end canceled, the run ends canceled and
+// holds no workspace.
+func TestEvalCancel(t *testing.T) {
+	p := startPrimer(t)
+	ctx := ctxT(t, 3*time.Minute)
+	marker := filepath.Join(t.TempDir(), "started")
+	spec := eval.SuiteSpec{ID: "slow", TemplateID: models.DefaultTemplateID, Concurrency: 2}
+	for _, id := range []string{"s1", "s2", "s3", "s4"} {
+		spec.Cases = append(spec.Cases, eval.Case{ID: id, Command: script("echo " + id + " >> " + marker + "; exec sleep 97.25")})
+	}
+	if _, err := p.api.CreateSuite(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	run, err := p.api.CreateRun(ctx, "slow", client.RunRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "two cases running", func() bool {
+		data, _ := os.ReadFile(marker)
+		return strings.Count(string(data), "\n") == 2
+	})
+	if _, err := p.api.CancelRun(ctx, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := waitRun(t, p.api, run.ID, 2*time.Minute)
+	if done.Status != models.RunCanceled || done.Progress.Canceled != 4 || done.Progress.Pass+done.Progress.Fail+done.Progress.Error != 0 {
+		t.Errorf("canceled run = %s %+v; want canceled with every case canceled", done.Status, done.Progress)
+	}
+	noWorkspaceLeft(t, p.api, run.ID)
+	eventually(t, 30*time.Second, "the cases' commands killed", func() bool {
+		out, _ := exec.Command("pgrep", "-f", "sleep 97.25").Output()
+		return len(strings.TrimSpace(string(out))) == 0
+	})
+	if _, err := p.api.CancelRun(ctx, run.ID); !errs.Is(err, errs.Precondition) {
+		t.Errorf("cancel again = %v; want failed_precondition", err)
 	}
 }
