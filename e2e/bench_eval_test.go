@@ -38,10 +38,22 @@ func TestBenchEvalPool(t *testing.T) {
 	if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "py-warm", TemplateID: "py", Size: conc}); err != nil {
 		t.Fatal(err)
 	}
+	// The pool's members are gone from the engine before the platform
+	// stops (cleanups run last first).
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
+		ws, _ := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{TemplateID: "py"})
 		_, _ = p.api.DeletePool(ctx, "py-warm")
+		eventually(t, 2*time.Minute, "the pool's workspaces deleted", func() bool {
+			left, err := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{TemplateID: "py"})
+			return err == nil && len(left) == 0
+		})
+		for _, w := range ws {
+			if objs := containertest.Objects(t, eng, w.ID); len(objs) > 0 {
+				t.Errorf("engine objects left of workspace %s: %v", w.ID, objs)
+			}
+		}
 	})
 	eventually(t, 3*time.Minute, "8 idle members", func() bool {
 		pl, err := p.api.GetPool(ctx, "py-warm")
