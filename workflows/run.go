@@ -106,17 +106,23 @@ type RunOutput struct {
 // the command (reset, files, collect).
 const runCaseMargin = 10 * time.Minute
 
+// backoff retries from a second, doubling up to maxInterval, at most
+// attempts times (0: without limit).
+func backoff(maxInterval time.Duration, attempts int32) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    maxInterval,
+		MaximumAttempts:    attempts,
+	}
+}
+
 // Activity options of the run workflow. Every activity is idempotent, so
 // Temporal may retry any of them after a worker dies.
 var (
 	prepareRunOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    10,
-		},
+		RetryPolicy:         backoff(30*time.Second, 10),
 	}
 	// runCaseOptions: StartToClose is set per run from its longest case;
 	// the heartbeat notices a dead worker within seconds and delivers a
@@ -125,53 +131,29 @@ var (
 	runCaseOptions = workflow.ActivityOptions{
 		HeartbeatTimeout:    heartbeatTimeout,
 		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    5,
-		},
+		RetryPolicy:         backoff(30*time.Second, 5),
 	}
 	// acquireOptions: StartToClose is the template's start timeout plus a
 	// margin; a workspace that does not start is replaced by a retry.
 	acquireOptions = workflow.ActivityOptions{
 		HeartbeatTimeout:    heartbeatTimeout,
 		WaitForCancellation: true,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    3,
-		},
+		RetryPolicy:         backoff(30*time.Second, 3),
 	}
 	releaseOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    5,
-		},
+		RetryPolicy:         backoff(30*time.Second, 5),
 	}
 	failCaseOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    10,
-		},
+		RetryPolicy:         backoff(30*time.Second, 10),
 	}
 	// finishRunOptions retry for as long as it takes: a run that does not
 	// finish would keep its workspaces.
 	finishRunOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-		},
+		RetryPolicy:         backoff(time.Minute, 0),
 	}
 )
 
