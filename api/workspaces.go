@@ -62,17 +62,27 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	// The Starter resolves the template (400, field template_id, when it
-	// does not exist), stores the row and starts its workflow; when the
-	// workflow cannot be started it removes the row again (503).
-	w, err := s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-		activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels})
+	// Warm first: an idle member of a pool of the template (see takeWarm).
+	w, err := s.takeWarm(c.Request.Context(), spec.TemplateID, spec.Labels)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	source := CreateWarm
+	if w == nil {
+		// The Starter resolves the template (400, field template_id, when it
+		// does not exist), stores the row and starts its workflow; when the
+		// workflow cannot be started it removes the row again (503).
+		source = CreateCold
+		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
+			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels})
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	c.Header("Location", "/v1/workspaces/"+w.ID)
-	c.JSON(http.StatusCreated, w)
+	c.JSON(http.StatusCreated, createResponse{Workspace: w, Source: source})
 }
 
 // phases are the values the phase filter accepts.

@@ -1,0 +1,48 @@
+package api
+
+import (
+	"context"
+
+	"github.com/primerhq/primer/models"
+)
+
+// Create sources: the "source" of a create response. They share their
+// values with the lease sources.
+const (
+	CreateWarm = LeaseWarm // an idle member of a pool of the template, running already
+	CreateCold = LeaseCold // a new workspace, provisioned after the answer
+)
+
+// createResponse is the answer of POST /v1/workspaces: the workspace's
+// fields, as GET shows them, plus where it came from.
+type createResponse struct {
+	*models.Workspace
+	Source string `json:"source"`
+}
+
+// takeWarm takes an idle running member of a pool of the template out of
+// its pool for a create: one UPDATE per pool tried (one pool in the common
+// case), nothing else before the answer. The pool is woken to refill after
+// the answer. It returns nil, nil when no pool of the template has such a
+// member, and the create goes cold.
+func (s *server) takeWarm(ctx context.Context, templateID string, labels map[string]string) (*models.Workspace, error) {
+	pools, err := s.cfg.Store.ListPools(ctx, templateID)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pools {
+		w, err := s.cfg.Store.TakeWorkspace(ctx, p.ID, labels)
+		if err != nil {
+			return nil, err
+		}
+		if w == nil {
+			continue
+		}
+		// The pool is one member short now: wake it to make a new one
+		// rather than wait for its next periodic pass.
+		s.notifyPoolAsync(p.ID)
+		s.log.Info("workspace taken from pool", "workspace_id", w.ID, "pool_id", p.ID, "template_id", templateID)
+		return w, nil
+	}
+	return nil, nil
+}
