@@ -7,7 +7,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,12 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/driver/postgres"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/cli"
+	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -42,31 +38,10 @@ func withProbeInterval(d time.Duration) option {
 }
 
 // withPostgres points the platform at a fresh schema in the PostgreSQL of
-// PRIMER_TEST_DATABASE_URL, dropped when the test ends.
+// PRIMER_TEST_DATABASE_URL, dropped when the test ends (testenv.PostgresURL).
 func withPostgres(t *testing.T) option {
-	url := os.Getenv("PRIMER_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("set PRIMER_TEST_DATABASE_URL=postgres://... to run on PostgreSQL; .ci/run does")
-	}
-	admin, err := gorm.Open(postgres.Open(url), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatalf("connect to PRIMER_TEST_DATABASE_URL: %v", err)
-	}
-	schema := fmt.Sprintf("primer_e2e_%d", time.Now().UnixNano())
-	if err := admin.Exec("CREATE SCHEMA " + schema).Error; err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		if db, err := admin.DB(); err == nil {
-			db.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return func(c *worker.Config) { c.DatabaseURL = url + sep + "search_path=" + schema }
+	url := testenv.PostgresURL(t)
+	return func(c *worker.Config) { c.DatabaseURL = url }
 }
 
 func withUI() option {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )
@@ -360,7 +361,7 @@ func createInPhase(t *testing.T, p *primer, template, phase string) *models.Work
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	out, err := exec.Command(testenv.Git(t), append([]string{"-C", dir}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
 	}

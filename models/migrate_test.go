@@ -12,6 +12,8 @@ import (
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"github.com/primerhq/primer/internal/testenv"
 )
 
 // The v0 models are the tables as they were before template generations,
@@ -77,7 +79,7 @@ func TestMigrateExistingDatabase(t *testing.T) {
 			return "sqlite://" + path, db
 		}},
 		{DialectPostgres, func(t *testing.T) (string, *gorm.DB) {
-			url := testPostgresURL(t)
+			url := testenv.PostgresURL(t)
 			db, err := gorm.Open(postgres.Open(url), &gorm.Config{Logger: logger.Discard})
 			must(t, err)
 			return url, db

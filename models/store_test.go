@@ -16,11 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/driver/postgres"
-	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
-
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/testenv"
 )
 
 // storeCase is one behaviour of the Store, run against every dialect on a
@@ -71,49 +68,17 @@ func openTestSQLite(t *testing.T) *Store {
 	return s
 }
 
-// openTestPostgres opens a Store on a schema of its own in the database of
-// PRIMER_TEST_DATABASE_URL, dropped when the test ends, so runs never collide.
+// openTestPostgres opens a Store on a fresh schema of its own in the
+// database of PRIMER_TEST_DATABASE_URL (testenv.PostgresURL).
 func openTestPostgres(t *testing.T) *Store {
 	t.Helper()
-	url := testPostgresURL(t)
+	url := testenv.PostgresURL(t)
 	s, err := Open(t.Context(), Config{URL: url})
 	if err != nil {
 		t.Fatalf("Open(postgres): %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-// testPostgresURL creates a schema of its own in the database of
-// PRIMER_TEST_DATABASE_URL, dropped when the test ends, and returns a URL
-// whose search_path is that schema. It skips the test when the variable is
-// not set.
-func testPostgresURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("PRIMER_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("set PRIMER_TEST_DATABASE_URL=postgres://... to run the store tests on PostgreSQL; .ci/run does")
-	}
-	admin, err := gorm.Open(postgres.Open(url), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatalf("connect to PRIMER_TEST_DATABASE_URL: %v", err)
-	}
-	schema := "primer_test_" + randomHex(6)
-	if err := admin.Exec("CREATE SCHEMA " + schema).Error; err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	sqlAdmin, _ := admin.DB()
-	t.Cleanup(func() {
-		if err := admin.Exec("DROP SCHEMA " + schema + " CASCADE").Error; err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		_ = sqlAdmin.Close()
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + "search_path=" + schema
 }
 
 var storeCases = []storeCase{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/runtime/runtimetest"
@@ -459,10 +460,7 @@ func TestStateErrors(t *testing.T) {
 
 // TestStateGitCLI checks the real git reads the history.
 func TestStateGitCLI(t *testing.T) {
-	gitBin, err := exec.LookPath("git")
-	if err != nil {
-		t.Skip("git is not installed; install it to check the history with the git CLI")
-	}
+	gitBin := testenv.Git(t)
 	e := runtimetest.Start(t, server.Config{})
 	c := e.Client
 	host(t, e.Root, "echo hello > a.txt && mkdir -p src/pkg && echo 'package pkg' > src/pkg/p.go && printf '#!/bin/sh\\n' > run.sh && chmod +x run.sh && ln -s src/pkg/p.go link && mkdir -p .git-like/.x && echo y > .git-like/.x/y")

@@ -17,6 +17,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/activities/backend/worktree"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/testenv"
 )
 
 // run runs git in dir and returns its trimmed output.
@@ -38,9 +39,7 @@ func run(t *testing.T, dir string, args ...string) string {
 // branch feature.
 func newRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not found; install git to run the worktree backend tests")
-	}
+	testenv.Git(t)
 	repo := t.TempDir()
 	run(t, repo, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("hello\n"), 0o644); err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/internal/testenv"
 )
 
 // Images built by `make images` (deploy/images/build.sh).
@@ -76,14 +77,10 @@ func Require(t testing.TB, e Engine) {
 }
 
 // Missing skips t with msg, saying how to get what is missing; with CI
-// set it fails t instead: in CI nothing skips.
+// set it fails t instead: in CI nothing skips (testenv.Missing).
 func Missing(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI: %s", msg)
-	}
-	t.Skip(msg)
+	testenv.Missing(t, format, args...)
 }
 
 func unixClient(socket string) *http.Client {

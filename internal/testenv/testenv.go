@@ -1,0 +1,126 @@
+// Package testenv gives tests the outside dependencies they need (a
+// PostgreSQL database, the git CLI) in one place, with one rule for when one
+// is missing: the test skips with a message saying how to provide it, and
+// under CI (CI set, as .ci/run does) it fails instead, so nothing skips there.
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// DatabaseURLEnv names the variable holding the PostgreSQL the tests use.
+const DatabaseURLEnv = "PRIMER_TEST_DATABASE_URL"
+
+// schemaPrefix starts the name of every schema the tests create, followed by
+// the creation time in Unix seconds, so a later run can drop what a killed
+// run left behind.
+const schemaPrefix = "primer_test_"
+
+// staleAfter is how old a test schema must be before a later run drops it:
+// well past the longest test timeout, so no running test loses its schema.
+const staleAfter = 6 * time.Hour
+
+// Missing skips t with the message, which says how to get what is missing;
+// with CI set it fails t instead: in CI nothing skips.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI: %s", msg)
+	}
+	t.Skip(msg)
+}
+
+// Git returns the path of the git CLI, or skips t (fails it in CI) when git
+// is not installed.
+func Git(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("git")
+	if err != nil {
+		Missing(t, "git is not on PATH; install git to run this test (.ci/run does)")
+	}
+	return path
+}
+
+// admin is the process's one connection pool to the database of
+// PRIMER_TEST_DATABASE_URL, which creates and drops the tests' schemas.
+var admin struct {
+	once sync.Once
+	db   *gorm.DB
+	err  error
+}
+
+// PostgresURL returns the URL of a fresh, empty schema of its own in the
+// database of PRIMER_TEST_DATABASE_URL (its search_path names the schema),
+// dropped when t ends, so tests and concurrent runs never see each other's
+// rows. The connection that creates the schemas is opened once per test
+// process, which also drops schemas killed runs left behind. Without the
+// variable t skips (fails in CI).
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv(DatabaseURLEnv)
+	if url == "" {
+		Missing(t, "set %s=postgres://... to run this test on PostgreSQL (.ci/run does; deploy/ci/postgres.sh starts one and prints its URL)", DatabaseURLEnv)
+	}
+	admin.once.Do(func() {
+		admin.db, admin.err = gorm.Open(postgres.Open(url), &gorm.Config{Logger: logger.Discard})
+		if admin.err == nil {
+			dropStale(admin.db)
+		}
+	})
+	if admin.err != nil {
+		t.Fatalf("connect to %s: %v", DatabaseURLEnv, admin.err)
+	}
+	schema := schemaPrefix + strconv.FormatInt(time.Now().Unix(), 10) + "_" + randomHex(6)
+	if err := admin.db.Exec("CREATE SCHEMA " + schema).Error; err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		if err := admin.db.Exec("DROP SCHEMA " + schema + " CASCADE").Error; err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema
+}
+
+// dropStale drops the test schemas older than staleAfter. It is best effort:
+// a schema it cannot drop stays for the next run.
+func dropStale(db *gorm.DB) {
+	var names []string
+	if err := db.Raw("SELECT nspname FROM pg_namespace WHERE nspname LIKE ?", schemaPrefix+"%").Scan(&names).Error; err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-staleAfter).Unix()
+	for _, name := range names {
+		created, _, ok := strings.Cut(strings.TrimPrefix(name, schemaPrefix), "_")
+		if !ok {
+			continue
+		}
+		if sec, err := strconv.ParseInt(created, 10, 64); err == nil && sec < cutoff {
+			db.Exec("DROP SCHEMA " + name + " CASCADE")
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
