@@ -86,12 +86,17 @@ type ProbeInput struct {
 	Handle backend.Handle
 	// ScheduledAt is when the probe was due, for the lateness metric.
 	ScheduledAt time.Time
+	// Lifetime asks for the workspace's lifetime deadlines in the output
+	// (workflow version vLifetime and later).
+	Lifetime bool
 }
 
 // ProbeOutput says whether the runtime answered and, on a miss, why not.
 type ProbeOutput struct {
 	Hit    bool
 	Reason string
+	// Lifetime is the workspace's deadlines as stored, when asked for.
+	Lifetime *Lifetime `json:",omitempty"`
 }
 
 // SetPhaseInput is a phase change of a workspace.
@@ -175,11 +180,22 @@ func classify(err error) error {
 		return err
 	}
 	k := errs.KindOf(err)
-	switch k {
-	case errs.Invalid, errs.NotFound, errs.Forbidden:
+	if !retryable(k) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), k.String(), nil)
 	}
 	return temporal.NewApplicationError(err.Error(), k.String())
+}
+
+// retryable reports whether an activity failing with an error of kind k is
+// worth another attempt. It is the one place that says so: bad input,
+// missing objects and forbidden changes stay as they are however often the
+// activity runs, every other kind may be transient.
+func retryable(k errs.Kind) bool {
+	switch k {
+	case errs.Invalid, errs.NotFound, errs.Forbidden:
+		return false
+	}
+	return true
 }
 
 // redact removes a secret from a message bound for history, events or logs.
