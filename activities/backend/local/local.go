@@ -83,7 +83,9 @@ type ProviderConfig struct {
 }
 
 // ParseProviderConfig decodes and checks a host backend's provider config
-// for backend type kind, and creates root_path (0700) if it is missing.
+// for backend type kind. It has no side effects: a root_path that does not
+// exist yet is valid and is created (0700) by the first provision (see
+// EnsureRoot), so validating a provider document never touches the disk.
 func ParseProviderConfig(config json.RawMessage, kind string) (ProviderConfig, error) {
 	var c ProviderConfig
 	if err := backend.DecodeStrict(config, "spec.config", &c); err != nil {
@@ -96,13 +98,19 @@ func ParseProviderConfig(config json.RawMessage, kind string) (ProviderConfig, e
 	if c.RootPath, err = backend.AbsPath("spec.config.root_path", c.RootPath); err != nil {
 		return c, err
 	}
-	if err := os.MkdirAll(c.RootPath, 0o700); err != nil {
-		return c, errs.Field("spec.config.root_path", "spec.config.root_path: create %q: %v", c.RootPath, err)
-	}
-	if fi, err := os.Stat(c.RootPath); err != nil || !fi.IsDir() {
+	if fi, err := os.Stat(c.RootPath); err == nil && !fi.IsDir() {
 		return c, errs.Field("spec.config.root_path", "spec.config.root_path: %q is not a directory", c.RootPath)
 	}
 	return c, nil
+}
+
+// EnsureRoot creates root (0700, with its parents) if it is missing: the
+// first provision on a provider makes its root_path.
+func EnsureRoot(root string) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("create root_path %s: %w", root, err)
+	}
+	return nil
 }
 
 // Template is the local backend's template document: only the common part.
@@ -143,6 +151,9 @@ func New(host *Host, root string, logger *slog.Logger) (*Backend, error) {
 	}
 	c, err := ParseProviderConfig(raw, Type)
 	if err != nil {
+		return nil, err
+	}
+	if err := EnsureRoot(c.RootPath); err != nil {
 		return nil, err
 	}
 	return newBackend(host, c.RootPath, logger), nil
@@ -314,6 +325,9 @@ func ListDirs(ctx context.Context, root string) ([]backend.Listed, error) {
 		return nil, err
 	}
 	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no provision has made root yet: nothing to list
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list workspaces in %s: %w", root, err)
 	}

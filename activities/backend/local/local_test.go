@@ -15,6 +15,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/backendtest"
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 )
 
@@ -61,7 +62,7 @@ func TestFactoryConfig(t *testing.T) {
 	}{
 		{"valid", `{"kind":"local","root_path":"` + dir + `/ok"}`, ""},
 		{"kind optional", `{"root_path":"` + dir + `/ok2"}`, ""},
-		{"created with parents", `{"kind":"local","root_path":"` + dir + `/new/nested"}`, ""},
+		{"missing, with parents", `{"kind":"local","root_path":"` + dir + `/new/nested"}`, ""},
 		{"missing root_path", `{"kind":"local"}`, "spec.config.root_path"},
 		{"relative root_path", `{"kind":"local","root_path":"rel/dir"}`, "spec.config.root_path"},
 		{"root_path is a file", `{"kind":"local","root_path":"` + file + `"}`, "spec.config.root_path"},
@@ -84,10 +85,49 @@ func TestFactoryConfig(t *testing.T) {
 				t.Fatalf("factory(%s) = %v", tt.config, err)
 			}
 			root := b.(*local.Backend).Root()
-			if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-				t.Errorf("root_path %s not created: %v", root, err)
+			if _, err := os.Stat(root); err == nil && strings.HasPrefix(root, dir+"/new") {
+				t.Errorf("root_path %s created by building the backend; want it made at first provision", root)
 			}
 		})
+	}
+}
+
+// TestValidateHasNoSideEffects validates local and worktree-style provider
+// documents through the registry, as the API does: a missing root_path is
+// valid and stays missing; the first provision creates it (0700) and the
+// workspace in it, and List on the missing root finds nothing.
+func TestValidateHasNoSideEffects(t *testing.T) {
+	host := local.NewHost(nil)
+	t.Cleanup(func() { host.Close() })
+	root := filepath.Join(t.TempDir(), "not", "yet")
+	reg := backend.NewRegistry(map[string]backend.Factory{"local": local.Factory(host, nil)})
+	p := &models.Provider{ID: "p", Provider: "local", Config: json.RawMessage(`{"kind":"local","root_path":"` + root + `"}`)}
+	if err := reg.Validate(p); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(root)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("validating the provider made %s (stat: %v); want nothing on disk", filepath.Dir(root), err)
+	}
+	b, err := reg.For(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := b.(backend.Lister).List(t.Context()); err != nil || len(l) != 0 {
+		t.Fatalf("List on a root not made yet = %v, %v; want nothing", l, err)
+	}
+	if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("building the backend made %s; want it made at first provision", root)
+	}
+	h, err := b.Provision(t.Context(), backend.ProvisionRequest{WorkspaceID: "ws-1a2b", Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("root_path after the first provision: %v (%v), want a 0700 directory", fi, err)
+	}
+	if fi, err := os.Stat(h.Path); err != nil || !fi.IsDir() {
+		t.Fatalf("workspace directory %s: %v", h.Path, err)
 	}
 }
 

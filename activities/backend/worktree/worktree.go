@@ -104,6 +104,9 @@ func New(host *local.Host, root string, logger *slog.Logger) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := local.EnsureRoot(c.RootPath); err != nil {
+		return nil, err
+	}
 	return newBackend(host, c.RootPath, logger), nil
 }
 
@@ -177,6 +180,9 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	}
 	unlock := b.ids.Lock(id)
 	defer unlock()
+	if err := local.EnsureRoot(b.root); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
 	if err := b.addWorktree(ctx, t, id, dir); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
 	}
