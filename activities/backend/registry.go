@@ -3,6 +3,8 @@ package backend
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/primerhq/primer/errs"
@@ -34,33 +36,84 @@ func NewRegistry(factories map[string]Factory) *Registry {
 }
 
 // Validate checks that a provider row names a known backend type with a valid
-// config, without caching anything.
+// config, without caching anything: the backend built to check it is closed
+// again (see Closer).
 func (r *Registry) Validate(p *models.Provider) error {
 	f, ok := r.factories[p.Provider]
 	if !ok {
 		return errs.Field("spec.provider", "unknown provider type %q", p.Provider)
 	}
-	_, err := f(p.Config)
-	return err
+	b, err := f(p.Config)
+	if err != nil {
+		return err
+	}
+	if err := closeBackend(b); err != nil {
+		return fmt.Errorf("provider %s: close the backend built to validate it: %w", p.ID, err)
+	}
+	return nil
 }
 
-// For returns the backend for a provider row.
+// For returns the backend for a provider row. When the provider's config
+// changed since the cached backend was built, the new one replaces it and
+// the old one is closed (see Closer); calls still running on it may fail,
+// as they would against a provider that moved.
 func (r *Registry) For(p *models.Provider) (Backend, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.cache[p.ID]; ok && bytes.Equal(c.config, p.Config) {
-		return c.backend, nil
+	old, ok := r.cache[p.ID]
+	if ok && bytes.Equal(old.config, p.Config) {
+		r.mu.Unlock()
+		return old.backend, nil
 	}
-	f, ok := r.factories[p.Provider]
-	if !ok {
+	f, fok := r.factories[p.Provider]
+	if !fok {
+		r.mu.Unlock()
 		return nil, errs.E(errs.Invalid, "provider %s: unknown provider type %q", p.ID, p.Provider)
 	}
 	b, err := f(p.Config)
 	if err != nil {
+		r.mu.Unlock()
 		return nil, err
 	}
 	r.cache[p.ID] = cached{config: append(json.RawMessage(nil), p.Config...), backend: b}
+	r.mu.Unlock()
+	if ok {
+		// Outside the lock: closing stops port-forwards and connections,
+		// which must not hold up every other provider's callers.
+		_ = closeBackend(old.backend)
+	}
 	return b, nil
+}
+
+// Drop forgets the backend of a deleted provider and closes it (see
+// Closer). Dropping a provider with no backend built is not an error.
+func (r *Registry) Drop(providerID string) error {
+	r.mu.Lock()
+	c, ok := r.cache[providerID]
+	delete(r.cache, providerID)
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	if err := closeBackend(c.backend); err != nil {
+		return fmt.Errorf("provider %s: close backend: %w", providerID, err)
+	}
+	return nil
+}
+
+// Close closes every backend the registry built and forgets them, at
+// shutdown. A For after Close builds afresh.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	cache := r.cache
+	r.cache = map[string]cached{}
+	r.mu.Unlock()
+	var errList []error
+	for id, c := range cache {
+		if err := closeBackend(c.backend); err != nil {
+			errList = append(errList, fmt.Errorf("provider %s: close backend: %w", id, err))
+		}
+	}
+	return errors.Join(errList...)
 }
 
 // Types returns the backend types the registry knows.
