@@ -334,7 +334,7 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, err
 	if a.Metrics != nil && !in.ScheduledAt.IsZero() {
 		a.Metrics.ProbeLateness.Observe(max(0, start.Sub(in.ScheduledAt).Seconds()))
 	}
-	reason, ws := a.ping(ctx, in)
+	reason := a.ping(ctx, in)
 	hit := reason == ""
 	if a.Metrics != nil {
 		a.Metrics.ProbeDuration.Observe(time.Since(start).Seconds())
@@ -344,25 +344,20 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, err
 		}
 		a.Metrics.Probes.WithLabelValues(result).Inc()
 	}
-	out := ProbeOutput{Hit: hit, Reason: reason}
-	if in.Lifetime && ws != nil {
-		out.Lifetime = lifetimeOf(ws)
-	}
-	return out, nil
+	return ProbeOutput{Hit: hit, Reason: reason}, nil
 }
 
-// ping returns "" when the runtime answered, else why not, and the
-// workspace's row when it could be read.
-func (a *Activities) ping(ctx context.Context, in ProbeInput) (string, *models.Workspace) {
+// ping returns "" when the runtime answered, else why not.
+func (a *Activities) ping(ctx context.Context, in ProbeInput) string {
 	ctx, cancel := context.WithTimeout(ctx, a.probeTimeout())
 	defer cancel()
 	ws, err := a.Store.GetWorkspace(ctx, in.WorkspaceID)
 	if err != nil {
-		return "workspace row: " + err.Error(), nil
+		return "workspace row: " + err.Error()
 	}
 	h, ok, err := decodeHandle(ws)
 	if err != nil {
-		return err.Error(), ws
+		return err.Error()
 	}
 	if !ok {
 		h = in.Handle
@@ -380,9 +375,9 @@ func (a *Activities) ping(ctx context.Context, in ProbeInput) (string, *models.W
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (probe timeout %s)", err, a.probeTimeout())
 		}
-		return redact(err.Error(), ws.RuntimeToken), ws
+		return redact(err.Error(), ws.RuntimeToken)
 	}
-	return "", ws
+	return ""
 }
 
 // redactErr removes every secret from err's message, keeping its kind.
