@@ -55,9 +55,6 @@ type Config struct {
 	Backends  *backend.Registry
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
-	// ProbeInterval is unused by the API: workflows get the Starter's
-	// ProbeInterval. It is kept so existing callers compile.
-	ProbeInterval time.Duration
 	// MaxJSONBytes limits JSON request bodies (default 1 MiB).
 	MaxJSONBytes int64
 	// MaxFileBytes limits file bodies written through the files API

@@ -62,14 +62,13 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	m := metrics.New()
 	tc := mocks.NewClient(t)
 	cfg := Config{
-		Store:         store,
-		Temporal:      tc,
-		Starter:       &workflows.Starter{Temporal: tc, Store: store, ProbeInterval: 7 * time.Second},
-		Connector:     &activities.Connector{Store: store, Backends: reg, Pool: pool},
-		Backends:      reg,
-		Metrics:       m,
-		ProbeInterval: 7 * time.Second,
-		MaxFileBytes:  64 << 10,
+		Store:        store,
+		Temporal:     tc,
+		Starter:      &workflows.Starter{Temporal: tc, Store: store, ProbeInterval: 7 * time.Second},
+		Connector:    &activities.Connector{Store: store, Backends: reg, Pool: pool},
+		Backends:     reg,
+		Metrics:      m,
+		MaxFileBytes: 64 << 10,
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -172,15 +172,14 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	}
 
 	handler, err := api.New(api.Config{
-		Store:         s.store,
-		Temporal:      s.client,
-		Starter:       starter,
-		Connector:     connector,
-		Backends:      registry,
-		Metrics:       m,
-		Logger:        logger,
-		ProbeInterval: cfg.ProbeInterval,
-		MaxFileBytes:  cfg.MaxFileBytes,
+		Store:        s.store,
+		Temporal:     s.client,
+		Starter:      starter,
+		Connector:    connector,
+		Backends:     registry,
+		Metrics:      m,
+		Logger:       logger,
+		MaxFileBytes: cfg.MaxFileBytes,
 		Ready: func(ctx context.Context) error {
 			_, err := s.client.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err

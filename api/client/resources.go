@@ -139,7 +139,7 @@ func (c *Client) GetWorkspace(ctx context.Context, id string) (*models.Workspace
 	return doInto[models.Workspace](ctx, c, http.MethodGet, "/v1/workspaces/"+seg(id), nil, nil)
 }
 
-// ListWorkspaces returns the workspaces opts selects, oldest first.
+// ListWorkspaces returns the workspaces opts selects, newest first.
 func (c *Client) ListWorkspaces(ctx context.Context, opts WorkspaceListOptions) ([]models.Workspace, error) {
 	q := query("phase", opts.Phase, "template_id", opts.TemplateID, "provider_id", opts.ProviderID, "backend", opts.Backend,
 		"pool_id", opts.PoolID, "pool_state", opts.PoolState)

@@ -134,6 +134,7 @@ var (
 	_ backend.Backend = (*Backend)(nil)
 	_ backend.Keeper  = (*Backend)(nil)
 	_ backend.Lister  = (*Backend)(nil)
+	_ backend.Closer  = (*Backend)(nil)
 )
 
 // New returns a backend for a parsed provider config.
@@ -186,7 +187,8 @@ func newClient(c Connection) (*dclient.Client, error) {
 // Client returns the engine client (tests inspect what the backend made).
 func (b *Backend) Client() *dclient.Client { return b.cli }
 
-// Close releases the engine client's connections.
+// Close implements backend.Closer: it releases the engine client's
+// connections. Containers and volumes stay with their workspaces.
 func (b *Backend) Close() error { return b.cli.Close() }
 
 // Capabilities implements backend.Backend.

@@ -45,6 +45,9 @@ func (f *forward) alive() bool {
 func (b *Backend) forwardTo(ctx context.Context, id string, pod *corev1.Pod) (string, error) {
 	b.fmu.Lock()
 	defer b.fmu.Unlock()
+	if b.closed {
+		return "", errs.E(errs.Unavailable, "workspace %s: port-forward: backend closed (its provider changed or was deleted)", id)
+	}
 	if f := b.forwards[id]; f != nil {
 		if f.podUID == pod.UID && f.alive() {
 			return f.url, nil

@@ -142,6 +142,7 @@ type Backend struct {
 
 	fmu      sync.Mutex
 	forwards map[string]*forward // workspace id -> port-forward
+	closed   bool                // Close ran: no new port-forwards
 }
 
 var (
@@ -218,17 +219,6 @@ func (b *Backend) Clientset() kclient.Interface { return b.cs }
 
 // Namespace returns the provider's namespace.
 func (b *Backend) Namespace() string { return b.cfg.Namespace }
-
-// Close stops the backend's port-forwards.
-func (b *Backend) Close() error {
-	b.fmu.Lock()
-	defer b.fmu.Unlock()
-	for id, f := range b.forwards {
-		f.close()
-		delete(b.forwards, id)
-	}
-	return nil
-}
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
