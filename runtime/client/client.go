@@ -36,7 +36,22 @@ type Client struct {
 	calls map[uint64]waiter
 	err   error // why the connection ended; set once
 	done  chan struct{}
+
+	// wmu is held by the one request being written (a semaphore, so a
+	// caller waits for it no longer than its context allows).
+	wmu chan struct{}
+	// writeTimeout bounds a write once it has the socket (see send).
+	writeTimeout time.Duration
 }
+
+// Write bounds (see send). A runtime that stops reading fills the socket's
+// buffers and a write blocks; after writeTimeout (plus writePerMiB for each
+// MiB of payload) the connection is closed and every call on it fails, so
+// nothing waits for it forever.
+const (
+	writeTimeout = 10 * time.Second
+	writePerMiB  = time.Second
+)
 
 // waiter receives the frames of one request.
 type waiter interface {
@@ -84,7 +99,8 @@ func Dial(ctx context.Context, url, token string) (*Client, error) {
 		return nil, errs.E(errs.Precondition, "runtime %s: dial: runtime speaks %q, want %q", url, got, protocol.Version)
 	}
 	ws.SetReadLimit(protocol.FrameLimit(protocol.DefaultMaxFileBytes))
-	c := &Client{ws: ws, addr: url, calls: map[uint64]waiter{}, done: make(chan struct{})}
+	c := &Client{ws: ws, addr: url, calls: map[uint64]waiter{}, done: make(chan struct{}),
+		wmu: make(chan struct{}, 1), writeTimeout: writeTimeout}
 	go c.readLoop()
 	return c, nil
 }
@@ -164,10 +180,17 @@ func (c *Client) unregister(id uint64) {
 	c.mu.Unlock()
 }
 
-// send writes one request. It uses a background context on purpose: the
-// websocket library closes the whole connection when a write's context
-// ends, and one caller's cancellation must not break the others' calls.
-func (c *Client) send(req *protocol.Request) error {
+// send writes one request. Writes take turns: waiting for its turn is
+// bounded by ctx, so a caller stuck behind a write the runtime does not
+// read gets its own Canceled or Timeout error at its deadline. The write
+// itself runs on a context without ctx's cancellation, because the
+// websocket library closes the whole connection when a write's context ends
+// mid-frame and one caller's cancellation must not break the others'
+// calls; it is bounded by the write deadline instead (writeTimeout plus
+// writePerMiB of payload), after which the connection is closed: a runtime
+// that has not read for that long is stuck, and every call on it fails
+// rather than waits.
+func (c *Client) send(ctx context.Context, req *protocol.Request) error {
 	payload := req.Data
 	if len(payload) > 0 {
 		// Data travels raw in a binary frame, not base64 in the JSON.
@@ -179,10 +202,20 @@ func (c *Client) send(req *protocol.Request) error {
 	if err != nil {
 		return fmt.Errorf("runtime %s: %s: encode: %w", c.addr, req.Op, err)
 	}
+	select {
+	case c.wmu <- struct{}{}:
+	case <-c.done:
+		return c.deadErr()
+	case <-ctx.Done():
+		return ctxError(ctx, fmt.Sprintf("runtime %s: %s: wait to write", c.addr, req.Op))
+	}
+	defer func() { <-c.wmu }()
+	wctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout+writePerMiB*time.Duration(len(payload)>>20))
+	defer cancel()
 	if len(payload) > 0 {
-		err = c.writeBinary(b, payload)
+		err = c.writeBinary(wctx, b, payload)
 	} else {
-		err = c.ws.Write(context.Background(), websocket.MessageText, b)
+		err = c.ws.Write(wctx, websocket.MessageText, b)
 	}
 	if err != nil {
 		c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
@@ -191,8 +224,8 @@ func (c *Client) send(req *protocol.Request) error {
 	return nil
 }
 
-func (c *Client) writeBinary(header, payload []byte) error {
-	w, err := c.ws.Writer(context.Background(), websocket.MessageBinary)
+func (c *Client) writeBinary(ctx context.Context, header, payload []byte) error {
+	w, err := c.ws.Writer(ctx, websocket.MessageBinary)
 	if err != nil {
 		return err
 	}
@@ -230,7 +263,8 @@ func (c *Client) do(ctx context.Context, req *protocol.Request, out any) error {
 		return err
 	}
 	req.ID = id
-	if err := c.send(req); err != nil {
+	if err := c.send(ctx, req); err != nil {
+		c.unregister(id)
 		return err
 	}
 	select {

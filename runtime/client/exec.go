@@ -133,7 +133,8 @@ func (c *Client) start(ctx context.Context, req protocol.ExecRequest, stdout, st
 	p.mu.Lock()
 	p.stopCancel = context.AfterFunc(ctx, p.cancelOnDone)
 	p.mu.Unlock()
-	if err := c.send(r); err != nil {
+	if err := c.send(ctx, r); err != nil {
+		c.unregister(id)
 		p.finish(protocol.ExecResult{}, err)
 		return nil, err
 	}
@@ -155,7 +156,9 @@ func (p *Process) cancelOnDone() {
 	p.mu.Lock()
 	p.canceled = true
 	p.mu.Unlock()
-	_ = p.c.send(&protocol.Request{ID: p.c.nextID.Add(1), Op: protocol.OpExecCancel, Target: p.id, Signal: "SIGKILL"})
+	sctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
+	_ = p.c.send(sctx, &protocol.Request{ID: p.c.nextID.Add(1), Op: protocol.OpExecCancel, Target: p.id, Signal: "SIGKILL"})
+	cancel()
 	t := time.NewTimer(cancelGrace)
 	defer t.Stop()
 	select {
