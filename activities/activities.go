@@ -86,12 +86,17 @@ type ProbeInput struct {
 	Handle backend.Handle
 	// ScheduledAt is when the probe was due, for the lateness metric.
 	ScheduledAt time.Time
+	// Lifetime asks for the workspace's lifetime deadlines in the output
+	// (workflow version vLifetime and later).
+	Lifetime bool
 }
 
 // ProbeOutput says whether the runtime answered and, on a miss, why not.
 type ProbeOutput struct {
 	Hit    bool
 	Reason string
+	// Lifetime is the workspace's deadlines as stored, when asked for.
+	Lifetime *Lifetime `json:",omitempty"`
 }
 
 // SetPhaseInput is a phase change of a workspace.

@@ -334,7 +334,7 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, err
 	if a.Metrics != nil && !in.ScheduledAt.IsZero() {
 		a.Metrics.ProbeLateness.Observe(max(0, start.Sub(in.ScheduledAt).Seconds()))
 	}
-	reason := a.ping(ctx, in)
+	reason, ws := a.ping(ctx, in)
 	hit := reason == ""
 	if a.Metrics != nil {
 		a.Metrics.ProbeDuration.Observe(time.Since(start).Seconds())
@@ -344,20 +344,25 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, err
 		}
 		a.Metrics.Probes.WithLabelValues(result).Inc()
 	}
-	return ProbeOutput{Hit: hit, Reason: reason}, nil
+	out := ProbeOutput{Hit: hit, Reason: reason}
+	if in.Lifetime && ws != nil {
+		out.Lifetime = lifetimeOf(ws)
+	}
+	return out, nil
 }
 
-// ping returns "" when the runtime answered, else why not.
-func (a *Activities) ping(ctx context.Context, in ProbeInput) string {
+// ping returns "" when the runtime answered, else why not, and the
+// workspace's row when it could be read.
+func (a *Activities) ping(ctx context.Context, in ProbeInput) (string, *models.Workspace) {
 	ctx, cancel := context.WithTimeout(ctx, a.probeTimeout())
 	defer cancel()
 	ws, err := a.Store.GetWorkspace(ctx, in.WorkspaceID)
 	if err != nil {
-		return "workspace row: " + err.Error()
+		return "workspace row: " + err.Error(), nil
 	}
 	h, ok, err := decodeHandle(ws)
 	if err != nil {
-		return err.Error()
+		return err.Error(), ws
 	}
 	if !ok {
 		h = in.Handle
@@ -375,9 +380,9 @@ func (a *Activities) ping(ctx context.Context, in ProbeInput) string {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (probe timeout %s)", err, a.probeTimeout())
 		}
-		return redact(err.Error(), ws.RuntimeToken)
+		return redact(err.Error(), ws.RuntimeToken), ws
 	}
-	return ""
+	return "", ws
 }
 
 // redactErr removes every secret from err's message, keeping its kind.

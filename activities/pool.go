@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
@@ -32,6 +33,12 @@ type CreateWorkspaceRequest struct {
 	Labels     map[string]string
 	// PoolID makes the workspace an idle member of that pool.
 	PoolID string
+	// TTL, when set, is how long the workspace lives, at most the
+	// template's lifetime.max; zero means lifetime.max (if any).
+	TTL time.Duration
+	// LeaseTTL, when set, makes the workspace a lease that is taken back
+	// (deleted, as it belongs to no pool) after it unless extended.
+	LeaseTTL time.Duration
 }
 
 // ReconcilePoolInput names the pool to look at.

@@ -179,6 +179,7 @@ func (s *server) routes() http.Handler {
 	v1.GET("/workspaces/:id/events", s.events)
 	v1.POST("/workspaces/:id/return", s.returnWorkspace)
 	v1.POST("/workspaces/:id/recover", s.recoverWorkspace)
+	v1.POST("/workspaces/:id/extend", s.extendWorkspace)
 
 	v1.POST("/pools", s.createPool)
 	v1.GET("/pools", s.listPools)

@@ -49,6 +49,7 @@ func (s *server) runtimeFor(ctx context.Context, id string) (*models.Workspace, 
 		}
 		return nil, nil, err
 	}
+	s.touch(ctx, w)
 	return w, cl, nil
 }
 

@@ -33,6 +33,9 @@ type poolSpec struct {
 	// Size is how many workspaces the pool holds, idle or leased; 0 (or
 	// absent) means models.DefaultPoolSize.
 	Size int `json:"size"`
+	// LeaseTTL is how long a lease lasts unless returned or extended (a
+	// Go duration); empty: until returned (lifetime.go).
+	LeaseTTL string `json:"lease_ttl"`
 }
 
 // check validates the fields the API owns; the store checks again.
@@ -44,7 +47,8 @@ func (p poolSpec) check() error {
 		return errs.Field("size", "size: %d is out of range: want 1 to %d (0 or absent: %d)",
 			p.Size, models.MaxPoolSize, models.DefaultPoolSize)
 	}
-	return nil
+	_, err := parseTTL("lease_ttl", p.LeaseTTL)
+	return err
 }
 
 // poolStatus counts a pool's workspaces by what they are doing now.
@@ -68,6 +72,8 @@ type poolView struct {
 // leaseSpec is the optional body of POST /v1/pools/{id}/lease.
 type leaseSpec struct {
 	Labels map[string]string `json:"labels"`
+	// LeaseTTL overrides the pool's lease_ttl for this lease.
+	LeaseTTL string `json:"lease_ttl"`
 }
 
 // leaseResponse is the answer of a lease: the workspace and where it came
@@ -168,7 +174,7 @@ func (s *server) createPool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size}
+	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL}
 	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -239,7 +245,7 @@ func (s *server) updatePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size}
+	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL}
 	if err := s.cfg.Store.UpdatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -298,6 +304,11 @@ func (s *server) leasePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	leaseTTL, err := parseTTL("lease_ttl", spec.LeaseTTL)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	ctx := c.Request.Context()
 	poolID := c.Param("id")
 	w, err := s.cfg.Store.LeaseWorkspace(ctx, poolID)
@@ -312,13 +323,22 @@ func (s *server) leasePool(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		w, err = s.cfg.Starter.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{TemplateID: p.TemplateID, Labels: spec.Labels})
+		w, err = s.cfg.Starter.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{
+			TemplateID: p.TemplateID, Labels: spec.Labels, LeaseTTL: s.leaseTTL(ctx, p, leaseTTL, poolID),
+		})
 		if err != nil {
 			s.fail(c, err)
 			return
 		}
 		source, status = LeaseCold, http.StatusCreated
 		c.Header("Location", "/v1/workspaces/"+w.ID)
+	}
+	if source == LeaseWarm {
+		// The lessee has the workspace now whatever happens: a lease
+		// without deadlines beats a lease nobody got the answer of.
+		if err := s.startLifetime(ctx, w, 0, s.leaseTTL(ctx, nil, leaseTTL, poolID)); err != nil {
+			s.log.Warn("pool: start lease deadlines", "pool_id", poolID, "workspace_id", w.ID, "error", err.Error())
+		}
 	}
 	if source == LeaseWarm && len(spec.Labels) > 0 {
 		if err := s.cfg.Store.SetWorkspaceLabels(ctx, w.ID, spec.Labels); err != nil {

@@ -68,6 +68,7 @@ func (s *server) createSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	s.touch(ctx, w)
 	s.log.Info("session created", "session_id", ses.ID, "workspace_id", w.ID)
 	if got, err := s.cfg.Store.GetSession(ctx, ses.ID); err == nil {
 		ses = got

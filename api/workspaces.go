@@ -20,6 +20,9 @@ const cleanupTimeout = 10 * time.Second
 type workspaceSpec struct {
 	TemplateID string            `json:"template_id"`
 	Labels     map[string]string `json:"labels"`
+	// TTL is how long the workspace lives (a Go duration), at most its
+	// template's lifetime.max; empty means lifetime.max (lifetime.go).
+	TTL string `json:"ttl"`
 }
 
 // validLabels keeps labels (and session metadata) small and printable: they are shown in tables and
@@ -62,6 +65,14 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	ttl, err := parseTTL("ttl", spec.TTL)
+	if err == nil {
+		err = s.checkTTL(c.Request.Context(), spec.TemplateID, ttl)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
 	// Warm first: an idle member of a pool of the template (see takeWarm).
 	w, err := s.takeWarm(c.Request.Context(), spec.TemplateID, spec.Labels)
 	if err != nil {
@@ -69,13 +80,20 @@ func (s *server) createWorkspace(c *gin.Context) {
 		return
 	}
 	source := CreateWarm
+	if w != nil {
+		// Its life starts now: an idle pool member has no deadlines.
+		if err := s.startLifetime(c.Request.Context(), w, ttl, 0); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	if w == nil {
 		// The Starter resolves the template (400, field template_id, when it
 		// does not exist), stores the row and starts its workflow; when the
 		// workflow cannot be started it removes the row again (503).
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels})
+			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl})
 		if err != nil {
 			s.fail(c, err)
 			return

@@ -113,6 +113,9 @@ type Pool struct {
 	Size       int       `gorm:"not null" json:"size"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// LeaseTTL is how long a lease lasts unless returned or extended, as
+	// a Go duration ("30m"); empty: until returned.
+	LeaseTTL string `gorm:"size:32;not null;default:''" json:"lease_ttl,omitempty"`
 }
 
 // Workspace is a live sandbox materialised from a template.
@@ -132,6 +135,17 @@ type Workspace struct {
 	// PoolState is PoolIdle, PoolLeased or PoolReturning for a pool's
 	// workspace, empty otherwise.
 	PoolState string `gorm:"size:16;not null;default:'';index:idx_workspaces_pool,priority:2" json:"pool_state,omitempty"`
+	// Lifetime deadlines (lifetime.go), nil when the workspace has none:
+	// its workflow deletes it at ExpiresAt or IdleDeadline and takes it
+	// back to its pool at LeaseExpiresAt; an extend moves ExpiresAt up to
+	// MaxExpiresAt. MaxLifetimeMS and IdleTimeoutMS are the template's
+	// bounds when the workspace was made, so a lease can start them.
+	ExpiresAt      *time.Time `json:"expires_at,omitempty"`
+	MaxExpiresAt   *time.Time `json:"max_expires_at,omitempty"`
+	IdleDeadline   *time.Time `json:"idle_deadline,omitempty"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	MaxLifetimeMS  int64      `gorm:"not null;default:0" json:"-"`
+	IdleTimeoutMS  int64      `gorm:"not null;default:0" json:"-"`
 	// Path is where the workspace lives on its backend (a directory, a volume).
 	Path string `json:"workspace_path,omitempty"`
 	// Handle is the backend's serialised handle (backend.Handle as JSON).

@@ -3,6 +3,8 @@ package models
 import (
 	"context"
 	"fmt"
+	"maps"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -70,6 +72,7 @@ func (s *Store) UpdatePool(ctx context.Context, p *Pool) error {
 		err := tx.Model(&Pool{}).Where("id = ?", p.ID).Updates(map[string]any{
 			"template_id": p.TemplateID,
 			"size":        p.Size,
+			"lease_ttl":   p.LeaseTTL,
 			"updated_at":  tx.NowFunc(),
 		}).Error
 		if err != nil {
@@ -148,8 +151,12 @@ func (s *Store) SetPoolState(ctx context.Context, workspaceID, from, to string) 
 		}
 	}
 	db := s.w.WithContext(ctx)
-	res := db.Model(&Workspace{}).Where("id = ? AND pool_state = ?", workspaceID, from).
-		Updates(map[string]any{"pool_state": to, "updated_at": db.NowFunc()})
+	cols := map[string]any{"pool_state": to, "updated_at": db.NowFunc()}
+	if to == PoolIdle {
+		// Idle members never expire: their deadlines start with the next lease.
+		maps.Copy(cols, deadlineColumns(Deadlines{}))
+	}
+	res := db.Model(&Workspace{}).Where("id = ? AND pool_state = ?", workspaceID, from).Updates(cols)
 	if res.Error != nil {
 		return writeError(ctx, res.Error, "workspace", workspaceID, "set pool state")
 	}
@@ -188,6 +195,11 @@ func checkPool(p *Pool) error {
 	}
 	if p.Size < 0 || p.Size > MaxPoolSize {
 		return errs.Field("size", "pool %s: size %d: want 0 (default %d) to %d", p.ID, p.Size, DefaultPoolSize, MaxPoolSize)
+	}
+	if p.LeaseTTL != "" {
+		if d, err := time.ParseDuration(p.LeaseTTL); err != nil || d <= 0 {
+			return errs.Field("lease_ttl", "pool %s: lease_ttl %q: want a duration above 0 (like \"30m\")", p.ID, p.LeaseTTL)
+		}
 	}
 	if p.Size == 0 {
 		p.Size = DefaultPoolSize

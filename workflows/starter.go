@@ -95,6 +95,9 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 	if req.PoolID != "" {
 		w.PoolState = models.PoolIdle
 	}
+	if err := startLifetime(w, t, req, time.Now()); err != nil {
+		return nil, err
+	}
 	if err := s.Store.CreateWorkspace(ctx, w); err != nil {
 		return nil, err
 	}

@@ -276,6 +276,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 	if w.version == workflow.DefaultVersion {
 		err = w.runV0(ctx)
 	} else {
+		w.life.version = workflow.GetVersion(ctx, versionLifetime, workflow.DefaultVersion, vLifetime)
 		err = w.run(ctx)
 	}
 	return WorkspaceOutput{State: w.st}, err
@@ -285,6 +286,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 type workspace struct {
 	in        WorkspaceInput
 	version   workflow.Version
+	life      lifetime // deadlines, from version vLifetime (lifetime.go)
 	interval  time.Duration
 	policy    backend.Policy
 	st        WorkspaceState
@@ -366,6 +368,9 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 			}
 		}
 		probeNow = false
+		if reason, done, err := w.lifetimeTick(ctx); err != nil || done {
+			return reason, err
+		}
 
 		if w.st.Phase == models.PhaseEscalated {
 			continue
@@ -434,6 +439,7 @@ func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err err
 	if w.st.Phase == models.PhaseEscalated {
 		d = -1
 	}
+	d = w.life.wait(d, now)
 	tctx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	sel := workflow.NewSelector(ctx)
@@ -629,6 +635,7 @@ func (w *workspace) probe(ctx workflow.Context) error {
 		WorkspaceID: w.in.WorkspaceID,
 		Handle:      *w.st.Handle,
 		ScheduledAt: w.due,
+		Lifetime:    w.life.version >= vLifetime,
 	}).Get(ctx, &out)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -637,6 +644,7 @@ func (w *workspace) probe(ctx workflow.Context) error {
 		// The probe itself broke (timed out, panicked): that is a miss too.
 		out = activities.ProbeOutput{Reason: "probe: " + errorMessage(err)}
 	}
+	w.life.note(out.Lifetime)
 	w.st.Probes++
 	if out.Hit {
 		w.st.Hits++

@@ -46,6 +46,9 @@ type fakes struct {
 
 	// onProbe, when set, runs inside the n-th probe (1-based).
 	onProbe func(n int)
+	// lifetime, when set, is the deadlines a probe that asks for them
+	// returns (lifetime_test.go).
+	lifetime func() *activities.Lifetime
 
 	destroyErrs []error // returned by successive calls, then success
 	destroys    []activities.DestroyInput
@@ -134,6 +137,9 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 				out = hit
 			}
 			hook := f.onProbe
+			if f.lifetime != nil && in.Lifetime {
+				out.Lifetime = f.lifetime()
+			}
 			f.mu.Unlock()
 			if hook != nil {
 				hook(n)

@@ -174,6 +174,9 @@ type Common struct {
 	// Recovery is the stale recovery policy; defaults apply when it is
 	// missing.
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// Lifetime bounds how long a workspace of the template lives; nil (or
+	// empty fields) means it lives until it is deleted.
+	Lifetime *Lifetime `json:"lifetime,omitempty"`
 }
 
 // Recovery is a template's stale recovery policy: once a workspace has been

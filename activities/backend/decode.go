@@ -228,5 +228,8 @@ func (c Common) Validate(prefix string) error {
 			return errs.Field(prefix+".init", "%s.init[%d]: empty command", prefix, i)
 		}
 	}
-	return c.validatePolicy(prefix)
+	if err := c.validatePolicy(prefix); err != nil {
+		return err
+	}
+	return c.validateLifetime(prefix)
 }

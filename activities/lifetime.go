@@ -1,0 +1,121 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// Lifetime is a workspace's lifetime deadlines as the workflow sees them:
+// zero times do not apply. It carries no secret, so it may go through
+// history.
+type Lifetime struct {
+	ExpiresAt      time.Time `json:",omitempty"`
+	IdleDeadline   time.Time `json:",omitempty"`
+	LeaseExpiresAt time.Time `json:",omitempty"`
+	// Resting is true for an idle or returning member of a warm pool,
+	// which never expires: its deadlines start with a lease.
+	Resting bool `json:",omitempty"`
+}
+
+// lifetimeOf returns ws's deadlines.
+func lifetimeOf(ws *models.Workspace) *Lifetime {
+	l := &Lifetime{Resting: ws.PoolState == models.PoolIdle || ws.PoolState == models.PoolReturning}
+	if ws.ExpiresAt != nil {
+		l.ExpiresAt = *ws.ExpiresAt
+	}
+	if ws.IdleDeadline != nil {
+		l.IdleDeadline = *ws.IdleDeadline
+	}
+	if ws.LeaseExpiresAt != nil {
+		l.LeaseExpiresAt = *ws.LeaseExpiresAt
+	}
+	return l
+}
+
+// CheckLifetimeInput names the workspace whose deadlines to read.
+type CheckLifetimeInput struct {
+	WorkspaceID string
+}
+
+// CheckLifetimeOutput is the workspace's deadlines as stored; Gone is
+// true when its row no longer exists.
+type CheckLifetimeOutput struct {
+	Lifetime Lifetime
+	Gone     bool
+}
+
+// CheckLifetime reads the workspace's lifetime deadlines. The workflow
+// runs it as a local activity when a deadline it learnt from a probe has
+// passed, to see whether an extend or activity moved it since.
+func (a *Activities) CheckLifetime(ctx context.Context, in CheckLifetimeInput) (CheckLifetimeOutput, error) {
+	ws, err := a.Store.GetWorkspace(ctx, in.WorkspaceID)
+	if errs.Is(err, errs.NotFound) {
+		return CheckLifetimeOutput{Gone: true}, nil
+	}
+	if err != nil {
+		return CheckLifetimeOutput{}, classify(fmt.Errorf("workspace %s: check lifetime: %w", in.WorkspaceID, err))
+	}
+	return CheckLifetimeOutput{Lifetime: *lifetimeOf(ws)}, nil
+}
+
+// ExpireLeaseInput names the workspace whose lease ran out.
+type ExpireLeaseInput struct {
+	WorkspaceID string
+}
+
+// ExpireLeaseOutput says whether the lease was taken back: false when the
+// workspace is no longer leased (returned meanwhile).
+type ExpireLeaseOutput struct {
+	TakenBack bool
+	// PoolID is the pool the workspace goes back to; empty for a lease
+	// that made a new workspace (a cold lease), which is deleted instead.
+	PoolID string
+}
+
+// ExpireLease takes back a workspace whose lease ran out: a pool member
+// moves from leased to returning, as a return through the API does, so
+// the workflow resets it and puts it back in its pool; the event
+// workspace.lease_expired is recorded either way.
+func (a *Activities) ExpireLease(ctx context.Context, in ExpireLeaseInput) (ExpireLeaseOutput, error) {
+	out, err := a.expireLease(ctx, in.WorkspaceID)
+	if err != nil {
+		return ExpireLeaseOutput{}, classify(err)
+	}
+	return out, nil
+}
+
+func (a *Activities) expireLease(ctx context.Context, id string) (ExpireLeaseOutput, error) {
+	ws, err := a.Store.GetWorkspace(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return ExpireLeaseOutput{}, nil
+	}
+	if err != nil {
+		return ExpireLeaseOutput{}, fmt.Errorf("workspace %s: expire lease: %w", id, err)
+	}
+	out := ExpireLeaseOutput{TakenBack: true, PoolID: ws.PoolID}
+	if ws.PoolID != "" {
+		err := a.Store.SetPoolState(ctx, id, models.PoolLeased, models.PoolReturning)
+		if errs.Is(err, errs.Conflict) {
+			// Returned (or detached) since the deadline was read.
+			return ExpireLeaseOutput{}, nil
+		}
+		if err != nil {
+			return ExpireLeaseOutput{}, fmt.Errorf("workspace %s: expire lease: %w", id, err)
+		}
+	}
+	data := map[string]any{"reason": models.ReasonLeaseExpired, "pool_id": ws.PoolID}
+	if ws.LeaseExpiresAt != nil {
+		data["lease_expires_at"] = ws.LeaseExpiresAt.Format(time.RFC3339Nano)
+	}
+	// The lease is taken back now: a retry would find the workspace
+	// returning and not take it back again, so a lost event is only logged.
+	if _, err := a.recordEvent(ctx, id, models.EventLeaseExpired, data); err != nil {
+		a.logger().Warn("record lease expiry", "workspace_id", id, "error", err)
+	}
+	a.logger().Info("workspace lease expired", "workspace_id", id, "pool_id", ws.PoolID)
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package workflows
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// Workflow versions of the lifetime change (workflow.GetVersion change id
+// versionLifetime), separate from versionRecovery so other changes to the
+// workflow version on their own.
+const (
+	versionLifetime = "lifetime"
+	// vLifetime enforces the workspace's lifetime deadlines: the probe
+	// brings them back with its result, the workflow wakes at the nearest
+	// one, reads them again (an extend or an exec may have moved them) and
+	// deletes the workspace (expired, idle) or takes back its lease
+	// (lease_expired) when one has passed.
+	vLifetime workflow.Version = 1
+)
+
+// lifetime is what the workflow knows of its workspace's deadlines: the
+// last ones a probe or a check read. It is not carried over
+// continue-as-new; the next probe reads them again.
+type lifetime struct {
+	version workflow.Version
+	known   *activities.Lifetime
+}
+
+// note keeps the deadlines a probe read.
+func (l *lifetime) note(got *activities.Lifetime) {
+	if l.version >= vLifetime && got != nil {
+		l.known = got
+	}
+}
+
+// next is the nearest deadline known, zero when none.
+func (l *lifetime) next() time.Time {
+	if l.known == nil || l.known.Resting {
+		return time.Time{}
+	}
+	var at time.Time
+	for _, t := range []time.Time{l.known.ExpiresAt, l.known.IdleDeadline, l.known.LeaseExpiresAt} {
+		if !t.IsZero() && (at.IsZero() || t.Before(at)) {
+			at = t
+		}
+	}
+	return at
+}
+
+// wait shortens d (negative: no timer) so the workflow wakes at the
+// nearest known deadline.
+func (l *lifetime) wait(d time.Duration, now time.Time) time.Duration {
+	at := l.next()
+	if at.IsZero() {
+		return d
+	}
+	left := max(at.Sub(now), 0)
+	if d < 0 || left < d {
+		return left
+	}
+	return d
+}
+
+// due says which deadline of got has passed at now: models.ReasonExpired
+// first (it ends the workspace whatever else holds), then
+// models.ReasonLeaseExpired, then models.ReasonIdle; "" when none.
+func due(got activities.Lifetime, now time.Time) string {
+	passed := func(t time.Time) bool { return !t.IsZero() && !now.Before(t) }
+	switch {
+	case got.Resting:
+		return ""
+	case passed(got.ExpiresAt):
+		return models.ReasonExpired
+	case passed(got.LeaseExpiresAt):
+		return models.ReasonLeaseExpired
+	case passed(got.IdleDeadline):
+		return models.ReasonIdle
+	}
+	return ""
+}
+
+// lifetimeTick runs at each wake of the loop from version vLifetime on.
+// When a known deadline has passed it reads the deadlines again and acts
+// on the one that still has: the workspace is deleted (done, with the
+// reason) when it expired or went idle; a lease that ran out is taken back
+// (reset and returned to its pool through the return path, or deleted
+// when the lease made the workspace).
+func (w *workspace) lifetimeTick(ctx workflow.Context) (reason string, done bool, err error) {
+	if w.life.version < vLifetime {
+		return "", false, nil
+	}
+	now := workflow.Now(ctx)
+	if at := w.life.next(); at.IsZero() || now.Before(at) {
+		return "", false, nil
+	}
+	var a *activities.Activities
+	var got activities.CheckLifetimeOutput
+	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)
+	if err := workflow.ExecuteLocalActivity(lctx, a.CheckLifetime, activities.CheckLifetimeInput{
+		WorkspaceID: w.in.WorkspaceID,
+	}).Get(ctx, &got); err != nil {
+		if ctx.Err() != nil {
+			return "", false, ctx.Err()
+		}
+		// The next probe reads the deadlines again.
+		w.log.Warn("check lifetime", "workspace_id", w.in.WorkspaceID, "error", errorMessage(err))
+		w.life.known = nil
+		return "", false, nil
+	}
+	if got.Gone {
+		w.life.known = nil
+		return "", false, nil
+	}
+	w.life.known = &got.Lifetime
+	why := due(got.Lifetime, now)
+	switch why {
+	case "":
+		return "", false, nil
+	case models.ReasonExpired, models.ReasonIdle:
+		at := got.Lifetime.ExpiresAt
+		if why == models.ReasonIdle {
+			at = got.Lifetime.IdleDeadline
+		}
+		w.recordEvent(ctx, models.EventExpired, map[string]any{"reason": why, "deadline": at.UTC().Format(time.RFC3339Nano)})
+		w.log.Info("workspace expired", "workspace_id", w.in.WorkspaceID, "reason", why)
+		return why, true, nil
+	}
+	return w.leaseExpired(ctx)
+}
+
+// leaseExpired takes back a workspace whose lease ran out.
+func (w *workspace) leaseExpired(ctx workflow.Context) (reason string, done bool, err error) {
+	w.life.known = nil
+	var a *activities.Activities
+	var out activities.ExpireLeaseOutput
+	lctx := workflow.WithLocalActivityOptions(ctx, recordOptions)
+	if err := workflow.ExecuteLocalActivity(lctx, a.ExpireLease, activities.ExpireLeaseInput{
+		WorkspaceID: w.in.WorkspaceID,
+	}).Get(ctx, &out); err != nil {
+		if ctx.Err() != nil {
+			return "", false, ctx.Err()
+		}
+		w.log.Warn("expire lease", "workspace_id", w.in.WorkspaceID, "error", errorMessage(err))
+		return "", false, nil
+	}
+	switch {
+	case !out.TakenBack:
+		return "", false, nil
+	case out.PoolID == "" || w.in.PoolID == "":
+		// A cold lease made this workspace for its lessee: there is no
+		// pool to return it to.
+		return models.ReasonLeaseExpired, true, nil
+	}
+	reason, done, err = w.returned(ctx)
+	if done {
+		reason = models.ReasonLeaseExpired + ": " + reason
+	}
+	return reason, done, err
+}
+
+// startLifetime fills w's lifetime from its template and the request: the
+// template's bounds, and the deadlines of a workspace that is not an idle
+// pool member (whose deadlines start with its lease). A ttl longer than
+// the template's lifetime.max is Invalid, naming the field ttl.
+func startLifetime(w *models.Workspace, t *models.Template, req activities.CreateWorkspaceRequest, now time.Time) error {
+	var common backend.Common
+	// The template was validated when stored; one that does not decode
+	// has no lifetime.
+	_ = json.Unmarshal(t.Backend, &common)
+	maxLife, idle := common.Lifetimes()
+	if req.TTL < 0 {
+		return errs.Field("ttl", "ttl: %s must be more than 0", req.TTL)
+	}
+	if maxLife > 0 && req.TTL > maxLife {
+		return errs.Field("ttl", "ttl: %s is longer than template %s's lifetime.max (%s)", req.TTL, t.ID, maxLife)
+	}
+	w.MaxLifetimeMS, w.IdleTimeoutMS = maxLife.Milliseconds(), idle.Milliseconds()
+	if w.PoolState == models.PoolIdle {
+		return nil
+	}
+	w.SetDeadlines(models.StartDeadlines(now, maxLife, req.TTL, idle, req.LeaseTTL))
+	return nil
+}
