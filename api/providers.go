@@ -182,6 +182,10 @@ func (s *server) deleteProvider(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// Its backend's clients and port-forwards go with it.
+	if err := s.cfg.Backends.Drop(id); err != nil {
+		s.log.Warn("provider: close backend", "provider_id", id, "error", err.Error())
+	}
 	s.log.Info("provider deleted", "provider_id", id)
 	c.Status(http.StatusNoContent)
 }

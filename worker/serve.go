@@ -42,6 +42,7 @@ type Server struct {
 	worker   sdkworker.Worker
 	host     *local.Host
 	pool     *rtclient.Pool
+	backends *backend.Registry // closed at Stop: clients, port-forwards
 	http     *http.Server
 	listener net.Listener
 	serveErr chan error
@@ -131,6 +132,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			Installation: s.installation,
 		}),
 	})
+	s.backends = registry
 	s.pool = rtclient.NewPool()
 	connector := &activities.Connector{Store: s.store, Backends: registry, Pool: s.pool}
 	m := metrics.New()
@@ -285,6 +287,11 @@ func (s *Server) Stop() error {
 		}
 		if s.pool != nil {
 			s.pool.Close()
+		}
+		if s.backends != nil {
+			// After the runtime connections: nothing uses a backend's
+			// port-forwards or clients any more.
+			errList = append(errList, s.backends.Close())
 		}
 		if s.host != nil {
 			errList = append(errList, s.host.Close())
