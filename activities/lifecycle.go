@@ -28,7 +28,7 @@ import (
 // same runtime with the same token, and backends are idempotent on the
 // workspace id.
 func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (ProvisionOutput, error) {
-	defer keepAlive(ctx)()
+	defer keepAliveInterruptible(ctx)()
 	var step string
 	dctx, cancel, ranOut := beforeDeadline(ctx)
 	defer cancel()

@@ -89,7 +89,7 @@ const lostSlack = 10 * time.Second
 // the workspace went with the old sandbox). It is safe to retry: every try
 // tears down whatever the last one left and provisions again.
 func (a *Activities) Replace(ctx context.Context, in ReplaceInput) (ProvisionOutput, error) {
-	defer keepAlive(ctx)()
+	defer keepAliveInterruptible(ctx)()
 	var step string
 	dctx, cancel, ranOut := beforeDeadline(ctx)
 	defer cancel()
@@ -255,7 +255,7 @@ func (a *Activities) notifyWebhook(ctx context.Context, in WebhookInput) (Webhoo
 // commands are applied again, the lessee's sessions end
 // (workspace_returned), and the workspace is idle in its pool again.
 func (a *Activities) Reset(ctx context.Context, in ResetInput) (ResetOutput, error) {
-	defer keepAlive(ctx)()
+	defer keepAliveInterruptible(ctx)()
 	out, err := a.reset(ctx, in)
 	if err != nil {
 		return ResetOutput{}, classify(err)

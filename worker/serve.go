@@ -164,6 +164,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		// they are cancelled; what is cut short is retried after its
 		// heartbeat timeout, by this worker after a restart or another.
 		WorkerStopTimeout: 10 * time.Second,
+		// A delete cancels a running provisioning, replacement or reset;
+		// the cancellation reaches the activity in the answer to a
+		// heartbeat, which the SDK would otherwise hold back for up to 16 s.
+		MaxHeartbeatThrottleInterval: activities.CancelCheckInterval,
 	})
 	workflows.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {

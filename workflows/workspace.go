@@ -225,7 +225,9 @@ const (
 //   - a pool workspace that is returned is reset, or deleted when the reset
 //     fails (its pool replaces it);
 //   - on the delete signal, from any phase: terminating, destroy until it
-//     succeeds (the reason says why it is still terminating), done;
+//     succeeds (the reason says why it is still terminating), done; from
+//     version vInterrupt of change versionInterrupt, a provisioning,
+//     replacement or reset in flight is cancelled first (interrupt.go);
 //   - on cancellation, destroy anyway, on a disconnected context.
 //
 // Each phase change is written to the database (SetPhase) and to the
@@ -276,6 +278,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 	if w.version == workflow.DefaultVersion {
 		err = w.runV0(ctx)
 	} else {
+		w.interrupt = workflow.GetVersion(ctx, versionInterrupt, workflow.DefaultVersion, vInterrupt)
 		w.life.version = workflow.GetVersion(ctx, versionLifetime, workflow.DefaultVersion, vLifetime)
 		err = w.run(ctx)
 	}
@@ -286,7 +289,8 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 type workspace struct {
 	in        WorkspaceInput
 	version   workflow.Version
-	life      lifetime // deadlines, from version vLifetime (lifetime.go)
+	interrupt workflow.Version // of change versionInterrupt (interrupt.go)
+	life      lifetime         // deadlines, from version vLifetime (lifetime.go)
 	interval  time.Duration
 	policy    backend.Policy
 	st        WorkspaceState
@@ -487,8 +491,7 @@ func untilDeadline(d time.Duration, now, deadline time.Time) time.Duration {
 func (w *workspace) provision(ctx workflow.Context) error {
 	var a *activities.Activities
 	var out activities.ProvisionOutput
-	actx := workflow.WithActivityOptions(ctx, w.startOptions())
-	err := workflow.ExecuteActivity(actx, a.Provision, activities.ProvisionInput{WorkspaceID: w.in.WorkspaceID}).Get(ctx, &out)
+	interrupted, err := w.step(ctx, w.startOptions(), a.Provision, activities.ProvisionInput{WorkspaceID: w.in.WorkspaceID}, &out)
 	if err == nil {
 		h := out.Handle
 		w.st.Handle = &h
@@ -496,6 +499,11 @@ func (w *workspace) provision(ctx workflow.Context) error {
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if interrupted {
+		// Deleted half-way: the loop deletes, and Destroy finds what was
+		// made from the row or by the workspace id.
+		return nil
 	}
 	msg := w.startError(err)
 	w.log.Warn("workspace provisioning failed", "workspace_id", w.in.WorkspaceID, "error", msg)
@@ -550,13 +558,19 @@ func (w *workspace) replace(ctx workflow.Context, manual bool, why string) error
 
 	var a *activities.Activities
 	var out activities.ProvisionOutput
-	actx := workflow.WithActivityOptions(ctx, w.startOptions())
-	err := workflow.ExecuteActivity(actx, a.Replace, activities.ReplaceInput{
+	interrupted, err := w.step(ctx, w.startOptions(), a.Replace, activities.ReplaceInput{
 		WorkspaceID: w.in.WorkspaceID,
 		Handle:      w.st.Handle,
-	}).Get(ctx, &out)
+	}, &out)
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if err != nil && interrupted {
+		// Deleted half-way: the old sandbox may be gone and the new one
+		// half made, so the handle is forgotten and Destroy finds what is
+		// there from the row or by the workspace id.
+		w.st.Handle = nil
+		return nil
 	}
 	if err != nil {
 		msg := w.startError(err)
@@ -615,10 +629,13 @@ func (w *workspace) returned(ctx workflow.Context) (reason string, done bool, er
 		return "returned to its pool while " + w.st.Phase + "; replaced", true, nil
 	}
 	var a *activities.Activities
-	actx := workflow.WithActivityOptions(ctx, resetOptions)
-	rerr := workflow.ExecuteActivity(actx, a.Reset, activities.ResetInput{WorkspaceID: w.in.WorkspaceID}).Get(ctx, nil)
+	interrupted, rerr := w.step(ctx, resetOptions, a.Reset, activities.ResetInput{WorkspaceID: w.in.WorkspaceID}, nil)
 	if ctx.Err() != nil {
 		return "", false, ctx.Err()
+	}
+	if rerr != nil && interrupted {
+		// Deleted while resetting: the loop takes the delete.
+		return "", false, nil
 	}
 	if rerr != nil {
 		return "reset on return failed; replaced: " + errorMessage(rerr), true, nil

@@ -46,6 +46,9 @@ type fakes struct {
 
 	// onProbe, when set, runs inside the n-th probe (1-based).
 	onProbe func(n int)
+	// stall, when set, runs first in Provision, Replace and Reset (named
+	// by activity); an error it returns is the activity's.
+	stall func(ctx context.Context, activity string) error
 	// lifetime, when set, is the deadlines a probe that asks for them
 	// returns (lifetime_test.go).
 	lifetime func() *activities.Lifetime
@@ -112,7 +115,10 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 		f.mu.Unlock()
 	})
 	env.OnActivity(a.Provision, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
+		func(ctx context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
+			if err := f.stalled(ctx, "Provision"); err != nil {
+				return activities.ProvisionOutput{}, err
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.provisionCalls++
@@ -171,7 +177,10 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 			return activities.DestroyOutput{Destroyed: in.Handle != nil}, nil
 		})
 	env.OnActivity(a.Replace, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ReplaceInput) (activities.ProvisionOutput, error) {
+		func(ctx context.Context, in activities.ReplaceInput) (activities.ProvisionOutput, error) {
+			if err := f.stalled(ctx, "Replace"); err != nil {
+				return activities.ProvisionOutput{}, err
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.replaces = append(f.replaces, in)
@@ -198,7 +207,10 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 			return activities.WebhookOutput{Status: 204}, nil
 		})
 	env.OnActivity(a.Reset, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ResetInput) (activities.ResetOutput, error) {
+		func(ctx context.Context, in activities.ResetInput) (activities.ResetOutput, error) {
+			if err := f.stalled(ctx, "Reset"); err != nil {
+				return activities.ResetOutput{}, err
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.resets++

@@ -17,6 +17,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -38,6 +39,10 @@ type script struct {
 	probes        []bool  // successive probe results, then hits
 	replaceErrs   []error // successive Replace attempts, then success
 	destroyErrs   []error // successive Destroy attempts, then success
+	// hang names the activity (Provision or Replace) that never finishes:
+	// it heartbeats until it is cancelled, as one whose init runs
+	// `sleep 600` does.
+	hang string
 }
 
 // fakes are activities with the real names and signatures whose results
@@ -53,9 +58,32 @@ type fakes struct {
 	dests    map[string]int
 	passes   int
 	acquired int
+	// hanging receives the workspace id of each activity that hangs.
+	hanging chan string
 }
 
-func (f *fakes) Provision(_ context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
+// hang heartbeats until ctx is cancelled, when s says activity hangs.
+func (f *fakes) hang(ctx context.Context, s *script, id, activityName string) error {
+	if s == nil || s.hang != activityName {
+		return nil
+	}
+	f.hanging <- id
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			activity.RecordHeartbeat(ctx)
+		}
+	}
+}
+
+func (f *fakes) Provision(ctx context.Context, in activities.ProvisionInput) (activities.ProvisionOutput, error) {
+	if err := f.hang(ctx, f.script(in.WorkspaceID), in.WorkspaceID, "Provision"); err != nil {
+		return activities.ProvisionOutput{}, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.provs[in.WorkspaceID]++
@@ -64,6 +92,12 @@ func (f *fakes) Provision(_ context.Context, in activities.ProvisionInput) (acti
 		return activities.ProvisionOutput{}, s.provisionErrs[n-1]
 	}
 	return activities.ProvisionOutput{Handle: handle(in.WorkspaceID)}, nil
+}
+
+func (f *fakes) script(id string) *script {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.scripts[id]
 }
 
 func (f *fakes) Probe(_ context.Context, in activities.ProbeInput) (activities.ProbeOutput, error) {
@@ -97,7 +131,10 @@ func (f *fakes) Destroy(_ context.Context, in activities.DestroyInput) (activiti
 	return activities.DestroyOutput{Destroyed: in.Handle != nil, Path: handle(in.WorkspaceID).Path}, nil
 }
 
-func (f *fakes) Replace(_ context.Context, in activities.ReplaceInput) (activities.ProvisionOutput, error) {
+func (f *fakes) Replace(ctx context.Context, in activities.ReplaceInput) (activities.ProvisionOutput, error) {
+	if err := f.hang(ctx, f.script(in.WorkspaceID), in.WorkspaceID, "Replace"); err != nil {
+		return activities.ProvisionOutput{}, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.repls[in.WorkspaceID]++
@@ -240,8 +277,10 @@ func TestRecordHistories(t *testing.T) {
 
 	c := dial(t, ctx)
 	f := &fakes{scripts: map[string]*script{}, provs: map[string]int{}, probes: map[string]int{},
-		repls: map[string]int{}, dests: map[string]int{}}
-	w := worker.New(c, workflows.TaskQueue, worker.Options{})
+		repls: map[string]int{}, dests: map[string]int{}, hanging: make(chan string, 4)}
+	// As primer serve: a delete's cancellation reaches a hanging activity
+	// in the answer to its next heartbeat, not 16 s later.
+	w := worker.New(c, workflows.TaskQueue, worker.Options{MaxHeartbeatThrottleInterval: activities.CancelCheckInterval})
 	w.RegisterWorkflowWithOptions(workflows.WorkspaceWorkflow, workflow.RegisterOptions{Name: workflows.WorkspaceWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.PoolWorkflow, workflow.RegisterOptions{Name: workflows.PoolWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.ReconcilerWorkflow, workflow.RegisterOptions{Name: workflows.ReconcilerWorkflowName})
@@ -474,6 +513,41 @@ func TestRecordHistories(t *testing.T) {
 			},
 			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
 		},
+
+		// Version 1 of change "interrupt" histories.
+		{
+			// A delete while provisioning hangs: the provisioning is
+			// cancelled, then the workspace destroyed.
+			file:   "interrupt_provision_v1.json",
+			id:     "ws-intprov",
+			script: script{hang: "Provision"},
+			policy: &backend.Policy{StartTimeout: time.Minute, MaxAttempts: 2},
+			drive: func(t *testing.T, r *run) {
+				awaitHang(t, f.hanging, "ws-intprov")
+				r.delete(t, "recorded")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		},
+		{
+			// running, 3 misses -> failed, replaced at once; a delete while
+			// the replacement hangs cancels it, then the workspace is
+			// destroyed.
+			file:   "interrupt_replace_v1.json",
+			id:     "ws-intrepl",
+			script: script{probes: []bool{true, false, false, false}, hang: "Replace"},
+			policy: &backend.Policy{StartTimeout: time.Minute, MaxAttempts: 2},
+			drive: func(t *testing.T, r *run) {
+				awaitHang(t, f.hanging, "ws-intrepl")
+				r.delete(t, "recorded")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		},
 	}
 
 	for _, rec := range recordings {
@@ -549,6 +623,22 @@ func dial(t *testing.T, ctx context.Context) client.Client {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// awaitHang waits until the activity of workspace id hangs.
+func awaitHang(t *testing.T, hanging <-chan string, id string) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case got := <-hanging:
+			if got == id {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("%s: no activity hangs", id)
+		}
+	}
 }
 
 func history(t *testing.T, r *run) *historypb.History {
