@@ -190,13 +190,15 @@ func workspaceRequest(sets []string) (client.CreateWorkspaceRequest, error) {
 			return req, usagef("--set %s: want KEY=VALUE", s)
 		case k == "template_id":
 			req.TemplateID = v
+		case k == "ttl":
+			req.TTL = v
 		case strings.HasPrefix(k, "labels.") && len(k) > len("labels."):
 			if req.Labels == nil {
 				req.Labels = map[string]string{}
 			}
 			req.Labels[strings.TrimPrefix(k, "labels.")] = v
 		default:
-			return req, usagef("--set %s: unknown key %q: want template_id or labels.KEY", s, k)
+			return req, usagef("--set %s: unknown key %q: want template_id, ttl or labels.KEY", s, k)
 		}
 	}
 	if req.TemplateID == "" {

@@ -19,6 +19,7 @@ func (a *app) poolCommand() *cobra.Command {
 
 func (a *app) poolLeaseCommand() *cobra.Command {
 	var labels []string
+	var leaseTTL string
 	var wait bool
 	var waitTimeout time.Duration
 	cmd := &cobra.Command{
@@ -33,7 +34,7 @@ with 'primectl workspace return ID'.`,
   primectl pool lease py-warm --wait -o json`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
-			var req client.LeaseRequest
+			req := client.LeaseRequest{LeaseTTL: leaseTTL}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
 				if !ok || k == "" {
@@ -68,6 +69,7 @@ with 'primectl workspace return ID'.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&labels, "label", nil, "a label KEY=VALUE for a cold-created workspace (repeatable)")
 	f.BoolVar(&wait, "wait", false, "wait until the workspace is running (a cold lease starts pending)")
+	f.StringVar(&leaseTTL, "ttl", "", "how long the lease lasts unless returned or extended (default: the pool's lease_ttl)")
 	f.DurationVar(&waitTimeout, "wait-timeout", DefaultWaitTimeout, "how long --wait waits")
 	return cmd
 }

@@ -57,22 +57,28 @@ func TestWorkspaceLifetime(t *testing.T) {
 		wantExpired int // ExpireLease calls
 	}{
 		{
-			name:        "max: deleted expired at the deadline, between probes",
-			at:          func(s time.Time) activities.Lifetime { return activities.Lifetime{ExpiresAt: s.Add(10*time.Minute + 7*time.Second)} },
+			name: "max: deleted expired at the deadline, between probes",
+			at: func(s time.Time) activities.Lifetime {
+				return activities.Lifetime{ExpiresAt: s.Add(10*time.Minute + 7*time.Second)}
+			},
 			wantReason:  models.ReasonExpired,
 			wantElapsed: 10*time.Minute + 7*time.Second,
 			wantEvent:   models.EventExpired,
 		},
 		{
-			name:        "idle: deleted idle",
-			at:          func(s time.Time) activities.Lifetime { return activities.Lifetime{IdleDeadline: s.Add(5 * time.Minute)} },
+			name: "idle: deleted idle",
+			at: func(s time.Time) activities.Lifetime {
+				return activities.Lifetime{IdleDeadline: s.Add(5 * time.Minute)}
+			},
 			wantReason:  models.ReasonIdle,
 			wantElapsed: 5 * time.Minute,
 			wantEvent:   models.EventExpired,
 		},
 		{
-			name:   "idle: activity moves the deadline",
-			at:     func(s time.Time) activities.Lifetime { return activities.Lifetime{IdleDeadline: s.Add(5 * time.Minute)} },
+			name: "idle: activity moves the deadline",
+			at: func(s time.Time) activities.Lifetime {
+				return activities.Lifetime{IdleDeadline: s.Add(5 * time.Minute)}
+			},
 			moveAt: 4*time.Minute + 50*time.Second,
 			move: func(s time.Time, l *activities.Lifetime) {
 				l.IdleDeadline = s.Add(9 * time.Minute)
@@ -95,24 +101,30 @@ func TestWorkspaceLifetime(t *testing.T) {
 			wantEvent:   models.EventExpired,
 		},
 		{
-			name:        "expired wins over idle",
-			at:          func(s time.Time) activities.Lifetime { return activities.Lifetime{ExpiresAt: s.Add(time.Minute), IdleDeadline: s.Add(time.Minute)} },
+			name: "expired wins over idle",
+			at: func(s time.Time) activities.Lifetime {
+				return activities.Lifetime{ExpiresAt: s.Add(time.Minute), IdleDeadline: s.Add(time.Minute)}
+			},
 			wantReason:  models.ReasonExpired,
 			wantElapsed: time.Minute,
 			wantEvent:   models.EventExpired,
 		},
 		{
-			name:        "lease of a pool member: taken back, reset, kept",
-			poolID:      "warm",
-			at:          func(s time.Time) activities.Lifetime { return activities.Lifetime{LeaseExpiresAt: s.Add(3 * time.Minute)} },
+			name:   "lease of a pool member: taken back, reset, kept",
+			poolID: "warm",
+			at: func(s time.Time) activities.Lifetime {
+				return activities.Lifetime{LeaseExpiresAt: s.Add(3 * time.Minute)}
+			},
 			wantReason:  "deleted by test",
 			wantElapsed: deleteAt,
 			wantResets:  1,
 			wantExpired: 1,
 		},
 		{
-			name:        "cold lease: deleted lease_expired",
-			at:          func(s time.Time) activities.Lifetime { return activities.Lifetime{LeaseExpiresAt: s.Add(3 * time.Minute)} },
+			name: "cold lease: deleted lease_expired",
+			at: func(s time.Time) activities.Lifetime {
+				return activities.Lifetime{LeaseExpiresAt: s.Add(3 * time.Minute)}
+			},
 			wantReason:  models.ReasonLeaseExpired,
 			wantElapsed: 3 * time.Minute,
 			wantExpired: 1,

@@ -21,6 +21,9 @@ type PoolSpec struct {
 	// Size is how many workspaces the pool holds, idle or leased: 1 to
 	// 100; 0 means the server's default (3).
 	Size int `json:"size,omitempty"`
+	// LeaseTTL is how long a lease lasts unless returned or extended (a
+	// Go duration such as "30m"); empty: until returned.
+	LeaseTTL string `json:"lease_ttl,omitempty"`
 }
 
 // PoolStatus counts a pool's workspaces by what they are doing now.
@@ -46,6 +49,8 @@ type PoolListOptions struct {
 type LeaseRequest struct {
 	// Labels are given to a workspace created for a cold lease.
 	Labels map[string]string `json:"labels,omitempty"`
+	// LeaseTTL overrides the pool's lease_ttl for this lease.
+	LeaseTTL string `json:"lease_ttl,omitempty"`
 }
 
 // Lease is a leased workspace and where it came from: LeaseWarm (running

@@ -40,6 +40,9 @@ type TemplateListOptions struct {
 type CreateWorkspaceRequest struct {
 	TemplateID string            `json:"template_id"`
 	Labels     map[string]string `json:"labels,omitempty"`
+	// TTL is how long the workspace lives (a Go duration such as "2h"),
+	// at most its template's lifetime.max; empty: lifetime.max.
+	TTL string `json:"ttl,omitempty"`
 }
 
 // WorkspaceListOptions filters ListWorkspaces. Empty fields match all.
