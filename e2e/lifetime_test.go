@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/worker"
+)
+
+// expiredEvent waits for the workspace.expired event of id and checks its
+// reason.
+func expiredEvent(t *testing.T, api *client.Client, id, reason string) {
+	t.Helper()
+	evs := waitEvent(t, api, id, models.EventExpired, 30*time.Second)
+	var data map[string]any
+	if err := json.Unmarshal(evs[len(evs)-1].Data, &data); err != nil || data["reason"] != reason {
+		t.Fatalf("%s event of %s = %s, want reason %s", models.EventExpired, id, evs[len(evs)-1].Data, reason)
+	}
+}
+
+// waitGoneWithin waits until workspace id is gone and checks it went no
+// sooner than min after since.
+func waitGoneWithin(t *testing.T, api *client.Client, id string, since time.Time, minLife, d time.Duration) time.Duration {
+	t.Helper()
+	ctx := ctxT(t, d)
+	if err := api.WaitGone(ctx, id, nil); err != nil {
+		t.Fatalf("workspace %s not gone within %s: %v", id, d, err)
+	}
+	lived := time.Since(since)
+	if lived < minLife {
+		t.Fatalf("workspace %s gone after %s, before its deadline (%s)", id, lived, minLife)
+	}
+	return lived
+}
+
+// TestLifetimesLocal runs max and idle expiry, extend and lease expiry
+// end to end on the local backend with second-long lifetimes.
+func TestLifetimesLocal(t *testing.T) {
+	p := startPrimer(t)
+	runLifetimes(t, p, models.LocalProviderID, json.RawMessage(`{"kind":"local"}`))
+}
+
+// TestLifetimesOnContainers runs the same once on each container engine.
+func TestLifetimesOnContainers(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		r := newFaultRig(t, e, func(c *worker.Config) { c.PoolInterval = time.Second })
+		runLifetimes(t, r.p, r.provider(), r.doc(nil))
+	})
+}
+
+// runLifetimes creates templates with lifetimes on provider (base is the
+// backend document they extend) and checks each way a workspace or a
+// lease runs out.
+func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage) {
+	api := p.api
+	ctx := ctxT(t, 5*time.Minute)
+	template := func(id string, lifetime map[string]string) {
+		t.Helper()
+		var doc map[string]any
+		if err := json.Unmarshal(base, &doc); err != nil {
+			t.Fatal(err)
+		}
+		doc["lifetime"] = lifetime
+		raw, _ := json.Marshal(doc)
+		if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: provider, Backend: raw}); err != nil {
+			t.Fatalf("create template %s: %v", id, err)
+		}
+	}
+	create := func(tmpl, ttl string) (*models.Workspace, time.Time) {
+		t.Helper()
+		start := time.Now()
+		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: tmpl, TTL: ttl})
+		if err != nil {
+			t.Fatalf("create workspace of %s: %v", tmpl, err)
+		}
+		return ws, start
+	}
+	exec := func(id string) {
+		t.Helper()
+		if _, err := api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"true"}}); err != nil {
+			t.Fatalf("exec in %s: %v", id, err)
+		}
+	}
+	template("life-max", map[string]string{"max": "4s"})
+	template("life-idle", map[string]string{"idle": "3s"})
+	template("life-long", map[string]string{"max": "1m"})
+
+	t.Run("max", func(t *testing.T) {
+		ws, start := create("life-max", "")
+		if ws.ExpiresAt == nil || ws.IdleDeadline != nil {
+			t.Fatalf("created with expires_at %v, idle_deadline %v", ws.ExpiresAt, ws.IdleDeadline)
+		}
+		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
+		lived := waitGoneWithin(t, api, ws.ID, start, 4*time.Second, time.Minute)
+		expiredEvent(t, api, ws.ID, models.ReasonExpired)
+		t.Logf("max 4s: gone after %s", lived.Round(time.Millisecond))
+	})
+
+	t.Run("idle", func(t *testing.T) {
+		ws, _ := create("life-idle", "")
+		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
+		// Calls keep it alive past its idle timeout...
+		busyUntil := time.Now().Add(5 * time.Second)
+		for time.Now().Before(busyUntil) {
+			exec(ws.ID)
+			if _, err := api.GetWorkspace(ctx, ws.ID); err != nil {
+				t.Fatalf("workspace gone while in use: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond) // the cadence of a busy client, not a wait for a result
+		}
+		// ...and it goes once they stop.
+		last := time.Now()
+		lived := waitGoneWithin(t, api, ws.ID, last, 3*time.Second-200*time.Millisecond, time.Minute)
+		expiredEvent(t, api, ws.ID, models.ReasonIdle)
+		t.Logf("idle 3s: gone %s after the last call", lived.Round(time.Millisecond))
+	})
+
+	t.Run("extend", func(t *testing.T) {
+		ws, start := create("life-long", "3s")
+		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
+		out, stderr, code := p.primectl("", "workspace", "extend", ws.ID, "--by", "4s")
+		if code != 0 {
+			t.Fatalf("primectl workspace extend: %d %s %s", code, out, stderr)
+		}
+		got, err := api.GetWorkspace(ctx, ws.ID)
+		if err != nil || got.ExpiresAt == nil || !got.ExpiresAt.Equal(ws.ExpiresAt.Add(4*time.Second)) {
+			t.Fatalf("after extend: %+v (%v), want expires_at %v", got, err, ws.ExpiresAt.Add(4*time.Second))
+		}
+		// Past max is refused, naming the field.
+		if _, err := api.ExtendWorkspace(ctx, ws.ID, client.ExtendRequest{By: "2m"}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "by" {
+			t.Fatalf("extend past max = %v, want invalid naming by", err)
+		}
+		lived := waitGoneWithin(t, api, ws.ID, start, 7*time.Second, time.Minute)
+		expiredEvent(t, api, ws.ID, models.ReasonExpired)
+		t.Logf("ttl 3s extended by 4s: gone after %s", lived.Round(time.Millisecond))
+	})
+
+	t.Run("lease", func(t *testing.T) {
+		// The template's idle timeout does not touch idle members waiting
+		// in the pool; the lease's ttl (shorter) takes the member back.
+		template("life-pooled", map[string]string{"idle": "3s"})
+		if _, err := api.CreatePool(ctx, client.PoolSpec{ID: "life", TemplateID: "life-pooled", Size: 1, LeaseTTL: "1500ms"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx := ctxT(t, 30*time.Second)
+			_, _ = api.DeletePool(ctx, "life")
+		})
+		var member models.Workspace
+		eventually(t, 2*time.Minute, "an idle running member", func() bool {
+			ws, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "life", PoolState: models.PoolIdle, Phase: models.PhaseRunning})
+			if err == nil && len(ws) == 1 {
+				member = ws[0]
+				return true
+			}
+			return false
+		})
+		// Idle in the pool past the template's idle timeout, it stays.
+		eventually(t, time.Minute, "the member idle past the idle timeout", func() bool {
+			ws, err := api.GetWorkspace(ctx, member.ID)
+			if err != nil {
+				t.Fatalf("idle pool member %s: %v", member.ID, err)
+			}
+			return ws.PoolState == models.PoolIdle && time.Since(ws.CreatedAt) > 5*time.Second
+		})
+		leased := time.Now()
+		l, err := api.LeasePool(ctx, "life", client.LeaseRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Workspace.ID != member.ID || l.Workspace.LeaseExpiresAt == nil {
+			t.Fatalf("lease = %s %+v", l.Source, l.Workspace)
+		}
+		evs := waitEvent(t, api, member.ID, models.EventLeaseExpired, time.Minute)
+		took := time.Since(leased)
+		if took < 1500*time.Millisecond {
+			t.Fatalf("lease taken back after %s, before its ttl", took)
+		}
+		var data map[string]any
+		if err := json.Unmarshal(evs[len(evs)-1].Data, &data); err != nil || data["reason"] != models.ReasonLeaseExpired {
+			t.Fatalf("%s data = %s", models.EventLeaseExpired, evs[len(evs)-1].Data)
+		}
+		// Reset and back in the pool: the same workspace, idle, without deadlines.
+		eventually(t, time.Minute, "the member idle again", func() bool {
+			ws, err := api.GetWorkspace(ctx, member.ID)
+			return err == nil && ws.PoolState == models.PoolIdle && ws.Phase == models.PhaseRunning && ws.LeaseExpiresAt == nil
+		})
+		waitEvent(t, api, member.ID, models.EventReturned, time.Minute)
+		t.Logf("lease_ttl 1.5s: taken back after %s", took.Round(time.Millisecond))
+	})
+}
