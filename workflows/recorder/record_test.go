@@ -43,6 +43,30 @@ type script struct {
 	// it heartbeats until it is cancelled, as one whose init runs
 	// `sleep 600` does.
 	hang string
+	// leaseAfter and expireAfter, when set, are the lease and the expiry
+	// deadlines the probes report (workflow version vLifetime), counted
+	// from the first probe; a lease taken back reports none.
+	leaseAfter, expireAfter time.Duration
+	lifeFrom                time.Time
+	leaseTaken              bool
+}
+
+// lifetime is the deadlines s reports; nil when it has none.
+func (s *script) lifetime() *activities.Lifetime {
+	if s == nil || (s.leaseAfter == 0 && s.expireAfter == 0) {
+		return nil
+	}
+	if s.lifeFrom.IsZero() {
+		s.lifeFrom = time.Now()
+	}
+	l := &activities.Lifetime{}
+	if s.leaseAfter > 0 && !s.leaseTaken {
+		l.LeaseExpiresAt = s.lifeFrom.Add(s.leaseAfter)
+	}
+	if s.expireAfter > 0 {
+		l.ExpiresAt = s.lifeFrom.Add(s.expireAfter)
+	}
+	return l
 }
 
 // fakes are activities with the real names and signatures whose results
@@ -108,7 +132,32 @@ func (f *fakes) Probe(_ context.Context, in activities.ProbeInput) (activities.P
 	if n := f.probes[in.WorkspaceID]; n <= len(s.probes) && !s.probes[n-1] {
 		return activities.ProbeOutput{Reason: "runtime connect: dial ws://127.0.0.1:1/w/" + in.WorkspaceID + ": connection refused"}, nil
 	}
-	return activities.ProbeOutput{Hit: true}, nil
+	out := activities.ProbeOutput{Hit: true}
+	if in.Lifetime {
+		out.Lifetime = s.lifetime()
+	}
+	return out, nil
+}
+
+func (f *fakes) CheckLifetime(_ context.Context, in activities.CheckLifetimeInput) (activities.CheckLifetimeOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out activities.CheckLifetimeOutput
+	if l := f.scripts[in.WorkspaceID].lifetime(); l != nil {
+		out.Lifetime = *l
+	}
+	return out, nil
+}
+
+func (f *fakes) ExpireLease(_ context.Context, in activities.ExpireLeaseInput) (activities.ExpireLeaseOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.scripts[in.WorkspaceID]
+	if s == nil || s.leaseTaken {
+		return activities.ExpireLeaseOutput{}, nil
+	}
+	s.leaseTaken = true
+	return activities.ExpireLeaseOutput{TakenBack: true, PoolID: "warm"}, nil
 }
 
 func (f *fakes) SetPhase(context.Context, activities.SetPhaseInput) (activities.SetPhaseOutput, error) {
@@ -542,6 +591,23 @@ func TestRecordHistories(t *testing.T) {
 			drive: func(t *testing.T, r *run) {
 				awaitHang(t, f.hanging, "ws-intrepl")
 				r.delete(t, "recorded")
+				if err := r.result(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		},
+
+		// Version 1 of change lifetime.
+		{
+			// A leased pool member whose lease runs out (taken back:
+			// reset, back in the pool), then whose max runs out: deleted,
+			// reason expired, without a delete signal.
+			file:   "lifetime_v1.json",
+			id:     "ws-lifetime",
+			script: script{leaseAfter: time.Second, expireAfter: 2500 * time.Millisecond},
+			pool:   "warm",
+			drive: func(t *testing.T, r *run) {
 				if err := r.result(); err != nil {
 					t.Fatal(err)
 				}
