@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -43,4 +44,15 @@ func keepAliveInterruptible(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// interrupted is the error a step a delete interrupts returns: err, or,
+// once the activity's context is cancelled, the cancellation itself, which
+// the SDK reports to the server as the activity cancelled (when the
+// workflow asked for it) rather than as a failure logged as an error.
+func interrupted(ctx context.Context, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return err
 }

@@ -34,7 +34,7 @@ func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (Provisio
 	defer cancel()
 	h, err := a.provision(dctx, in.WorkspaceID, false, &step)
 	if err != nil {
-		return ProvisionOutput{}, timedOut(err, ranOut(), in.WorkspaceID, "provision", step)
+		return ProvisionOutput{}, interrupted(ctx, timedOut(err, ranOut(), in.WorkspaceID, "provision", step))
 	}
 	return ProvisionOutput{Handle: h}, nil
 }

@@ -95,7 +95,7 @@ func (a *Activities) Replace(ctx context.Context, in ReplaceInput) (ProvisionOut
 	defer cancel()
 	h, err := a.replace(dctx, in, &step)
 	if err != nil {
-		return ProvisionOutput{}, timedOut(err, ranOut(), in.WorkspaceID, "replace", step)
+		return ProvisionOutput{}, interrupted(ctx, timedOut(err, ranOut(), in.WorkspaceID, "replace", step))
 	}
 	return ProvisionOutput{Handle: h}, nil
 }
@@ -258,7 +258,7 @@ func (a *Activities) Reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	defer keepAliveInterruptible(ctx)()
 	out, err := a.reset(ctx, in)
 	if err != nil {
-		return ResetOutput{}, classify(err)
+		return ResetOutput{}, interrupted(ctx, classify(err))
 	}
 	return out, nil
 }
