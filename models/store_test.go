@@ -105,6 +105,7 @@ var storeCases = []storeCase{
 	{"lease workspace concurrently", testLeaseConcurrent},
 	{"set pool state", testSetPoolState},
 	{"detach pool", testDetachPool},
+	{"lifetimes", testLifetimes},
 }
 
 func testProviders(t *testing.T, ctx context.Context, s *Store) {
