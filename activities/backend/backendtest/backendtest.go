@@ -45,6 +45,12 @@ type Harness struct {
 	// HostProcesses says commands run as processes the test can see (local,
 	// worktree, memory): the suite then checks by pid that destroy killed them.
 	HostProcesses bool
+	// Restart returns a new backend built from the same config as old, as a
+	// platform restarted on the same provider builds it. It first stops what
+	// old serves from the test's process (a local.Host), since a restart
+	// ends the process that served it. Required when the backend claims
+	// Capabilities().PersistentAcrossRestart.
+	Restart func(t *testing.T, old backend.Backend) backend.Backend
 }
 
 // Run runs the suite as subtests of t.
@@ -68,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TeardownKeepsData", s.teardownKeepsData)
 	t.Run("TeardownThenDestroy", s.teardownThenDestroy)
 	t.Run("List", s.list)
+	t.Run("ReattachAfterRestart", s.reattachAfterRestart)
 }
 
 type suite struct{ h Harness }
@@ -806,5 +813,83 @@ func (s *suite) list(t *testing.T) {
 	}
 	if e, ok := byID[gone]; ok {
 		t.Errorf("list returns destroyed workspace %s: %+v", gone, e)
+	}
+}
+
+// reattachAfterRestart is what a restarted platform does with a workspace
+// that was running: it builds a new backend from the same provider config,
+// reads the handle back from the database, asks for the endpoint (serving
+// the runtime again where the backend hosts it), and finds the files and the
+// env the workspace was made with. The new backend can destroy it too.
+func (s *suite) reattachAfterRestart(t *testing.T) {
+	b := s.h.New(t)
+	if !b.Capabilities().PersistentAcrossRestart {
+		t.Skipf("%T does not claim PersistentAcrossRestart", b)
+	}
+	if s.h.Restart == nil {
+		t.Fatalf("%T claims PersistentAcrossRestart: Harness needs Restart", b)
+	}
+	ctx := s.ctx(t)
+	id, token := NewID(t), NewToken(t)
+	env := map[string]string{"FOO": "foo-" + id}
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: s.h.Template, Env: env, Token: token})
+	if err != nil {
+		t.Fatalf("provision: %v", err)
+	}
+	current := b
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
+		defer cancel()
+		if err := current.Destroy(ctx, h); err != nil {
+			t.Errorf("cleanup: destroy %s: %v", id, err)
+		}
+	})
+	c := Dial(ctx, t, b, h, token)
+	data := []byte("kept across restart " + id)
+	if err := c.WriteFile(ctx, "restart/data.txt", data, 0o600); err != nil {
+		t.Fatalf("write file: %v", err)
+	}
+	c.Close()
+
+	// The handle travels through the database as JSON.
+	raw, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored backend.Handle
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+
+	b2 := s.h.Restart(t, b)
+	current = b2
+	var ep backend.Endpoint
+	if rh, ok := b2.(backend.RuntimeHost); ok {
+		ep, err = rh.ServeRuntime(ctx, stored, token, func(context.Context) (map[string]string, error) { return env, nil })
+	} else {
+		ep, err = b2.Endpoint(ctx, stored, token)
+	}
+	if err != nil {
+		t.Fatalf("endpoint after restart: %v", err)
+	}
+	c2, err := dialRetry(ctx, ep.URL, token)
+	if err != nil {
+		t.Fatalf("dial after restart at %s: %v", ep.URL, err)
+	}
+	t.Cleanup(func() { c2.Close() })
+	if got, err := c2.ReadFile(ctx, "restart/data.txt"); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("after restart, restart/data.txt = %q, %v; want %q", got, err, data)
+	}
+	res, err := c2.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo $FOO; cat restart/data.txt"}}, nil, nil)
+	if err != nil || string(res.Stdout) != "foo-"+id+"\n"+string(data) {
+		t.Errorf("exec after restart = %q, %v; want the workspace's env and file", res.Stdout, err)
+	}
+	c2.Close()
+
+	if err := b2.Destroy(ctx, stored); err != nil {
+		t.Fatalf("destroy after restart: %v", err)
+	}
+	if !s.h.Gone(t, stored) {
+		t.Error("after a destroy by the restarted backend, something of the sandbox is left")
 	}
 }

@@ -33,7 +33,13 @@ func busyboxTemplate(extra map[string]any) json.RawMessage {
 func TestConformance(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
 		backendtest.Run(t, backendtest.Harness{
-			New:      func(t *testing.T) backend.Backend { return containertest.Backend(t, e) },
+			New: func(t *testing.T) backend.Backend { return containertest.Backend(t, e) },
+			// The sandbox lives on the engine: a new backend on the same
+			// engine is what a restarted platform builds.
+			Restart: func(t *testing.T, old backend.Backend) backend.Backend {
+				_ = old.(backend.Closer).Close()
+				return containertest.Backend(t, e)
+			},
 			Template: busyboxTemplate(nil),
 			Gone: func(t *testing.T, h backend.Handle) bool {
 				objs := containertest.Objects(t, containertest.Backend(t, e), h.WorkspaceID)

@@ -29,6 +29,12 @@ func TestConformance(t *testing.T) {
 		New: func(t *testing.T) backend.Backend {
 			return kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, "")
 		},
+		// The sandbox lives in the cluster: a new backend on the same
+		// namespace is what a restarted platform builds.
+		Restart: func(t *testing.T, old backend.Backend) backend.Backend {
+			_ = old.(backend.Closer).Close()
+			return kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, "")
+		},
 		Template: kubernetestest.Template(kubernetestest.BusyboxImage, nil),
 		Gone: func(t *testing.T, h backend.Handle) bool {
 			b := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, "")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,9 +23,15 @@ import (
 // newBackend returns a local backend on its own host under a fresh root.
 func newBackend(t *testing.T) (*local.Backend, *local.Host) {
 	t.Helper()
+	return backendAt(t, t.TempDir())
+}
+
+// backendAt returns a local backend on its own host under root.
+func backendAt(t *testing.T, root string) (*local.Backend, *local.Host) {
+	t.Helper()
 	host := local.NewHost(nil)
 	t.Cleanup(func() { host.Close() })
-	b, err := local.New(host, t.TempDir(), nil)
+	b, err := local.New(host, root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +39,14 @@ func newBackend(t *testing.T) (*local.Backend, *local.Host) {
 }
 
 func TestConformance(t *testing.T) {
+	var mu sync.Mutex
+	hosts := map[*local.Backend]*local.Host{}
 	backendtest.Run(t, backendtest.Harness{
 		New: func(t *testing.T) backend.Backend {
-			b, _ := newBackend(t)
+			b, host := newBackend(t)
+			mu.Lock()
+			defer mu.Unlock()
+			hosts[b] = host
 			return b
 		},
 		Template: json.RawMessage(`{"kind":"local","env":{"FROM_TEMPLATE":"1"},"init":["true"]}`),
@@ -44,6 +56,17 @@ func TestConformance(t *testing.T) {
 		},
 		Timeout:       30 * time.Second,
 		HostProcesses: true,
+		// A restart ends the process whose host served the runtimes; the
+		// new platform has a new host over the same root.
+		Restart: func(t *testing.T, old backend.Backend) backend.Backend {
+			ob := old.(*local.Backend)
+			mu.Lock()
+			host := hosts[ob]
+			mu.Unlock()
+			host.Close()
+			b, _ := backendAt(t, ob.Root())
+			return b
+		},
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,13 +60,20 @@ func newRepo(t *testing.T) string {
 
 func newBackend(t *testing.T) *worktree.Backend {
 	t.Helper()
+	b, _ := backendAt(t, t.TempDir())
+	return b
+}
+
+// backendAt returns a worktree backend on its own host under root.
+func backendAt(t *testing.T, root string) (*worktree.Backend, *local.Host) {
+	t.Helper()
 	host := local.NewHost(nil)
 	t.Cleanup(func() { host.Close() })
-	b, err := worktree.New(host, t.TempDir(), nil)
+	b, err := worktree.New(host, root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return b, host
 }
 
 func template(repo, baseRef string) json.RawMessage {
@@ -89,8 +97,27 @@ func worktreeListed(t *testing.T, repo, dir string) bool {
 
 func TestConformance(t *testing.T) {
 	repo := newRepo(t)
+	var mu sync.Mutex
+	hosts := map[*worktree.Backend]*local.Host{}
 	backendtest.Run(t, backendtest.Harness{
-		New:      func(t *testing.T) backend.Backend { return newBackend(t) },
+		New: func(t *testing.T) backend.Backend {
+			b, host := backendAt(t, t.TempDir())
+			mu.Lock()
+			defer mu.Unlock()
+			hosts[b] = host
+			return b
+		},
+		// A restart ends the process whose host served the runtimes; the
+		// new platform has a new host over the same root.
+		Restart: func(t *testing.T, old backend.Backend) backend.Backend {
+			ob := old.(*worktree.Backend)
+			mu.Lock()
+			host := hosts[ob]
+			mu.Unlock()
+			host.Close()
+			b, _ := backendAt(t, ob.Root())
+			return b
+		},
 		Template: template(repo, ""),
 		Gone: func(t *testing.T, h backend.Handle) bool {
 			_, err := os.Stat(h.Path)
