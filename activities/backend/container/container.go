@@ -22,7 +22,6 @@ package container
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,7 +40,6 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	dnetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
-	dclient "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 	"github.com/docker/go-units"
@@ -122,7 +120,7 @@ type Options struct {
 // Backend makes workspaces as containers of one engine.
 type Backend struct {
 	cfg    ProviderConfig
-	cli    *dclient.Client
+	cli    engine
 	opts   Options
 	logger *slog.Logger
 	locks  keylock.Map // workspace id
@@ -152,7 +150,13 @@ func New(cfg ProviderConfig, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{cfg: cfg, cli: cli, opts: opts, logger: opts.Logger.With("backend", Type, "engine", cfg.Runtime)}, nil
+	return newBackend(cfg, cli, opts), nil
+}
+
+// newBackend returns a backend on cli for a parsed provider config and
+// options with their defaults filled in.
+func newBackend(cfg ProviderConfig, cli engine, opts Options) *Backend {
+	return &Backend{cfg: cfg, cli: cli, opts: opts, logger: opts.Logger.With("backend", Type, "engine", cfg.Runtime)}
 }
 
 // Factory builds container backends from provider configs.
@@ -165,31 +169,6 @@ func Factory(opts Options) backend.Factory {
 		return New(c, opts)
 	}
 }
-
-func newClient(c Connection) (*dclient.Client, error) {
-	opts := []dclient.Opt{dclient.WithAPIVersionNegotiation()}
-	switch c.Kind {
-	case ConnSocket:
-		opts = append(opts, dclient.WithHost("unix://"+c.SocketPath))
-	case ConnTCP:
-		opts = append(opts, dclient.WithHost("tcp://"+c.Host))
-		if c.TLS != nil {
-			opts = append(opts, dclient.WithTLSClientConfig(c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile))
-		}
-	}
-	cli, err := dclient.NewClientWithOpts(opts...)
-	if err != nil {
-		return nil, errs.Field("spec.config.connection", "spec.config.connection: %v", err)
-	}
-	return cli, nil
-}
-
-// Client returns the engine client (tests inspect what the backend made).
-func (b *Backend) Client() *dclient.Client { return b.cli }
-
-// Close implements backend.Closer: it releases the engine client's
-// connections. Containers and volumes stay with their workspaces.
-func (b *Backend) Close() error { return b.cli.Close() }
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
@@ -917,42 +896,4 @@ func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// engineErr wraps an engine error with what was being done and the errs
-// kind the workflow needs: a missing image or object is NotFound (not
-// retried), an engine that does not answer is Unavailable (retried), a bad
-// request is Invalid.
-func (b *Backend) engineErr(err error, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	engine := b.cfg.Runtime
-	switch {
-	case dclient.IsErrConnectionFailed(err) || isDialError(err):
-		return errs.E(errs.Unavailable, "%s: %s engine is not reachable at %s: %w", msg, engine, b.where(), err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return errs.E(errs.Timeout, "%s: %s engine: %w", msg, engine, err)
-	case errors.Is(err, context.Canceled):
-		return errs.E(errs.Canceled, "%s: %w", msg, err)
-	case cerrdefs.IsNotFound(err):
-		return errs.E(errs.NotFound, "%s: %s engine: %w", msg, engine, err)
-	case cerrdefs.IsConflict(err):
-		return errs.E(errs.Conflict, "%s: %s engine: %w", msg, engine, err)
-	case cerrdefs.IsInvalidArgument(err):
-		return errs.E(errs.Invalid, "%s: %s engine: %w", msg, engine, err)
-	case cerrdefs.IsPermissionDenied(err) || cerrdefs.IsUnauthorized(err):
-		return errs.E(errs.Forbidden, "%s: %s engine: %w", msg, engine, err)
-	}
-	return errs.E(errs.Unavailable, "%s: %s engine: %w", msg, engine, err)
-}
-
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-func (b *Backend) where() string {
-	if b.cfg.Connection.Kind == ConnSocket {
-		return b.cfg.Connection.SocketPath
-	}
-	return b.cfg.Connection.Host
 }
