@@ -25,18 +25,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	dcontainer "github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	dnetwork "github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
@@ -284,126 +279,6 @@ func (b *Backend) existing(ctx context.Context, id, token string) (backend.Handl
 	return backend.Handle{}, false, nil
 }
 
-// runtimeImage returns an image that is image plus primer-runtime at
-// RuntimePath, making it on first use: a container of image is created (never
-// started), the runtime copied in, and the result committed as
-// primer-runtime/<image id>:<runtime digest>. Copying 7 MB into every
-// workspace container cost 100-300 ms of each create; a commit per image and
-// platform version costs it once, and an image that exists is complete, so a
-// crash midway leaves nothing half made to trip over.
-func (b *Backend) runtimeImage(ctx context.Context, image, imageID string) (string, error) {
-	digest, err := b.opts.Runtime.Digest()
-	if err != nil {
-		return "", err
-	}
-	key := shortHex(imageID) + "-" + digest[:12]
-	ref := "primer-runtime/" + shortHex(imageID) + ":" + digest[:12]
-	if ok, err := b.hasImage(ctx, ref); err != nil || ok {
-		return ref, err
-	}
-	unlock := b.builds.Lock(key)
-	defer unlock()
-	if ok, err := b.hasImage(ctx, ref); err != nil || ok {
-		return ref, err
-	}
-
-	// The build container's name is fixed, so one left by a crash is
-	// replaced, and two platform processes building at once meet here.
-	name := "primer-build-" + key
-	if err := b.cli.ContainerRemove(ctx, name, dcontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
-		return "", b.engineErr(err, "runtime image: remove stale build container")
-	}
-	created, err := b.cli.ContainerCreate(ctx,
-		&dcontainer.Config{Image: image, Entrypoint: []string{RuntimePath}, Cmd: []string{}},
-		&dcontainer.HostConfig{NetworkMode: "none"}, nil, nil, name)
-	if cerrdefs.IsConflict(err) {
-		return ref, b.awaitImage(ctx, ref)
-	}
-	if err != nil {
-		return "", b.engineErr(err, "runtime image: create build container from %q", image)
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_ = b.cli.ContainerRemove(rctx, created.ID, dcontainer.RemoveOptions{Force: true})
-	}()
-	tarball, err := b.opts.Runtime.Tar()
-	if err != nil {
-		return "", err
-	}
-	if err := b.cli.CopyToContainer(ctx, created.ID, "/", tarball, dcontainer.CopyToContainerOptions{}); err != nil {
-		return "", b.engineErr(err, "runtime image: copy primer-runtime into %q", image)
-	}
-	if _, err := b.cli.ContainerCommit(ctx, created.ID, dcontainer.CommitOptions{
-		Reference: ref,
-		Comment:   "primer-runtime " + digest[:12] + " on " + image,
-		// Podman's commit needs a body; the config only restates the
-		// entrypoint every workspace container sets anyway.
-		Config: &dcontainer.Config{Entrypoint: []string{RuntimePath}},
-	}); err != nil {
-		return "", b.engineErr(err, "runtime image: commit %s", ref)
-	}
-	b.logger.Info("runtime image made", "image", image, "runtime_image", ref)
-	b.pruneRuntimeImages(ctx, "primer-runtime/"+shortHex(imageID), ref)
-	return ref, nil
-}
-
-// pruneRuntimeImages removes the runtime images of repo other than keep:
-// those of earlier platform versions. An image a container still uses is
-// refused by the engine and stays until that workspace is gone.
-func (b *Backend) pruneRuntimeImages(ctx context.Context, repo, keep string) {
-	imgs, err := b.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", repo))})
-	if err != nil {
-		return
-	}
-	for _, img := range imgs {
-		for _, tag := range img.RepoTags {
-			if tag == keep || strings.HasSuffix(tag, "/"+keep) || !strings.Contains(tag, repo+":") {
-				continue
-			}
-			if _, err := b.cli.ImageRemove(ctx, tag, image.RemoveOptions{}); err == nil {
-				b.logger.Info("old runtime image removed", "runtime_image", tag)
-			}
-		}
-	}
-}
-
-func (b *Backend) hasImage(ctx context.Context, ref string) (bool, error) {
-	_, err := b.cli.ImageInspect(ctx, ref)
-	switch {
-	case err == nil:
-		return true, nil
-	case cerrdefs.IsNotFound(err):
-		return false, nil
-	}
-	return false, b.engineErr(err, "inspect image %s", ref)
-}
-
-// awaitImage waits for another process's build of ref.
-func (b *Backend) awaitImage(ctx context.Context, ref string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		if ok, err := b.hasImage(ctx, ref); err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errs.E(errs.Unavailable, "runtime image %s: another build did not finish: %v", ref, ctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// shortHex is the first 12 hex digits of an image id (sha256:...).
-func shortHex(id string) string {
-	id = strings.TrimPrefix(id, "sha256:")
-	if len(id) > 12 {
-		id = id[:12]
-	}
-	return strings.ToLower(id)
-}
-
 // create makes the volume and container from the runtime image, starts it
 // and waits for the runtime.
 func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template, image string) (backend.Handle, error) {
@@ -524,65 +399,6 @@ func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer
 	}
 }
 
-func portTaken(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "address already in use") || strings.Contains(msg, "port is already allocated")
-}
-
-// pickPort returns the host port to publish the runtime on: empty (the
-// engine picks) on Docker, whose daemon allocates ports atomically. Podman
-// 4 picks free ports per container without coordination, and two containers
-// created at the same moment were seen to get the same one; for a Podman on
-// this host (socket connection) the backend picks a port the kernel says is
-// free and that it has not handed out in this process in the last minute. A
-// remote Podman picks its own, and a clash is retried by createAndStart.
-func (b *Backend) pickPort() (string, func(), error) {
-	if b.cfg.Runtime != EnginePodman || b.cfg.Connection.Kind != ConnSocket {
-		return "", func() {}, nil
-	}
-	for range 20 {
-		ln, err := net.Listen("tcp", net.JoinHostPort(b.cfg.Reachability.BindHost, "0"))
-		if err != nil {
-			return "", nil, errs.E(errs.Unavailable, "pick a port on %s: %w", b.cfg.Reachability.BindHost, err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if b.ports.claim(p) {
-			return strconv.Itoa(p), func() { b.ports.releaseLater(p) }, nil
-		}
-	}
-	return "", nil, errs.E(errs.Unavailable, "no free port on %s", b.cfg.Reachability.BindHost)
-}
-
-// portSet remembers ports handed out recently.
-type portSet struct {
-	mu    sync.Mutex
-	inUse map[int]bool
-}
-
-func (s *portSet) claim(p int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inUse == nil {
-		s.inUse = map[int]bool{}
-	}
-	if s.inUse[p] {
-		return false
-	}
-	s.inUse[p] = true
-	return true
-}
-
-// releaseLater frees p a minute from now: by then the engine holds it or
-// has given it up.
-func (s *portSet) releaseLater(p int) {
-	time.AfterFunc(time.Minute, func() {
-		s.mu.Lock()
-		delete(s.inUse, p)
-		s.mu.Unlock()
-	})
-}
-
 // handle builds the handle of a started container from its inspection.
 func (b *Backend) handle(id string, info dcontainer.InspectResponse) (backend.Handle, error) {
 	url, err := b.runtimeURL(id, info)
@@ -601,32 +417,6 @@ func (b *Backend) handle(id string, info dcontainer.InspectResponse) (backend.Ha
 			"engine":       b.cfg.Runtime,
 		},
 	}, nil
-}
-
-// runtimeURL returns where the runtime of a running container listens.
-func (b *Backend) runtimeURL(id string, info dcontainer.InspectResponse) (string, error) {
-	if info.State == nil || !info.State.Running {
-		return "", errs.E(errs.Unavailable, "workspace %s: container %s is %s", id, Name(id), describeState(info.State))
-	}
-	if info.NetworkSettings == nil {
-		return "", errs.E(errs.Unavailable, "workspace %s: container %s has no network settings", id, Name(id))
-	}
-	switch b.cfg.Reachability.Kind {
-	case ReachNetwork:
-		ep := info.NetworkSettings.Networks[b.cfg.Reachability.Network]
-		if ep == nil || ep.IPAddress == "" {
-			return "", errs.E(errs.Unavailable, "workspace %s: container %s has no address on network %q", id, Name(id), b.cfg.Reachability.Network)
-		}
-		return "ws://" + net.JoinHostPort(ep.IPAddress, strconv.Itoa(RuntimePort)) + "/", nil
-	default:
-		// A wildcard bind is listed once per address family, with one port.
-		for _, pb := range info.NetworkSettings.Ports[runtimePort] {
-			if pb.HostPort != "" {
-				return "ws://" + net.JoinHostPort(b.cfg.Reachability.ConnectHost, pb.HostPort) + "/", nil
-			}
-		}
-		return "", errs.E(errs.Unavailable, "workspace %s: container %s publishes no port for %s", id, Name(id), runtimePort)
-	}
 }
 
 func describeState(s *dcontainer.State) string {
@@ -776,63 +566,6 @@ func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
 	return b.locks.Lock(h.WorkspaceID), nil
 }
 
-// List implements backend.Lister: the containers and volumes labelled as
-// managed by Primer, grouped by their workspace label. An object counts only
-// when its name is the one the backend gives the workspace of its label
-// (primer-<id>) and that id has the form the server mints, so a look-alike
-// made by hand or by another tool is never listed. The build containers of
-// runtime images belong to no workspace and are not listed (a stale one is
-// replaced by the next build).
-func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
-	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
-	cs, err := b.cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
-	if err != nil {
-		return nil, b.engineErr(err, "list containers")
-	}
-	vs, err := b.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
-	if err != nil {
-		return nil, b.engineErr(err, "list volumes")
-	}
-	byID := map[string]*backend.Listed{}
-	add := func(labels map[string]string, names []string, kind string, created time.Time) {
-		id := labels[LabelWorkspace]
-		if labels[LabelManaged] != "true" || !backend.IsWorkspaceID(id) || labels[LabelInstallation] != b.opts.Installation {
-			return
-		}
-		for _, n := range names {
-			if strings.TrimPrefix(n, "/") != Name(id) {
-				continue
-			}
-			l := byID[id]
-			if l == nil {
-				l = &backend.Listed{WorkspaceID: id}
-				byID[id] = l
-			}
-			l.Objects = append(l.Objects, kind+" "+Name(id))
-			if !created.IsZero() && (l.Created.IsZero() || created.Before(l.Created)) {
-				l.Created = created
-			}
-			return
-		}
-	}
-	for _, c := range cs {
-		add(c.Labels, c.Names, "container", time.Unix(c.Created, 0))
-	}
-	for _, v := range vs.Volumes {
-		if v == nil {
-			continue
-		}
-		created, _ := time.Parse(time.RFC3339Nano, v.CreatedAt)
-		add(v.Labels, []string{v.Name}, "volume", created)
-	}
-	out := make([]backend.Listed, 0, len(byID))
-	for _, l := range byID {
-		out = append(out, *l)
-	}
-	slices.SortFunc(out, func(a, b backend.Listed) int { return strings.Compare(a.WorkspaceID, b.WorkspaceID) })
-	return out, nil
-}
-
 // remove deletes the workspace's container and volume; missing ones are
 // fine.
 func (b *Backend) remove(ctx context.Context, id string) error {
@@ -860,40 +593,4 @@ func (b *Backend) removeContainer(ctx context.Context, id string) error {
 		}
 	}
 	return b.engineErr(err, "workspace %s: remove container", id)
-}
-
-// Objects lists the names of the engine's containers and volumes labelled
-// as belonging to workspace id (tests and the reconciler use it).
-func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
-	f := filters.NewArgs(filters.Arg("label", LabelWorkspace+"="+id))
-	cs, err := b.cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
-	if err != nil {
-		return nil, b.engineErr(err, "list containers")
-	}
-	var out []string
-	for _, c := range cs {
-		for _, n := range c.Names {
-			out = append(out, "container "+strings.TrimPrefix(n, "/"))
-		}
-	}
-	vs, err := b.cli.VolumeList(ctx, volume.ListOptions{Filters: f})
-	if err != nil {
-		return nil, b.engineErr(err, "list volumes")
-	}
-	for _, v := range vs.Volumes {
-		out = append(out, "volume "+v.Name)
-	}
-	// Objects named after the workspace but not labelled (made by hand)
-	// count too.
-	byName := filters.NewArgs(filters.Arg("name", Name(id)))
-	ns, err := b.cli.NetworkList(ctx, dnetwork.ListOptions{Filters: byName})
-	if err != nil {
-		return nil, b.engineErr(err, "list networks")
-	}
-	for _, n := range ns {
-		if strings.Contains(n.Name, id) {
-			out = append(out, "network "+n.Name)
-		}
-	}
-	return out, nil
 }
