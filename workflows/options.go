@@ -122,3 +122,101 @@ func Register(w worker.Registry, a *activities.Activities) {
 	w.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: RunWorkflowName})
 	w.RegisterActivity(a)
 }
+
+// heartbeatTimeout is how soon the server retries a long activity whose
+// worker died (kill -9 of primer serve): the activities heartbeat four
+// times in it while they run.
+const heartbeatTimeout = 20 * time.Second
+
+// Activity options. Probe, SetPhase and RecordEvent are local activities:
+// they are cheap and frequent, and a local activity costs one marker event
+// instead of three events and two round trips through the server, which is
+// what lets one embedded SQLite Temporal hold 1,000 workspaces probed every
+// 30 s.
+var (
+	provisionOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    5,
+		},
+	}
+	destroyOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    10,
+		},
+	}
+	// destroyRoundOptions are one round of a delete in version 1: a few
+	// quick tries, then the workflow says why in the reason and tries again
+	// on its own timer, for as long as it takes.
+	destroyRoundOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+			MaximumAttempts:    3,
+		},
+	}
+	// cleanupOptions clean up after a failed provisioning: a few tries, and
+	// the final destroy on delete tries again anyway.
+	cleanupOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+			MaximumAttempts:    3,
+		},
+	}
+	// resetOptions reset a returned pool workspace: one retry, then the
+	// workspace is replaced instead.
+	resetOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    heartbeatTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second,
+			MaximumAttempts: 2,
+		},
+	}
+	// webhookOptions deliver an escalation: a receiver that is down gets a
+	// few minutes of retries; after that the escalation stays visible in
+	// the phase and the events.
+	webhookOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    6,
+		},
+	}
+	// probeOptions: a probe is never retried; a miss is a result and the
+	// next probe is the retry. The activity bounds its ping at 5 s.
+	probeOptions = workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 15 * time.Second,
+		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
+	// recordOptions retry database writes for a while: a phase that never
+	// reaches the database would leave the API refusing or allowing the
+	// wrong calls.
+	recordOptions = workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		StartToCloseTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+		},
+	}
+)
