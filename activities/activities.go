@@ -29,6 +29,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/connector"
 )
 
 // Defaults for the optional fields of Activities.
@@ -50,7 +51,7 @@ const stderrTail = 2048
 type Activities struct {
 	Store     *models.Store
 	Backends  *backend.Registry
-	Connector *Connector
+	Connector *connector.Connector
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger
 	// Lifecycle creates and deletes pool workspaces; nil leaves pools
@@ -217,19 +218,6 @@ func backendFor(ctx context.Context, store *models.Store, reg *backend.Registry,
 		return nil, fmt.Errorf("workspace %s: provider %s: %w", ws.ID, p.ID, err)
 	}
 	return b, nil
-}
-
-// decodeHandle reads the handle stored in a workspace row; ok is false when
-// the row has none yet.
-func decodeHandle(ws *models.Workspace) (h backend.Handle, ok bool, err error) {
-	raw := strings.TrimSpace(string(ws.Handle))
-	if raw == "" || raw == "null" {
-		return backend.Handle{}, false, nil
-	}
-	if err := json.Unmarshal(ws.Handle, &h); err != nil {
-		return backend.Handle{}, false, errs.E(errs.Other, "workspace %s: decode handle: %w", ws.ID, err)
-	}
-	return h, true, nil
 }
 
 // recordEvent stores one event with data marshalled to JSON.

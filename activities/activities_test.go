@@ -20,6 +20,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/connector"
 )
 
 // rig is a real Store on SQLite and a memory backend with real runtimes.
@@ -49,7 +50,7 @@ func newRig(t *testing.T) *rig {
 	a := &Activities{
 		Store:        store,
 		Backends:     reg,
-		Connector:    &Connector{Store: store, Backends: reg, Pool: pool},
+		Connector:    &connector.Connector{Store: store, Backends: reg, Pool: pool},
 		Metrics:      m,
 		ProbeTimeout: 2 * time.Second,
 		RuntimeWait:  3 * time.Second,

@@ -161,7 +161,7 @@ func (a *Activities) waitRuntime(ctx context.Context, ws *models.Workspace, h ba
 	defer cancel()
 	delay := 20 * time.Millisecond
 	for {
-		cl, err := a.Connector.clientFor(ctx, ws, h)
+		cl, err := a.Connector.ClientFor(ctx, ws, h)
 		if err == nil {
 			if err = cl.Ping(ctx); err == nil {
 				return cl, nil
@@ -256,7 +256,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 	found := false
 	if in.Handle != nil {
 		h, found = *in.Handle, true
-	} else if h, found, err = decodeHandle(ws); err != nil {
+	} else if h, found, err = backend.DecodeHandle(ws.ID, ws.Handle); err != nil {
 		return DestroyOutput{}, err
 	}
 
@@ -360,14 +360,14 @@ func (a *Activities) ping(ctx context.Context, in ProbeInput) (string, *models.W
 	if err != nil {
 		return "workspace row: " + err.Error(), nil
 	}
-	h, ok, err := decodeHandle(ws)
+	h, ok, err := backend.DecodeHandle(ws.ID, ws.Handle)
 	if err != nil {
 		return err.Error(), ws
 	}
 	if !ok {
 		h = in.Handle
 	}
-	cl, err := a.Connector.connect(ctx, ws, h)
+	cl, err := a.Connector.Connect(ctx, ws, h)
 	if err == nil {
 		if err = cl.Ping(ctx); err != nil {
 			// A connection that failed a ping is not trusted for the next

@@ -113,7 +113,7 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string)
 	h := backend.Handle{Backend: ws.Backend, WorkspaceID: id}
 	if in.Handle != nil {
 		h = *in.Handle
-	} else if stored, ok, err := decodeHandle(ws); err == nil && ok {
+	} else if stored, ok, err := backend.DecodeHandle(ws.ID, ws.Handle); err == nil && ok {
 		h = stored
 	}
 	a.Connector.Drop(id)

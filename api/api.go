@@ -6,7 +6,7 @@
 //
 // The API starts, signals and reads workflows and rows; it never talks to a
 // backend for lifecycle changes. File and exec requests go to the workspace's
-// runtime through the activities.Connector. Every error leaves in one
+// runtime through the connector.Connector. Every error leaves in one
 // envelope, {"error":{"code","message","details"}}, and errs kinds become
 // HTTP statuses in exactly one function, statusOf.
 package api
@@ -26,12 +26,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
-	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/connector"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -51,7 +51,7 @@ type Config struct {
 	// and the pool workflow share it, so a workspace is made the same way
 	// whoever asks. Required.
 	Starter   *workflows.Starter
-	Connector *activities.Connector
+	Connector *connector.Connector
 	Backends  *backend.Registry
 	Metrics   *metrics.Metrics
 	Logger    *slog.Logger

@@ -15,12 +15,12 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/connector"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -65,7 +65,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		Store:        store,
 		Temporal:     tc,
 		Starter:      &workflows.Starter{Temporal: tc, Store: store, ProbeInterval: 7 * time.Second},
-		Connector:    &activities.Connector{Store: store, Backends: reg, Pool: pool},
+		Connector:    &connector.Connector{Store: store, Backends: reg, Pool: pool},
 		Backends:     reg,
 		Metrics:      m,
 		MaxFileBytes: 64 << 10,

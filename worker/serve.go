@@ -26,6 +26,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/connector"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
 )
@@ -47,7 +48,7 @@ type Server struct {
 	listener net.Listener
 	serveErr chan error
 	metrics  *metrics.Metrics
-	connect  *activities.Connector
+	connect  *connector.Connector
 	// installation is this installation's id (models.Installation).
 	installation string
 
@@ -134,10 +135,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	})
 	s.backends = registry
 	s.pool = rtclient.NewPool()
-	connector := &activities.Connector{Store: s.store, Backends: registry, Pool: s.pool}
+	conn := &connector.Connector{Store: s.store, Backends: registry, Pool: s.pool}
 	m := metrics.New()
 	s.metrics = m
-	s.connect = connector
+	s.connect = conn
 	starter := &workflows.Starter{
 		Temporal:      s.client,
 		Store:         s.store,
@@ -148,7 +149,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	acts := &activities.Activities{
 		Store:     s.store,
 		Backends:  registry,
-		Connector: connector,
+		Connector: conn,
 		Metrics:   m,
 		Logger:    logger,
 		Lifecycle: starter,
@@ -181,7 +182,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		Store:        s.store,
 		Temporal:     s.client,
 		Starter:      starter,
-		Connector:    connector,
+		Connector:    conn,
 		Backends:     registry,
 		Metrics:      m,
 		Logger:       logger,

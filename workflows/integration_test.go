@@ -19,6 +19,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/connector"
 )
 
 // TestLifecycleWithRealActivities runs the workflow (with time skipping)
@@ -42,7 +43,7 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	defer pool.Close()
 	acts := &activities.Activities{
 		Store: store, Backends: reg, Metrics: metrics.New(),
-		Connector:    &activities.Connector{Store: store, Backends: reg, Pool: pool},
+		Connector:    &connector.Connector{Store: store, Backends: reg, Pool: pool},
 		ProbeTimeout: time.Second,
 	}
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/primerhq/primer/errs"
@@ -142,6 +143,18 @@ type Handle struct {
 	RuntimeURL string `json:"runtime_url,omitempty"`
 	// Attrs holds backend-specific identifiers (container id, branch name).
 	Attrs map[string]string `json:"attrs,omitempty"`
+}
+
+// DecodeHandle reads the handle stored in workspace workspaceID's row (raw,
+// its JSON); ok is false when the row has none yet.
+func DecodeHandle(workspaceID string, raw []byte) (h Handle, ok bool, err error) {
+	if s := strings.TrimSpace(string(raw)); s == "" || s == "null" {
+		return Handle{}, false, nil
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return Handle{}, false, errs.E(errs.Other, "workspace %s: decode handle: %w", workspaceID, err)
+	}
+	return h, true, nil
 }
 
 // CheckType checks a handle that may have been built from the workspace id

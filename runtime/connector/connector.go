@@ -1,4 +1,12 @@
-package activities
+// Package connector is the platform's data plane to workspace runtimes: it
+// finds a workspace's runtime through its backend and hands out the pooled
+// connection to it. The API's exec, file and session tool calls and the
+// activities' probes and provisions share one Connector, so a workspace has
+// one WebSocket whoever calls.
+//
+// The control plane reads API -> workflows -> activities -> backend; the
+// data plane reads API -> connector -> runtime.
+package connector
 
 import (
 	"context"
@@ -25,29 +33,30 @@ type Connector struct {
 // runtime lives in the platform process serves it again there after a
 // restart. A workspace without a handle yet is a Precondition error.
 func (c *Connector) Client(ctx context.Context, ws *models.Workspace) (*client.Client, error) {
-	h, ok, err := decodeHandle(ws)
+	h, ok, err := backend.DecodeHandle(ws.ID, ws.Handle)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, errs.E(errs.Precondition, "workspace %s: not provisioned yet", ws.ID)
 	}
-	return c.clientFor(ctx, ws, h)
+	return c.ClientFor(ctx, ws, h)
 }
 
-// clientFor is Client with the handle already known.
-func (c *Connector) clientFor(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
-	cl, err := c.connect(ctx, ws, h)
+// ClientFor is Client with the handle already known (a provision that has
+// not stored it yet).
+func (c *Connector) ClientFor(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	cl, err := c.Connect(ctx, ws, h)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", ws.ID, err)
 	}
 	return cl, nil
 }
 
-// connect resolves the endpoint and gets the pooled client. Its errors name
+// Connect resolves the endpoint and gets the pooled client. Its errors name
 // the step that failed but not the workspace, so a probe can use them as its
 // miss reason as they are.
-func (c *Connector) connect(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+func (c *Connector) Connect(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
 	if ws.RuntimeToken == "" {
 		return nil, errs.E(errs.Precondition, "no runtime token yet")
 	}
