@@ -8,8 +8,18 @@ DATA_DIR  ?= $(CURDIR)/.data
 TEST_TIMEOUT ?= 45m
 # Packages with heavy end-to-end tests run one at a time on small machines.
 TEST_P    ?= 2
+# STATICCHECK is pinned; `go run pkg@version` keeps the built binary in the
+# Go build cache, so only the first run on a machine builds it.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
+# NORACE matches the packages whose tests drive container engines, the
+# Kubernetes cluster, the whole platform (e2e) or a root-only runtime: they run
+# without -race, which would slow them several times over for code the unit
+# and workflow packages already cover. Every other package runs with -race.
+NORACE    ?= /e2e$$|/activities/backend/(container|kubernetes)(/|$$)|/cmd/primer-runtime$$|/examples/
+RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
+OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 
-.PHONY: all build run test test-short bench lint vet workflowcheck fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image
+.PHONY: all build run test test-short bench lint vet workflowcheck staticcheck fmt-check tidy-check fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image
 
 all: build
 
@@ -22,9 +32,15 @@ build:
 run: build
 	PRIMER_DATA_DIR=$${PRIMER_DATA_DIR:-$(DATA_DIR)} $(BIN)/primer serve
 
-## test: everything. Set PRIMER_TEST_DATABASE_URL=postgres://... to include PostgreSQL (.ci/run does).
-test: vet workflowcheck
-	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 ./...
+## test: the lint gates, then every test: the unit and workflow packages with -race, the rest (NORACE) without.
+## Set PRIMER_TEST_DATABASE_URL=postgres://... to include PostgreSQL (.ci/run does). Both runs go to the end; either failing fails.
+test: lint
+	@rc=0; \
+	echo "$(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 <all packages but NORACE>"; \
+	$(GO) test -race -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 $(RACE_PKGS) || rc=1; \
+	echo "$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 <NORACE packages>"; \
+	$(GO) test -p $(TEST_P) -timeout $(TEST_TIMEOUT) -count=1 $(OTHER_PKGS) || rc=1; \
+	exit $$rc
 
 ## images: the container images the tests and examples use, built from Debian's packages without a registry (skips what exists).
 images:
@@ -63,7 +79,19 @@ vet:
 workflowcheck:
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
-lint: vet workflowcheck
+## lint: the gates make test runs first, each failing with what to fix: gofmt, go mod tidy, vet, staticcheck, workflowcheck.
+lint: fmt-check tidy-check vet staticcheck workflowcheck
+
+fmt-check:
+	@files="$$(gofmt -l .)"; if [ -n "$$files" ]; then \
+		echo "gofmt: these files are not formatted; run make fmt:"; echo "$$files"; exit 1; fi
+
+tidy-check:
+	@out="$$($(GO) mod tidy -diff 2>&1)" || { \
+		echo "go mod tidy: go.mod or go.sum is not tidy; run go mod tidy. The change it would make:"; echo "$$out"; exit 1; }
+
+staticcheck:
+	$(GO) run $(STATICCHECK) -tags bench,record ./...
 
 ## record-histories: re-record the replay-test histories in workflows/testdata (after a versioned workflow change).
 record-histories:
