@@ -12,10 +12,12 @@ TEST_P    ?= 2
 # Go build cache, so only the first run on a machine builds it.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # NORACE matches the packages whose tests drive container engines, the
-# Kubernetes cluster, the whole platform (e2e) or a root-only runtime: they run
-# without -race, which would slow them several times over for code the unit
-# and workflow packages already cover. Every other package runs with -race.
-NORACE    ?= /e2e$$|/activities/backend/(container|kubernetes)(/|$$)|/cmd/primer-runtime$$|/examples/
+# Kubernetes cluster, the whole platform (e2e), the embedded Temporal server
+# (worker, cmd/primer) or a root-only runtime: they run without -race, which
+# would slow them several times over for code the unit and workflow packages
+# already cover, and a race build of the Temporal server alone costs a cold
+# machine about ten minutes. Every other package runs with -race.
+NORACE    ?= /e2e$$|/activities/backend/(container|kubernetes)(/|$$)|/cmd/primer(-runtime)?$$|/worker(/|$$)|/examples/
 RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
 OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 

@@ -1,7 +1,8 @@
-package workflows
+package e2e
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
@@ -18,6 +20,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/worker/temporalserver"
+	"github.com/primerhq/primer/workflows"
 )
 
 // scheduleTemporal starts an embedded Temporal server (or dials
@@ -39,7 +42,7 @@ func scheduleTemporal(t *testing.T, ctx context.Context) client.Client {
 			l.Close()
 			srv, err = temporalserver.Start(ctx, temporalserver.Config{
 				DataDir: t.TempDir(), Port: port, UIPort: temporalserver.UIDisabled,
-				SearchAttributes: SearchAttributes(),
+				SearchAttributes: workflows.SearchAttributes(),
 			})
 			if err == nil || !strings.Contains(err.Error(), "address already in use") {
 				break
@@ -63,7 +66,7 @@ func scheduleTemporal(t *testing.T, ctx context.Context) client.Client {
 	return c
 }
 
-// TestSuiteSchedule drives a suite's schedule through its life on a real
+// TestSuiteSchedule (workflows.Starter's schedule methods) drives a suite's schedule through its life on a real
 // Temporal server: created from a cron document, updated to an interval
 // and paused, resumed, paused again, triggered, described, and deleted.
 func TestSuiteSchedule(t *testing.T) {
@@ -73,9 +76,9 @@ func TestSuiteSchedule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := scheduleTemporal(t, ctx)
-	s := &Starter{Temporal: c}
+	s := &workflows.Starter{Temporal: c}
 	const suite = "nightly"
-	handle := c.ScheduleClient().GetHandle(ctx, ScheduleID(suite))
+	handle := c.ScheduleClient().GetHandle(ctx, workflows.ScheduleID(suite))
 	describe := func() *client.ScheduleDescription {
 		t.Helper()
 		d, err := handle.Describe(ctx)
@@ -105,17 +108,17 @@ func TestSuiteSchedule(t *testing.T) {
 		t.Fatalf("created schedule: spec %+v policy %+v state %+v", d.Schedule.Spec, d.Schedule.Policy, d.Schedule.State)
 	}
 	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
-	if !ok || act.ID != "run-nightly" || act.TaskQueue != TaskQueue || len(act.Args) != 1 {
+	if !ok || act.ID != "run-nightly" || act.TaskQueue != workflows.TaskQueue || len(act.Args) != 1 {
 		t.Fatalf("action = %#v", d.Schedule.Action)
 	}
-	if name, _ := act.Workflow.(string); name != RunWorkflowName {
+	if name, _ := act.Workflow.(string); name != workflows.RunWorkflowName {
 		t.Fatalf("action workflow = %v", act.Workflow)
 	}
-	var in RunInput
+	var in workflows.RunInput
 	if err := converter.GetDefaultDataConverter().FromPayload(act.Args[0].(*commonpb.Payload), &in); err != nil {
 		t.Fatalf("decode action args: %v", err)
 	}
-	if in != (RunInput{SuiteID: suite, TriggeredBy: "schedule suite-nightly"}) {
+	if in != (workflows.RunInput{SuiteID: suite, TriggeredBy: "schedule suite-nightly"}) {
 		t.Fatalf("action input = %+v", in)
 	}
 	st, err := s.DescribeSchedule(ctx, suite)
@@ -180,7 +183,7 @@ func TestSuiteSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatalf("describe triggered workflow %s: %v", wid, err)
 	}
-	if got := wd.GetWorkflowExecutionInfo().GetType().GetName(); got != RunWorkflowName {
+	if got := wd.GetWorkflowExecutionInfo().GetType().GetName(); got != workflows.RunWorkflowName {
 		t.Fatalf("triggered workflow type %q", got)
 	}
 	_ = c.TerminateWorkflow(ctx, wid, "", "test done")
@@ -194,7 +197,7 @@ func TestSuiteSchedule(t *testing.T) {
 	if err := s.DeleteSchedule(ctx, suite); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := handle.Describe(ctx); !isNotFound(err) {
+	if _, err := handle.Describe(ctx); !errors.As(err, new(*serviceerror.NotFound)) {
 		t.Fatalf("describe after delete: %v", err)
 	}
 	if err := s.PauseSchedule(ctx, suite, ""); !errs.Is(err, errs.Precondition) {
