@@ -1,26 +1,35 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/activities/backend/kubernetes"
 	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/worker"
 )
 
 // This file proves that a delete interrupts the step in flight (workflow
 // change "interrupt"): a workspace stuck provisioning (an init that runs
-// `sleep 600`, a pod no node can take) or stuck being replaced is gone,
-// with nothing left on the engine, within the time a delete of a running
-// workspace takes plus interruptSlack, measured from the delete call.
+// `sleep 600`, a pod no node can take), stuck being replaced or stuck
+// being reset (a pool return) is gone, with nothing left on the engine,
+// within the time a delete of a running workspace takes plus
+// interruptSlack, measured from the delete call.
 
 // interruptSlack is what an interrupted delete may take beyond an
 // ordinary one: the cancellation reaching the step (a heartbeat, about a
@@ -78,19 +87,79 @@ func (r *faultRig) runningContainer(t *testing.T, id, not string) string {
 // file stall: the first provisioning runs, a replacement hangs.
 const stuckInit = "if [ -e stall ]; then sleep 600; fi"
 
+// stuckResetInit is an init command that hangs once /tmp/stuck exists.
+// /tmp is outside the workspace root, which a reset empties, so a marker
+// the lessee leaves there survives the reset and the reset's init hangs;
+// the first provisioning, before any lessee, runs.
+const stuckResetInit = "test -e /tmp/stuck && exec sleep 600 || true"
+
+// hangCmd is what stuckInit and stuckResetInit hang in, as ps shows it.
+const hangCmd = "sleep 600"
+
+// returnStuck leases a warm member of pool, leaves the marker of
+// stuckResetInit in it and returns it, then waits until its reset is in
+// flight: the member is returning and runs (says runs) the init's sleep.
+// It returns the member's id.
+func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id string) bool) string {
+	t.Helper()
+	ctx := ctxT(t, 3*time.Minute)
+	eventually(t, 2*time.Minute, "an idle running member of "+pool, func() bool {
+		p, err := api.GetPool(ctx, pool)
+		return err == nil && p.Status.Idle >= 1 && p.Status.Starting == 0
+	})
+	l, err := api.LeasePool(ctx, pool, client.LeaseRequest{})
+	if err != nil {
+		t.Fatalf("lease %s: %v", pool, err)
+	}
+	if l.Source != client.LeaseWarm {
+		t.Fatalf("lease of %s = %s %+v; want warm", pool, l.Source, l.Workspace)
+	}
+	id := l.Workspace.ID
+	res, err := api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"touch", "/tmp/stuck"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("touch /tmp/stuck in %s = %+v, %v", id, res, err)
+	}
+	if _, err := api.ReturnWorkspace(ctx, id); err != nil {
+		t.Fatalf("return %s: %v", id, err)
+	}
+	eventually(t, time.Minute, "the reset of "+id+" hanging in its init", func() bool {
+		ws, err := api.GetWorkspace(ctx, id)
+		return err == nil && ws.PoolState == models.PoolReturning && runs(id)
+	})
+	return id
+}
+
+// runs reports whether a process of workspace id's container has what in
+// its command line, as the engine lists them (docker top).
+func (r *faultRig) runs(t *testing.T, id, what string) bool {
+	t.Helper()
+	top, err := r.eng.Client().ContainerTop(ctxT(t, 30*time.Second), container.Name(id), nil)
+	if err != nil {
+		t.Logf("top of %s: %v", id, err)
+		return false
+	}
+	for _, proc := range top.Processes {
+		if strings.Contains(strings.Join(proc, " "), what) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDeleteInterruptsContainer deletes a workspace while its init runs
 // `sleep 600`, and one while its replacement's init does: each is gone
 // within an ordinary delete's time plus interruptSlack, and the engine
 // holds nothing of it. Docker and Podman.
 func TestDeleteInterruptsContainer(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
-		r := newFaultRig(t, e)
+		r := newFaultRig(t, e, func(c *worker.Config) { c.PoolInterval = time.Second })
 		r.template("quick", nil)
 		r.template("stuck", map[string]any{"init": []string{"sleep 600"}})
 		r.template("stuckrepl", map[string]any{
 			"init":     []string{stuckInit},
 			"recovery": map[string]any{"max_attempts": 3, "after": "0s"},
 		})
+		r.template("stuckreset", map[string]any{"init": []string{stuckResetInit}})
 		left := func(id string) func() []string {
 			return func() []string { return containertest.Objects(t, r.eng, id) }
 		}
@@ -129,21 +198,43 @@ func TestDeleteInterruptsContainer(t *testing.T) {
 			}
 			withinBound(t, "replace", deleteToGone(t, r.p.api, ws.ID, left(ws.ID)), destroy)
 		})
+
+		t.Run("Reset", func(t *testing.T) {
+			ctx := ctxT(t, time.Minute)
+			if _, err := r.p.api.CreatePool(ctx, client.PoolSpec{ID: "stuckreset", TemplateID: "stuckreset", Size: 1}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, _ = r.p.api.DeletePool(ctx, "stuckreset")
+			})
+			id := returnStuck(t, r.p.api, "stuckreset", func(id string) bool { return r.runs(t, id, hangCmd) })
+			withinBound(t, "reset", deleteToGone(t, r.p.api, id, left(id)), destroy)
+		})
 	})
 }
 
 // unschedulable is a node selector no node of the test cluster has.
 const unschedulable = `"node_selector":{"primer.dev/e2e-no-such-node":"true"}`
 
-// TestDeleteInterruptsKubernetes deletes a workspace whose pod can never
-// be scheduled (a node selector no node has; the provisioning would wait
-// the 10-minute start timeout): it is gone within an ordinary delete's
-// time plus interruptSlack, and nothing of it is left in the namespace.
+// TestDeleteInterruptsKubernetes deletes Kubernetes workspaces stuck in
+// each step: one whose pod can never be scheduled (a node selector no node
+// has; the provisioning would wait the 10-minute start timeout), one whose
+// replacement's init runs `sleep 600` (its pod deleted from outside, a
+// replacement forced by recovery after 0s), and a pool member whose
+// reset's init does. Each is gone within an ordinary delete's time plus
+// interruptSlack, and nothing of it is left in the namespace.
 func TestDeleteInterruptsKubernetes(t *testing.T) {
-	p := startPrimer(t, withContainers(t), withProbeInterval(500*time.Millisecond))
+	p := startPrimer(t, withContainers(t), withProbeInterval(500*time.Millisecond), func(c *worker.Config) { c.PoolInterval = time.Second })
 	k := kubeProvider(t, p, "k8s", kubernetes.ReachPodIP)
-	k.template(t, p, "bb", `{"kind":"kubernetes","image":"`+kubernetestest.BusyboxImage+`","memory_limit":"128Mi","pvc_size":"16Mi"}`)
-	k.template(t, p, "nowhere", `{"kind":"kubernetes","image":"`+kubernetestest.BusyboxImage+`","memory_limit":"128Mi","pvc_size":"16Mi",`+unschedulable+`}`)
+	doc := func(extra string) string {
+		return `{"kind":"kubernetes","image":"` + kubernetestest.BusyboxImage + `","memory_limit":"128Mi","pvc_size":"16Mi"` + extra + `}`
+	}
+	k.template(t, p, "bb", doc(""))
+	k.template(t, p, "nowhere", doc(","+unschedulable))
+	k.template(t, p, "stuckrepl", doc(fmt.Sprintf(`,"init":[%q],"recovery":{"max_attempts":3,"after":"0s"}`, stuckInit)))
+	k.template(t, p, "stuckreset", doc(fmt.Sprintf(`,"init":[%q]`, stuckResetInit)))
 	left := func(id string) func() []string {
 		return func() []string {
 			objs, err := k.b.Objects(ctxT(t, 30*time.Second), id)
@@ -153,22 +244,90 @@ func TestDeleteInterruptsKubernetes(t *testing.T) {
 			return objs
 		}
 	}
+	// The platform's delete removes everything; this is for a test that
+	// failed before it.
+	destroyLater := func(id string) {
+		t.Cleanup(func() {
+			_ = k.b.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id})
+		})
+	}
+	pods := k.b.Clientset().CoreV1().Pods(k.ns)
 
 	ws := createRunning(t, p, "bb")
 	destroy := deleteToGone(t, p.api, ws.ID, left(ws.ID))
 
-	ctx := ctxT(t, 2*time.Minute)
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "nowhere"})
+	t.Run("Provision", func(t *testing.T) {
+		ctx := ctxT(t, 2*time.Minute)
+		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "nowhere"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		destroyLater(ws.ID)
+		eventually(t, time.Minute, "the pod made and pending", func() bool {
+			pod, err := pods.Get(ctx, kubernetes.PodName(ws.ID), metav1.GetOptions{})
+			return err == nil && pod.Status.Phase == "Pending"
+		})
+		withinBound(t, "unschedulable pod", deleteToGone(t, p.api, ws.ID, left(ws.ID)), destroy)
+	})
+
+	t.Run("Replace", func(t *testing.T) {
+		ctx := ctxT(t, 3*time.Minute)
+		ws := createRunning(t, p, "stuckrepl")
+		destroyLater(ws.ID)
+		if _, err := p.api.WriteFile(ctx, ws.ID, "stall", strings.NewReader("")); err != nil {
+			t.Fatal(err)
+		}
+		// The StatefulSet makes the pod again by itself, but the runtime
+		// misses three probes meanwhile: the workspace fails and, with
+		// recovery after 0s, is replaced at once (a new StatefulSet on the
+		// kept volume), whose init finds stall and sleeps. Only a
+		// provisioning runs the init, so the sleep is the replacement's.
+		k.deletePod(t, ws.ID)
+		eventually(t, 2*time.Minute, "the replacement's init sleeping in its pod", func() bool {
+			got, err := p.api.GetWorkspace(ctx, ws.ID)
+			return err == nil && got.Phase == models.PhasePending && strings.Contains(got.Reason, "recovering") &&
+				k.podRuns(t, ws.ID, hangCmd)
+		})
+		withinBound(t, "replace", deleteToGone(t, p.api, ws.ID, left(ws.ID)), destroy)
+	})
+
+	t.Run("Reset", func(t *testing.T) {
+		ctx := ctxT(t, time.Minute)
+		if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "stuckreset", TemplateID: "stuckreset", Size: 1}); err != nil {
+			t.Fatal(err)
+		}
+		// The pool refills after the delete; its new member goes with the
+		// pool, or with the namespace.
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, _ = p.api.DeletePool(ctx, "stuckreset")
+		})
+		id := returnStuck(t, p.api, "stuckreset", func(id string) bool { return k.podRuns(t, id, hangCmd) })
+		destroyLater(id)
+		withinBound(t, "reset", deleteToGone(t, p.api, id, left(id)), destroy)
+	})
+}
+
+// podRuns reports whether a process of workspace id's pod has what in its
+// command line: ps in the pod's workspace container, through the API
+// server's exec as `kubectl exec` does it.
+func (k *kubeEnv) podRuns(t *testing.T, id, what string) bool {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", kubernetestest.Kubeconfig(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = k.b.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: ws.ID})
-	})
-	pods := k.b.Clientset().CoreV1().Pods(k.ns)
-	eventually(t, time.Minute, "the pod made and pending", func() bool {
-		pod, err := pods.Get(ctx, kubernetes.PodName(ws.ID), metav1.GetOptions{})
-		return err == nil && pod.Status.Phase == "Pending"
-	})
-	withinBound(t, "unschedulable pod", deleteToGone(t, p.api, ws.ID, left(ws.ID)), destroy)
+	req := k.b.Clientset().CoreV1().RESTClient().Post().Resource("pods").Namespace(k.ns).Name(kubernetes.PodName(id)).
+		SubResource("exec").VersionedParams(&corev1.PodExecOptions{Command: []string{"ps", "-o", "args"}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(rc, "POST", req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	if err := ex.StreamWithContext(ctxT(t, 30*time.Second), remotecommand.StreamOptions{Stdout: &out, Stderr: &stderr}); err != nil {
+		t.Logf("ps in the pod of %s: %v %s", id, err, stderr.String())
+		return false
+	}
+	return strings.Contains(out.String(), what)
 }
