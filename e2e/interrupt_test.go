@@ -147,9 +147,10 @@ func (r *faultRig) runs(t *testing.T, id, what string) bool {
 }
 
 // TestDeleteInterruptsContainer deletes a workspace while its init runs
-// `sleep 600`, and one while its replacement's init does: each is gone
-// within an ordinary delete's time plus interruptSlack, and the engine
-// holds nothing of it. Docker and Podman.
+// `sleep 600`, one while its replacement's init does, and a pool member
+// while the init of its reset (a return) does: each is gone within an
+// ordinary delete's time plus interruptSlack, and the engine holds nothing
+// of it. Docker and Podman.
 func TestDeleteInterruptsContainer(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
 		r := newFaultRig(t, e, func(c *worker.Config) { c.PoolInterval = time.Second })
@@ -311,9 +312,19 @@ func TestDeleteInterruptsKubernetes(t *testing.T) {
 
 // podRuns reports whether a process of workspace id's pod has what in its
 // command line: ps in the pod's workspace container, through the API
-// server's exec as `kubectl exec` does it.
+// server's exec as `kubectl exec` does it. A pod that is not there or not
+// running yet (the StatefulSet making it again) runs nothing.
 func (k *kubeEnv) podRuns(t *testing.T, id, what string) bool {
 	t.Helper()
+	pod, err := k.b.Clientset().CoreV1().Pods(k.ns).Get(ctxT(t, 30*time.Second), kubernetes.PodName(id), metav1.GetOptions{})
+	if err != nil || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return false
+		}
+	}
 	rc, err := clientcmd.BuildConfigFromFlags("", kubernetestest.Kubeconfig(t))
 	if err != nil {
 		t.Fatal(err)
