@@ -68,20 +68,13 @@ func (a *Activities) acquireWorkspace(ctx context.Context, in AcquireWorkspaceIn
 		nctx := context.WithoutCancel(ctx)
 		switch {
 		case ss.PoolID != "":
-			ws, err = a.Store.LeaseWorkspace(nctx, ss.PoolID)
+			// The run's labels are set by the lease itself: a workspace it
+			// leased always says so, and FinishRun finds it.
+			ws, err = a.Store.LeaseWorkspaceLabelled(nctx, ss.PoolID, labels)
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: %w", run.ID, ss.PoolID, err)
 			}
 			if ws != nil {
-				merged := maps.Clone(ws.Labels)
-				if merged == nil {
-					merged = map[string]string{}
-				}
-				maps.Copy(merged, labels)
-				if err := a.Store.SetWorkspaceLabels(nctx, ws.ID, merged); err != nil {
-					return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: label workspace %s: %w", run.ID, ws.ID, err)
-				}
-				ws.Labels = merged
 				if err := a.Lifecycle.NotifyPool(nctx, ss.PoolID); err != nil {
 					a.logger().Warn("notify pool after lease", "run_id", run.ID, "pool_id", ss.PoolID, "error", err)
 				}

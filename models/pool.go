@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"time"
@@ -106,7 +107,25 @@ func (s *Store) DeletePool(ctx context.Context, id string) error {
 // or both getting, the same one; SQLite runs the statement under its single
 // writer lock, which gives the same guarantee.
 func (s *Store) LeaseWorkspace(ctx context.Context, poolID string) (*Workspace, error) {
+	return s.LeaseWorkspaceLabelled(ctx, poolID, nil)
+}
+
+// LeaseWorkspaceLabelled is LeaseWorkspace that also sets the leased
+// workspace's labels (replacing its own) in the same statement, so the
+// lessee's mark (an eval run's labels) can never be missing from a
+// workspace it leased, whatever happens to the caller in between. Nil
+// labels leave them as they are.
+func (s *Store) LeaseWorkspaceLabelled(ctx context.Context, poolID string, labels map[string]string) (*Workspace, error) {
+	cols := map[string]any{"pool_state": PoolLeased}
+	if labels != nil {
+		raw, err := json.Marshal(labels)
+		if err != nil {
+			return nil, errs.E(errs.Invalid, "pool %s: lease workspace: labels: %w", poolID, err)
+		}
+		cols["labels"] = string(raw)
+	}
 	db := s.w.WithContext(ctx)
+	cols["updated_at"] = db.NowFunc()
 	// Fresh ones first (made from the pool's template at its current
 	// generation), then the oldest. One expression: GORM drops an ORDER BY
 	// expression when more columns are added after it.
@@ -122,7 +141,7 @@ func (s *Store) LeaseWorkspace(ctx context.Context, poolID string) (*Workspace, 
 	var got []Workspace
 	err := db.Model(&got).Clauses(clause.Returning{}).
 		Where("id = (?)", pick).Where("pool_state = ?", PoolIdle).
-		Updates(map[string]any{"pool_state": PoolLeased, "updated_at": db.NowFunc()}).Error
+		Updates(cols).Error
 	if err != nil {
 		return nil, dbError(ctx, err, "pool "+poolID+": lease workspace")
 	}

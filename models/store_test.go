@@ -106,6 +106,7 @@ var storeCases = []storeCase{
 	{"set pool state", testSetPoolState},
 	{"detach pool", testDetachPool},
 	{"lifetimes", testLifetimes},
+	{"lease with labels", testLeaseLabelled},
 }
 
 func testProviders(t *testing.T, ctx context.Context, s *Store) {
