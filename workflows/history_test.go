@@ -48,7 +48,7 @@ func TestHistoryStaysSmallOver24Hours(t *testing.T) {
 	for elapsed < day {
 		runs++
 		var s testsuite.WorkflowTestSuite
-		s.SetLogger(testLogger{t})
+		s.SetLogger(newTestLogger(t))
 		env := s.NewTestWorkflowEnvironment()
 		env.SetTestTimeout(time.Minute)
 		Register(env, &activities.Activities{})

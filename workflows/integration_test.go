@@ -62,7 +62,7 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	must(store.CreateSession(ctx, ses))
 
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(testLogger{t})
+	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
 	// Skipped time runs the workflow's clock ahead of the database's, which

@@ -18,7 +18,7 @@ import (
 // interval, and ends when a pass finds the pool gone.
 func TestPoolWorkflow(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(testLogger{t})
+	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	Register(env, &activities.Activities{})
@@ -66,7 +66,7 @@ func TestPoolWorkflow(t *testing.T) {
 // The pool workflow continues as new after PoolPassesPerRun passes.
 func TestPoolWorkflowContinuesAsNew(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(testLogger{t})
+	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	Register(env, &activities.Activities{})
@@ -91,7 +91,7 @@ func TestPoolWorkflowContinuesAsNew(t *testing.T) {
 // continues as new after ReconcilePassesPerRun passes.
 func TestReconcilerWorkflow(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(testLogger{t})
+	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	Register(env, &activities.Activities{})

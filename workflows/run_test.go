@@ -173,7 +173,7 @@ func (f *runFakes) register(env *testsuite.TestWorkflowEnvironment) {
 func newRunEnv(t *testing.T, f *runFakes) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(testLogger{t})
+	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	Register(env, &activities.Activities{})

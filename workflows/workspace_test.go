@@ -103,7 +103,7 @@ func testInput() WorkspaceInput {
 func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
-	s.SetLogger(testLogger{t})
+	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	Register(env, &activities.Activities{})
@@ -230,21 +230,41 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-type testLogger struct{ t *testing.T }
+// testLogger writes the workflow's log lines into the test's log. An
+// activity the test environment cancelled can still log after the test
+// has ended, which testing forbids (a data race on the test): lines after
+// the end are dropped, the mutex making "ended" and a write exclusive.
+type testLogger struct{ s *testLogSink }
 
-func (l testLogger) Debug(string, ...any) {}
-func (l testLogger) Info(msg string, kv ...any) {
-	l.t.Helper()
-	l.t.Log(append([]any{"INFO", msg}, kv...)...)
+type testLogSink struct {
+	mu    sync.Mutex
+	t     *testing.T
+	ended bool
 }
-func (l testLogger) Warn(msg string, kv ...any) {
-	l.t.Helper()
-	l.t.Log(append([]any{"WARN", msg}, kv...)...)
+
+// newTestLogger returns a logger into t's log until t ends.
+func newTestLogger(t *testing.T) testLogger {
+	s := &testLogSink{t: t}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		s.ended = true
+		s.mu.Unlock()
+	})
+	return testLogger{s}
 }
-func (l testLogger) Error(msg string, kv ...any) {
-	l.t.Helper()
-	l.t.Log(append([]any{"ERROR", msg}, kv...)...)
+
+func (l testLogger) log(level, msg string, kv []any) {
+	l.s.mu.Lock()
+	defer l.s.mu.Unlock()
+	if !l.s.ended {
+		l.s.t.Log(append([]any{level, msg}, kv...)...)
+	}
 }
+
+func (l testLogger) Debug(string, ...any)        {}
+func (l testLogger) Info(msg string, kv ...any)  { l.log("INFO", msg, kv) }
+func (l testLogger) Warn(msg string, kv ...any)  { l.log("WARN", msg, kv) }
+func (l testLogger) Error(msg string, kv ...any) { l.log("ERROR", msg, kv) }
 
 // deleteAt sends a delete signal at d after the start.
 func deleteAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, reason string) {
