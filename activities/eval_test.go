@@ -32,6 +32,9 @@ type evalLifecycle struct {
 	deleted  []string
 	returned []string
 	notified int
+	// signalOnly makes a delete what the real one is, a signal: the
+	// workspace stays as it is until its workflow gets to it.
+	signalOnly bool
 }
 
 func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
@@ -58,7 +61,11 @@ func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspace
 func (l *evalLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
 	l.mu.Lock()
 	l.deleted = append(l.deleted, w.ID)
+	signalOnly := l.signalOnly
 	l.mu.Unlock()
+	if signalOnly {
+		return nil
+	}
 	_, err := l.r.a.Destroy(ctx, DestroyInput{WorkspaceID: w.ID})
 	return err
 }
@@ -652,5 +659,33 @@ func TestPrepareRunMakesScheduledRun(t *testing.T) {
 	out, err := r.a.PrepareRun(ctx, PrepareRunInput{RunID: "run-first", SuiteID: "nightly", WorkflowID: "run-first"})
 	if err != nil || out.Final != models.RunCanceled {
 		t.Errorf("prepare of a canceled run = %+v, %v", out, err)
+	}
+}
+
+// A slot whose broken workspace is still on its way out (the delete is a
+// signal its workflow has not acted on) gets another workspace, not the
+// broken one back.
+func TestAcquireAfterBrokenRelease(t *testing.T) {
+	r := newEvalRig(t)
+	r.lc.signalOnly = true
+	ctx := context.Background()
+	r.run(t, "run-broken", eval.SuiteSpec{}, eval.Case{ID: "a", Command: script("true")})
+	first := r.acquire(t, "run-broken", 0)
+	if _, err := r.a.ReleaseWorkspace(ctx, ReleaseWorkspaceInput{RunID: "run-broken", WorkspaceID: first, Broken: true}); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := r.store.GetWorkspace(ctx, first); err != nil || w.Phase != models.PhaseRunning {
+		t.Fatalf("the broken workspace = %+v, %v; want it still there, its delete only signalled", w, err)
+	}
+	if second := r.acquire(t, "run-broken", 0); second == first {
+		t.Errorf("slot 0 got the broken workspace %s back", first)
+	}
+	// The run's finish still finds the broken one by the run's label.
+	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-broken", Status: models.RunCanceled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin.Released != 2 {
+		t.Errorf("finish released %d workspaces; want both, the broken one included", fin.Released)
 	}
 }

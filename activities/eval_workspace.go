@@ -252,6 +252,18 @@ func (a *Activities) release(ctx context.Context, runID string, ws *models.Works
 		if broken {
 			reason = fmt.Sprintf("eval run %s: broken while running a case", runID)
 		}
+		// The delete is a signal: the workspace turns terminating a moment
+		// later. Until then it must not be found as the slot's workspace
+		// (an acquire would take the broken one back), so the slot label
+		// goes first; the run label stays, so the run's finish still finds
+		// it should the delete not go through.
+		if _, held := ws.Labels[LabelSlot]; ours && held {
+			labels := maps.Clone(ws.Labels)
+			delete(labels, LabelSlot)
+			if err := a.Store.SetWorkspaceLabels(ctx, ws.ID, labels); err != nil {
+				return false, fmt.Errorf("run %s: release workspace %s: labels: %w", runID, ws.ID, err)
+			}
+		}
 		if err := a.Lifecycle.DeleteWorkspace(ctx, ws, reason); err != nil {
 			return false, fmt.Errorf("run %s: release workspace %s: delete: %w", runID, ws.ID, err)
 		}
