@@ -204,18 +204,8 @@ func (s *server) createSuite(c *gin.Context) {
 	}
 	s.log.Info("suite created", "suite_id", su.ID, "cases", len(rows), "template_id", su.TemplateID,
 		"pool_id", su.PoolID, "scheduled", spec.Schedule != nil)
-	stored, err := s.cfg.Store.GetSuite(ctx, su.ID)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	v, err := s.suiteView(ctx, stored)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	c.Header("Location", "/v1/suites/"+su.ID)
-	c.JSON(http.StatusCreated, v)
+	s.respondSuite(c, su.ID, http.StatusCreated)
 }
 
 func (s *server) listSuites(c *gin.Context) {
@@ -231,8 +221,13 @@ func (s *server) listSuites(c *gin.Context) {
 }
 
 func (s *server) getSuite(c *gin.Context) {
+	s.respondSuite(c, c.Param("id"), http.StatusOK)
+}
+
+// respondSuite answers with the stored suite id as the API shows it.
+func (s *server) respondSuite(c *gin.Context, id string, status int) {
 	ctx := c.Request.Context()
-	su, err := s.cfg.Store.GetSuite(ctx, c.Param("id"))
+	su, err := s.cfg.Store.GetSuite(ctx, id)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -242,7 +237,7 @@ func (s *server) getSuite(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, v)
+	c.JSON(status, v)
 }
 
 // suiteCases lists a suite's cases as the documents they were given as:
@@ -339,17 +334,7 @@ func (s *server) updateSuite(c *gin.Context) {
 		return
 	}
 	s.log.Info("suite updated", "suite_id", id, "cases", len(rows), "scheduled", spec.Schedule != nil)
-	stored, err := s.cfg.Store.GetSuite(ctx, id)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	v, err := s.suiteView(ctx, stored)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, v)
+	s.respondSuite(c, id, http.StatusOK)
 }
 
 // deleteSuite deletes the suite's schedule, then the suite and its cases.
