@@ -137,22 +137,12 @@ var (
 	provisionOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-			MaximumAttempts:    5,
-		},
+		RetryPolicy:         backoff(time.Minute, 5),
 	}
 	destroyOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-			MaximumAttempts:    10,
-		},
+		RetryPolicy:         backoff(time.Minute, 10),
 	}
 	// destroyRoundOptions are one round of a delete in version 1: a few
 	// quick tries, then the workflow says why in the reason and tries again
@@ -160,24 +150,14 @@ var (
 	destroyRoundOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    5 * time.Second,
-			MaximumAttempts:    3,
-		},
+		RetryPolicy:         backoff(5*time.Second, 3),
 	}
 	// cleanupOptions clean up after a failed provisioning: a few tries, and
 	// the final destroy on delete tries again anyway.
 	cleanupOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    heartbeatTimeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    10 * time.Second,
-			MaximumAttempts:    3,
-		},
+		RetryPolicy:         backoff(10*time.Second, 3),
 	}
 	// resetOptions reset a returned pool workspace: one retry, then the
 	// workspace is replaced instead.
@@ -194,12 +174,7 @@ var (
 	// the phase and the events.
 	webhookOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-			MaximumAttempts:    6,
-		},
+		RetryPolicy:         backoff(time.Minute, 6),
 	}
 	// probeOptions: a probe is never retried; a miss is a result and the
 	// next probe is the retry. The activity bounds its ping at 5 s.
@@ -213,10 +188,17 @@ var (
 	recordOptions = workflow.LocalActivityOptions{
 		ScheduleToCloseTimeout: 5 * time.Minute,
 		StartToCloseTimeout:    10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-		},
+		RetryPolicy:            backoff(30*time.Second, 0),
 	}
 )
+
+// backoff retries from a second, doubling up to maxInterval, at most
+// attempts times (0: without limit).
+func backoff(maxInterval time.Duration, attempts int32) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:    time.Second,
+		BackoffCoefficient: 2,
+		MaximumInterval:    maxInterval,
+		MaximumAttempts:    attempts,
+	}
+}

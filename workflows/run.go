@@ -106,17 +106,6 @@ type RunOutput struct {
 // the command (reset, files, collect).
 const runCaseMargin = 10 * time.Minute
 
-// backoff retries from a second, doubling up to maxInterval, at most
-// attempts times (0: without limit).
-func backoff(maxInterval time.Duration, attempts int32) *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval:    time.Second,
-		BackoffCoefficient: 2,
-		MaximumInterval:    maxInterval,
-		MaximumAttempts:    attempts,
-	}
-}
-
 // Activity options of the run workflow. Every activity is idempotent, so
 // Temporal may retry any of them after a worker dies.
 var (
