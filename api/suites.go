@@ -232,7 +232,12 @@ func (s *server) respondSuite(c *gin.Context, id string, status int) {
 		s.fail(c, err)
 		return
 	}
-	v, err := s.suiteView(ctx, su)
+	s.writeSuite(c, su, status)
+}
+
+// writeSuite answers with su as the API shows it.
+func (s *server) writeSuite(c *gin.Context, su *models.Suite, status int) {
+	v, err := s.suiteView(c.Request.Context(), su)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -411,11 +416,6 @@ func (s *server) scheduleOp(op string) gin.HandlerFunc {
 			s.fail(c, err)
 			return
 		}
-		v, err := s.suiteView(ctx, su)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		c.JSON(status, v)
+		s.writeSuite(c, su, status)
 	}
 }
