@@ -62,6 +62,10 @@ type Config struct {
 	MaxFileBytes int64
 	// Ready runs extra readiness checks for /readyz (Temporal); nil means none.
 	Ready func(ctx context.Context) error
+	// OpenAccess serves /v1 without API keys, every request acting as the
+	// default tenant's admin. Only for tests and benchmarks: `primer
+	// serve` never sets it.
+	OpenAccess bool
 }
 
 // server is the API's state: the filled-in Config and the knobs tests turn.
@@ -154,7 +158,7 @@ func (s *server) routes() http.Handler {
 	metricsHandler := promhttp.HandlerFor(s.cfg.Metrics.Registry, promhttp.HandlerOpts{})
 	r.GET("/metrics", gin.WrapH(metricsHandler))
 
-	v1 := r.Group("/v1")
+	v1 := r.Group("/v1", s.authenticate)
 	v1.POST("/providers", s.createProvider)
 	v1.GET("/providers", s.listProviders)
 	v1.GET("/providers/:id", s.getProvider)

@@ -42,6 +42,10 @@ func statusOf(k errs.Kind) int {
 		return http.StatusServiceUnavailable
 	case errs.Timeout:
 		return http.StatusGatewayTimeout
+	case errs.Unauthenticated:
+		return http.StatusUnauthorized
+	case errs.Exhausted:
+		return http.StatusTooManyRequests
 	case errs.Canceled:
 		// The client went away; nobody reads this status, but logs and
 		// metrics should not count it as a server error.

@@ -67,6 +67,7 @@ func (h *harness) follow(t *testing.T, path string, header ...string) (*http.Res
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", h.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+h.adminKey)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

@@ -367,6 +367,7 @@ func TestExecStream(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		body := `{"command":["sh","-c","echo started; sleep 2; echo late > late.txt"],"stream":true}`
 		req, _ := http.NewRequestWithContext(ctx, "POST", h.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+h.adminKey)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -37,6 +37,9 @@ type harness struct {
 	srv      *server
 	engine   *gin.Engine
 	url      string
+	// adminKey is an admin key of the default tenant, sent by do unless
+	// the request names its own Authorization header.
+	adminKey string
 }
 
 type harnessOpt func(*Config)
@@ -84,8 +87,20 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	engine := s.routes().(*gin.Engine)
 	ts := httptest.NewServer(engine)
 	t.Cleanup(ts.Close)
-	return &harness{t: t, dir: dir, root: root, store: store, temporal: tc, backends: reg, metrics: m,
+	h := &harness{t: t, dir: dir, root: root, store: store, temporal: tc, backends: reg, metrics: m,
 		srv: s, engine: engine, url: ts.URL}
+	h.adminKey = h.newKey(models.DefaultTenantID, models.RoleAdmin)
+	return h
+}
+
+// newKey stores a fresh key of tenant with role and returns it.
+func (h *harness) newKey(tenant, role string) string {
+	h.t.Helper()
+	id, key, hash := models.NewAPIKey()
+	if err := h.store.CreateAPIKey(context.Background(), &models.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash}); err != nil {
+		h.t.Fatalf("create api key: %v", err)
+	}
+	return key
 }
 
 // response is a finished HTTP exchange.
@@ -121,6 +136,9 @@ func (h *harness) do(method, path string, body any, header ...string) response {
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+	}
+	if _, named := req.Header["Authorization"]; !named {
+		req.Header.Set("Authorization", "Bearer "+h.adminKey)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

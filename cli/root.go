@@ -37,9 +37,10 @@ type app struct {
 	stdout, stderr io.Writer
 	now            func() time.Time
 
-	url     string
-	output  string
-	timeout time.Duration
+	url       string
+	tokenFlag string
+	output    string
+	timeout   time.Duration
 
 	c *client.Client // made on first use, after flags are parsed
 
@@ -64,7 +65,8 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // Run runs primectl with args (without the program name) and returns its
-// exit code. Nothing is read from the environment but PRIMER_URL.
+// exit code. Nothing is read from the environment but PRIMER_URL,
+// PRIMER_TOKEN and the places credentials.go names.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now}
 	root := a.rootCommand()
@@ -185,6 +187,7 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.url, "url", defURL, "Primer API address (env PRIMER_URL)")
+	pf.StringVar(&a.tokenFlag, "token", "", "API key (env PRIMER_TOKEN; on this machine the admin key of a local primer serve is found without it)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.DurationVar(&a.timeout, "timeout", client.DefaultTimeout, "timeout of each API request (streams and waits have none)")
 
@@ -206,7 +209,7 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 // invocation so its connections are reused.
 func (a *app) client() *client.Client {
 	if a.c == nil {
-		a.c = client.New(a.url, client.WithTimeout(a.timeout), client.WithUserAgent("primectl"))
+		a.c = client.New(a.url, client.WithTimeout(a.timeout), client.WithUserAgent("primectl"), client.WithToken(a.token()))
 	}
 	return a.c
 }

@@ -98,6 +98,7 @@ type serveProc struct {
 	// temporal is the embedded Temporal server's frontend, for diagnostics.
 	temporal string
 	log      string // the process's stderr and stdout, across every start
+	dataDir  string
 	api      *client.Client
 	cmd      *exec.Cmd
 	done     chan error // receives the process's exit once
@@ -121,6 +122,7 @@ func startServe(t *testing.T) *serveProc {
 		url:      "http://" + addr,
 		temporal: "127.0.0.1:" + strconv.Itoa(tport),
 		log:      filepath.Join(dir, "serve.log"),
+		dataDir:  filepath.Join(dir, "data"),
 	}
 	// The child takes nothing of the test's own PRIMER_* settings.
 	for _, kv := range os.Environ() {
@@ -134,7 +136,7 @@ func startServe(t *testing.T) *serveProc {
 	}
 	s.env = append(s.env,
 		"PRIMER_ADDR="+addr,
-		"PRIMER_DATA_DIR="+filepath.Join(dir, "data"),
+		"PRIMER_DATA_DIR="+s.dataDir,
 		"PRIMER_TEMPORAL_PORT="+strconv.Itoa(tport),
 		"PRIMER_TEMPORAL_UI_PORT=-1",
 		"PRIMER_PROBE_INTERVAL=200ms",
@@ -143,7 +145,6 @@ func startServe(t *testing.T) *serveProc {
 		"PRIMER_ORPHAN_GRACE=2s",
 		"PRIMER_LOG_LEVEL="+level,
 	)
-	s.api = client.New(s.url, client.WithPollInterval(100*time.Millisecond))
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
@@ -188,6 +189,13 @@ func (s *serveProc) start() {
 		if resp, err := http.Get(s.url + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				// The first start wrote the admin key before it listened.
+				key, err := os.ReadFile(filepath.Join(s.dataDir, client.AdminKeyFile))
+				if err != nil {
+					s.t.Fatalf("read admin key: %v", err)
+				}
+				s.api = client.New(s.url, client.WithPollInterval(100*time.Millisecond),
+					client.WithToken(strings.TrimSpace(string(key))))
 				return
 			}
 		}

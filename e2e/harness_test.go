@@ -28,6 +28,7 @@ type primer struct {
 	cfg     worker.Config
 	srv     *worker.Server
 	api     *client.Client
+	key     string // the first admin key, from the data dir
 	stopped bool
 }
 
@@ -84,7 +85,12 @@ func (p *primer) start() {
 		p.t.Fatalf("start primer: %v", err)
 	}
 	p.srv = srv
-	p.api = client.New(srv.URL())
+	key, err := os.ReadFile(srv.AdminKeyPath())
+	if err != nil {
+		p.t.Fatalf("read admin key: %v", err)
+	}
+	p.key = strings.TrimSpace(string(key))
+	p.api = client.New(srv.URL(), client.WithToken(p.key))
 	p.stopped = false
 }
 
@@ -111,7 +117,7 @@ func (p *primer) primectl(stdin string, args ...string) (stdout, stderr string, 
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	full := append([]string{"--url", p.srv.URL()}, args...)
+	full := append([]string{"--url", p.srv.URL(), "--token", p.key}, args...)
 	var in io.Reader = strings.NewReader(stdin)
 	code = cli.Run(ctx, full, in, &out, &errOut)
 	return out.String(), errOut.String(), code

@@ -13,16 +13,18 @@ type Kind int
 
 // The kinds of error. Other is the zero value: an unexpected, internal failure.
 const (
-	Other        Kind = iota // internal error; not the caller's fault
-	Invalid                  // bad input: malformed, unknown field, path escapes the workspace
-	NotFound                 // the named object does not exist
-	Conflict                 // the object already exists, or its state forbids the change
-	Forbidden                // the change is not allowed for this object (the reserved local provider)
-	Unavailable              // a backend, runtime or dependency cannot be reached now; retrying may help
-	TooLarge                 // a body or file is larger than the configured limit
-	Precondition             // the object is not in a state that allows the operation (exec on a pending workspace)
-	Timeout                  // the operation ran out of time
-	Canceled                 // the caller canceled the operation
+	Other           Kind = iota // internal error; not the caller's fault
+	Invalid                     // bad input: malformed, unknown field, path escapes the workspace
+	NotFound                    // the named object does not exist
+	Conflict                    // the object already exists, or its state forbids the change
+	Forbidden                   // the change is not allowed for this object (the reserved local provider)
+	Unavailable                 // a backend, runtime or dependency cannot be reached now; retrying may help
+	TooLarge                    // a body or file is larger than the configured limit
+	Precondition                // the object is not in a state that allows the operation (exec on a pending workspace)
+	Timeout                     // the operation ran out of time
+	Canceled                    // the caller canceled the operation
+	Unauthenticated             // the request has no valid API key
+	Exhausted                   // a quota or rate limit is reached; retrying later may succeed
 )
 
 var kindNames = map[Kind]string{
@@ -36,6 +38,9 @@ var kindNames = map[Kind]string{
 	Precondition: "failed_precondition",
 	Timeout:      "timeout",
 	Canceled:     "canceled",
+
+	Unauthenticated: "unauthenticated",
+	Exhausted:       "resource_exhausted",
 }
 
 // String returns the snake_case code used in API error envelopes.

@@ -32,7 +32,10 @@ const (
 // defaults and schedule (Spec, an eval.SuiteSpec without its cases, as
 // JSON) and how many cases it has (SuiteCase rows).
 type Suite struct {
-	ID          string          `gorm:"primaryKey;size:128" json:"id"`
+	ID string `gorm:"primaryKey;size:128" json:"id"`
+	// TenantID is the tenant the suite belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID    string          `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
 	Description string          `json:"description,omitempty"`
 	TemplateID  string          `gorm:"size:128;not null;default:'';index" json:"template_id,omitempty"`
 	PoolID      string          `gorm:"size:128;not null;default:'';index" json:"pool_id,omitempty"`
@@ -56,10 +59,13 @@ type SuiteCase struct {
 // id. Spec is the suite's spec (without cases) as it was when the run
 // was made; its cases are the CaseResult rows made with it.
 type Run struct {
-	ID      string `gorm:"primaryKey;size:200" json:"id"`
-	SuiteID string `gorm:"size:128;not null;index" json:"suite_id"`
-	Status  string `gorm:"size:16;not null;index" json:"status"`
-	Reason  string `json:"reason,omitempty"`
+	ID string `gorm:"primaryKey;size:200" json:"id"`
+	// TenantID is the tenant the run belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID string `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
+	SuiteID  string `gorm:"size:128;not null;index" json:"suite_id"`
+	Status   string `gorm:"size:16;not null;index" json:"status"`
+	Reason   string `json:"reason,omitempty"`
 	// Trigger is TriggerUser or TriggerSchedule; TriggeredBy names who
 	// (a user name, the schedule's id).
 	Trigger     string          `gorm:"size:16;not null;default:''" json:"trigger"`

@@ -82,7 +82,13 @@ const (
 // Provider says how to reach a backend. It stores connection and reachability
 // only. Config is the backend-specific document (`config:` in YAML) as JSON.
 type Provider struct {
-	ID        string          `gorm:"primaryKey;size:128" json:"id"`
+	ID string `gorm:"primaryKey;size:128" json:"id"`
+	// TenantID is the tenant the provider belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID string `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
+	// Shared lets every tenant build templates on the provider without
+	// seeing its config; only an admin sets it.
+	Shared    bool            `gorm:"not null;default:false" json:"shared"`
 	Provider  string          `gorm:"size:32;not null" json:"provider"` // local | worktree | container | kubernetes
 	Config    json.RawMessage `gorm:"serializer:json;type:text" json:"config"`
 	CreatedAt time.Time       `json:"created_at"`
@@ -93,7 +99,10 @@ type Provider struct {
 // backend-specific document (`backend:` in YAML, with its `kind`) as JSON; it
 // holds the image or base path, env, init commands, initial files and caps.
 type Template struct {
-	ID          string          `gorm:"primaryKey;size:128" json:"id"`
+	ID string `gorm:"primaryKey;size:128" json:"id"`
+	// TenantID is the tenant the template belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID    string          `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
 	ProviderID  string          `gorm:"size:128;not null;index" json:"provider_id"`
 	Description string          `json:"description,omitempty"`
 	Backend     json.RawMessage `gorm:"serializer:json;type:text" json:"backend"`
@@ -108,7 +117,10 @@ type Template struct {
 // Pool is a warm pool: Size running workspaces of a template kept idle so
 // LeaseWorkspace can hand one out without waiting for a provision.
 type Pool struct {
-	ID         string    `gorm:"primaryKey;size:128" json:"id"`
+	ID string `gorm:"primaryKey;size:128" json:"id"`
+	// TenantID is the tenant the pool belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID   string    `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
 	TemplateID string    `gorm:"size:128;not null;index" json:"template_id"`
 	Size       int       `gorm:"not null" json:"size"`
 	CreatedAt  time.Time `json:"created_at"`
@@ -120,13 +132,20 @@ type Pool struct {
 
 // Workspace is a live sandbox materialised from a template.
 type Workspace struct {
-	ID         string            `gorm:"primaryKey;size:64" json:"id"` // ws-<hex>
-	TemplateID string            `gorm:"size:128;not null;index" json:"template_id"`
-	ProviderID string            `gorm:"size:128;not null;index" json:"provider_id"`
-	Backend    string            `gorm:"size:32;not null" json:"backend"`
-	Phase      string            `gorm:"size:32;not null;index" json:"phase"`
-	Reason     string            `json:"reason,omitempty"` // why the workspace is in its phase
-	Labels     map[string]string `gorm:"serializer:json;type:text" json:"labels,omitempty"`
+	ID string `gorm:"primaryKey;size:64" json:"id"` // ws-<hex>
+	// TenantID is the tenant the workspace belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID string `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
+	// CPUCores and MemoryBytes are the template's limits when the
+	// workspace was made (0: none); the tenant's quotas sum them.
+	CPUCores    float64           `gorm:"not null;default:0" json:"cpu_cores,omitempty"`
+	MemoryBytes int64             `gorm:"not null;default:0" json:"memory_bytes,omitempty"`
+	TemplateID  string            `gorm:"size:128;not null;index" json:"template_id"`
+	ProviderID  string            `gorm:"size:128;not null;index" json:"provider_id"`
+	Backend     string            `gorm:"size:32;not null" json:"backend"`
+	Phase       string            `gorm:"size:32;not null;index" json:"phase"`
+	Reason      string            `json:"reason,omitempty"` // why the workspace is in its phase
+	Labels      map[string]string `gorm:"serializer:json;type:text" json:"labels,omitempty"`
 	// TemplateGeneration is the template's Generation when the workspace
 	// was created; CreateWorkspace sets it.
 	TemplateGeneration int64 `gorm:"not null;default:0" json:"template_generation"`
@@ -160,7 +179,10 @@ type Workspace struct {
 
 // Session is one agent run on a workspace. Ended sessions keep their reason.
 type Session struct {
-	ID          string            `gorm:"primaryKey;size:64" json:"id"` // ses-<hex>
+	ID string `gorm:"primaryKey;size:64" json:"id"` // ses-<hex>
+	// TenantID is the tenant the session belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID    string            `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
 	WorkspaceID string            `gorm:"size:64;not null;index:idx_sessions_workspace_status,priority:1" json:"workspace_id"`
 	Agent       string            `json:"agent,omitempty"`
 	Metadata    map[string]string `gorm:"serializer:json;type:text" json:"metadata,omitempty"`
@@ -177,7 +199,10 @@ type Session struct {
 // Event is one stored workspace event. ID increases monotonically, so a
 // stream can resume after the last ID it saw.
 type Event struct {
-	ID          uint64          `gorm:"primaryKey;autoIncrement;index:idx_events_workspace_id,priority:2" json:"id"`
+	ID uint64 `gorm:"primaryKey;autoIncrement;index:idx_events_workspace_id,priority:2" json:"id"`
+	// TenantID is the tenant the event belongs to (tenant.go); rows made before
+	// tenants existed belong to DefaultTenantID.
+	TenantID    string          `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
 	WorkspaceID string          `gorm:"size:64;not null;index:idx_events_workspace_id,priority:1" json:"workspace_id"`
 	Type        string          `gorm:"size:64;not null" json:"type"`
 	Data        json.RawMessage `gorm:"serializer:json;type:text" json:"data"`

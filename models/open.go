@@ -44,7 +44,7 @@ const (
 )
 
 // allModels are migrated by Open, parents first.
-var allModels = []any{&Installation{}, &Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{},
+var allModels = []any{&Installation{}, &Tenant{}, &APIKey{}, &AuditEntry{}, &Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{},
 	&Suite{}, &SuiteCase{}, &Run{}, &CaseResult{}}
 
 // Open connects to the database and migrates the schema.

@@ -51,8 +51,8 @@ type localConfig struct {
 	RootPath string `json:"root_path"`
 }
 
-// EnsureDefaults creates the reserved local provider (root_path given) and the
-// default template on it when they do not exist. Idempotent: existing rows,
+// EnsureDefaults creates the default tenant, the reserved local provider
+// (root_path given) and the default template on it when they do not exist. Idempotent: existing rows,
 // even changed ones, are left alone, and concurrent callers are safe because
 // the inserts are ON CONFLICT DO NOTHING.
 func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
@@ -71,9 +71,17 @@ func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 		Backend:     json.RawMessage(`{"kind":"local"}`),
 		Generation:  1,
 	}
+	tenant := &Tenant{ID: DefaultTenantID, Description: "the first tenant; owns what was made before tenants existed"}
 	var created []string
 	err = s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(p)
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(tenant)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected > 0 {
+			created = append(created, "tenant "+tenant.ID)
+		}
+		res = tx.Clauses(clause.OnConflict{DoNothing: true}).Create(p)
 		if res.Error != nil {
 			return res.Error
 		}

@@ -87,6 +87,9 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	if err := s.store.EnsureDefaults(ctx, cfg.LocalRoot); err != nil {
 		return nil, fmt.Errorf("create defaults: %w", err)
 	}
+	if err := s.ensureAdminKey(ctx); err != nil {
+		return nil, err
+	}
 
 	hostPort := cfg.TemporalAddress
 	if hostPort == "" {

@@ -30,6 +30,10 @@ const (
 	DefaultPollInterval = 100 * time.Millisecond
 )
 
+// AdminKeyFile is the file in a data directory where `primer serve` writes
+// the first admin key at its first start (mode 0600).
+const AdminKeyFile = "admin.key"
+
 // maxErrorBody caps how much of an error response is read: envelopes are
 // small, and a misbehaving proxy must not make the client buffer megabytes.
 const maxErrorBody = 64 << 10
@@ -41,6 +45,7 @@ type Client struct {
 	stream       *http.Client // streaming and long calls: no timeout, ctx only
 	pollInterval time.Duration
 	userAgent    string
+	token        string         // the API key, sent as a bearer token; never logged
 	timeout      *time.Duration // set by WithTimeout; applied after all options
 }
 
@@ -76,6 +81,11 @@ func WithPollInterval(d time.Duration) Option {
 // WithUserAgent sets the User-Agent header of every request.
 func WithUserAgent(ua string) Option {
 	return func(c *Client) { c.userAgent = ua }
+}
+
+// WithToken sets the API key sent as Authorization: Bearer on every request.
+func WithToken(key string) Option {
+	return func(c *Client) { c.token = strings.TrimSpace(key) }
 }
 
 // New returns a Client for the server at baseURL (e.g. http://127.0.0.1:8080).
@@ -188,6 +198,10 @@ func codeForStatus(status int) string {
 		return errs.Conflict.String()
 	case http.StatusForbidden:
 		return errs.Forbidden.String()
+	case http.StatusUnauthorized:
+		return errs.Unauthenticated.String()
+	case http.StatusTooManyRequests:
+		return errs.Exhausted.String()
 	case http.StatusRequestEntityTooLarge:
 		return errs.TooLarge.String()
 	case http.StatusBadGateway, http.StatusServiceUnavailable:
@@ -231,6 +245,9 @@ func (c *Client) send(ctx context.Context, hc *http.Client, r request) (*http.Re
 	}
 	if c.userAgent != "" {
 		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if c.token != "" && req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
