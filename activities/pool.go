@@ -29,6 +29,9 @@ type Lifecycle interface {
 
 // CreateWorkspaceRequest is a workspace to create.
 type CreateWorkspaceRequest struct {
+	// TenantID owns the new workspace: the caller's tenant, a pool's or a
+	// run's. Its quotas apply. Empty means models.DefaultTenantID.
+	TenantID   string
 	TemplateID string
 	Labels     map[string]string
 	// PoolID makes the workspace an idle member of that pool.
