@@ -59,6 +59,11 @@ type Config struct {
 	// into every container (PRIMER_RUNTIME_BINARY); default: primer-runtime
 	// beside the primer executable.
 	RuntimeBinary string
+	// OpenAccess serves /v1 without API keys, every request acting as the
+	// default tenant's admin (api.Config.OpenAccess). Tests and benchmarks
+	// only: it has no flag and no environment variable, so no deployment
+	// can turn it on.
+	OpenAccess bool
 }
 
 // Defaults fills zero fields with their defaults.

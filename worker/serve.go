@@ -190,6 +190,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		Metrics:      m,
 		Logger:       logger,
 		MaxFileBytes: cfg.MaxFileBytes,
+		OpenAccess:   cfg.OpenAccess,
 		Ready: func(ctx context.Context) error {
 			_, err := s.client.CheckHealth(ctx, &client.CheckHealthRequest{})
 			return err
