@@ -18,7 +18,9 @@ var poolStates = map[string]bool{PoolIdle: true, PoolLeased: true, PoolReturning
 
 // CreatePool inserts p; Conflict if the id exists, NotFound (field
 // template_id) if the template does not, Invalid (field size) unless Size is
-// 0..MaxPoolSize. Size 0 is stored as DefaultPoolSize.
+// 0..MaxPoolSize. Size 0 is stored as DefaultPoolSize. An empty TenantID is
+// stored as DefaultTenantID; Exhausted if the tenant already holds its
+// max_pools (checked in the insert's transaction, under the tenant's lock).
 func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
 	if p.ID == "" {
 		return errs.Field("id", "pool: id is required")
@@ -26,7 +28,17 @@ func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
 	if err := checkPool(p); err != nil {
 		return err
 	}
+	p.TenantID = tenantOrDefault(p.TenantID)
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The tenant first, as in CreateWorkspace: creates in one tenant
+		// take turns, so max_pools holds under concurrency.
+		q, err := lockQuota(tx, p.TenantID)
+		if err != nil {
+			return err
+		}
+		if err := checkPoolQuota(tx, p.TenantID, q); err != nil {
+			return err
+		}
 		if err := lockTemplateOf(tx, p); err != nil {
 			return err
 		}
@@ -44,11 +56,15 @@ func (s *Store) GetPool(ctx context.Context, id string) (*Pool, error) {
 	return &p, nil
 }
 
-// ListPools returns pools ordered by id, those of templateID only when it is not empty.
-func (s *Store) ListPools(ctx context.Context, templateID string) ([]Pool, error) {
+// ListPools returns pools ordered by id, those of templateID only when it
+// is not empty, those of tenant only when it is not empty.
+func (s *Store) ListPools(ctx context.Context, templateID, tenant string) ([]Pool, error) {
 	q := s.r.WithContext(ctx).Order("id")
 	if templateID != "" {
 		q = q.Where("template_id = ?", templateID)
+	}
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
 	}
 	ps := []Pool{}
 	if err := q.Find(&ps).Error; err != nil {

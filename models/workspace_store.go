@@ -20,6 +20,12 @@ import (
 // PoolID and PoolState are stored as given: both empty, or a pool that
 // exists (NotFound, field pool_id, if not) and one of the pool states
 // (Invalid, field pool_state, if not).
+//
+// An empty TenantID is stored as DefaultTenantID. The tenant's quota is
+// checked in the same transaction as the insert, under a lock on the tenant
+// row: Exhausted when the workspace would pass max_workspaces,
+// max_cpu_cores or max_memory_bytes, Invalid when the tenant limits CPU or
+// memory and the workspace has no such limit (quota.go).
 func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	if w.ID == "" {
 		w.ID = NewID("ws")
@@ -41,9 +47,19 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 		w.UpdatedAt = w.CreatedAt
 	}
 	w.CreatedAt, w.UpdatedAt = storedTime(w.CreatedAt), storedTime(w.UpdatedAt)
+	w.TenantID = tenantOrDefault(w.TenantID)
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// The tenant first: every create in a tenant takes this lock before
+		// any other, so two creates cannot both see room for one more.
+		q, err := lockQuota(tx, w.TenantID)
+		if err != nil {
+			return err
+		}
+		if err := checkWorkspaceQuota(tx, w.TenantID, q, w); err != nil {
+			return err
+		}
 		var gens []int64
-		err := tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
+		err = tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
 		if err != nil {
 			return err
 		}
@@ -80,6 +96,7 @@ func (s *Store) GetWorkspace(ctx context.Context, id string) (*Workspace, error)
 func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]Workspace, error) {
 	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
 	for _, c := range []struct{ col, v string }{
+		{"tenant_id", f.TenantID},
 		{"template_id", f.TemplateID},
 		{"provider_id", f.ProviderID},
 		{"backend", f.Backend},
