@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 
 	"github.com/primerhq/primer/errs"
 )
@@ -83,4 +84,38 @@ func (s *Store) CountAPIKeys(ctx context.Context) (int64, error) {
 		return 0, dbError(ctx, err, "api keys: count")
 	}
 	return n, nil
+}
+
+// ListAPIKeys returns the keys of tenant ("" = every tenant), revoked and
+// expired ones included, oldest first.
+func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey, error) {
+	q := s.r.WithContext(ctx).Order("created_at, id")
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
+	}
+	ks := []APIKey{}
+	if err := q.Find(&ks).Error; err != nil {
+		return nil, dbError(ctx, err, "api keys: list")
+	}
+	return ks, nil
+}
+
+// RevokeAPIKey marks the key revoked now and returns it; NotFound if absent.
+// Revoking a revoked key keeps its first revocation time.
+func (s *Store) RevokeAPIKey(ctx context.Context, id string) (*APIKey, error) {
+	res := s.w.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).
+		Update("revoked_at", storedTime(time.Now()))
+	if res.Error != nil {
+		return nil, writeError(ctx, res.Error, "api key", id, "revoke")
+	}
+	// Zero rows: already revoked, or absent (GetAPIKey tells which).
+	return s.GetAPIKey(ctx, id)
+}
+
+// TouchAPIKey records that the key id was used at at. It is a plain
+// update of one column; an unknown id is not an error (the key may have
+// been deleted with nothing to record).
+func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
+	err := s.w.WithContext(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", storedTime(at)).Error
+	return writeError(ctx, err, "api key", id, "touch")
 }

@@ -2,7 +2,12 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
 )
@@ -45,4 +50,90 @@ func (q Quota) validate() error {
 		return errs.Field("quota.max_pools", "quota.max_pools: %d is negative (0 is no limit)", q.MaxPools)
 	}
 	return nil
+}
+
+// ListTenants returns every tenant, by id.
+func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
+	ts := []Tenant{}
+	if err := s.r.WithContext(ctx).Order("id").Find(&ts).Error; err != nil {
+		return nil, dbError(ctx, err, "tenants: list")
+	}
+	return ts, nil
+}
+
+// UpdateTenant replaces the description and quota of tenant t.ID and
+// returns the stored row; NotFound if absent, Invalid for a negative quota.
+// Lowering a quota below the current use is allowed: it only stops new
+// creates.
+func (s *Store) UpdateTenant(ctx context.Context, t *Tenant) (*Tenant, error) {
+	if err := t.Quota.validate(); err != nil {
+		return nil, err
+	}
+	res := s.w.WithContext(ctx).Model(&Tenant{}).Where("id = ?", t.ID).Updates(map[string]any{
+		"description":            t.Description,
+		"quota_max_workspaces":   t.Quota.MaxWorkspaces,
+		"quota_max_cpu_cores":    t.Quota.MaxCPUCores,
+		"quota_max_memory_bytes": t.Quota.MaxMemoryBytes,
+		"quota_max_pools":        t.Quota.MaxPools,
+		"updated_at":             storedTime(time.Now()),
+	})
+	if res.Error != nil {
+		return nil, writeError(ctx, res.Error, "tenant", t.ID, "update")
+	}
+	if res.RowsAffected == 0 {
+		return nil, notFound("tenant", t.ID)
+	}
+	return s.GetTenant(ctx, t.ID)
+}
+
+// tenantOwned lists the rows a tenant can own, with the name its Conflict
+// message uses. Events go with their workspace, so they are not listed.
+var tenantOwned = []struct {
+	model any
+	name  string
+}{
+	{&Provider{}, "providers"}, {&Template{}, "templates"}, {&Pool{}, "pools"},
+	{&Workspace{}, "workspaces"}, {&Session{}, "sessions"}, {&Suite{}, "suites"}, {&Run{}, "runs"},
+}
+
+// DeleteTenant deletes the tenant id. The default tenant cannot go
+// (Forbidden); a tenant that still owns a resource or an active key (not
+// revoked, not expired) is Conflict, naming what is left. The tenant row is
+// locked first, so a create that locks it to check its quota cannot slip a
+// row in between the check and the delete. Its revoked and expired keys
+// stay, for the audit log's key ids.
+func (s *Store) DeleteTenant(ctx context.Context, id string) error {
+	if id == DefaultTenantID {
+		return errs.E(errs.Forbidden, "tenant %s: the default tenant cannot be deleted", id)
+	}
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var t Tenant
+		if err := tx.Clauses(forUpdate).Take(&t, "id = ?", id).Error; err != nil {
+			return readError(ctx, err, "tenant", id)
+		}
+		var left []string
+		for _, o := range tenantOwned {
+			var n int64
+			if err := tx.Model(o.model).Where("tenant_id = ?", id).Count(&n).Error; err != nil {
+				return err
+			}
+			if n > 0 {
+				left = append(left, fmt.Sprintf("%d %s", n, o.name))
+			}
+		}
+		var keys int64
+		now := storedTime(time.Now())
+		if err := tx.Model(&APIKey{}).Where("tenant_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", id, now).
+			Count(&keys).Error; err != nil {
+			return err
+		}
+		if keys > 0 {
+			left = append(left, fmt.Sprintf("%d active api keys (revoke them first)", keys))
+		}
+		if len(left) > 0 {
+			return errs.E(errs.Conflict, "tenant %s: still owns %s", id, strings.Join(left, ", "))
+		}
+		return tx.Delete(&Tenant{}, "id = ?", id).Error
+	})
+	return writeError(ctx, err, "tenant", id, "delete")
 }
