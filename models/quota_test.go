@@ -1,0 +1,209 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// TestQuota runs the quota cases on SQLite and PostgreSQL.
+func TestQuota(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			for _, tc := range []storeCase{
+				{"concurrent workspaces", testQuotaConcurrentWorkspaces},
+				{"cpu and memory", testQuotaCPUMemory},
+				{"deleting counts until gone", testQuotaDeleting},
+				{"concurrent pools", testQuotaConcurrentPools},
+				{"tenants apart", testQuotaTenantsApart},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					s := d.open(t)
+					must(t, s.CreateProvider(t.Context(), &Provider{ID: "p", Provider: BackendLocal}))
+					must(t, s.CreateTemplate(t.Context(), &Template{ID: "t", ProviderID: "p"}))
+					tc.run(t, t.Context(), s)
+				})
+			}
+		})
+	}
+}
+
+func ctx0(t *testing.T) context.Context { return t.Context() }
+
+// tenantWorkspace is a new workspace of template t in tenant with limits.
+func tenantWorkspace(tenant string, cpu float64, mem int64) *Workspace {
+	w := newWorkspace("t", "p")
+	w.TenantID, w.CPUCores, w.MemoryBytes = tenant, cpu, mem
+	return w
+}
+
+// createConcurrently runs create n times at once and returns how many
+// succeeded and the errors of the others.
+func createConcurrently(n int, create func(i int) error) (int, []error) {
+	var (
+		mu     sync.Mutex
+		ok     int
+		failed []error
+		wg     sync.WaitGroup
+	)
+	for i := range n {
+		wg.Go(func() {
+			err := create(i)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				ok++
+			} else {
+				failed = append(failed, err)
+			}
+		})
+	}
+	wg.Wait()
+	return ok, failed
+}
+
+// testQuotaConcurrentWorkspaces is the test: 50 creates at once
+// against max_workspaces 10 leave exactly 10 rows and 40 Exhausted errors.
+func testQuotaConcurrentWorkspaces(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxWorkspaces: 10}}))
+	ok, failed := createConcurrently(50, func(int) error {
+		return s.CreateWorkspace(ctx, tenantWorkspace("acme", 0, 0))
+	})
+	if ok != 10 || len(failed) != 40 {
+		t.Fatalf("50 concurrent creates: %d ok, %d failed; want 10 and 40", ok, len(failed))
+	}
+	for _, err := range failed {
+		wantErr(t, err, errs.Exhausted, "tenant acme: quota max_workspaces: limit 10, in use 10")
+	}
+	u, err := s.TenantUsage(ctx, "acme")
+	must(t, err)
+	if u.Workspaces != 10 {
+		t.Errorf("usage %+v, want 10 workspaces", u)
+	}
+	var rows int64
+	must(t, s.r.Model(&Workspace{}).Where("tenant_id = ?", "acme").Count(&rows).Error)
+	if rows != 10 {
+		t.Errorf("%d workspace rows of tenant acme, want 10", rows)
+	}
+}
+
+// testQuotaCPUMemory fills a CPU and memory quota step by step: sums, the
+// refusals naming the quota, and a workspace with no limit under a limit.
+func testQuotaCPUMemory(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxCPUCores: 2, MaxMemoryBytes: 1000}}))
+	for _, tc := range []struct {
+		name string
+		cpu  float64
+		mem  int64
+		kind errs.Kind // Other: no error
+		msg  string
+	}{
+		{name: "first", cpu: 1, mem: 400},
+		{name: "fractions", cpu: 0.5, mem: 400},
+		{name: "cpu over", cpu: 1, mem: 100, kind: errs.Exhausted,
+			msg: "tenant acme: quota max_cpu_cores: limit 2, in use 1.5, requested 1"},
+		{name: "memory over", cpu: 0.5, mem: 201, kind: errs.Exhausted,
+			msg: "tenant acme: quota max_memory_bytes: limit 1000, in use 800, requested 201"},
+		{name: "no cpu limit", mem: 1, kind: errs.Invalid,
+			msg: "quota max_cpu_cores: limit 2: workspace "},
+		{name: "no memory limit", cpu: 0.1, kind: errs.Invalid,
+			msg: "quota max_memory_bytes: limit 1000: workspace "},
+		{name: "exactly full", cpu: 0.5, mem: 200},
+		{name: "full", cpu: 0.001, mem: 1, kind: errs.Exhausted, msg: "quota max_cpu_cores: limit 2, in use 2, requested 0.001"},
+	} {
+		err := s.CreateWorkspace(ctx, tenantWorkspace("acme", tc.cpu, tc.mem))
+		if tc.kind == errs.Other {
+			if err != nil {
+				t.Errorf("%s: CreateWorkspace = %v, want it created", tc.name, err)
+			}
+			continue
+		}
+		wantErr(t, err, tc.kind, tc.msg)
+	}
+	u, err := s.TenantUsage(ctx, "acme")
+	must(t, err)
+	if want := (Usage{Workspaces: 3, CPUCores: 2, MemoryBytes: 1000}); u != want {
+		t.Errorf("TenantUsage = %+v, want %+v", u, want)
+	}
+	if !strings.Contains(fmt.Sprint(s.CreateWorkspace(ctx, tenantWorkspace("acme", 0, 0))), "template must set cpu_cores") {
+		t.Error("a workspace without limits under a cpu quota: the error does not say the template must set cpu_cores")
+	}
+}
+
+// testQuotaDeleting: a terminating workspace still counts; its row's
+// delete frees its place.
+func testQuotaDeleting(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxWorkspaces: 2, MaxCPUCores: 2, MaxMemoryBytes: 2000}}))
+	a, b := tenantWorkspace("acme", 1, 1000), tenantWorkspace("acme", 1, 1000)
+	must(t, s.CreateWorkspace(ctx, a))
+	must(t, s.CreateWorkspace(ctx, b))
+	must(t, s.SetWorkspacePhase(ctx, a.ID, PhaseTerminating, "deleted by the user"))
+	wantErr(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 1, 1000)), errs.Exhausted,
+		"tenant acme: quota max_workspaces: limit 2, in use 2")
+	must(t, s.DeleteWorkspace(ctx, a.ID))
+	u, err := s.TenantUsage(ctx, "acme")
+	must(t, err)
+	if want := (Usage{Workspaces: 1, CPUCores: 1, MemoryBytes: 1000}); u != want {
+		t.Errorf("TenantUsage after a delete = %+v, want %+v", u, want)
+	}
+	must(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 1, 1000)))
+}
+
+// testQuotaConcurrentPools: max_pools holds under concurrent creates.
+func testQuotaConcurrentPools(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxPools: 3}}))
+	ok, failed := createConcurrently(20, func(i int) error {
+		return s.CreatePool(ctx, &Pool{ID: fmt.Sprintf("pool-%d", i), TenantID: "acme", TemplateID: "t", Size: 1})
+	})
+	if ok != 3 || len(failed) != 17 {
+		t.Fatalf("20 concurrent pool creates: %d ok, %d failed; want 3 and 17", ok, len(failed))
+	}
+	for _, err := range failed {
+		wantErr(t, err, errs.Exhausted, "tenant acme: quota max_pools: limit 3, in use 3")
+	}
+	u, err := s.TenantUsage(ctx, "acme")
+	must(t, err)
+	if u.Pools != 3 {
+		t.Errorf("usage %+v, want 3 pools", u)
+	}
+}
+
+// testQuotaTenantsApart: one tenant's rows do not count against another's
+// quota, an empty tenant is the default one, and a tenant without a row
+// (the default one before EnsureDefaults) has no limits.
+func testQuotaTenantsApart(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "small", Quota: Quota{MaxWorkspaces: 1, MaxPools: 1}}))
+	for range 3 {
+		must(t, s.CreateWorkspace(ctx, tenantWorkspace("", 0, 0)))
+	}
+	must(t, s.CreatePool(ctx, &Pool{ID: "default-pool", TemplateID: "t", Size: 1}))
+	must(t, s.CreateWorkspace(ctx, tenantWorkspace("small", 0, 0)))
+	must(t, s.CreatePool(ctx, &Pool{ID: "small-pool", TenantID: "small", TemplateID: "t", Size: 1}))
+	wantErr(t, s.CreateWorkspace(ctx, tenantWorkspace("small", 0, 0)), errs.Exhausted, "tenant small: quota max_workspaces: limit 1, in use 1")
+	wantErr(t, s.CreatePool(ctx, &Pool{ID: "small-2", TenantID: "small", TemplateID: "t"}), errs.Exhausted, "tenant small: quota max_pools: limit 1, in use 1")
+
+	for _, tc := range []struct {
+		tenant string
+		want   Usage
+	}{
+		{"", Usage{Workspaces: 3, Pools: 1}},
+		{DefaultTenantID, Usage{Workspaces: 3, Pools: 1}},
+		{"small", Usage{Workspaces: 1, Pools: 1}},
+		{"ghost", Usage{}},
+	} {
+		u, err := s.TenantUsage(ctx, tc.tenant)
+		must(t, err)
+		if u != tc.want {
+			t.Errorf("TenantUsage(%q) = %+v, want %+v", tc.tenant, u, tc.want)
+		}
+	}
+	p, err := s.GetPool(ctx, "default-pool")
+	must(t, err)
+	if p.TenantID != DefaultTenantID {
+		t.Errorf("pool created with no tenant: TenantID %q, want %q", p.TenantID, DefaultTenantID)
+	}
+}
