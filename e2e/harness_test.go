@@ -7,6 +7,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -30,6 +31,9 @@ type primer struct {
 	api     *client.Client
 	key     string // the first admin key, from the data dir
 	stopped bool
+	// logTo, when set (startPrimerLog), also receives the platform's log lines,
+	// at debug level, so a test can search everything it logged.
+	logTo io.Writer
 }
 
 type option func(*worker.Config)
@@ -49,23 +53,38 @@ func withUI() option {
 	return func(c *worker.Config) { c.TemporalUIPort = freePort(nil) }
 }
 
+// withOpenAccess serves /v1 without keys, every request the default
+// tenant's admin (worker.Config.OpenAccess): for benchmarks that compare
+// a call with and without authentication.
+func withOpenAccess() option {
+	return func(c *worker.Config) { c.OpenAccess = true }
+}
+
 // startPrimer starts `primer serve` on free ports in a fresh data dir.
 func startPrimer(t *testing.T, opts ...option) *primer {
+	t.Helper()
+	return startPrimerLog(t, nil, opts...)
+}
+
+// startPrimerLog is startPrimer that also copies every log line of the
+// platform, debug level included, to logTo (when not nil; it must be safe
+// for concurrent writes), so a test can search everything it logged.
+func startPrimerLog(t *testing.T, logTo io.Writer, opts ...option) *primer {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: runs without -short")
 	}
-	cfg := worker.Config{
+	p := &primer{t: t, cfg: worker.Config{
 		Addr:           "127.0.0.1:" + strconv.Itoa(freePort(t)),
 		DataDir:        t.TempDir(),
 		TemporalPort:   freePort(t),
 		TemporalUIPort: -1,
 		ProbeInterval:  200 * time.Millisecond,
-	}
+	}}
 	for _, o := range opts {
-		o(&cfg)
+		o(&p.cfg)
 	}
-	p := &primer{t: t, cfg: cfg}
+	p.logTo = logTo
 	p.start()
 	t.Cleanup(p.stop)
 	return p
@@ -79,7 +98,11 @@ func (p *primer) start() {
 	if os.Getenv("PRIMER_TEST_LOG") != "" {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	if p.logTo != nil {
+		handler = teeHandler{handler, slog.NewTextHandler(p.logTo, &slog.HandlerOptions{Level: slog.LevelDebug})}
+	}
+	logger := slog.New(handler)
 	srv, err := worker.Start(ctx, p.cfg, logger)
 	if err != nil {
 		p.t.Fatalf("start primer: %v", err)
@@ -152,4 +175,30 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("timed out after %s waiting for %s", d, what)
+}
+
+// teeHandler sends each record to both handlers, each by its own level.
+type teeHandler struct{ a, b slog.Handler }
+
+func (h teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.a.Enabled(ctx, l) || h.b.Enabled(ctx, l)
+}
+
+func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	var err error
+	if h.a.Enabled(ctx, r.Level) {
+		err = h.a.Handle(ctx, r.Clone())
+	}
+	if h.b.Enabled(ctx, r.Level) {
+		err = errors.Join(err, h.b.Handle(ctx, r))
+	}
+	return err
+}
+
+func (h teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return teeHandler{h.a.WithAttrs(attrs), h.b.WithAttrs(attrs)}
+}
+
+func (h teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
 }
