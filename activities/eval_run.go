@@ -36,7 +36,8 @@ type CreateRunSpec struct {
 // per selected case, each resolved with the suite's defaults (Ordinal is
 // the case's index in the run, 0..n-1). The API (through
 // workflows.Starter.CreateRun) and the first activity of a scheduled run
-// share it. NotFound if the suite does not exist; Invalid (field cases)
+// share it, so every run belongs to its suite's tenant. NotFound if the
+// suite does not exist; Invalid (field cases)
 // for a selection naming unknown cases or picking none.
 func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*models.Run, error) {
 	su, err := store.GetSuite(ctx, spec.SuiteID)
@@ -87,7 +88,11 @@ func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*m
 		return nil, errs.E(errs.Other, "run %s: encode selection: %w", spec.RunID, err)
 	}
 	run := &models.Run{
-		ID:          spec.RunID,
+		ID: spec.RunID,
+		// A run is its suite's, whoever triggered it (a user, an admin of
+		// another tenant, the schedule): its workspaces count against the
+		// suite's tenant.
+		TenantID:    su.TenantID,
 		SuiteID:     su.ID,
 		Status:      models.RunPending,
 		Trigger:     spec.Trigger,

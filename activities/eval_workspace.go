@@ -84,12 +84,12 @@ func (a *Activities) acquireWorkspace(ctx context.Context, in AcquireWorkspaceIn
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: %w", run.ID, ss.PoolID, err)
 			}
-			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TemplateID: p.TemplateID, Labels: labels})
+			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: p.TemplateID, Labels: labels})
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: create a cold workspace: %w", run.ID, ss.PoolID, err)
 			}
 		default:
-			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TemplateID: ss.TemplateID, Labels: labels})
+			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: ss.TemplateID, Labels: labels})
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: %w", run.ID, err)
 			}

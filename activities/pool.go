@@ -189,7 +189,17 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 		out.Removed++
 	}
 	for range create {
-		if _, err := a.Lifecycle.CreateWorkspace(ctx, CreateWorkspaceRequest{TemplateID: p.TemplateID, PoolID: poolID}); err != nil {
+		_, err := a.Lifecycle.CreateWorkspace(ctx, CreateWorkspaceRequest{TenantID: p.TenantID, TemplateID: p.TemplateID, PoolID: poolID})
+		if errs.Is(err, errs.Exhausted) {
+			// The tenant's quota is full: the pool stays short until
+			// something of the tenant goes. One warning per pass, and the
+			// pass succeeds, so the next one (on the interval, or the
+			// signal of a delete) tries again without a retry storm.
+			a.logger().Warn("pool short: tenant quota reached", "pool_id", poolID, "tenant_id", p.TenantID,
+				"missing", create-out.Created, "error", err.Error())
+			break
+		}
+		if err != nil {
 			return out, fmt.Errorf("pool %s: create workspace: %w", poolID, err)
 		}
 		out.Created++

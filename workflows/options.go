@@ -76,6 +76,9 @@ var (
 	SearchAttrProvider = temporal.NewSearchAttributeKeyKeyword("PrimerProvider")
 	// SearchAttrBackend is the workspace's backend type.
 	SearchAttrBackend = temporal.NewSearchAttributeKeyKeyword("PrimerBackend")
+	// SearchAttrTenant is the tenant of a workspace, pool or run workflow,
+	// set when it starts (a tenant never changes).
+	SearchAttrTenant = temporal.NewSearchAttributeKeyKeyword("PrimerTenant")
 )
 
 // SearchAttributes returns the custom search attributes to register on the
@@ -86,6 +89,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		SearchAttrTemplate.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrProvider.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrBackend.GetName():  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		SearchAttrTenant.GetName():   enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrSuite:              enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		SearchAttrRun:                enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
@@ -109,8 +113,18 @@ func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
 			SearchAttrTemplate.ValueSet(in.TemplateID),
 			SearchAttrProvider.ValueSet(in.ProviderID),
 			SearchAttrBackend.ValueSet(in.Backend),
+			SearchAttrTenant.ValueSet(tenantOf(in.TenantID)),
 		),
 	}
+}
+
+// tenantOf is the PrimerTenant value of a resource of tenantID: rows with
+// no tenant belong to the default one.
+func tenantOf(tenantID string) string {
+	if tenantID == "" {
+		return models.DefaultTenantID
+	}
+	return tenantID
 }
 
 // Register registers Primer's workflows (workspace, pool, reconciler, eval

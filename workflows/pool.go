@@ -47,13 +47,15 @@ type PoolOutput struct {
 func PoolWorkflowID(poolID string) string { return "pool-" + poolID }
 
 // PoolStartOptions returns the options a pool's workflow starts with: one
-// run per pool; a pool created again after a delete gets a new run.
-func PoolStartOptions(poolID string) client.StartWorkflowOptions {
+// run per pool; a pool created again after a delete gets a new run. The
+// pool's tenant is its PrimerTenant search attribute.
+func PoolStartOptions(poolID, tenantID string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                       PoolWorkflowID(poolID),
 		TaskQueue:                TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(tenantOf(tenantID))),
 	}
 }
 

@@ -33,9 +33,11 @@ var (
 	searchKeyRun   = temporal.NewSearchAttributeKeyKeyword(SearchAttrRun)
 )
 
-// RunSearchAttributes are the search attributes of a run's workflow.
-func RunSearchAttributes(suiteID, runID string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(searchKeySuite.ValueSet(suiteID), searchKeyRun.ValueSet(runID))
+// RunSearchAttributes are the search attributes of a run's workflow: its
+// tenant (its suite's), suite and id.
+func RunSearchAttributes(tenantID, suiteID, runID string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(tenantOf(tenantID)),
+		searchKeySuite.ValueSet(suiteID), searchKeyRun.ValueSet(runID))
 }
 
 // Run tuning. Like the workspace constants they change what running

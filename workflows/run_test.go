@@ -516,7 +516,7 @@ func TestRunScheduleStartedUsesWorkflowID(t *testing.T) {
 // A run's workflow id is the run's id, never reused, with the suite and
 // run as search attributes.
 func TestRunStartOptions(t *testing.T) {
-	o := RunStartOptions("nightly", "run-0123456789abcdef")
+	o := RunStartOptions("acme", "nightly", "run-0123456789abcdef")
 	if o.ID != "run-0123456789abcdef" || o.TaskQueue != TaskQueue {
 		t.Errorf("id/queue = %q/%q", o.ID, o.TaskQueue)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/models"
 )
 
 // A suite's schedule is a Temporal Schedule whose action starts the run
@@ -78,15 +79,32 @@ func scheduleSpec(sch *eval.Schedule) client.ScheduleSpec {
 }
 
 // scheduleAction is what every schedule of a suite does: start a run
-// workflow with the suite's id. Temporal appends the due time to the id,
-// so each run's workflow id is unique.
-func scheduleAction(suiteID string) *client.ScheduleWorkflowAction {
+// workflow with the suite's id, tagged with the suite's tenant. Temporal
+// appends the due time to the id, so each run's workflow id is unique.
+func scheduleAction(suiteID, tenantID string) *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{
-		ID:        "run-" + suiteID,
-		Workflow:  RunWorkflowName,
-		Args:      []any{RunInput{SuiteID: suiteID, TriggeredBy: ScheduleTriggeredBy(suiteID)}},
-		TaskQueue: TaskQueue,
+		ID:                    "run-" + suiteID,
+		Workflow:              RunWorkflowName,
+		Args:                  []any{RunInput{SuiteID: suiteID, TriggeredBy: ScheduleTriggeredBy(suiteID)}},
+		TaskQueue:             TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(tenantOf(tenantID))),
 	}
+}
+
+// suiteTenant is the tenant of a suite, for its schedule's runs; a suite
+// without a row (not stored yet) is the default tenant's.
+func (s *Starter) suiteTenant(ctx context.Context, suiteID string) (string, error) {
+	if s.Store == nil {
+		return models.DefaultTenantID, nil
+	}
+	su, err := s.Store.GetSuite(ctx, suiteID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return models.DefaultTenantID, nil
+	case err != nil:
+		return "", err
+	}
+	return tenantOf(su.TenantID), nil
 }
 
 // SyncSchedule makes the Temporal Schedule of a suite match sch: it is
@@ -110,10 +128,14 @@ func (s *Starter) SyncSchedule(ctx context.Context, suiteID string, sch *eval.Sc
 		return nil
 	}
 	overlap := overlapPolicies[sch.Overlap]
-	_, err := sc.Create(ctx, client.ScheduleOptions{
+	tenant, err := s.suiteTenant(ctx, suiteID)
+	if err != nil {
+		return err
+	}
+	_, err = sc.Create(ctx, client.ScheduleOptions{
 		ID:      id,
 		Spec:    scheduleSpec(sch),
-		Action:  scheduleAction(suiteID),
+		Action:  scheduleAction(suiteID, tenant),
 		Overlap: overlap,
 		Paused:  sch.Paused,
 		Note:    pausedNote(sch.Paused),
@@ -130,7 +152,7 @@ func (s *Starter) SyncSchedule(ctx context.Context, suiteID string, sch *eval.Sc
 			sched := in.Description.Schedule
 			spec := scheduleSpec(sch)
 			sched.Spec = &spec
-			sched.Action = scheduleAction(suiteID)
+			sched.Action = scheduleAction(suiteID, tenant)
 			if sched.Policy == nil {
 				sched.Policy = &client.SchedulePolicies{}
 			}

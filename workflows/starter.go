@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -54,6 +55,7 @@ func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) Worksp
 		Backend:       w.Backend,
 		ProbeInterval: s.ProbeInterval,
 		PoolID:        w.PoolID,
+		TenantID:      tenantOf(w.TenantID),
 	}
 	if t != nil {
 		var common backend.Common
@@ -68,7 +70,10 @@ func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) Worksp
 
 // CreateWorkspace stores a new workspace of a template and starts its
 // workflow. If the workflow cannot be started the row is removed again, so
-// no workspace sits in pending with nothing to move it.
+// no workspace sits in pending with nothing to move it. The workspace
+// belongs to req.TenantID (empty: the default tenant) and carries the
+// template's CPU and memory limits, which the tenant's quotas sum: the
+// store refuses it (Exhausted) when a quota is full.
 func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*models.Workspace, error) {
 	t, err := s.Store.GetTemplate(ctx, req.TemplateID)
 	if errs.Is(err, errs.NotFound) {
@@ -82,15 +87,19 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		return nil, errs.E(errs.KindOf(err), "template %s: provider %s: %w", t.ID, t.ProviderID, err)
 	}
 	id := models.NewID("ws")
+	cpu, mem := templateLimits(t.Backend)
 	w := &models.Workspace{
-		ID:         id,
-		TemplateID: t.ID,
-		ProviderID: p.ID,
-		Backend:    p.Provider,
-		Phase:      models.PhasePending,
-		Labels:     req.Labels,
-		WorkflowID: WorkflowID(id),
-		PoolID:     req.PoolID,
+		ID:          id,
+		TenantID:    tenantOf(req.TenantID),
+		CPUCores:    cpu,
+		MemoryBytes: mem,
+		TemplateID:  t.ID,
+		ProviderID:  p.ID,
+		Backend:     p.Provider,
+		Phase:       models.PhasePending,
+		Labels:      req.Labels,
+		WorkflowID:  WorkflowID(id),
+		PoolID:      req.PoolID,
 	}
 	if req.PoolID != "" {
 		w.PoolState = models.PoolIdle
@@ -110,8 +119,8 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		}
 		return nil, errs.E(errs.Unavailable, "workspace %s: start workflow: %w", id, err)
 	}
-	s.logger().Info("workspace created", "workspace_id", id, "template_id", t.ID, "provider_id", p.ID,
-		"backend", p.Provider, "pool_id", req.PoolID)
+	s.logger().Info("workspace created", "workspace_id", id, "tenant_id", w.TenantID, "template_id", t.ID,
+		"provider_id", p.ID, "backend", p.Provider, "pool_id", req.PoolID)
 	return w, nil
 }
 
@@ -170,7 +179,11 @@ func resumedState(w *models.Workspace) *WorkspaceState {
 // StartPool starts the workflow of a pool unless it runs already.
 func (s *Starter) StartPool(ctx context.Context, poolID string) error {
 	in := PoolInput{PoolID: poolID, Interval: s.PoolInterval}
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, PoolStartOptions(poolID), PoolWorkflowName, in); err != nil {
+	tenant, err := s.poolTenant(ctx, poolID)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, PoolStartOptions(poolID, tenant), PoolWorkflowName, in); err != nil {
 		return errs.E(errs.Unavailable, "pool %s: start workflow: %w", poolID, err)
 	}
 	return nil
@@ -181,11 +194,29 @@ func (s *Starter) StartPool(ctx context.Context, poolID string) error {
 // template changed.
 func (s *Starter) NotifyPool(ctx context.Context, poolID string) error {
 	in := PoolInput{PoolID: poolID, Interval: s.PoolInterval}
+	tenant, err := s.poolTenant(ctx, poolID)
+	if err != nil {
+		return err
+	}
 	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, PoolWorkflowID(poolID), SignalPoolChanged,
-		PoolChanged{}, PoolStartOptions(poolID), PoolWorkflowName, in); err != nil {
+		PoolChanged{}, PoolStartOptions(poolID, tenant), PoolWorkflowName, in); err != nil {
 		return errs.E(errs.Unavailable, "pool %s: signal: %w", poolID, err)
 	}
 	return nil
+}
+
+// poolTenant is the tenant of a pool, for its workflow's PrimerTenant. A
+// pool that is gone (its workflow is woken to see that) keeps the
+// default: a run started for it only removes what is left.
+func (s *Starter) poolTenant(ctx context.Context, poolID string) (string, error) {
+	p, err := s.Store.GetPool(ctx, poolID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return models.DefaultTenantID, nil
+	case err != nil:
+		return "", fmt.Errorf("pool %s: start workflow: %w", poolID, err)
+	}
+	return tenantOf(p.TenantID), nil
 }
 
 // StartReconciler starts the reconciler workflow unless it runs already.

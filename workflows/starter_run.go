@@ -21,19 +21,20 @@ type CreateRunRequest struct {
 }
 
 // RunStartOptions returns the options a run's workflow starts with: its
-// id is the run's id, never reused, with the suite and run as search
-// attributes.
-func RunStartOptions(suiteID, runID string) client.StartWorkflowOptions {
+// id is the run's id, never reused, with the tenant, suite and run as
+// search attributes.
+func RunStartOptions(tenantID, suiteID, runID string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                    runID,
 		TaskQueue:             TaskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: RunSearchAttributes(suiteID, runID),
+		TypedSearchAttributes: RunSearchAttributes(tenantID, suiteID, runID),
 	}
 }
 
 // CreateRun stores a run of a suite (its cases resolved and pending) and
-// starts its workflow; if the workflow cannot be started the run's rows are
+// starts its workflow. The run belongs to its suite's tenant, whoever
+// triggers it (activities.CreateRun); if the workflow cannot be started the run's rows are
 // removed again. NotFound if the suite does not exist; Invalid (field
 // cases) for a selection naming unknown cases or picking none.
 func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.Run, error) {
@@ -53,7 +54,7 @@ func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.
 		return nil, err
 	}
 	in := RunInput{RunID: id, SuiteID: run.SuiteID, TriggeredBy: req.TriggeredBy}
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, RunStartOptions(run.SuiteID, id), RunWorkflowName, in); err != nil {
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, RunStartOptions(run.TenantID, run.SuiteID, id), RunWorkflowName, in); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if derr := s.Store.DeleteRun(cctx, id); derr != nil && !errs.Is(derr, errs.NotFound) {
@@ -61,7 +62,7 @@ func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.
 		}
 		return nil, errs.E(errs.Unavailable, "run %s: start workflow: %w", id, err)
 	}
-	s.logger().Info("run created", "run_id", id, "suite_id", run.SuiteID, "total", run.Total,
+	s.logger().Info("run created", "run_id", id, "tenant_id", run.TenantID, "suite_id", run.SuiteID, "total", run.Total,
 		"trigger", trigger, "triggered_by", req.TriggeredBy)
 	return run, nil
 }

@@ -29,6 +29,9 @@ type WorkspaceInput struct {
 	Policy *backend.Policy
 	// PoolID is the warm pool the workspace belongs to, if any.
 	PoolID string
+	// TenantID is the tenant the workspace belongs to; it is only the
+	// value of the PrimerTenant search attribute the start sets.
+	TenantID string
 	// State is carried over continue-as-new; nil on the first run.
 	State *WorkspaceState
 }

@@ -741,11 +741,11 @@ func TestStartOptions(t *testing.T) {
 			t.Errorf("%s = %q, want %q", key.GetName(), got, want)
 		}
 	}
-	if n := len(SearchAttributes()); n != 6 {
-		t.Errorf("SearchAttributes() has %d, want 6", n)
+	if n := len(SearchAttributes()); n != 7 {
+		t.Errorf("SearchAttributes() has %d, want 7", n)
 	}
 	// Every registered attribute is set by the workspace's or a run's start.
-	run := RunStartOptions("s", "run-1")
+	run := RunStartOptions("acme", "s", "run-1")
 	for name := range SearchAttributes() {
 		key := temporal.NewSearchAttributeKeyKeyword(name)
 		_, ws := o.TypedSearchAttributes.GetUntypedValues()[key]

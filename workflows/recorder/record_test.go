@@ -477,7 +477,7 @@ func TestRecordHistories(t *testing.T) {
 		{
 			file: "pool_v1.json",
 			start: func(t *testing.T) client.WorkflowRun {
-				wr, err := c.ExecuteWorkflow(ctx, workflows.PoolStartOptions("recorded"), workflows.PoolWorkflowName,
+				wr, err := c.ExecuteWorkflow(ctx, workflows.PoolStartOptions("recorded", models.DefaultTenantID), workflows.PoolWorkflowName,
 					workflows.PoolInput{PoolID: "recorded", Interval: interval})
 				if err != nil {
 					t.Fatal(err)
@@ -524,7 +524,7 @@ func TestRecordHistories(t *testing.T) {
 			// then FinishRun.
 			file: "run_v1.json",
 			start: func(t *testing.T) client.WorkflowRun {
-				wr, err := c.ExecuteWorkflow(ctx, workflows.RunStartOptions("recorded", "run-recorded"), workflows.RunWorkflowName,
+				wr, err := c.ExecuteWorkflow(ctx, workflows.RunStartOptions(models.DefaultTenantID, "recorded", "run-recorded"), workflows.RunWorkflowName,
 					workflows.RunInput{RunID: "run-recorded", SuiteID: "recorded", TriggeredBy: "recorder"})
 				if err != nil {
 					t.Fatal(err)

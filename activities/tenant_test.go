@@ -1,0 +1,130 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/models"
+)
+
+// tenantLifecycle creates rows in the tenant the request names, as
+// workflows.Starter does, and records the requests.
+type tenantLifecycle struct {
+	fakeLifecycle
+	mu   sync.Mutex
+	reqs []CreateWorkspaceRequest
+}
+
+func (l *tenantLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, req)
+	l.mu.Unlock()
+	w := &models.Workspace{ID: models.NewID("ws"), TenantID: req.TenantID, TemplateID: req.TemplateID, ProviderID: "mem",
+		Backend: memory.Type, Phase: models.PhaseRunning, Labels: req.Labels, PoolID: req.PoolID}
+	if req.PoolID != "" {
+		w.PoolState = models.PoolIdle
+	}
+	if err := l.store.CreateWorkspace(ctx, w); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// A pool refills in its own tenant; at the tenant's quota it stays short:
+// the pass succeeds (no retry storm) with one warning, and fills up once
+// the tenant has room again.
+func TestPoolRefillAtQuota(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	var logs bytes.Buffer
+	r.a.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lc := &tenantLifecycle{fakeLifecycle: fakeLifecycle{store: r.store}}
+	r.a.Lifecycle = lc
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(r.store.CreateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxWorkspaces: 3}}))
+	must(r.store.CreateTemplate(ctx, &models.Template{ID: "pt", TenantID: "acme", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}))
+	must(r.store.CreatePool(ctx, &models.Pool{ID: "warm", TenantID: "acme", TemplateID: "pt", Size: 5}))
+
+	for _, tc := range []struct {
+		name        string
+		wantCreated int
+		wantWarns   int
+	}{
+		{"first pass fills to the quota", 3, 1},
+		{"second pass still short", 0, 1},
+	} {
+		logs.Reset()
+		out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
+		if err != nil {
+			t.Fatalf("%s: pass failed: %v", tc.name, err)
+		}
+		if out.Created != tc.wantCreated {
+			t.Errorf("%s: created %d, want %d", tc.name, out.Created, tc.wantCreated)
+		}
+		if n := strings.Count(logs.String(), "tenant quota reached"); n != tc.wantWarns {
+			t.Errorf("%s: %d quota warnings, want %d:\n%s", tc.name, n, tc.wantWarns, logs.String())
+		}
+		if !strings.Contains(logs.String(), "tenant acme: quota max_workspaces: limit 3, in use 3") {
+			t.Errorf("%s: the warning does not name the quota:\n%s", tc.name, logs.String())
+		}
+	}
+	for _, req := range lc.reqs {
+		if req.TenantID != "acme" {
+			t.Errorf("pool create asked for tenant %q, want acme", req.TenantID)
+		}
+	}
+
+	// The tenant gets room: the next pass fills up to the pool's size.
+	if _, err := r.store.UpdateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxWorkspaces: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
+	if err != nil || out.Created != 2 {
+		t.Errorf("pass after the quota grew = %+v, %v; want 2 created", out, err)
+	}
+}
+
+// An eval run's workspaces belong to its suite's tenant, and count
+// against its quota.
+func TestRunWorkspacesInSuiteTenant(t *testing.T) {
+	r := newEvalRig(t)
+	ctx := context.Background()
+	lc := &tenantLifecycle{fakeLifecycle: fakeLifecycle{store: r.store}}
+	r.a.Lifecycle = lc
+	if err := r.store.CreateTenant(ctx, &models.Tenant{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(eval.SuiteSpec{ID: "acme-suite", TemplateID: "et"})
+	raw, _ := json.Marshal(eval.Case{ID: "a", Command: script("true")})
+	if err := r.store.CreateSuite(ctx, &models.Suite{ID: "acme-suite", TenantID: "acme", TemplateID: "et", Spec: spec},
+		[]models.SuiteCase{{SuiteID: "acme-suite", CaseID: "a", Spec: raw}}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := CreateRun(ctx, r.store, CreateRunSpec{RunID: "run-acme", SuiteID: "acme-suite", Trigger: models.TriggerUser, TriggeredBy: "admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.TenantID != "acme" {
+		t.Errorf("run tenant %q, want acme", run.TenantID)
+	}
+	ws := r.acquire(t, "run-acme", 0)
+	w, err := r.store.GetWorkspace(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.TenantID != "acme" || len(lc.reqs) != 1 || lc.reqs[0].TenantID != "acme" {
+		t.Errorf("run workspace tenant %q, requests %+v; want acme", w.TenantID, lc.reqs)
+	}
+}
