@@ -38,7 +38,7 @@ type ReconcileOutput struct {
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
 	defer keepAlive(ctx)()
 	var out ReconcileOutput
-	providers, err := a.Store.ListProviders(ctx)
+	providers, err := a.Store.ListProviders(ctx, "")
 	if err != nil {
 		return out, classify(fmt.Errorf("reconcile: list providers: %w", err))
 	}

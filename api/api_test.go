@@ -143,7 +143,7 @@ func TestTemplates(t *testing.T) {
 		status                   int
 		code, field, msg         string
 	}{
-		{"unknown provider", "POST", "/v1/templates", `{"id":"t","provider_id":"docker-local","backend":{"kind":"container"}}`, 400, "invalid", "spec.provider_id", "docker-local"},
+		{"unknown provider", "POST", "/v1/templates", `{"id":"t","provider_id":"docker-local","backend":{"kind":"container"}}`, 404, "not_found", "spec.provider_id", "docker-local"},
 		{"missing provider", "POST", "/v1/templates", `{"id":"t","backend":{"kind":"local"}}`, 400, "invalid", "spec.provider_id", "required"},
 		{"kind mismatch", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"container","image":"x"}}`, 400, "invalid", "spec.backend.kind", "does not match"},
 		{"missing kind", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{}}`, 400, "invalid", "spec.backend.kind", "required"},
@@ -155,7 +155,7 @@ func TestTemplates(t *testing.T) {
 		{"bad id", "POST", "/v1/templates", `{"id":"-t","provider_id":"local","backend":{"kind":"local"}}`, 400, "invalid", "spec.id", ""},
 		{"duplicate", "POST", "/v1/templates", `{"id":"default","provider_id":"local","backend":{"kind":"local"}}`, 409, "conflict", "", ""},
 		{"update unknown", "PUT", "/v1/templates/ghost", `{"provider_id":"local","backend":{"kind":"local"}}`, 404, "not_found", "", "ghost"},
-		{"update unknown provider", "PUT", "/v1/templates/default", `{"provider_id":"nope","backend":{"kind":"local"}}`, 400, "invalid", "spec.provider_id", ""},
+		{"update unknown provider", "PUT", "/v1/templates/default", `{"provider_id":"nope","backend":{"kind":"local"}}`, 404, "not_found", "spec.provider_id", ""},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,7 +250,7 @@ func TestCreateWorkspaceStartsItsWorkflow(t *testing.T) {
 		t.Fatalf("workflow input has no policy: %+v", gotIn)
 	}
 	want := workflows.WorkspaceInput{WorkspaceID: w.ID, TemplateID: "default", ProviderID: "local", Backend: "local",
-		ProbeInterval: h.srv.cfg.Starter.ProbeInterval, Policy: gotIn.Policy}
+		ProbeInterval: h.srv.cfg.Starter.ProbeInterval, Policy: gotIn.Policy, TenantID: models.DefaultTenantID}
 	if gotIn != want {
 		t.Fatalf("workflow input = %+v, want %+v", gotIn, want)
 	}
@@ -271,7 +271,6 @@ func TestCreateWorkspaceBadInput(t *testing.T) {
 		name, body  string
 		field, msgs string
 	}{
-		{"unknown template", `{"template_id":"nope"}`, "template_id", "nope"},
 		{"missing template", `{"labels":{}}`, "template_id", "required"},
 		{"unknown field", `{"template_id":"default","image":"x"}`, "image", "unknown field"},
 		{"labels wrong type", `{"template_id":"default","labels":["a"]}`, "labels", "object"},
@@ -283,6 +282,10 @@ func TestCreateWorkspaceBadInput(t *testing.T) {
 			h.do("POST", "/v1/workspaces", tt.body).expectError(t, 400, "invalid", tt.field, tt.msgs)
 		})
 	}
+	// An unknown template is 404 naming the field, as another tenant's is.
+	t.Run("unknown template", func(t *testing.T) {
+		h.do("POST", "/v1/workspaces", `{"template_id":"nope"}`).expectError(t, 404, "not_found", "template_id", "nope")
+	})
 	ws, _ := h.store.ListWorkspaces(context.Background(), models.WorkspaceFilter{})
 	if len(ws) != 0 {
 		t.Fatalf("bad input left %d workspaces", len(ws))
@@ -398,7 +401,7 @@ func TestSessions(t *testing.T) {
 		status           int
 		code, field, msg string
 	}{
-		{"unknown workspace", `{"workspace_id":"ws-nope"}`, 400, "invalid", "workspace_id", "ws-nope"},
+		{"unknown workspace", `{"workspace_id":"ws-nope"}`, 404, "not_found", "workspace_id", "ws-nope"},
 		{"missing workspace", `{"agent":"a"}`, 400, "invalid", "workspace_id", "required"},
 		{"terminating workspace", fmt.Sprintf(`{"workspace_id":%q}`, dying.ID), 409, "failed_precondition", "", "terminating"},
 		{"unknown field", fmt.Sprintf(`{"workspace_id":%q,"x":1}`, w.ID), 400, "invalid", "x", ""},

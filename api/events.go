@@ -36,21 +36,24 @@ func (s *server) events(c *gin.Context) {
 	follow := c.Query("follow") == "true" || c.Query("follow") == "1" ||
 		strings.Contains(c.GetHeader("Accept"), "text/event-stream")
 
-	_, err = s.cfg.Store.GetWorkspace(ctx, id)
+	_, err = s.workspaceOf(c, id)
 	exists := err == nil
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		s.fail(c, err)
 		return
 	}
 	if !exists {
-		// Only a workspace that had events (and so existed) is known.
+		// Only a workspace that had events (and so existed) is known, and
+		// only to its tenant: the events carry it after the row is gone.
+		// A hidden row with events falls through here too and is hidden
+		// by its events' tenant.
 		evs, err := s.cfg.Store.ListEvents(ctx, id, 0, 1)
 		if err != nil {
 			s.fail(c, err)
 			return
 		}
-		if len(evs) == 0 {
-			s.fail(c, errs.E(errs.NotFound, "workspace %s: not found", id))
+		if len(evs) == 0 || !visible(c, evs[0].TenantID) {
+			s.fail(c, hidden("workspace", id))
 			return
 		}
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,13 +26,15 @@ const FileModeHeader = "X-Primer-File-Mode"
 // which must be running: files and exec go to the runtime, never to the
 // backend directly.
 func (s *server) runtimeClient(c *gin.Context) (*models.Workspace, *client.Client, error) {
-	return s.runtimeFor(c.Request.Context(), c.Param("id"))
+	return s.runtimeFor(c, c.Param("id"))
 }
 
-// runtimeFor returns the workspace id and its runtime connection; the
-// workspace must be running (409 naming its phase otherwise).
-func (s *server) runtimeFor(ctx context.Context, id string) (*models.Workspace, *client.Client, error) {
-	w, err := s.cfg.Store.GetWorkspace(ctx, id)
+// runtimeFor returns the workspace id, if the caller may see it, and its
+// runtime connection; the workspace must be running (409 naming its phase
+// otherwise).
+func (s *server) runtimeFor(c *gin.Context, id string) (*models.Workspace, *client.Client, error) {
+	ctx := c.Request.Context()
+	w, err := s.workspaceOf(c, id)
 	if err != nil {
 		return nil, nil, err
 	}

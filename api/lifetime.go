@@ -30,17 +30,12 @@ func parseTTL(field, s string) (time.Duration, error) {
 	return backend.ParseLifetime(field, s)
 }
 
-// checkTTL refuses a ttl longer than the template's lifetime.max. It reads
-// the template only when a ttl was asked for; an unknown template is left
-// to the Starter, which names it.
-func (s *server) checkTTL(ctx context.Context, templateID string, ttl time.Duration) error {
+// checkTTL refuses a ttl longer than the template's lifetime.max.
+func checkTTL(t *models.Template, ttl time.Duration) error {
 	if ttl <= 0 {
 		return nil
 	}
-	t, err := s.cfg.Store.GetTemplate(ctx, templateID)
-	if err != nil {
-		return nil
-	}
+	templateID := t.ID
 	var common backend.Common
 	_ = json.Unmarshal(t.Backend, &common)
 	if maxLife, _ := common.Lifetimes(); maxLife > 0 && ttl > maxLife {
@@ -131,7 +126,7 @@ func (s *server) extendWorkspace(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	w, err := s.workspaceOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -84,11 +84,11 @@ type leaseResponse struct {
 }
 
 // poolError gives a store error about a pool's template its API meaning:
-// an unknown template is bad input (400, field template_id), as it is for
+// an unknown template is 404 naming the field template_id, as it is for
 // workspaces, not a missing pool.
 func poolError(err error, templateID string) error {
 	if errs.Is(err, errs.NotFound) && errs.FieldOf(err) == "template_id" {
-		return errs.Field("template_id", "template_id: template %s not found", templateID)
+		return unknownRef("template_id", "template", templateID)
 	}
 	return err
 }
@@ -170,11 +170,12 @@ func (s *server) createPool(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if err := s.checkPool(ctx, spec); err != nil {
+	if err := s.checkPool(c, spec); err != nil {
 		s.fail(c, err)
 		return
 	}
-	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL}
+	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
+		TenantID: callerTenant(c)}
 	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -197,7 +198,7 @@ func (s *server) createPool(c *gin.Context) {
 
 func (s *server) listPools(c *gin.Context) {
 	ctx := c.Request.Context()
-	ps, err := s.cfg.Store.ListPools(ctx, c.Query("template_id"))
+	ps, err := s.cfg.Store.ListPools(ctx, c.Query("template_id"), listTenant(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -216,7 +217,7 @@ func (s *server) listPools(c *gin.Context) {
 
 func (s *server) getPool(c *gin.Context) {
 	ctx := c.Request.Context()
-	p, err := s.cfg.Store.GetPool(ctx, c.Param("id"))
+	p, err := s.poolOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -241,7 +242,11 @@ func (s *server) updatePool(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if err := s.checkPool(ctx, spec); err != nil {
+	if _, err := s.poolOf(c, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.checkPool(c, spec); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -268,7 +273,7 @@ func (s *server) updatePool(c *gin.Context) {
 func (s *server) deletePool(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	p, err := s.cfg.Store.GetPool(ctx, id)
+	p, err := s.poolOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -311,6 +316,16 @@ func (s *server) leasePool(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	poolID := c.Param("id")
+	// The pool must be the caller's, and one on the host needs an admin.
+	p, err := s.poolOf(c, poolID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.hostPool(c, p); err != nil {
+		s.fail(c, err)
+		return
+	}
 	w, err := s.cfg.Store.LeaseWorkspace(ctx, poolID)
 	if err != nil {
 		s.fail(c, err)
@@ -318,13 +333,10 @@ func (s *server) leasePool(c *gin.Context) {
 	}
 	source, status := LeaseWarm, http.StatusOK
 	if w == nil {
-		p, err := s.cfg.Store.GetPool(ctx, poolID)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
+		// A cold lease's workspace is the pool's tenant's, as its members are.
 		w, err = s.cfg.Starter.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{
 			TemplateID: p.TemplateID, Labels: spec.Labels, LeaseTTL: s.leaseTTL(ctx, p, leaseTTL, poolID),
+			TenantID: p.TenantID,
 		})
 		if err != nil {
 			s.fail(c, err)
@@ -336,7 +348,7 @@ func (s *server) leasePool(c *gin.Context) {
 	if source == LeaseWarm {
 		// The lessee has the workspace now whatever happens: a lease
 		// without deadlines beats a lease nobody got the answer of.
-		if err := s.startLifetime(ctx, w, 0, s.leaseTTL(ctx, nil, leaseTTL, poolID)); err != nil {
+		if err := s.startLifetime(ctx, w, 0, s.leaseTTL(ctx, p, leaseTTL, poolID)); err != nil {
 			s.log.Warn("pool: start lease deadlines", "pool_id", poolID, "workspace_id", w.ID, "error", err.Error())
 		}
 	}
@@ -371,7 +383,7 @@ func (s *server) leasePool(c *gin.Context) {
 // (or replaces it).
 func (s *server) returnWorkspace(c *gin.Context) {
 	ctx := c.Request.Context()
-	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	w, err := s.workspaceOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -414,7 +426,7 @@ const recoverReason = "requested by user"
 // a replacement now.
 func (s *server) recoverWorkspace(c *gin.Context) {
 	ctx := c.Request.Context()
-	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	w, err := s.workspaceOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -431,12 +443,21 @@ func (s *server) recoverWorkspace(c *gin.Context) {
 	c.JSON(http.StatusAccepted, w)
 }
 
-// checkPool checks a pool document and that its template can be pooled.
-func (s *server) checkPool(ctx context.Context, spec poolSpec) error {
+// checkPool checks a pool document and that its template is the caller's
+// (404 naming template_id otherwise, as for an unknown one), may be used by
+// the caller (a host backend needs an admin) and can be pooled.
+func (s *server) checkPool(c *gin.Context, spec poolSpec) error {
 	if err := spec.check(); err != nil {
 		return err
 	}
-	return s.poolableTemplate(ctx, spec.TemplateID)
+	t, err := s.templateOf(c, spec.TemplateID)
+	if err != nil {
+		return asRef(err, "template_id", "template", spec.TemplateID)
+	}
+	if err := hostTemplate(c, t); err != nil {
+		return err
+	}
+	return s.poolableTemplate(c.Request.Context(), spec.TemplateID)
 }
 
 // poolableTemplate refuses pools on backends whose workspaces cannot be

@@ -86,7 +86,7 @@ func TestPoolCRUD(t *testing.T) {
 	}{
 		{"negative size", "POST", "/v1/pools", `{"id":"p","template_id":"default","size":-1}`, 400, "invalid", "size", "size"},
 		{"size too big", "POST", "/v1/pools", `{"id":"p","template_id":"default","size":101}`, 400, "invalid", "size", "100"},
-		{"unknown template", "POST", "/v1/pools", `{"id":"p","template_id":"nope"}`, 400, "invalid", "template_id", "nope"},
+		{"unknown template", "POST", "/v1/pools", `{"id":"p","template_id":"nope"}`, 404, "not_found", "template_id", "nope"},
 		{"missing template", "POST", "/v1/pools", `{"id":"p"}`, 400, "invalid", "template_id", "required"},
 		{"bad id", "POST", "/v1/pools", `{"id":"Bad!","template_id":"default"}`, 400, "invalid", "id", "not a valid id"},
 		{"missing id", "POST", "/v1/pools", `{"template_id":"default"}`, 400, "invalid", "id", "required"},
@@ -98,7 +98,7 @@ func TestPoolCRUD(t *testing.T) {
 		{"update unknown", "PUT", "/v1/pools/ghost", `{"template_id":"default","size":2}`, 404, "not_found", "", "ghost"},
 		{"update id mismatch", "PUT", "/v1/pools/warm", `{"id":"other","template_id":"default"}`, 400, "invalid", "id", "does not match"},
 		{"update bad size", "PUT", "/v1/pools/warm", `{"template_id":"default","size":1000}`, 400, "invalid", "size", ""},
-		{"update unknown template", "PUT", "/v1/pools/warm", `{"template_id":"nope"}`, 400, "invalid", "template_id", "nope"},
+		{"update unknown template", "PUT", "/v1/pools/warm", `{"template_id":"nope"}`, 404, "not_found", "template_id", "nope"},
 		{"delete unknown", "DELETE", "/v1/pools/ghost", ``, 404, "not_found", "", "ghost"},
 		{"lease unknown", "POST", "/v1/pools/ghost/lease", ``, 404, "not_found", "", "ghost"},
 	}

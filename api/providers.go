@@ -47,6 +47,10 @@ type providerSpec struct {
 	ID       string          `json:"id"`
 	Provider string          `json:"provider"`
 	Config   json.RawMessage `json:"config"`
+	// Shared lets every tenant build templates on the provider, without
+	// seeing its config. Only an admin may set it; absent on update keeps
+	// what the provider has.
+	Shared *bool `json:"shared"`
 }
 
 // emptyObject stands in for a missing config, so factories always get an object.
@@ -59,12 +63,24 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// provider checks the spec and returns the row it describes.
-func (s *server) provider(spec providerSpec) (*models.Provider, error) {
+// provider checks the spec and returns the row it describes. old is the
+// stored provider on update: its shared flag stays unless the spec sets it.
+// Only an admin may make a provider shared or of a host backend kind.
+func (s *server) provider(c *gin.Context, spec providerSpec, old *models.Provider) (*models.Provider, error) {
 	if spec.Provider == "" {
 		return nil, errs.Field("spec.provider", "spec.provider: required (one of %s)", strings.Join(s.types(), ", "))
 	}
-	p := &models.Provider{ID: spec.ID, Provider: spec.Provider, Config: orEmptyObject(spec.Config)}
+	if err := hostOnly(c, spec.Provider); err != nil {
+		return nil, err
+	}
+	shared := old != nil && old.Shared
+	if spec.Shared != nil {
+		if *spec.Shared && !shared && !callerOf(c).admin() {
+			return nil, errs.E(errs.Forbidden, "provider %s: only an admin may share a provider", spec.ID)
+		}
+		shared = *spec.Shared
+	}
+	p := &models.Provider{ID: spec.ID, Provider: spec.Provider, Config: orEmptyObject(spec.Config), Shared: shared}
 	if err := s.cfg.Backends.Validate(p); err != nil {
 		return nil, err
 	}
@@ -85,11 +101,12 @@ func (s *server) createProvider(c *gin.Context) {
 		s.fail(c, errs.E(errs.Conflict, "provider %s: already exists (reserved)", spec.ID))
 		return
 	}
-	p, err := s.provider(spec)
+	p, err := s.provider(c, spec, nil)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	p.TenantID = callerTenant(c)
 	ctx := c.Request.Context()
 	if err := s.cfg.Store.CreateProvider(ctx, p); err != nil {
 		s.fail(c, err)
@@ -101,16 +118,24 @@ func (s *server) createProvider(c *gin.Context) {
 }
 
 func (s *server) listProviders(c *gin.Context) {
-	ps, err := s.cfg.Store.ListProviders(c.Request.Context())
+	ps, err := s.cfg.Store.ListProviders(c.Request.Context(), listTenant(c))
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	for i := range ps {
+		// The tenant's own and shared ones; the shared ones of others
+		// without their config.
+		if _, err := providerView(c, &ps[i], ps[i].ID); err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	c.JSON(http.StatusOK, list(ps))
 }
 
 func (s *server) getProvider(c *gin.Context) {
-	p, err := s.cfg.Store.GetProvider(c.Request.Context(), c.Param("id"))
+	p, err := s.providerOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -134,13 +159,13 @@ func (s *server) updateProvider(c *gin.Context) {
 		return
 	}
 	spec.ID = id
-	p, err := s.provider(spec)
+	ctx := c.Request.Context()
+	old, err := s.ownProviderOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	ctx := c.Request.Context()
-	old, err := s.cfg.Store.GetProvider(ctx, id)
+	p, err := s.provider(c, spec, old)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -148,7 +173,9 @@ func (s *server) updateProvider(c *gin.Context) {
 	if old.Provider != p.Provider {
 		// Templates carry a backend document of the provider's type;
 		// switching the type under them would make every one invalid.
-		ts, err := s.cfg.Store.ListTemplates(ctx, id)
+		// Every tenant's count: a shared provider's templates may be
+		// another tenant's.
+		ts, err := s.cfg.Store.ListTemplates(ctx, id, "")
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -176,6 +203,10 @@ func (s *server) deleteProvider(c *gin.Context) {
 	id := c.Param("id")
 	if id == models.LocalProviderID {
 		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be deleted", id))
+		return
+	}
+	if _, err := s.ownProviderOf(c, id); err != nil {
+		s.fail(c, err)
 		return
 	}
 	if err := s.cfg.Store.DeleteProvider(c.Request.Context(), id); err != nil {

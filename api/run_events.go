@@ -34,7 +34,7 @@ const (
 func (s *server) runEvents(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	if _, err := s.cfg.Store.GetRun(ctx, id); err != nil {
+	if _, err := s.runOf(c, id); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -54,7 +54,7 @@ func (s *server) runResults(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	run, err := s.cfg.Store.GetRun(ctx, c.Param("id"))
+	run, err := s.runOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -97,12 +97,12 @@ func (s *server) compareRuns(c *gin.Context) {
 		s.fail(c, errs.Field("base", "base: required: the id of the run to compare with"))
 		return
 	}
-	head, err := s.cfg.Store.GetRun(ctx, c.Param("id"))
+	head, err := s.runOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	base, err := s.cfg.Store.GetRun(ctx, baseID)
+	base, err := s.runOf(c, baseID)
 	if errs.Is(err, errs.NotFound) {
 		s.fail(c, errs.E(errs.NotFound, "base run %s: not found", baseID))
 		return

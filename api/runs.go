@@ -84,8 +84,19 @@ func (s *server) createRun(c *gin.Context) {
 		req.TriggeredBy = defaultTriggeredBy
 	}
 	ctx := c.Request.Context()
+	// Only a suite the caller sees; the run is the suite's tenant's. A
+	// suite on the host runs only for an admin.
+	su, err := s.suiteOf(c, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.hostSuite(c, su); err != nil {
+		s.fail(c, err)
+		return
+	}
 	run, err := s.cfg.Starter.CreateRun(ctx, workflows.CreateRunRequest{
-		SuiteID:     c.Param("id"),
+		SuiteID:     su.ID,
 		Selection:   eval.Selection{Cases: req.Cases, Labels: req.Labels},
 		Trigger:     models.TriggerUser,
 		TriggeredBy: req.TriggeredBy,
@@ -106,7 +117,7 @@ func (s *server) createRun(c *gin.Context) {
 
 // listRuns lists runs, newest first, by suite and status.
 func (s *server) listRuns(c *gin.Context) {
-	f := models.RunFilter{SuiteID: c.Query("suite_id"), Status: c.Query("status")}
+	f := models.RunFilter{TenantID: listTenant(c), SuiteID: c.Query("suite_id"), Status: c.Query("status")}
 	if f.Status != "" && !runStatuses[f.Status] {
 		s.fail(c, errs.Field("status", "status: %q is not a run status (pending, running, succeeded, canceled, failed)", f.Status))
 		return
@@ -129,7 +140,7 @@ func (s *server) listRuns(c *gin.Context) {
 
 func (s *server) getRun(c *gin.Context) {
 	ctx := c.Request.Context()
-	r, err := s.cfg.Store.GetRun(ctx, c.Param("id"))
+	r, err := s.runOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -148,7 +159,7 @@ func (s *server) getRun(c *gin.Context) {
 func (s *server) cancelRun(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	r, err := s.cfg.Store.GetRun(ctx, id)
+	r, err := s.runOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -40,13 +40,9 @@ func (s *server) createSession(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w, err := s.cfg.Store.GetWorkspace(ctx, spec.WorkspaceID)
-	if errs.Is(err, errs.NotFound) {
-		s.fail(c, errs.Field("workspace_id", "workspace_id: workspace %s not found", spec.WorkspaceID))
-		return
-	}
+	w, err := s.workspaceOf(c, spec.WorkspaceID)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, asRef(err, "workspace_id", "workspace", spec.WorkspaceID))
 		return
 	}
 	if w.Phase == models.PhaseTerminating {
@@ -54,7 +50,10 @@ func (s *server) createSession(c *gin.Context) {
 		return
 	}
 	ses := &models.Session{
-		ID:          models.NewID("ses"),
+		ID: models.NewID("ses"),
+		// The store sets it again from the workspace row: a session is
+		// its workspace's tenant's.
+		TenantID:    w.TenantID,
 		WorkspaceID: w.ID,
 		Agent:       spec.Agent,
 		Metadata:    spec.Metadata,
@@ -63,7 +62,7 @@ func (s *server) createSession(c *gin.Context) {
 	if err := s.cfg.Store.CreateSession(ctx, ses); err != nil {
 		if errs.Is(err, errs.NotFound) {
 			// The workspace went away between the read and the insert.
-			err = errs.Field("workspace_id", "workspace_id: workspace %s not found", spec.WorkspaceID)
+			err = unknownRef("workspace_id", "workspace", spec.WorkspaceID)
 		}
 		s.fail(c, err)
 		return
@@ -78,7 +77,7 @@ func (s *server) createSession(c *gin.Context) {
 }
 
 func (s *server) listSessions(c *gin.Context) {
-	f := models.SessionFilter{WorkspaceID: c.Query("workspace_id"), Status: c.Query("status")}
+	f := models.SessionFilter{TenantID: listTenant(c), WorkspaceID: c.Query("workspace_id"), Status: c.Query("status")}
 	if f.Status != "" && f.Status != models.SessionOpen && f.Status != models.SessionEnded {
 		s.fail(c, errs.Field("status", "status: %q is not one of open, ended", f.Status))
 		return
@@ -92,7 +91,7 @@ func (s *server) listSessions(c *gin.Context) {
 }
 
 func (s *server) getSession(c *gin.Context) {
-	ses, err := s.cfg.Store.GetSession(c.Request.Context(), c.Param("id"))
+	ses, err := s.sessionOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -111,6 +110,10 @@ func (s *server) endSession(c *gin.Context) {
 	}
 	if len(spec.Reason) > 256 || !printable(spec.Reason) {
 		s.fail(c, errs.Field("reason", "reason: must be at most 256 printable characters"))
+		return
+	}
+	if _, err := s.sessionOf(c, c.Param("id")); err != nil {
+		s.fail(c, err)
 		return
 	}
 	ses, err := s.cfg.Store.EndSession(c.Request.Context(), c.Param("id"), spec.Reason)

@@ -68,24 +68,54 @@ func (s *server) readSuite(c *gin.Context) (*eval.SuiteSpec, error) {
 }
 
 // checkSuite validates a suite document and that the template or pool it
-// runs on exists.
-func (s *server) checkSuite(ctx context.Context, spec *eval.SuiteSpec) error {
+// runs on is the caller's (404 naming the field otherwise, as for an
+// unknown one) and may be used by the caller (a host backend needs an
+// admin).
+func (s *server) checkSuite(c *gin.Context, spec *eval.SuiteSpec) error {
 	if err := spec.Check(); err != nil {
 		return err
 	}
 	if spec.TemplateID != "" {
-		if _, err := s.cfg.Store.GetTemplate(ctx, spec.TemplateID); errs.Is(err, errs.NotFound) {
-			return errs.Field("spec.template_id", "spec.template_id: template %s not found", spec.TemplateID)
-		} else if err != nil {
+		t, err := s.templateOf(c, spec.TemplateID)
+		if err != nil {
+			return asRef(err, "spec.template_id", "template", spec.TemplateID)
+		}
+		if err := hostTemplate(c, t); err != nil {
 			return err
 		}
 	}
 	if spec.PoolID != "" {
-		if _, err := s.cfg.Store.GetPool(ctx, spec.PoolID); errs.Is(err, errs.NotFound) {
-			return errs.Field("spec.pool_id", "spec.pool_id: pool %s not found", spec.PoolID)
-		} else if err != nil {
+		p, err := s.poolOf(c, spec.PoolID)
+		if err != nil {
+			return asRef(err, "spec.pool_id", "pool", spec.PoolID)
+		}
+		if err := s.hostPool(c, p); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// hostSuite refuses a caller that is not an admin runs of a suite whose
+// template or pool is on a host backend (it may have been made by an
+// admin, or moved there since).
+func (s *server) hostSuite(c *gin.Context, su *models.Suite) error {
+	if callerOf(c).admin() {
+		return nil
+	}
+	if su.TemplateID != "" {
+		t, err := s.cfg.Store.GetTemplate(c.Request.Context(), su.TemplateID)
+		if err != nil {
+			return err
+		}
+		return hostTemplate(c, t)
+	}
+	if su.PoolID != "" {
+		p, err := s.cfg.Store.GetPool(c.Request.Context(), su.PoolID)
+		if err != nil {
+			return err
+		}
+		return s.hostPool(c, p)
 	}
 	return nil
 }
@@ -99,9 +129,9 @@ func suiteError(err error, spec *eval.SuiteSpec) error {
 	}
 	switch errs.FieldOf(err) {
 	case "template_id":
-		return errs.Field("spec.template_id", "spec.template_id: template %s not found", spec.TemplateID)
+		return unknownRef("spec.template_id", "template", spec.TemplateID)
 	case "pool_id":
-		return errs.Field("spec.pool_id", "spec.pool_id: pool %s not found", spec.PoolID)
+		return unknownRef("spec.pool_id", "pool", spec.PoolID)
 	}
 	return err
 }
@@ -176,7 +206,7 @@ func (s *server) createSuite(c *gin.Context) {
 		err = s.unredactSuite(ctx, spec, nil)
 	}
 	if err == nil {
-		err = s.checkSuite(ctx, spec)
+		err = s.checkSuite(c, spec)
 	}
 	if err != nil {
 		s.fail(c, err)
@@ -187,6 +217,7 @@ func (s *server) createSuite(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	su.TenantID = callerTenant(c)
 	if err := s.cfg.Store.CreateSuite(ctx, su, rows); err != nil {
 		s.fail(c, suiteError(err, spec))
 		return
@@ -209,7 +240,7 @@ func (s *server) createSuite(c *gin.Context) {
 }
 
 func (s *server) listSuites(c *gin.Context) {
-	sus, err := s.cfg.Store.ListSuites(c.Request.Context())
+	sus, err := s.cfg.Store.ListSuites(c.Request.Context(), listTenant(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -226,8 +257,7 @@ func (s *server) getSuite(c *gin.Context) {
 
 // respondSuite answers with the stored suite id as the API shows it.
 func (s *server) respondSuite(c *gin.Context, id string, status int) {
-	ctx := c.Request.Context()
-	su, err := s.cfg.Store.GetSuite(ctx, id)
+	su, err := s.suiteOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -255,7 +285,12 @@ func (s *server) suiteCases(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	rows, err := s.cfg.Store.ListSuiteCases(ctx, c.Param("id"))
+	su, err := s.suiteOf(c, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	rows, err := s.cfg.Store.ListSuiteCases(ctx, su.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -302,7 +337,7 @@ func (s *server) updateSuite(c *gin.Context) {
 		return
 	}
 	spec.ID = id
-	old, err := s.cfg.Store.GetSuite(ctx, id)
+	old, err := s.suiteOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -311,7 +346,7 @@ func (s *server) updateSuite(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.checkSuite(ctx, spec); err != nil {
+	if err := s.checkSuite(c, spec); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -349,7 +384,7 @@ func (s *server) updateSuite(c *gin.Context) {
 func (s *server) deleteSuite(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	su, err := s.cfg.Store.GetSuite(ctx, id)
+	su, err := s.suiteOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -388,10 +423,17 @@ const (
 func (s *server) scheduleOp(op string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		ctx := c.Request.Context()
-		su, err := s.cfg.Store.GetSuite(ctx, c.Param("id"))
+		su, err := s.suiteOf(c, c.Param("id"))
 		if err != nil {
 			s.fail(c, err)
 			return
+		}
+		if op == "trigger" {
+			// A triggered run makes workspaces as the caller would.
+			if err := s.hostSuite(c, su); err != nil {
+				s.fail(c, err)
+				return
+			}
 		}
 		spec, err := storedSpec(su)
 		if err != nil {

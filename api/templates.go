@@ -29,16 +29,13 @@ type templateSpec struct {
 // and returns the row it describes. old is the stored template on update,
 // whose env values replace Redacted placeholders.
 func (s *server) template(c *gin.Context, spec templateSpec, old *models.Template) (*models.Template, error) {
-	ctx := c.Request.Context()
 	if spec.ProviderID == "" {
 		return nil, errs.Field("spec.provider_id", "spec.provider_id: required")
 	}
-	p, err := s.cfg.Store.GetProvider(ctx, spec.ProviderID)
-	if errs.Is(err, errs.NotFound) {
-		return nil, errs.Field("spec.provider_id", "spec.provider_id: provider %s not found", spec.ProviderID)
-	}
+	// Its own tenant's provider or a shared one; any other is unknown.
+	p, err := s.providerOf(c, spec.ProviderID)
 	if err != nil {
-		return nil, err
+		return nil, asRef(err, "spec.provider_id", "provider", spec.ProviderID)
 	}
 	if t := bytes.TrimSpace(spec.Backend); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, errs.Field("spec.backend", "spec.backend: required (an object with a kind)")
@@ -222,6 +219,7 @@ func (s *server) createTemplate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	t.TenantID = callerTenant(c)
 	if err := s.cfg.Store.CreateTemplate(c.Request.Context(), t); err != nil {
 		s.fail(c, err)
 		return
@@ -232,7 +230,7 @@ func (s *server) createTemplate(c *gin.Context) {
 }
 
 func (s *server) listTemplates(c *gin.Context) {
-	ts, err := s.cfg.Store.ListTemplates(c.Request.Context(), c.Query("provider_id"))
+	ts, err := s.cfg.Store.ListTemplates(c.Request.Context(), c.Query("provider_id"), listTenant(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -245,7 +243,7 @@ func (s *server) listTemplates(c *gin.Context) {
 }
 
 func (s *server) getTemplate(c *gin.Context) {
-	t, err := s.cfg.Store.GetTemplate(c.Request.Context(), c.Param("id"))
+	t, err := s.templateOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -266,7 +264,7 @@ func (s *server) updateTemplate(c *gin.Context) {
 	}
 	spec.ID = id
 	ctx := c.Request.Context()
-	old, err := s.cfg.Store.GetTemplate(ctx, id)
+	old, err := s.templateOf(c, id)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -287,7 +285,7 @@ func (s *server) updateTemplate(c *gin.Context) {
 	s.log.Info("template updated", "template_id", t.ID, "provider_id", t.ProviderID, "generation", t.Generation)
 	// Pools on the template replace their idle workspaces, made from the
 	// old generation, one at a time; wake them so that starts now.
-	pools, err := s.cfg.Store.ListPools(ctx, id)
+	pools, err := s.cfg.Store.ListPools(ctx, id, "")
 	if err != nil {
 		s.log.Warn("template: list pools to notify", "template_id", id, "error", err.Error())
 	}
@@ -299,6 +297,10 @@ func (s *server) updateTemplate(c *gin.Context) {
 
 func (s *server) deleteTemplate(c *gin.Context) {
 	id := c.Param("id")
+	if _, err := s.templateOf(c, id); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if err := s.cfg.Store.DeleteTemplate(c.Request.Context(), id); err != nil {
 		s.fail(c, err)
 		return

@@ -99,15 +99,14 @@ type sessionTarget struct {
 // With open, the session must be open (409 naming why it ended); the
 // workspace must be running (409 naming its phase) in any case.
 func (s *server) sessionTarget(c *gin.Context, open bool) (*sessionTarget, error) {
-	ctx := c.Request.Context()
-	ses, err := s.cfg.Store.GetSession(ctx, c.Param("id"))
+	ses, err := s.sessionOf(c, c.Param("id"))
 	if err != nil {
 		return nil, err
 	}
 	if open && ses.Status != models.SessionOpen {
 		return nil, errs.E(errs.Precondition, "session %s: is ended (%s)", ses.ID, ses.EndReason)
 	}
-	w, cl, err := s.runtimeFor(ctx, ses.WorkspaceID)
+	w, cl, err := s.runtimeFor(c, ses.WorkspaceID)
 	if errs.Is(err, errs.NotFound) {
 		return nil, errs.E(errs.NotFound, "session %s: workspace %s: not found (the history went with it)", ses.ID, ses.WorkspaceID)
 	}

@@ -20,13 +20,14 @@ type createResponse struct {
 	Source string `json:"source"`
 }
 
-// takeWarm takes an idle running member of a pool of the template out of
-// its pool for a create: one UPDATE per pool tried (one pool in the common
+// takeWarm takes an idle running member of a pool of tenant on the template
+// out of its pool for a create: one UPDATE per pool tried (one pool in the common
 // case), nothing else before the answer. The pool is woken to refill after
 // the answer. It returns nil, nil when no pool of the template has such a
 // member, and the create goes cold.
-func (s *server) takeWarm(ctx context.Context, templateID string, labels map[string]string) (*models.Workspace, error) {
-	pools, err := s.cfg.Store.ListPools(ctx, templateID)
+func (s *server) takeWarm(ctx context.Context, tenant, templateID string, labels map[string]string) (*models.Workspace, error) {
+	// Only the creator's tenant's pools: a member is its pool's tenant's.
+	pools, err := s.cfg.Store.ListPools(ctx, templateID, tenant)
 	if err != nil {
 		return nil, err
 	}

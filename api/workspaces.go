@@ -66,15 +66,28 @@ func (s *server) createWorkspace(c *gin.Context) {
 		return
 	}
 	ttl, err := parseTTL("ttl", spec.TTL)
-	if err == nil {
-		err = s.checkTTL(c.Request.Context(), spec.TemplateID, ttl)
-	}
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	// The template must be the caller's (404 naming the field, as for an
+	// unknown one), and one on the host needs an admin.
+	t, err := s.templateOf(c, spec.TemplateID)
+	if err != nil {
+		s.fail(c, asRef(err, "template_id", "template", spec.TemplateID))
+		return
+	}
+	if err := hostTemplate(c, t); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := checkTTL(t, ttl); err != nil {
+		s.fail(c, err)
+		return
+	}
+	tenant := callerTenant(c)
 	// Warm first: an idle member of a pool of the template (see takeWarm).
-	w, err := s.takeWarm(c.Request.Context(), spec.TemplateID, spec.Labels)
+	w, err := s.takeWarm(c.Request.Context(), tenant, spec.TemplateID, spec.Labels)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -93,7 +106,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 		// workflow cannot be started it removes the row again (503).
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl})
+			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl, TenantID: tenant})
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -111,6 +124,7 @@ var phases = map[string]bool{
 
 func (s *server) listWorkspaces(c *gin.Context) {
 	f := models.WorkspaceFilter{
+		TenantID:   listTenant(c),
 		TemplateID: c.Query("template_id"),
 		ProviderID: c.Query("provider_id"),
 		Backend:    c.Query("backend"),
@@ -145,7 +159,7 @@ func (s *server) listWorkspaces(c *gin.Context) {
 }
 
 func (s *server) getWorkspace(c *gin.Context) {
-	w, err := s.cfg.Store.GetWorkspace(c.Request.Context(), c.Param("id"))
+	w, err := s.workspaceOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -159,7 +173,7 @@ func (s *server) getWorkspace(c *gin.Context) {
 // what is left.
 func (s *server) deleteWorkspace(c *gin.Context) {
 	ctx := c.Request.Context()
-	w, err := s.cfg.Store.GetWorkspace(ctx, c.Param("id"))
+	w, err := s.workspaceOf(c, c.Param("id"))
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -111,9 +111,11 @@ type CaseResult struct {
 
 // RunFilter selects runs in ListRuns, newest first. Empty fields match all.
 type RunFilter struct {
-	SuiteID string
-	Status  string
-	Limit   int // 0: no limit
+	// TenantID limits the list to one tenant's runs; empty: all.
+	TenantID string
+	SuiteID  string
+	Status   string
+	Limit    int // 0: no limit
 }
 
 // RunCounts counts a run's cases by status and verdict.

@@ -81,10 +81,15 @@ func (s *Store) GetSuite(ctx context.Context, id string) (*Suite, error) {
 	return &su, nil
 }
 
-// ListSuites returns every suite ordered by id.
-func (s *Store) ListSuites(ctx context.Context) ([]Suite, error) {
+// ListSuites returns suites ordered by id: every one when tenant is empty,
+// else the tenant's.
+func (s *Store) ListSuites(ctx context.Context, tenant string) ([]Suite, error) {
+	q := s.r.WithContext(ctx).Order("id")
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
+	}
 	sus := []Suite{}
-	if err := s.r.WithContext(ctx).Order("id").Find(&sus).Error; err != nil {
+	if err := q.Find(&sus).Error; err != nil {
 		return nil, dbError(ctx, err, "suites: list")
 	}
 	return sus, nil
@@ -235,6 +240,9 @@ func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
 // ListRuns returns runs matching f, newest first.
 func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
+	if f.TenantID != "" {
+		q = q.Where("tenant_id = ?", f.TenantID)
+	}
 	if f.SuiteID != "" {
 		q = q.Where("suite_id = ?", f.SuiteID)
 	}

@@ -164,7 +164,7 @@ func testCreateSuites(t *testing.T, ctx context.Context, s *Store) {
 	}
 	jsonEq(t, cases[2].Spec, `{"id":"c00002","command":{"args":["true"]}}`)
 
-	sus, err := s.ListSuites(ctx)
+	sus, err := s.ListSuites(ctx, "")
 	must(t, err)
 	if got := idsOf(sus, func(s Suite) string { return s.ID }); !slices.Equal(got, []string{"s-empty", "s-p", "s-t"}) {
 		t.Errorf("ListSuites = %v", got)

@@ -12,7 +12,9 @@ import (
 // serialises AppendEvent per workspace (see AppendEvent).
 const eventLockClass = 0x7072
 
-// AppendEvent stores an event, setting its ID and CreatedAt.
+// AppendEvent stores an event, setting its ID and CreatedAt, and its
+// TenantID to its workspace's tenant (tenantOfEvents), so a workspace's
+// events stay its tenant's after the row is gone.
 //
 // IDs come from a sequence, and on PostgreSQL two concurrent inserts can
 // commit out of ID order, so a stream resuming after ID 7 could miss an ID 6
@@ -37,10 +39,18 @@ func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
 			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", eventLockClass, e.WorkspaceID).Error; err != nil {
 				return err
 			}
+			if err := tenantOfEvent(tx, e); err != nil {
+				return err
+			}
 			return tx.Create(e).Error
 		})
 	} else {
-		err = db.Create(e).Error
+		err = db.Transaction(func(tx *gorm.DB) error {
+			if err := tenantOfEvent(tx, e); err != nil {
+				return err
+			}
+			return tx.Create(e).Error
+		})
 	}
 	if err != nil {
 		return dbError(ctx, err, "workspace "+e.WorkspaceID+": append event "+e.Type)
@@ -68,4 +78,25 @@ func (s *Store) LatestEvents(ctx context.Context, workspaceID string, n int) ([]
 		return nil, dbError(ctx, err, "workspace "+workspaceID+": latest events")
 	}
 	return es, nil
+}
+
+// tenantOfEvent sets e.TenantID to its workspace's tenant: from the
+// workspace row, or once the row is deleted (workspace.destroyed is written
+// around then) from the workspace's earlier events. The caller's value is
+// kept only when neither exists.
+func tenantOfEvent(tx *gorm.DB, e *Event) error {
+	var tenants []string
+	if err := tx.Model(&Workspace{}).Where("id = ?", e.WorkspaceID).Pluck("tenant_id", &tenants).Error; err != nil {
+		return err
+	}
+	if len(tenants) == 0 {
+		err := tx.Model(&Event{}).Where("workspace_id = ?", e.WorkspaceID).Order("id DESC").Limit(1).Pluck("tenant_id", &tenants).Error
+		if err != nil {
+			return err
+		}
+	}
+	if len(tenants) > 0 {
+		e.TenantID = tenants[0]
+	}
+	return nil
 }

@@ -211,6 +211,9 @@ type Event struct {
 
 // WorkspaceFilter selects workspaces in ListWorkspaces. Empty fields match all.
 type WorkspaceFilter struct {
+	// TenantID limits the list to one tenant's workspaces (the API's
+	// callers); internal callers leave it empty and see every tenant.
+	TenantID   string
 	TemplateID string
 	ProviderID string
 	Backend    string
@@ -222,6 +225,8 @@ type WorkspaceFilter struct {
 
 // SessionFilter selects sessions in ListSessions. Empty fields match all.
 type SessionFilter struct {
+	// TenantID limits the list to one tenant's sessions; empty: all.
+	TenantID    string
 	WorkspaceID string
 	Status      string
 }

@@ -84,7 +84,7 @@ func testPools(t *testing.T, ctx context.Context, s *Store) {
 		{"t2", []string{"a"}},
 		{"ghost", []string{}},
 	} {
-		list, err := s.ListPools(ctx, tc.template)
+		list, err := s.ListPools(ctx, tc.template, "")
 		must(t, err)
 		if ids := idsOf(list, func(p Pool) string { return p.ID }); !slices.Equal(ids, tc.want) {
 			t.Errorf("ListPools(%q) = %v, want %v", tc.template, ids, tc.want)

@@ -31,16 +31,22 @@ func (s *Store) GetProvider(ctx context.Context, id string) (*Provider, error) {
 	return &p, nil
 }
 
-// ListProviders returns all providers ordered by id.
-func (s *Store) ListProviders(ctx context.Context) ([]Provider, error) {
+// ListProviders returns providers ordered by id: every one when tenant is
+// empty (internal callers, an admin), else the tenant's own and the shared
+// ones, which every tenant may build templates on.
+func (s *Store) ListProviders(ctx context.Context, tenant string) ([]Provider, error) {
+	q := s.r.WithContext(ctx).Order("id")
+	if tenant != "" {
+		q = q.Where("tenant_id = ? OR shared = ?", tenant, true)
+	}
 	ps := []Provider{}
-	if err := s.r.WithContext(ctx).Order("id").Find(&ps).Error; err != nil {
+	if err := q.Find(&ps).Error; err != nil {
 		return nil, dbError(ctx, err, "providers: list")
 	}
 	return ps, nil
 }
 
-// UpdateProvider replaces provider and config of an existing provider;
+// UpdateProvider replaces provider, config and shared of an existing provider;
 // NotFound if absent. On success p holds the stored row (timestamps included).
 func (s *Store) UpdateProvider(ctx context.Context, p *Provider) error {
 	if err := checkJSON("config", "provider "+p.ID, p.Config); err != nil {
@@ -50,6 +56,7 @@ func (s *Store) UpdateProvider(ctx context.Context, p *Provider) error {
 		res := tx.Model(&Provider{}).Where("id = ?", p.ID).Updates(map[string]any{
 			"provider":   p.Provider,
 			"config":     jsonColumn(p.Config),
+			"shared":     p.Shared,
 			"updated_at": tx.NowFunc(),
 		})
 		if res.Error != nil {

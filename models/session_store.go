@@ -16,7 +16,8 @@ import (
 
 // CreateSession inserts an open session; NotFound (field workspace_id) if the
 // workspace does not exist. An empty ID is filled with NewID("ses"); Status
-// is set to open and any end fields are cleared.
+// is set to open and any end fields are cleared. TenantID is set to the
+// workspace's tenant: a session belongs where its workspace does.
 func (s *Store) CreateSession(ctx context.Context, ses *Session) error {
 	if ses.ID == "" {
 		ses.ID = NewID("ses")
@@ -33,6 +34,13 @@ func (s *Store) CreateSession(ctx context.Context, ses *Session) error {
 		}
 		if err != nil {
 			return err
+		}
+		var tenants []string
+		if err := tx.Model(&Workspace{}).Where("id = ?", ses.WorkspaceID).Pluck("tenant_id", &tenants).Error; err != nil {
+			return err
+		}
+		if len(tenants) > 0 {
+			ses.TenantID = tenants[0]
 		}
 		return tx.Create(ses).Error
 	})
@@ -51,6 +59,9 @@ func (s *Store) GetSession(ctx context.Context, id string) (*Session, error) {
 // ListSessions returns sessions matching f, newest first.
 func (s *Store) ListSessions(ctx context.Context, f SessionFilter) ([]Session, error) {
 	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
+	if f.TenantID != "" {
+		q = q.Where("tenant_id = ?", f.TenantID)
+	}
 	if f.WorkspaceID != "" {
 		q = q.Where("workspace_id = ?", f.WorkspaceID)
 	}
@@ -165,6 +176,7 @@ func (s *Store) ResumeLostSessions(ctx context.Context, workspaceID string, sinc
 		for i, l := range lost {
 			created = append(created, Session{
 				ID:          NewID("ses"),
+				TenantID:    l.TenantID,
 				WorkspaceID: workspaceID,
 				Agent:       l.Agent,
 				Metadata:    l.Metadata,

@@ -130,7 +130,7 @@ func testProviders(t *testing.T, ctx context.Context, s *Store) {
 	_, err = s.GetProvider(ctx, "nope")
 	wantErr(t, err, errs.NotFound, "provider nope: not found")
 
-	list, err := s.ListProviders(ctx)
+	list, err := s.ListProviders(ctx, "")
 	must(t, err)
 	if ids := idsOf(list, func(p Provider) string { return p.ID }); !slices.Equal(ids, []string{"alpha", "zeta"}) {
 		t.Errorf("ListProviders ids = %v, want [alpha zeta]", ids)
@@ -195,7 +195,7 @@ func testTemplates(t *testing.T, ctx context.Context, s *Store) {
 		{"p2", []string{"t3"}},
 		{"p3", []string{}},
 	} {
-		list, err := s.ListTemplates(ctx, tc.provider)
+		list, err := s.ListTemplates(ctx, tc.provider, "")
 		must(t, err)
 		if ids := idsOf(list, func(t Template) string { return t.ID }); !slices.Equal(ids, tc.want) {
 			t.Errorf("ListTemplates(%q) = %v, want %v", tc.provider, ids, tc.want)
@@ -530,9 +530,9 @@ func testEnsureDefaults(t *testing.T, ctx context.Context, s *Store) {
 	if _, err := s.GetTemplate(ctx, DefaultTemplateID); err != nil {
 		t.Errorf("default template not recreated: %v", err)
 	}
-	ps, err := s.ListProviders(ctx)
+	ps, err := s.ListProviders(ctx, "")
 	must(t, err)
-	ts, err := s.ListTemplates(ctx, "")
+	ts, err := s.ListTemplates(ctx, "", "")
 	must(t, err)
 	if len(ps) != 1 || len(ts) != 1 {
 		t.Errorf("after EnsureDefaults: %d providers, %d templates; want 1 and 1", len(ps), len(ts))
@@ -674,7 +674,7 @@ func testNoOrphans(t *testing.T, ctx context.Context, s *Store) {
 			}
 		})
 		wg.Wait()
-		ts, err := s.ListTemplates(ctx, pid)
+		ts, err := s.ListTemplates(ctx, pid, "")
 		must(t, err)
 		if _, err := s.GetProvider(ctx, pid); errs.Is(err, errs.NotFound) && len(ts) > 0 {
 			t.Errorf("round %d: provider deleted but %d templates reference it", round, len(ts))

@@ -36,11 +36,15 @@ func (s *Store) GetTemplate(ctx context.Context, id string) (*Template, error) {
 	return &t, nil
 }
 
-// ListTemplates returns templates ordered by id, those of providerID only when it is not empty.
-func (s *Store) ListTemplates(ctx context.Context, providerID string) ([]Template, error) {
+// ListTemplates returns templates ordered by id, those of providerID only
+// when it is not empty, those of tenant only when it is not empty.
+func (s *Store) ListTemplates(ctx context.Context, providerID, tenant string) ([]Template, error) {
 	q := s.r.WithContext(ctx).Order("id")
 	if providerID != "" {
 		q = q.Where("provider_id = ?", providerID)
+	}
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
 	}
 	ts := []Template{}
 	if err := q.Find(&ts).Error; err != nil {

@@ -219,7 +219,7 @@ func (s *Server) startBackground(ctx context.Context, starter *workflows.Starter
 	}); err != nil {
 		return err
 	}
-	pools, err := s.store.ListPools(ctx, "")
+	pools, err := s.store.ListPools(ctx, "", "")
 	if err != nil {
 		return fmt.Errorf("list pools: %w", err)
 	}
