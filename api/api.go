@@ -91,6 +91,12 @@ type server struct {
 	// bg counts the work requests left running after they answered
 	// (background), so tests can wait for it.
 	bg sync.WaitGroup
+
+	// authFails throttles failed authentication per client address
+	// (ratelimit.go); tests swap it for tighter or looser limits.
+	authFails *failLimiter
+	// keyTouched is when each key's last_used_at was last written (auth.go).
+	keyTouched sync.Map
 }
 
 // New validates cfg, fills its defaults and returns the API's handler.
@@ -134,6 +140,7 @@ func newServer(cfg Config) (*server, error) {
 		leaseWake:     250 * time.Millisecond,
 		maxExecOutput: 16 << 20,
 		maxSuiteBytes: eval.MaxSuiteBytes,
+		authFails:     newFailLimiter(DefaultAuthFailBurst, DefaultAuthFailRate),
 	}, nil
 }
 
@@ -158,7 +165,22 @@ func (s *server) routes() http.Handler {
 	metricsHandler := promhttp.HandlerFor(s.cfg.Metrics.Registry, promhttp.HandlerOpts{})
 	r.GET("/metrics", gin.WrapH(metricsHandler))
 
-	v1 := r.Group("/v1", s.authenticate)
+	// audit runs first so it records what authenticate refuses too.
+	v1 := r.Group("/v1", s.audit, s.authenticate)
+	v1.POST("/tenants", s.createTenant)
+	v1.GET("/tenants", s.listTenants)
+	v1.GET("/tenants/:id", s.getTenant)
+	v1.PUT("/tenants/:id", s.updateTenant)
+	v1.DELETE("/tenants/:id", s.deleteTenant)
+
+	v1.POST("/apikeys", s.createAPIKey)
+	v1.GET("/apikeys", s.listAPIKeys)
+	v1.GET("/apikeys/:id", s.getAPIKey)
+	v1.POST("/apikeys/:id/revoke", s.revokeAPIKey)
+	v1.DELETE("/apikeys/:id", s.revokeAPIKey)
+
+	v1.GET("/audit", s.listAudit)
+
 	v1.POST("/providers", s.createProvider)
 	v1.GET("/providers", s.listProviders)
 	v1.GET("/providers/:id", s.getProvider)

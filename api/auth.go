@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,19 +15,45 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
+// touchEvery is how often a key's last_used_at is written at most: the
+// column answers "is this key still in use", which needs minutes, not
+// every request.
+const touchEvery = time.Minute
+
 // authenticate resolves the request's bearer key to a principal, or answers
 // 401. A read (GET, HEAD) needs any role; anything else needs member or
 // admin, so a viewer's write is 403. With Config.OpenAccess every request
 // is the default tenant's admin (tests and benchmarks only).
+//
+// Failed authentication is throttled per client address (ratelimit.go):
+// once an address has used up its failures, its requests get 429 without a
+// store lookup unless they carry a key that authenticated before.
 func (s *server) authenticate(c *gin.Context) {
 	if s.cfg.OpenAccess {
 		c.Set(principalKey, principal{TenantID: models.DefaultTenantID, Role: models.RoleAdmin})
 		c.Next()
 		return
 	}
-	p, err := s.resolveKey(c)
+	addr := c.ClientIP()
+	key, err := bearerKey(c)
+	if wait, report, out := s.authFails.exhausted(addr); out && (err != nil || !s.authFails.vouchedFor(models.HashAPIKey(key))) {
+		if !report {
+			c.Set(auditSkipKey, true)
+		}
+		secs := int(math.Ceil(wait.Seconds()))
+		c.Header("Retry-After", strconv.Itoa(max(1, secs)))
+		s.fail(c, errs.E(errs.Exhausted, "authentication: too many failed attempts from %s; retry later (in %d s)", addr, max(1, secs)))
+		return
+	}
+	var p principal
+	if err == nil {
+		p, err = s.resolveKey(c.Request.Context(), key)
+	}
 	if err != nil {
-		c.Header("WWW-Authenticate", `Bearer realm="primer"`)
+		if errs.Is(err, errs.Unauthenticated) {
+			s.authFails.fail(addr)
+			c.Header("WWW-Authenticate", `Bearer realm="primer"`)
+		}
 		s.fail(c, err)
 		return
 	}
@@ -41,30 +70,37 @@ func readOnly(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead
 }
 
-// resolveKey checks the Authorization header against the stored keys. Every
-// failure is Unauthenticated with a message that never echoes the key.
-func (s *server) resolveKey(c *gin.Context) (principal, error) {
+// bearerKey returns the key of the Authorization header, or Unauthenticated
+// saying what is wrong with the header (never echoing it).
+func bearerKey(c *gin.Context) (string, error) {
 	h := c.GetHeader("Authorization")
 	if h == "" {
-		return principal{}, errs.E(errs.Unauthenticated, "authorization: missing; send Authorization: Bearer <api key>")
+		return "", errs.E(errs.Unauthenticated, "authorization: missing; send Authorization: Bearer <api key>")
 	}
 	scheme, key, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
-		return principal{}, errs.E(errs.Unauthenticated, "authorization: want Bearer <api key>")
+		return "", errs.E(errs.Unauthenticated, "authorization: want Bearer <api key>")
 	}
-	key = strings.TrimSpace(key)
+	return strings.TrimSpace(key), nil
+}
+
+// resolveKey checks key against the stored keys: one primary-key read and
+// one SHA-256. Every failure is Unauthenticated with a message that never
+// echoes the key.
+func (s *server) resolveKey(ctx context.Context, key string) (principal, error) {
 	id, err := models.ParseAPIKey(key)
 	if err != nil {
 		return principal{}, err
 	}
-	k, err := s.cfg.Store.GetAPIKey(c.Request.Context(), id)
+	k, err := s.cfg.Store.GetAPIKey(ctx, id)
 	if errs.Is(err, errs.NotFound) {
 		return principal{}, errs.E(errs.Unauthenticated, "api key %s: unknown", id)
 	}
 	if err != nil {
 		return principal{}, err
 	}
-	if subtle.ConstantTimeCompare([]byte(models.HashAPIKey(key)), []byte(k.Hash)) != 1 {
+	hash := models.HashAPIKey(key)
+	if subtle.ConstantTimeCompare([]byte(hash), []byte(k.Hash)) != 1 {
 		return principal{}, errs.E(errs.Unauthenticated, "api key %s: wrong secret", id)
 	}
 	now := time.Now()
@@ -74,5 +110,30 @@ func (s *server) resolveKey(c *gin.Context) (principal, error) {
 	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
 		return principal{}, errs.E(errs.Unauthenticated, "api key %s: expired at %s", id, k.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	s.authFails.vouch(hash)
+	s.touchKey(k, now)
 	return principal{KeyID: k.ID, TenantID: k.TenantID, Role: k.Role}, nil
+}
+
+// touchKey records that k was used, at most once per touchEvery per key and
+// off the request path (tracked in s.bg). keyTouched keeps concurrent
+// requests with the same key from each starting a write.
+func (s *server) touchKey(k *models.APIKey, now time.Time) {
+	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < touchEvery {
+		return
+	}
+	if prev, loaded := s.keyTouched.LoadOrStore(k.ID, now); loaded {
+		if now.Sub(prev.(time.Time)) < touchEvery || !s.keyTouched.CompareAndSwap(k.ID, prev, now) {
+			return
+		}
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.cfg.Store.TouchAPIKey(ctx, k.ID, now); err != nil {
+			s.log.Warn("api key: record last use", "key_id", k.ID, "error", err.Error())
+		}
+	}()
 }

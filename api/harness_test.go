@@ -81,6 +81,9 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		t.Fatalf("new server: %v", err)
 	}
 	s.eventPoll = 20 * time.Millisecond
+	// Generous: the route matrix sends hundreds of bad keys from one
+	// address; ratelimit_test.go sets tight limits of its own.
+	s.authFails = newFailLimiter(1<<20, 1<<20)
 	// Work left running after a response (pool wake-ups, lease events)
 	// must end before the mocks are checked and the store is closed.
 	t.Cleanup(s.bg.Wait)

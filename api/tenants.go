@@ -1,0 +1,140 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// tenantSpec is the body of POST /v1/tenants (id required) and PUT
+// /v1/tenants/:id (id optional; the description and quota are replaced).
+type tenantSpec struct {
+	ID          string       `json:"id"`
+	Description string       `json:"description"`
+	Quota       models.Quota `json:"quota"`
+}
+
+// tenantView is a tenant as GET /v1/tenants/:id shows it: with what it
+// holds now, in the units of its quota.
+type tenantView struct {
+	models.Tenant
+	Usage models.Usage `json:"usage"`
+}
+
+// adminOnly answers 403 unless the caller is an admin.
+func (s *server) adminOnly(c *gin.Context, what string) bool {
+	if callerOf(c).admin() {
+		return true
+	}
+	s.fail(c, errs.E(errs.Forbidden, "%s: only an admin key may do this", what))
+	return false
+}
+
+// visibleTenant answers 404 (as for an unknown id) unless the caller may
+// see tenant id.
+func (s *server) visibleTenant(c *gin.Context, id string) bool {
+	if visible(c, id) {
+		return true
+	}
+	s.fail(c, errs.E(errs.NotFound, "tenant %s: not found", id))
+	return false
+}
+
+func (s *server) createTenant(c *gin.Context) {
+	if !s.adminOnly(c, "tenants: create") {
+		return
+	}
+	var spec tenantSpec
+	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	t := &models.Tenant{ID: spec.ID, Description: spec.Description, Quota: spec.Quota}
+	if err := s.cfg.Store.CreateTenant(c.Request.Context(), t); err != nil {
+		s.fail(c, err)
+		return
+	}
+	auditResource(c, "tenants/"+t.ID)
+	s.log.Info("tenant created", "tenant_id", t.ID)
+	c.Header("Location", "/v1/tenants/"+t.ID)
+	c.JSON(http.StatusCreated, t)
+}
+
+// listTenants answers every tenant to an admin, and its own to anyone else.
+func (s *server) listTenants(c *gin.Context) {
+	ctx := c.Request.Context()
+	p := callerOf(c)
+	if !p.admin() {
+		t, err := s.cfg.Store.GetTenant(ctx, p.TenantID)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, list([]models.Tenant{*t}))
+		return
+	}
+	ts, err := s.cfg.Store.ListTenants(ctx)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, list(ts))
+}
+
+func (s *server) getTenant(c *gin.Context) {
+	id := c.Param("id")
+	if !s.visibleTenant(c, id) {
+		return
+	}
+	ctx := c.Request.Context()
+	t, err := s.cfg.Store.GetTenant(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	u, err := s.cfg.Store.TenantUsage(ctx, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, tenantView{Tenant: *t, Usage: u})
+}
+
+func (s *server) updateTenant(c *gin.Context) {
+	id := c.Param("id")
+	if !s.visibleTenant(c, id) || !s.adminOnly(c, "tenant "+id+": update") {
+		return
+	}
+	var spec tenantSpec
+	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("id", "id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	t, err := s.cfg.Store.UpdateTenant(c.Request.Context(), &models.Tenant{ID: id, Description: spec.Description, Quota: spec.Quota})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("tenant updated", "tenant_id", id)
+	c.JSON(http.StatusOK, t)
+}
+
+func (s *server) deleteTenant(c *gin.Context) {
+	id := c.Param("id")
+	if !s.visibleTenant(c, id) || !s.adminOnly(c, "tenant "+id+": delete") {
+		return
+	}
+	if err := s.cfg.Store.DeleteTenant(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("tenant deleted", "tenant_id", id)
+	c.Status(http.StatusNoContent)
+}
