@@ -28,7 +28,8 @@ const (
 	ExitCanceled = 130 // interrupted (SIGINT)
 )
 
-// DefaultURL is the server primectl talks to without --url or PRIMER_URL.
+// DefaultURL is the server primectl talks to without --url, PRIMER_URL or
+// a url in the config file.
 const DefaultURL = "http://127.0.0.1:8080"
 
 // app is one primectl invocation: its streams, global flags and state.
@@ -42,7 +43,8 @@ type app struct {
 	output    string
 	timeout   time.Duration
 
-	c *client.Client // made on first use, after flags are parsed
+	c   *client.Client // made on first use, after flags are parsed
+	cfg *fileConfig    // the config file, read on first use (credentials.go)
 
 	// started is set when a command's RunE begins: errors before it are
 	// usage errors (flags, arguments, unknown commands).
@@ -66,7 +68,7 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 
 // Run runs primectl with args (without the program name) and returns its
 // exit code. Nothing is read from the environment but PRIMER_URL,
-// PRIMER_TOKEN and the places credentials.go names.
+// PRIMER_TOKEN, PRIMER_CONFIG and the places credentials.go names.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now}
 	root := a.rootCommand()
@@ -181,13 +183,9 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 
-	defURL := os.Getenv("PRIMER_URL")
-	if defURL == "" {
-		defURL = DefaultURL
-	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.url, "url", defURL, "Primer API address (env PRIMER_URL)")
-	pf.StringVar(&a.tokenFlag, "token", "", "API key (env PRIMER_TOKEN; on this machine the admin key of a local primer serve is found without it)")
+	pf.StringVar(&a.url, "url", "", "Primer API address (else env PRIMER_URL, else url: in the config file, else "+DefaultURL+")")
+	pf.StringVar(&a.tokenFlag, "token", "", "API key (else env PRIMER_TOKEN, else token: in the config file $PRIMER_CONFIG or ~/.config/primer/config.yaml; on this machine the admin key of a local primer serve is found without any)")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	pf.DurationVar(&a.timeout, "timeout", client.DefaultTimeout, "timeout of each API request (streams and waits have none)")
 
@@ -201,6 +199,9 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 		a.sessionCommand(),
 		a.suiteCommand(),
 		a.runCommand(),
+		a.tenantCommand(),
+		a.apikeyCommand(),
+		a.auditCommand(),
 	)
 	return root
 }
@@ -209,7 +210,7 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 // invocation so its connections are reused.
 func (a *app) client() *client.Client {
 	if a.c == nil {
-		a.c = client.New(a.url, client.WithTimeout(a.timeout), client.WithUserAgent("primectl"), client.WithToken(a.token()))
+		a.c = client.New(a.serverURL(), client.WithTimeout(a.timeout), client.WithUserAgent("primectl"), client.WithToken(a.token()))
 	}
 	return a.c
 }

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/models"
+)
+
+const kindAPIKey = "apikey"
+
+func (a *app) apikeyCommand() *cobra.Command {
+	cmd := a.group("apikey", "Create, list and revoke API keys", "apikeys", "key", "keys")
+	cmd.AddCommand(a.apikeyCreateCommand(), a.apikeyListCommand(), a.apikeyGetCommand(), a.apikeyRevokeCommand())
+	return cmd
+}
+
+func (a *app) apikeyCreateCommand() *cobra.Command {
+	var req client.CreateAPIKeyRequest
+	var expires string
+	cmd := &cobra.Command{
+		Use:   "create --role admin|member|viewer [--tenant ID] [--name TEXT] [--ttl DURATION | --expires TIME]",
+		Short: "Create an API key; it is printed once and never shown again",
+		Long: `Create an API key. The key is printed on stdout this once: Primer keeps only its
+hash. Give it to its user, who sets PRIMER_TOKEN or puts it in the config file
+(~/.config/primer/config.yaml: "token: <key>", mode 0600).
+
+An admin key may create any key for any tenant; a member key only member and
+viewer keys of its own tenant; a viewer key none.`,
+		Example: `  primectl apikey create --tenant team-a --role member --name alice --ttl 90d
+  export PRIMER_TOKEN=$(primectl apikey create --role viewer --name dashboard)`,
+		Args: args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			if expires != "" {
+				if req.TTL != "" {
+					return usagef("--ttl and --expires: give one")
+				}
+				t, err := time.Parse(time.RFC3339, expires)
+				if err != nil {
+					return usagef("--expires %s: want an RFC 3339 time such as 2027-01-31T00:00:00Z", expires)
+				}
+				req.ExpiresAt = &t
+			}
+			k, err := a.client().CreateAPIKey(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if a.output != "table" {
+				return a.printObject(k, nil)
+			}
+			// The key alone on stdout, so $(primectl apikey create ...) is the key.
+			fmt.Fprintf(a.stderr, "%s/%s created for tenant %s, role %s. The key below is shown only this once: store it now.\n",
+				kindAPIKey, k.ID, k.TenantID, k.Role)
+			fmt.Fprintln(a.stdout, k.Key)
+			return nil
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.TenantID, "tenant", "", "the key's tenant (default: the caller's)")
+	f.StringVar(&req.Role, "role", "", "admin, member or viewer")
+	f.StringVar(&req.Name, "name", "", "who or what the key is for")
+	f.StringVar(&req.TTL, "ttl", "", "how long the key works, e.g. 720h or 90d (default: until revoked)")
+	f.StringVar(&expires, "expires", "", "when the key stops working, an RFC 3339 time")
+	_ = cmd.MarkFlagRequired("role")
+	return cmd
+}
+
+func (a *app) apikeyListCommand() *cobra.Command {
+	var tenant string
+	cmd := &cobra.Command{
+		Use:   "list [--tenant ID]",
+		Short: "List API keys (an admin sees every tenant's, anyone else its own tenant's)",
+		Args:  args(cobra.NoArgs),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			ks, err := a.client().ListAPIKeys(cmd.Context(), tenant)
+			if err != nil {
+				return err
+			}
+			return a.printObject(list[models.APIKey]{Items: ks}, a.apikeyTable(ks))
+		}),
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's keys (admin keys)")
+	return cmd
+}
+
+func (a *app) apikeyGetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show an API key's row (never the key)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			k, err := a.client().GetAPIKey(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printObject(k, a.apikeyTable([]models.APIKey{*k}))
+		}),
+	}
+}
+
+func (a *app) apikeyRevokeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke ID...",
+		Short: "Revoke API keys; they stop working at once",
+		Args:  args(cobra.MinimumNArgs(1)),
+		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			for _, id := range args {
+				if _, err := a.client().RevokeAPIKey(cmd.Context(), id); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s/%s revoked\n", kindAPIKey, id)
+			}
+			return nil
+		}),
+	}
+}
+
+// keyStatus is active, revoked or expired.
+func (a *app) keyStatus(k models.APIKey) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !a.now().Before(*k.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}
+
+func (a *app) apikeyTable(ks []models.APIKey) func(io.Writer) {
+	return func(w io.Writer) {
+		row(w, "ID", "TENANT", "ROLE", "NAME", "STATUS", "EXPIRES", "LAST-USED", "AGE")
+		for _, k := range ks {
+			expires, used := "never", "never"
+			if k.ExpiresAt != nil {
+				expires = k.ExpiresAt.UTC().Format(time.RFC3339)
+			}
+			if k.LastUsedAt != nil {
+				used = a.age(*k.LastUsedAt) + " ago"
+			}
+			row(w, k.ID, k.TenantID, k.Role, k.Name, a.keyStatus(k), expires, used, a.age(k.CreatedAt))
+		}
+	}
+}
