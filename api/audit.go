@@ -134,7 +134,8 @@ func methodVerb(method string) string {
 
 // resourceOf is the object of the request: what the handler named with
 // auditResource, else kind/:id from the path (with /files/<path> for the
-// files routes), else the kind alone.
+// files routes), else the new object a create's Location names, else the
+// kind alone.
 func resourceOf(c *gin.Context) string {
 	if v, ok := c.Get(auditResourceKey); ok {
 		if r, ok := v.(string); ok {
@@ -144,6 +145,10 @@ func resourceOf(c *gin.Context) string {
 	kind, _, _ := strings.Cut(strings.TrimPrefix(c.FullPath(), "/v1/"), "/")
 	id := c.Param("id")
 	if id == "" {
+		// A create on a collection names its new object in Location.
+		if loc, ok := strings.CutPrefix(c.Writer.Header().Get("Location"), "/v1/"); ok && strings.HasPrefix(loc, kind+"/") {
+			return loc
+		}
 		return kind
 	}
 	r := kind + "/" + id
