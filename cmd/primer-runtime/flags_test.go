@@ -46,6 +46,47 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// TestParseIngressFlags checks --ingress and its prefix lists, which a
+// typo must not turn into an open workspace.
+func TestParseIngressFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    config // only the ingress fields are compared
+		wantErr string
+	}{
+		{name: "default", want: config{ingress: "allow"}},
+		{name: "restrict", args: []string{"--ingress=restrict", "--ingress-allow=10.1.0.0/16,fd00::/64", "--ingress-except=10.1.0.1/32"},
+			want: config{ingress: "restrict", ingressAllow: "10.1.0.0/16,fd00::/64", ingressExcept: "10.1.0.1/32"}},
+		{name: "internal applied", args: []string{"--ingress=applied"}, want: config{ingress: "applied"}},
+		{name: "bad mode", args: []string{"--ingress=deny"}, wantErr: `--ingress "deny"`},
+		{name: "bad allow", args: []string{"--ingress=restrict", "--ingress-allow=10.1.0.0"}, wantErr: `--ingress-allow "10.1.0.0"`},
+		{name: "bad except", args: []string{"--ingress-except=gateway"}, wantErr: `--ingress-except "gateway"`},
+		{name: "listen without port", args: []string{"--listen=localhost"}, wantErr: `--listen "localhost"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ingress != tt.want.ingress || c.ingressAllow != tt.want.ingressAllow || c.ingressExcept != tt.want.ingressExcept {
+				t.Errorf("parseFlags(%q) ingress = %q %q %q, want %q %q %q", tt.args, c.ingress, c.ingressAllow, c.ingressExcept, tt.want.ingress, tt.want.ingressAllow, tt.want.ingressExcept)
+			}
+			back, err := parseFlags(c.args())
+			if err != nil || back != c {
+				t.Fatalf("parseFlags(args()) = %+v, %v; want %+v", back, err, c)
+			}
+		})
+	}
+}
+
 // TestConfigArgs checks init hands its child exactly its own configuration,
 // even what came from the environment.
 func TestConfigArgs(t *testing.T) {

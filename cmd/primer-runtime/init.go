@@ -27,12 +27,15 @@ func runAsInit() int {
 		fmt.Fprintln(os.Stderr, "primer-runtime: init:", err)
 		return 2
 	}
-	if err := lockdown(c.egress); err != nil {
+	if err := lockdown(c); err != nil {
 		fmt.Fprintln(os.Stderr, "primer-runtime: init: lockdown:", err)
 		return 1
 	}
 	if c.egress == egressDeny {
 		c.egress = egressApplied
+	}
+	if c.ingress == ingressRestrict {
+		c.ingress = ingressApplied
 	}
 	// The container's processes are all the child's to stop on reset.
 	c.killAll = true

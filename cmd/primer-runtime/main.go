@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -54,11 +56,24 @@ const (
 	egressApplied = "applied"
 )
 
+// Values of --ingress.
+const (
+	ingressAllow    = "allow"
+	ingressRestrict = "restrict"
+	// ingressApplied is internal, like egressApplied.
+	ingressApplied = "applied"
+)
+
 // config is the command line.
 type config struct {
 	listen, root string
 	debug        bool
 	egress       string
+	ingress      string
+	// ingressAllow and ingressExcept are the comma-separated prefixes
+	// --ingress=restrict admits besides the runtime's port, and those it
+	// drops among them (kept strings so config stays comparable).
+	ingressAllow, ingressExcept string
 	// killAll is internal: init sets it for its child, the one process
 	// for which kill(-1) means "every other process of this container".
 	killAll bool
@@ -73,6 +88,12 @@ func parseFlags(args []string) (config, error) {
 	fs.BoolVar(&c.debug, "debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
 	fs.StringVar(&c.egress, "egress", envOr("PRIMER_RUNTIME_EGRESS", egressAllow),
 		"allow, or deny to drop every connection the workspace opens; needs CAP_NET_ADMIN and CAP_SETPCAP, which it then drops (PRIMER_RUNTIME_EGRESS)")
+	fs.StringVar(&c.ingress, "ingress", envOr("PRIMER_RUNTIME_INGRESS", ingressAllow),
+		"allow, or restrict to drop every connection opened towards the workspace but to the runtime's port and from --ingress-allow; needs CAP_NET_ADMIN and CAP_SETPCAP, which it then drops (PRIMER_RUNTIME_INGRESS)")
+	fs.StringVar(&c.ingressAllow, "ingress-allow", os.Getenv("PRIMER_RUNTIME_INGRESS_ALLOW"),
+		"comma-separated CIDR prefixes --ingress=restrict admits: the workspace's peers (PRIMER_RUNTIME_INGRESS_ALLOW)")
+	fs.StringVar(&c.ingressExcept, "ingress-except", os.Getenv("PRIMER_RUNTIME_INGRESS_EXCEPT"),
+		"comma-separated CIDR prefixes --ingress=restrict drops although --ingress-allow holds them: the network's gateway (PRIMER_RUNTIME_INGRESS_EXCEPT)")
 	fs.BoolVar(&c.killAll, "reset-kill-all", false,
 		"internal, set by init for its child: reset also kills every other process of the container")
 	if err := fs.Parse(args); err != nil {
@@ -86,7 +107,51 @@ func parseFlags(args []string) (config, error) {
 	default:
 		return config{}, fmt.Errorf("--egress %q: want %s or %s", c.egress, egressAllow, egressDeny)
 	}
+	switch c.ingress {
+	case ingressAllow, ingressRestrict, ingressApplied:
+	default:
+		return config{}, fmt.Errorf("--ingress %q: want %s or %s", c.ingress, ingressAllow, ingressRestrict)
+	}
+	if _, err := parsePrefixes("--ingress-allow", c.ingressAllow); err != nil {
+		return config{}, err
+	}
+	if _, err := parsePrefixes("--ingress-except", c.ingressExcept); err != nil {
+		return config{}, err
+	}
+	if _, err := listenPort(c.listen); err != nil {
+		return config{}, err
+	}
 	return c, nil
+}
+
+// parsePrefixes reads a list of prefixes given to flag.
+func parsePrefixes(flag, list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", flag, s, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// listenPort is the TCP port of --listen, which --ingress=restrict keeps
+// open for the platform.
+func listenPort(listen string) (uint16, error) {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return 0, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("--listen %q: port: %w", listen, err)
+	}
+	return uint16(p), nil
 }
 
 // args is the command line that parses back to c.
@@ -97,6 +162,15 @@ func (c config) args() []string {
 		"--debug=" + strconv.FormatBool(c.debug),
 		"--egress=" + c.egress,
 	}
+	if c.ingress != ingressAllow {
+		args = append(args, "--ingress="+c.ingress)
+	}
+	if c.ingressAllow != "" {
+		args = append(args, "--ingress-allow="+c.ingressAllow)
+	}
+	if c.ingressExcept != "" {
+		args = append(args, "--ingress-except="+c.ingressExcept)
+	}
 	if c.killAll {
 		args = append(args, "--reset-kill-all")
 	}
@@ -104,18 +178,39 @@ func (c config) args() []string {
 }
 
 // lockdown hides the process's environment (where the token is) and memory
-// from the commands it will run and, for egress deny, closes the network
-// and drops the capabilities that could reopen it. An error must stop the
-// runtime: a workspace asked to deny egress never runs with it open.
-func lockdown(egressMode string) error {
+// from the commands it will run; for egress deny it closes the network to
+// connections the workspace opens, for ingress restrict to connections
+// opened towards it, and then drops the capabilities that could reopen
+// them. An error must stop the runtime: a workspace asked to deny egress or
+// restrict ingress never runs with it open.
+func lockdown(c config) error {
 	if err := egress.SetNotDumpable(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		return err
 	}
-	if egressMode != egressDeny {
+	if c.egress != egressDeny && c.ingress != ingressRestrict {
 		return nil
 	}
-	if err := egress.Deny(); err != nil {
-		return err
+	if c.egress == egressDeny {
+		if err := egress.Deny(); err != nil {
+			return err
+		}
+	}
+	if c.ingress == ingressRestrict {
+		port, err := listenPort(c.listen)
+		if err != nil {
+			return err
+		}
+		allow, err := parsePrefixes("--ingress-allow", c.ingressAllow)
+		if err != nil {
+			return err
+		}
+		except, err := parsePrefixes("--ingress-except", c.ingressExcept)
+		if err != nil {
+			return err
+		}
+		if err := egress.Restrict(port, allow, except); err != nil {
+			return err
+		}
 	}
 	return egress.DropCaps(egress.CapNetAdmin, egress.CapSetPCAP)
 }
@@ -137,7 +232,7 @@ func run(args []string) error {
 	// Commands must not inherit the token through the runtime's own
 	// environment either.
 	_ = os.Unsetenv(server.TokenEnv)
-	if err := lockdown(c.egress); err != nil {
+	if err := lockdown(c); err != nil {
 		return err
 	}
 

@@ -1,7 +1,8 @@
 // Package egress locks a workspace's network down from inside it: an
-// nftables output chain that drops every connection the workspace opens,
-// and the capability drops that keep commands, root included, from undoing
-// it. It also hides the runtime's memory and environment (where its token
+// nftables output chain that drops every connection the workspace opens
+// (Deny), an input chain that drops every connection opened towards it but
+// from its peers and to the runtime's own port (Restrict), and the
+// capability drops that keep commands, root included, from undoing them. It also hides the runtime's memory and environment (where its token
 // lives) from the commands it runs. Only Linux is supported; elsewhere every
 // function returns an error wrapping errors.ErrUnsupported.
 package egress
@@ -15,3 +16,6 @@ const (
 
 // Table is the name of the inet table Deny installs.
 const Table = "primer_egress"
+
+// IngressTable is the name of the inet table Restrict installs.
+const IngressTable = "primer_ingress"

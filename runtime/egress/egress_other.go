@@ -5,6 +5,7 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 )
 
@@ -12,6 +13,9 @@ var errUnsupported = fmt.Errorf("egress: %s: %w", runtime.GOOS, errors.ErrUnsupp
 
 // Deny is only supported on Linux.
 func Deny() error { return errUnsupported }
+
+// Restrict is only supported on Linux.
+func Restrict(port uint16, allow, except []netip.Prefix) error { return errUnsupported }
 
 // DropCaps is only supported on Linux.
 func DropCaps(caps ...uintptr) error { return errUnsupported }
