@@ -117,6 +117,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	at("creating the sandbox")
 	h, err := b.Provision(ctx, backend.ProvisionRequest{
 		WorkspaceID: id,
+		TenantID:    ws.TenantID,
 		Template:    tmpl.Backend,
 		Env:         common.Env,
 		Token:       token,

@@ -122,6 +122,10 @@ type Capabilities struct {
 // history: Token and Env may hold secrets.
 type ProvisionRequest struct {
 	WorkspaceID string
+	// TenantID is the workspace's tenant (models.DefaultTenantID when
+	// empty). Backends label the sandbox with it and keep the sandboxes of
+	// different tenants from reaching each other over the network.
+	TenantID string
 	// Template is the template's backend document (with its kind) as JSON.
 	Template json.RawMessage
 	// Env is the environment every exec in the sandbox starts with.

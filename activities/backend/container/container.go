@@ -78,10 +78,19 @@ var runtimePort = nat.Port(strconv.Itoa(RuntimePort) + "/tcp")
 // SETFCAP, ...) is dropped.
 var shellCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}
 
-// lockdownCaps are added for deny_all only: the runtime needs them to
-// install the egress firewall, and drops both from every set, bounding set
-// included, before it starts serving (so no command can get them back).
+// lockdownCaps are added to every workspace: the runtime needs them to
+// install its firewall (ingress always, egress for deny_all), and drops
+// both from every set, bounding set included, before it starts serving (so
+// no command can get them back).
 var lockdownCaps = []string{"NET_ADMIN", "SETPCAP"}
+
+// tenantOf is the request's tenant, the default one when it names none.
+func tenantOf(req backend.ProvisionRequest) string {
+	if req.TenantID == "" {
+		return models.DefaultTenantID
+	}
+	return req.TenantID
+}
 
 // Name returns the name of the container and the volume of a workspace.
 func Name(workspaceID string) string { return "primer-" + workspaceID }
@@ -120,6 +129,7 @@ type Backend struct {
 	logger *slog.Logger
 	locks  keylock.Map // workspace id
 	builds keylock.Map // runtime image key
+	nets   keylock.Map // tenant network name
 	ports  portSet     // host ports picked for Podman
 }
 
@@ -289,6 +299,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	}
 	labels[LabelWorkspace] = id
 	labels[LabelManaged] = "true"
+	labels[LabelTenant] = tenantOf(req)
 	if b.opts.Installation != "" {
 		labels[LabelInstallation] = b.opts.Installation
 	}
@@ -303,11 +314,32 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	}
 	env = append(env, "PRIMER_RUNTIME_TOKEN="+req.Token)
 	entrypoint := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + t.Workdir}
-	caps := shellCaps
+	// Every workspace's runtime closes it to connections opened towards
+	// it but to the runtime's own port (token-authenticated) and from its
+	// tenant's network; it needs lockdownCaps for that and drops them
+	// before any command runs.
+	caps := append(append([]string(nil), shellCaps...), lockdownCaps...)
 	if t.Network.Egress == EgressDenyAll {
 		entrypoint = append(entrypoint, "--egress=deny")
-		caps = append(append([]string(nil), shellCaps...), lockdownCaps...)
 	}
+	// The network: host_port with egress allowed joins the tenant's own
+	// network, never the default bridge another tenant is on; deny_all
+	// stays on the engine's default network, where it opens nothing and
+	// admits nothing but the platform. network: the provider's network,
+	// where the platform reaches it, and which every tenant shares; its
+	// runtime then admits no peer at all.
+	var netName string
+	var admit peers
+	switch {
+	case b.cfg.Reachability.Kind == ReachNetwork:
+		netName = b.cfg.Reachability.Network
+	case t.Network.Egress != EgressDenyAll:
+		var err error
+		if netName, admit, err = b.tenantNetwork(ctx, req.TenantID); err != nil {
+			return backend.Handle{}, fmt.Errorf("workspace %s: %w", id, err)
+		}
+	}
+	entrypoint = append(entrypoint, ingressArgs(admit)...)
 	cfg := &dcontainer.Config{
 		Image:        image,
 		Hostname:     id,
@@ -344,9 +376,9 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	// host_port: createAndStart publishes the port; network: the platform
 	// dials the container's address on the provider's network.
 	var netCfg *dnetwork.NetworkingConfig
-	if b.cfg.Reachability.Kind == ReachNetwork {
-		hc.NetworkMode = dcontainer.NetworkMode(b.cfg.Reachability.Network)
-		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{b.cfg.Reachability.Network: {}}}
+	if netName != "" {
+		hc.NetworkMode = dcontainer.NetworkMode(netName)
+		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{netName: {}}}
 	}
 
 	created, err := b.createAndStart(ctx, id, cfg, hc, netCfg)

@@ -42,6 +42,8 @@ type engine interface {
 	VolumeRemove(ctx context.Context, volumeID string, force bool) error
 
 	NetworkList(ctx context.Context, options dnetwork.ListOptions) ([]dnetwork.Summary, error)
+	NetworkInspect(ctx context.Context, networkID string, options dnetwork.InspectOptions) (dnetwork.Inspect, error)
+	NetworkCreate(ctx context.Context, name string, options dnetwork.CreateOptions) (dnetwork.CreateResponse, error)
 
 	Close() error
 }

@@ -39,9 +39,13 @@ type fakeEngine struct {
 	containerRemove  func(name string) error
 	volumeRemove     func(name string) error
 	containerInspect func(name string) (dcontainer.InspectResponse, error)
+	// networkCreate, when set, runs before the fake creates a network
+	// (a test makes another worker's network appear there).
+	networkCreate func(name string, o dnetwork.CreateOptions) error
 
 	mu    sync.Mutex
 	calls []string
+	nets  map[string]dnetwork.Inspect
 }
 
 var _ engine = (*fakeEngine)(nil)
@@ -173,6 +177,47 @@ func (f *fakeEngine) VolumeRemove(_ context.Context, name string, _ bool) error 
 
 func (f *fakeEngine) NetworkList(context.Context, dnetwork.ListOptions) ([]dnetwork.Summary, error) {
 	return nil, f.record("NetworkList")
+}
+
+// NetworkInspect finds the networks NetworkCreate made.
+func (f *fakeEngine) NetworkInspect(_ context.Context, name string, _ dnetwork.InspectOptions) (dnetwork.Inspect, error) {
+	if err := f.record("NetworkInspect " + name); err != nil {
+		return dnetwork.Inspect{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nets[name]
+	if !ok {
+		return n, cerrdefs.ErrNotFound
+	}
+	return n, nil
+}
+
+// NetworkCreate makes a network with a subnet, or answers a conflict as
+// engines do for a name taken.
+func (f *fakeEngine) NetworkCreate(_ context.Context, name string, o dnetwork.CreateOptions) (dnetwork.CreateResponse, error) {
+	if err := f.record("NetworkCreate " + name); err != nil {
+		return dnetwork.CreateResponse{}, err
+	}
+	if f.networkCreate != nil {
+		if err := f.networkCreate(name, o); err != nil {
+			return dnetwork.CreateResponse{}, err
+		}
+	}
+	return dnetwork.CreateResponse{}, f.addNetwork(name, o.Labels)
+}
+
+func (f *fakeEngine) addNetwork(name string, labels map[string]string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.nets[name]; ok {
+		return cerrdefs.ErrConflict.WithMessage("network with name " + name + " already exists")
+	}
+	if f.nets == nil {
+		f.nets = map[string]dnetwork.Inspect{}
+	}
+	f.nets[name] = dnetwork.Inspect{Name: name, Labels: labels, IPAM: dnetwork.IPAM{Config: []dnetwork.IPAMConfig{{Subnet: "10.77.0.0/16"}}}}
+	return nil
 }
 
 func (f *fakeEngine) Close() error { return nil }

@@ -1,0 +1,109 @@
+package container
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+
+	dnetwork "github.com/docker/docker/api/types/network"
+
+	"github.com/primerhq/primer/errs"
+)
+
+// TestTenantNetworkName checks tenant networks are apart per installation
+// and tenant, and that the empty tenant is the default one.
+func TestTenantNetworkName(t *testing.T) {
+	tests := []struct{ installation, tenant, want string }{
+		{"", "acme", "primer-tenant-acme"},
+		{"", "", "primer-tenant-default"},
+		{"0123456789abcdef", "acme", "primer-0123456789ab-tenant-acme"},
+		{"i1", "acme", "primer-i1-tenant-acme"},
+	}
+	for _, tt := range tests {
+		if got := TenantNetwork(tt.installation, tt.tenant); got != tt.want {
+			t.Errorf("TenantNetwork(%q, %q) = %q, want %q", tt.installation, tt.tenant, got, tt.want)
+		}
+	}
+}
+
+// TestTenantNetworkRaces drives tenantNetwork through what concurrent
+// provisions see: many at once in this process make the network once, a
+// network another worker made between the inspection and the creation is
+// joined, and a network of that name that is not the tenant's is refused.
+func TestTenantNetworkRaces(t *testing.T) {
+	ctx := context.Background()
+	want := peers{allow: []netip.Prefix{netip.MustParsePrefix("10.77.0.0/16")}, except: []netip.Prefix{netip.MustParsePrefix("10.77.0.1/32")}}
+	same := func(a, b peers) bool { return slices.Equal(a.allow, b.allow) && slices.Equal(a.except, b.except) }
+
+	t.Run("concurrent provisions create once", func(t *testing.T) {
+		f := &fakeEngine{}
+		b := fakeBackend(t, f)
+		var wg sync.WaitGroup
+		errc := make(chan error, 20)
+		for range 20 {
+			wg.Go(func() {
+				name, subnets, err := b.tenantNetwork(ctx, "acme")
+				if err == nil && (name != "primer-tenant-acme" || !same(subnets, want)) {
+					t.Errorf("tenantNetwork = %q %v", name, subnets)
+				}
+				errc <- err
+			})
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := f.called("NetworkCreate"); len(got) != 1 {
+			t.Fatalf("NetworkCreate calls = %q, want one", got)
+		}
+	})
+
+	t.Run("made meanwhile by another worker", func(t *testing.T) {
+		f := &fakeEngine{}
+		f.networkCreate = func(name string, o dnetwork.CreateOptions) error {
+			return f.addNetwork(name, o.Labels) // the other worker wins
+		}
+		b := fakeBackend(t, f)
+		if _, subnets, err := b.tenantNetwork(ctx, "acme"); err != nil || !same(subnets, want) {
+			t.Fatalf("tenantNetwork after losing the race = %v, %v; want the network", subnets, err)
+		}
+	})
+
+	t.Run("labelled for another tenant", func(t *testing.T) {
+		f := &fakeEngine{}
+		if err := f.addNetwork("primer-tenant-acme", map[string]string{LabelManaged: "true", LabelTenant: "other"}); err != nil {
+			t.Fatal(err)
+		}
+		b := fakeBackend(t, f)
+		if _, _, err := b.tenantNetwork(ctx, "acme"); errs.KindOf(err) != errs.Conflict {
+			t.Fatalf("tenantNetwork on a foreign network = %v, want a conflict", err)
+		}
+	})
+
+	t.Run("engine down", func(t *testing.T) {
+		f := &fakeEngine{down: unreachable}
+		b := fakeBackend(t, f)
+		if _, _, err := b.tenantNetwork(ctx, "acme"); errs.KindOf(err) != errs.Unavailable {
+			t.Fatalf("tenantNetwork with the engine down = %v, want unavailable", err)
+		}
+	})
+}
+
+func TestIngressArgs(t *testing.T) {
+	got := ingressArgs(peers{
+		allow:  []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/64")},
+		except: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/32")},
+	})
+	want := []string{"--ingress=restrict", "--ingress-allow=10.1.0.0/16,fd00::/64", "--ingress-except=10.1.0.1/32"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ingressArgs = %q, want %q", got, want)
+	}
+	if got := ingressArgs(peers{}); !slices.Equal(got, []string{"--ingress=restrict"}) {
+		t.Fatalf("ingressArgs(none) = %q", got)
+	}
+}

@@ -1,0 +1,113 @@
+package container_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/backendtest"
+	"github.com/primerhq/primer/activities/backend/container"
+	"github.com/primerhq/primer/activities/backend/container/containertest"
+	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/protocol"
+)
+
+// listenPort is where the workspaces of the network tests serve: a port of
+// their own, not the runtime's (which admits any address, its token
+// guarding it).
+const listenPort = "8080"
+
+// TestTenantsDoNotShareANetwork runs, on each engine, two workspaces of
+// tenant A and one of tenant B, egress allowed, each serving a port. A's
+// workspaces reach each other (the control: the probe works and the
+// tenant's network carries it), and neither tenant reaches the other's:
+// Docker keeps its bridge networks apart, and on a Podman whose networks
+// are not isolated (netavark before 1.5) the runtime's ingress firewall
+// drops the connection.
+func TestTenantsDoNotShareANetwork(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		b := containertest.Backend(t, e)
+		suffix := strings.TrimPrefix(backendtest.NewID(t), "ws-")
+		tenantA, tenantB := "ta-"+suffix, "tb-"+suffix
+		// Registered first, so it runs after every workspace is destroyed.
+		t.Cleanup(func() {
+			for _, tenant := range []string{tenantA, tenantB} {
+				if err := b.Client().NetworkRemove(context.Background(), container.TenantNetwork("", tenant)); err != nil {
+					t.Errorf("remove the network of tenant %s: %v", tenant, err)
+				}
+			}
+		})
+
+		type ws struct {
+			c  *rtclient.Client
+			ip string
+		}
+		run := func(c *rtclient.Client, script string) string {
+			t.Helper()
+			res, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", script}}, nil, nil)
+			if err != nil {
+				t.Fatalf("exec %q: %v", script, err)
+			}
+			return strings.TrimSpace(string(res.Stdout))
+		}
+		provision := func(tenant string) ws {
+			t.Helper()
+			id, token := backendtest.NewID(t), backendtest.NewToken(t)
+			h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: tenant, Template: busyboxTemplate(nil), Token: token})
+			if err != nil {
+				t.Fatalf("provision %s for tenant %s: %v", id, tenant, err)
+			}
+			t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+			info, err := b.Client().ContainerInspect(ctx, container.Name(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.Config.Labels[container.LabelTenant]; got != tenant {
+				t.Errorf("container %s label %s = %q, want %q", id, container.LabelTenant, got, tenant)
+			}
+			var nets []string
+			for n := range info.NetworkSettings.Networks {
+				nets = append(nets, n)
+			}
+			tnet := container.TenantNetwork("", tenant)
+			ep := info.NetworkSettings.Networks[tnet]
+			if len(nets) != 1 || ep == nil || ep.IPAddress == "" {
+				t.Fatalf("container %s is on networks %v, want only %s with an address", id, nets, tnet)
+			}
+			w := ws{c: backendtest.Dial(ctx, t, b, h, token), ip: ep.IPAddress}
+			// A persistent server (-ll) that answers each connection and
+			// closes it; ready once it answers on loopback.
+			run(w.c, "nc -ll -p "+listenPort+" -e true </dev/null >/dev/null 2>&1 &")
+			if got := run(w.c, "for i in $(seq 100); do nc -w 1 127.0.0.1 "+listenPort+" </dev/null && echo up && exit; sleep 0.1; done; echo down"); got != "up" {
+				t.Fatalf("workspace %s: its server on port %s did not come up", id, listenPort)
+			}
+			return w
+		}
+		probe := func(from ws, to ws) string {
+			t.Helper()
+			return run(from.c, "nc -w 3 "+to.ip+" "+listenPort+" </dev/null && echo open || echo closed")
+		}
+
+		a1, a2 := provision(tenantA), provision(tenantA)
+		b1 := provision(tenantB)
+		tests := []struct {
+			name     string
+			from, to ws
+			want     string
+		}{
+			{"same tenant (control)", a1, a2, "open"},
+			{"same tenant, back", a2, a1, "open"},
+			{"tenant A to tenant B", a1, b1, "closed"},
+			{"tenant B to tenant A", b1, a2, "closed"},
+		}
+		for _, tt := range tests {
+			if got := probe(tt.from, tt.to); got != tt.want {
+				t.Errorf("%s: %s -> %s:%s is %s, want %s", tt.name, tt.from.ip, tt.to.ip, listenPort, got, tt.want)
+			}
+		}
+	})
+}
