@@ -126,10 +126,7 @@ func (s *server) listProviders(c *gin.Context) {
 	for i := range ps {
 		// The tenant's own and shared ones; the shared ones of others
 		// without their config.
-		if _, err := providerView(c, &ps[i], ps[i].ID); err != nil {
-			s.fail(c, err)
-			return
-		}
+		ps[i] = providerView(c, ps[i])
 	}
 	c.JSON(http.StatusOK, list(ps))
 }
@@ -140,7 +137,7 @@ func (s *server) getProvider(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, p)
+	c.JSON(http.StatusOK, providerView(c, *p))
 }
 
 func (s *server) updateProvider(c *gin.Context) {

@@ -91,27 +91,28 @@ func (s *server) sessionOf(c *gin.Context, id string) (*models.Session, error) {
 }
 
 // providerOf returns the provider id if the caller may see it: its own
-// tenant's, or a shared one. A shared provider of another tenant comes
-// without its config, which only its owner (and an admin) may read.
+// tenant's, or a shared one. The row is whole, for the server's use (a
+// template on a shared provider is checked against its config); answer
+// with providerView, which leaves out what the caller may not read.
 func (s *server) providerOf(c *gin.Context, id string) (*models.Provider, error) {
 	p, err := s.cfg.Store.GetProvider(c.Request.Context(), id)
 	if err != nil {
 		return nil, err
 	}
-	return providerView(c, p, id)
+	if !visible(c, p.TenantID) && !p.Shared {
+		return nil, hidden("provider", id)
+	}
+	return p, nil
 }
 
-// providerView hides p from a caller that may not see it and strips the
-// config of a shared provider the caller does not own.
-func providerView(c *gin.Context, p *models.Provider, id string) (*models.Provider, error) {
-	switch {
-	case visible(c, p.TenantID):
-		return p, nil
-	case p.Shared:
+// providerView is p as the caller may see it: a shared provider of
+// another tenant without its config, which only its owner (and an admin)
+// may read.
+func providerView(c *gin.Context, p models.Provider) models.Provider {
+	if !visible(c, p.TenantID) {
 		p.Config = nil
-		return p, nil
 	}
-	return nil, hidden("provider", id)
+	return p
 }
 
 // ownProviderOf returns the provider id for a change: NotFound when the

@@ -261,21 +261,26 @@ func TestEvalOnLocal(t *testing.T) {
 		name  string
 		spec  eval.SuiteSpec
 		field string
+		kind  errs.Kind // Invalid unless set
 	}{
-		{"duplicate case ids", eval.SuiteSpec{ID: "bad", TemplateID: "default", Cases: []eval.Case{{ID: "x", Command: script("true")}, {ID: "x", Command: script("true")}}}, "spec.cases[1].id"},
-		{"no cases", eval.SuiteSpec{ID: "bad", TemplateID: "default"}, "spec.cases"},
-		{"unknown template", eval.SuiteSpec{ID: "bad", TemplateID: "nope", Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.template_id"},
-		{"unknown pool", eval.SuiteSpec{ID: "bad", PoolID: "nope", Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.pool_id"},
-		{"both", eval.SuiteSpec{ID: "bad", TemplateID: "default", PoolID: "p", Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.template_id"},
-		{"path leaves", eval.SuiteSpec{ID: "bad", TemplateID: "default", Cases: []eval.Case{{ID: "x", Command: script("true"), Files: map[string]eval.File{"../x": eval.Text("x")}}}}, "spec.cases[0].files[../x]"},
-		{"bad cron", eval.SuiteSpec{ID: "bad", TemplateID: "default", Schedule: &eval.Schedule{Cron: "61 * * * *"}, Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.schedule.cron"},
-		{"concurrency", eval.SuiteSpec{ID: "bad", TemplateID: "default", Concurrency: 1000, Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.concurrency"},
+		{"duplicate case ids", eval.SuiteSpec{ID: "bad", TemplateID: "default", Cases: []eval.Case{{ID: "x", Command: script("true")}, {ID: "x", Command: script("true")}}}, "spec.cases[1].id", 0},
+		{"no cases", eval.SuiteSpec{ID: "bad", TemplateID: "default"}, "spec.cases", 0},
+		{"unknown template", eval.SuiteSpec{ID: "bad", TemplateID: "nope", Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.template_id", errs.NotFound},
+		{"unknown pool", eval.SuiteSpec{ID: "bad", PoolID: "nope", Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.pool_id", errs.NotFound},
+		{"both", eval.SuiteSpec{ID: "bad", TemplateID: "default", PoolID: "p", Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.template_id", 0},
+		{"path leaves", eval.SuiteSpec{ID: "bad", TemplateID: "default", Cases: []eval.Case{{ID: "x", Command: script("true"), Files: map[string]eval.File{"../x": eval.Text("x")}}}}, "spec.cases[0].files[../x]", 0},
+		{"bad cron", eval.SuiteSpec{ID: "bad", TemplateID: "default", Schedule: &eval.Schedule{Cron: "61 * * * *"}, Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.schedule.cron", 0},
+		{"concurrency", eval.SuiteSpec{ID: "bad", TemplateID: "default", Concurrency: 1000, Cases: []eval.Case{{ID: "x", Command: script("true")}}}, "spec.concurrency", 0},
 	}
 	for _, c := range bad {
 		_, err := p.api.CreateSuite(ctx, c.spec)
+		kind := c.kind
+		if kind == errs.Other {
+			kind = errs.Invalid
+		}
 		var e *errs.Error
-		if !errs.Is(err, errs.Invalid) || !errors.As(err, &e) || e.Field != c.field {
-			t.Errorf("%s: create = %v; want invalid naming %s", c.name, err, c.field)
+		if !errs.Is(err, kind) || !errors.As(err, &e) || e.Field != c.field {
+			t.Errorf("%s: create = %v; want %s naming %s", c.name, err, kind, c.field)
 		}
 		if _, err := p.api.GetSuite(ctx, "bad"); !errs.Is(err, errs.NotFound) {
 			t.Errorf("%s: the suite exists after a refused create: %v", c.name, err)
