@@ -19,8 +19,15 @@
 //     through services, and NetworkPolicy primer-ws-1a2b for a template with
 //     network.egress deny_all.
 //
-// Every object carries the labels primer.dev/workspace, primer.dev/managed
-// and primer.dev/installation. The pod runs without a service account
+// Beside them, one NetworkPolicy per tenant (TenantPolicy), made by the
+// tenant's first workspace and left when its last goes, admits connections
+// to a tenant's pods only from the tenant's own pods and to the runtime's
+// port; the runtime's ingress firewall (--ingress=restrict) closes every
+// pod to other pods but on the runtime's port, on clusters whose network
+// plugin enforces no policy too.
+//
+// Every object carries the labels primer.dev/workspace, primer.dev/managed,
+// primer.dev/tenant and primer.dev/installation. The pod runs without a service account
 // token, without service links, with every capability dropped but a shell
 // user's few, no privilege escalation and the runtime's default seccomp
 // profile.
@@ -84,8 +91,9 @@ const (
 )
 
 // shellCaps are the capabilities a workspace keeps (see the container
-// backend); lockdownCaps are added for deny_all so the runtime can install
-// its firewall, and it drops them before it serves.
+// backend); lockdownCaps are added so the runtime can install its firewall
+// (ingress always, egress for deny_all), and it drops them before it
+// serves.
 var (
 	shellCaps    = []corev1.Capability{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}
 	lockdownCaps = []corev1.Capability{"NET_ADMIN", "SETPCAP"}
@@ -304,6 +312,9 @@ func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, m *Ma
 		return backend.Handle{}, err
 	}
 	m.Own(owner)
+	if err := b.ensureTenantPolicy(ctx, id, tenantOf(req)); err != nil {
+		return backend.Handle{}, err
+	}
 	if _, err := b.cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, m.PVC, metav1.CreateOptions{FieldManager: fieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return backend.Handle{}, b.apiErr(err, "workspace %s: create PVC", id)
 	}

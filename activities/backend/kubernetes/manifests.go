@@ -18,13 +18,14 @@ import (
 	"github.com/primerhq/primer/errs"
 )
 
-func (b *Backend) labels(id string, extra map[string]string) map[string]string {
+func (b *Backend) labels(id, tenant string, extra map[string]string) map[string]string {
 	l := map[string]string{}
 	for k, v := range extra {
 		l[k] = v
 	}
 	l[LabelWorkspace] = id
 	l[LabelManaged] = "true"
+	l[LabelTenant] = tenant
 	l["app.kubernetes.io/managed-by"] = "primer"
 	if b.opts.Installation != "" {
 		l[LabelInstallation] = b.opts.Installation
@@ -89,7 +90,7 @@ func (b *Backend) manifests(req backend.ProvisionRequest, op string) (Template, 
 		return t, nil, fmt.Errorf("workspace %s: %s: %w", id, op, err)
 	}
 	name := Name(id)
-	labels := b.labels(id, t.Labels)
+	labels := b.labels(id, tenantOf(req), t.Labels)
 	envNames := make([]string, 0, len(req.Env))
 	for k := range req.Env {
 		envNames = append(envNames, k)
@@ -173,14 +174,19 @@ func (b *Backend) statefulSet(id string, meta metav1.ObjectMeta, t Template, res
 	env = append(env, corev1.EnvVar{Name: tokenKey, ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: tokenKey},
 	}})
-	command := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + Workdir}
-	caps := shellCaps
+	// The runtime's own firewall, on every cluster and before any command
+	// runs, closes the pod to connections opened towards it but to the
+	// runtime's port: no other pod, another tenant's above all, reaches
+	// what the workspace serves (the tenant's NetworkPolicy says the same
+	// where the network plugin enforces policies). It needs lockdownCaps
+	// and drops them before it serves.
+	command := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + Workdir, "--ingress=restrict"}
+	caps := append(slices.Clone(shellCaps), lockdownCaps...)
 	if t.Network.Egress == EgressDenyAll {
 		// The NetworkPolicy closes egress where the network plugin
 		// enforces policies; the runtime's own firewall closes it on every
 		// cluster, before any command runs.
 		command = append(command, "--egress=deny")
-		caps = append(slices.Clone(shellCaps), lockdownCaps...)
 	}
 	limits := corev1.ResourceList{}
 	if res.hasCPULimit {
