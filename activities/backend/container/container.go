@@ -17,6 +17,12 @@
 // namespace, installed by the runtime before any command can run (see
 // runtime/PROTOCOL.md), so the workspace cannot open a connection to anything
 // outside itself, the host included.
+//
+// Tenants never share a network: a workspace with egress allowed joins its
+// tenant's own bridge network (TenantNetwork), and every workspace's runtime
+// admits connections only to its own port and from its tenant's network
+// (--ingress=restrict), which holds on engines that do not isolate their
+// networks from each other (Podman with netavark before 1.5).
 package container
 
 import (
