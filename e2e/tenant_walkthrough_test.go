@@ -133,20 +133,35 @@ func TestTenantReadmeWalkthrough(t *testing.T) {
 			t.Fatalf("primer serve after SIGTERM: %v, want exit status 0\n%s", p.cmd.ProcessState, serveLog.String())
 		}
 	}
-	primectl := func(stdin string, args ...string) string {
+	// run runs primectl with env from the working directory and fails
+	// the test unless it exits with code.
+	run := func(env []string, stdin string, code int, args ...string) (stdout, stderr string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "primectl", args...) // from PATH, as the README has it
 		cmd.Dir = wd
-		cmd.Env = ctlEnv
+		cmd.Env = env
 		cmd.Stdin = strings.NewReader(stdin)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("primectl %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out.String(), errOut.String())
+		err := cmd.Run()
+		got := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			got = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("primectl %s: %v", strings.Join(args, " "), err)
 		}
-		return out.String()
+		if got != code {
+			t.Fatalf("primectl %s: exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, out.String(), errOut.String())
+		}
+		return out.String(), errOut.String()
+	}
+	// primectl is the README's walkthrough: PRIMER_URL only, must succeed.
+	primectl := func(stdin string, args ...string) string {
+		t.Helper()
+		out, _ := run(ctlEnv, stdin, 0, args...)
+		return out
 	}
 	// primectl uses the PATH of its own environment, not the test's.
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -166,9 +181,7 @@ func TestTenantReadmeWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := models.ParseAPIKey(strings.TrimSpace(string(key))); err != nil {
-		t.Errorf("admin key file holds no api key: %v", err)
-	}
+	keyID(t, strings.TrimSpace(string(key)))
 
 	// Without a key the API refuses; the probes answer.
 	for _, c := range []struct {
@@ -226,6 +239,62 @@ func TestTenantReadmeWalkthrough(t *testing.T) {
 			t.Errorf("get -o yaml has no %q:\n%s", want, out)
 		}
 	}
+
+	// "Keys and tenants": a second user gets a key of its own from the
+	// admin, and sees nothing of the default tenant's with it, whether it
+	// comes from PRIMER_TOKEN or from the config file.
+	if out = primectl("", "tenant", "create", "team-a", "--description", "team A", "--max-workspaces", "10", "--max-cpu-cores", "16"); out != "tenant/team-a created\n" {
+		t.Errorf("tenant create printed %q", out)
+	}
+	out, errOut := run(ctlEnv, "", 0, "apikey", "create", "--tenant", "team-a", "--role", "member", "--name", "alice", "--ttl", "90d")
+	alice := strings.TrimSpace(out)
+	m = regexp.MustCompile(`^apikey/(key-[0-9a-f]+) created for tenant team-a, role member\. The key below is shown only this once: store it now\.\n$`).FindStringSubmatch(errOut)
+	if aliceID, err := models.ParseAPIKey(alice); err != nil || m == nil || m[1] != aliceID || out != alice+"\n" {
+		t.Fatalf("apikey create: stdout %q, stderr %q (%v); want the key alone on stdout", out, errOut, err)
+	}
+	aliceEnv := append(slices.Clone(ctlEnv), "PRIMER_TOKEN="+alice)
+	if out, _ = run(aliceEnv, "", 0, "list", "workspaces"); strings.Contains(out, id) {
+		t.Errorf("alice lists the default tenant's workspace:\n%s", out)
+	}
+	if _, errOut = run(aliceEnv, "", 1, "get", "workspace", id); !strings.Contains(errOut, "not found") {
+		t.Errorf("alice's get of the default tenant's workspace: %q, want not found", errOut)
+	}
+	confDir := filepath.Join(home, ".config", "primer")
+	if err := os.MkdirAll(confDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(confDir, "config.yaml")
+	if err := os.WriteFile(conf, []byte("url: "+url+"\ntoken: "+alice+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noURL := slices.DeleteFunc(slices.Clone(ctlEnv), func(kv string) bool { return strings.HasPrefix(kv, "PRIMER_URL=") })
+	run(noURL, "", 0, "list", "workspaces")
+	if _, errOut = run(noURL, "", 1, "get", "workspace", id); !strings.Contains(errOut, "not found") {
+		t.Errorf("get through the config file's key: %q, want not found", errOut)
+	}
+	if err := os.Remove(conf); err != nil {
+		t.Fatal(err)
+	}
+	keys := primectl("", "apikey", "list")
+	for _, want := range []string{keyID(t, strings.TrimSpace(string(key))), m[1], "alice", "team-a"} {
+		if !strings.Contains(keys, want) {
+			t.Errorf("apikey list has no %q:\n%s", want, keys)
+		}
+	}
+	audit := primectl("", "audit")
+	for _, want := range []string{"tenants.create", "apikeys.create", "workspaces.create", "workspaces.exec", "workspaces.files.update", "workspaces/" + id} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("audit has no %q:\n%s", want, audit)
+		}
+	}
+	for where, text := range map[string]string{"apikey list": keys, "audit": audit, "primer serve's log": serveLog.String()} {
+		for name, k := range map[string]string{"admin key": strings.TrimSpace(string(key)), "alice's key": alice} {
+			if strings.Contains(text, k) || strings.Contains(text, k[strings.LastIndex(k, ".")+1:]) {
+				t.Errorf("%s shows %s", where, name)
+			}
+		}
+	}
+
 	primectl("", "delete", "workspace", id, "--wait")
 	if got := status(t, url+"/v1/workspaces/"+id, "Bearer "+strings.TrimSpace(string(key))); got != http.StatusNotFound {
 		t.Errorf("GET the deleted workspace: %d, want 404", got)
@@ -252,16 +321,20 @@ func TestTenantReadmeWalkthrough(t *testing.T) {
 	if out = primectl("", "list", "workspaces"); strings.Contains(out, id) {
 		t.Errorf("list workspaces after restart shows the deleted workspace:\n%s", out)
 	}
+	keyIDs := regexp.MustCompile(`key-[0-9a-f]+`)
+	if out = primectl("", "apikey", "list"); !slices.Equal(keyIDs.FindAllString(out, -1), keyIDs.FindAllString(keys, -1)) {
+		t.Errorf("apikey list after restart:\n%s\nbefore:\n%s", out, keys)
+	}
 	stop(srv)
 
-	// The database holds exactly that one key, as a hash.
+	// The database holds exactly the admin key and alice's.
 	store, err := models.Open(context.Background(), models.Config{SQLitePath: filepath.Join(dataDir, "primer.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if n, err := store.CountAPIKeys(context.Background()); err != nil || n != 1 {
-		t.Errorf("api keys after two starts: %d (%v), want 1", n, err)
+	if n, err := store.CountAPIKeys(context.Background()); err != nil || n != 2 {
+		t.Errorf("api keys after two starts: %d (%v), want 2 (the first admin key and alice's)", n, err)
 	}
 	if strings.Contains(serveLog.String(), strings.TrimSpace(string(key))) {
 		t.Errorf("primer serve logged the admin key")
