@@ -91,12 +91,7 @@ var shellCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "S
 var lockdownCaps = []string{"NET_ADMIN", "SETPCAP"}
 
 // tenantOf is the request's tenant, the default one when it names none.
-func tenantOf(req backend.ProvisionRequest) string {
-	if req.TenantID == "" {
-		return models.DefaultTenantID
-	}
-	return req.TenantID
-}
+func tenantOf(req backend.ProvisionRequest) string { return orDefault(req.TenantID) }
 
 // Name returns the name of the container and the volume of a workspace.
 func Name(workspaceID string) string { return "primer-" + workspaceID }
@@ -136,7 +131,9 @@ type Backend struct {
 	locks  keylock.Map // workspace id
 	builds keylock.Map // runtime image key
 	nets   keylock.Map // tenant network name
-	ports  portSet     // host ports picked for Podman
+	// netUsers keeps tenant networks that provisions are joining.
+	netUsers netUsers
+	ports    portSet // host ports picked for Podman
 }
 
 var (
@@ -230,6 +227,15 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 		return backend.Handle{}, err
 	}
 	h, err := b.create(ctx, req, t, ref)
+	if err != nil && b.joinsTenantNetwork(t) && b.tenantNetworkGone(ctx, req.TenantID) {
+		// Another worker removed the tenant's network, empty at that
+		// moment, between its creation here and the container's start:
+		// make both again, once.
+		b.logger.Warn("tenant network removed while joining it; trying again", "workspace_id", req.WorkspaceID, "err", err)
+		if rerr := b.removeContainer(ctx, req.WorkspaceID); rerr == nil {
+			h, err = b.create(ctx, req, t, ref)
+		}
+	}
 	if err != nil {
 		// Leave nothing behind: a retry starts clean, a failure is final.
 		// A volume from before this call holds the workspace's files (a
@@ -248,6 +254,12 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	}
 	b.logger.Info("container started", "workspace_id", req.WorkspaceID, "container", name, "url", h.RuntimeURL, "template", t.String())
 	return h, nil
+}
+
+// joinsTenantNetwork reports whether a workspace of t joins its tenant's
+// network.
+func (b *Backend) joinsTenantNetwork(t Template) bool {
+	return b.cfg.Reachability.Kind != ReachNetwork && t.Network.Egress != EgressDenyAll
 }
 
 // keptVolume reports whether the workspace's volume exists already. One of
@@ -339,7 +351,8 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	switch {
 	case b.cfg.Reachability.Kind == ReachNetwork:
 		netName = b.cfg.Reachability.Network
-	case t.Network.Egress != EgressDenyAll:
+	case b.joinsTenantNetwork(t):
+		defer b.holdTenantNetwork(req.TenantID)()
 		var err error
 		if netName, admit, err = b.tenantNetwork(ctx, req.TenantID); err != nil {
 			return backend.Handle{}, fmt.Errorf("workspace %s: %w", id, err)
@@ -572,7 +585,12 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 		return err
 	}
 	defer unlock()
-	return b.remove(ctx, h.WorkspaceID)
+	tenant := b.tenantOfSandbox(ctx, h.WorkspaceID)
+	if err := b.remove(ctx, h.WorkspaceID); err != nil {
+		return err
+	}
+	b.dropTenantNetwork(ctx, tenant)
+	return nil
 }
 
 // Teardown implements backend.Keeper: it removes the container (stopping
@@ -585,9 +603,11 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 		return err
 	}
 	defer unlock()
+	tenant := b.tenantOfSandbox(ctx, h.WorkspaceID)
 	if err := b.removeContainer(ctx, h.WorkspaceID); err != nil {
 		return err
 	}
+	b.dropTenantNetwork(ctx, tenant)
 	b.logger.Info("container removed, volume kept", "workspace_id", h.WorkspaceID, "container", Name(h.WorkspaceID))
 	return nil
 }

@@ -44,6 +44,7 @@ type engine interface {
 	NetworkList(ctx context.Context, options dnetwork.ListOptions) ([]dnetwork.Summary, error)
 	NetworkInspect(ctx context.Context, networkID string, options dnetwork.InspectOptions) (dnetwork.Inspect, error)
 	NetworkCreate(ctx context.Context, name string, options dnetwork.CreateOptions) (dnetwork.CreateResponse, error)
+	NetworkRemove(ctx context.Context, networkID string) error
 
 	Close() error
 }

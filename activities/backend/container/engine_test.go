@@ -207,6 +207,20 @@ func (f *fakeEngine) NetworkCreate(_ context.Context, name string, o dnetwork.Cr
 	return dnetwork.CreateResponse{}, f.addNetwork(name, o.Labels)
 }
 
+// NetworkRemove removes a network NetworkCreate made.
+func (f *fakeEngine) NetworkRemove(_ context.Context, name string) error {
+	if err := f.record("NetworkRemove " + name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.nets[name]; !ok {
+		return cerrdefs.ErrNotFound
+	}
+	delete(f.nets, name)
+	return nil
+}
+
 func (f *fakeEngine) addNetwork(name string, labels map[string]string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

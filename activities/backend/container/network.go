@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"strings"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	dnetwork "github.com/docker/docker/api/types/network"
@@ -32,6 +33,91 @@ func TenantNetwork(installation, tenant string) string {
 	return "primer-" + installation + "-tenant-" + tenant
 }
 
+// netUsers counts, per tenant network, the provisions between making sure
+// the network exists and their container's start, so that removing an
+// empty network (dropTenantNetwork) never pulls it from under one of them.
+// A removal holds mu, so a provision that starts meanwhile waits for it and
+// then makes the network again.
+type netUsers struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// holdTenantNetwork keeps tenant's network from being removed by this
+// backend until release is called.
+func (b *Backend) holdTenantNetwork(tenant string) (release func()) {
+	name := TenantNetwork(b.opts.Installation, orDefault(tenant))
+	u := &b.netUsers
+	u.mu.Lock()
+	if u.n == nil {
+		u.n = map[string]int{}
+	}
+	u.n[name]++
+	u.mu.Unlock()
+	return func() {
+		u.mu.Lock()
+		if u.n[name]--; u.n[name] == 0 {
+			delete(u.n, name)
+		}
+		u.mu.Unlock()
+	}
+}
+
+// dropTenantNetwork removes tenant's network when no container is on it
+// and no provision of this backend is about to join it: a tenant's network
+// goes with its last workspace, so that engines do not run out of address
+// pools (Docker's default ones hold about 30 networks). Failing to remove
+// it is only logged: a network left behind costs a bridge, and the next
+// workspace of the tenant joins it. A provision of another worker that
+// finds its network removed between its creation and its container's start
+// makes it again (Provision).
+func (b *Backend) dropTenantNetwork(ctx context.Context, tenant string) {
+	if tenant == "" {
+		return
+	}
+	name := TenantNetwork(b.opts.Installation, tenant)
+	u := &b.netUsers
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.n[name] > 0 {
+		return
+	}
+	n, err := b.cli.NetworkInspect(ctx, name, dnetwork.InspectOptions{})
+	if err != nil || len(n.Containers) > 0 || n.Labels[LabelManaged] != "true" || n.Labels[LabelTenant] != tenant || n.Labels[LabelInstallation] != b.opts.Installation {
+		return
+	}
+	if err := b.cli.NetworkRemove(ctx, name); err != nil && !cerrdefs.IsNotFound(err) {
+		b.logger.Debug("tenant network not removed", "tenant", tenant, "network", name, "err", err)
+		return
+	}
+	b.logger.Info("tenant network removed with its last workspace", "tenant", tenant, "network", name)
+}
+
+// tenantNetworkGone reports whether tenant's network does not exist.
+func (b *Backend) tenantNetworkGone(ctx context.Context, tenant string) bool {
+	_, err := b.cli.NetworkInspect(ctx, TenantNetwork(b.opts.Installation, orDefault(tenant)), dnetwork.InspectOptions{})
+	return cerrdefs.IsNotFound(err)
+}
+
+// tenantOfSandbox reads the tenant label of the workspace's container, or
+// of its volume when the container is gone; "" when neither says.
+func (b *Backend) tenantOfSandbox(ctx context.Context, id string) string {
+	if info, err := b.cli.ContainerInspect(ctx, Name(id)); err == nil && info.Config != nil && info.Config.Labels[LabelWorkspace] == id {
+		return info.Config.Labels[LabelTenant]
+	}
+	if v, err := b.cli.VolumeInspect(ctx, Name(id)); err == nil && v.Labels[LabelWorkspace] == id {
+		return v.Labels[LabelTenant]
+	}
+	return ""
+}
+
+func orDefault(tenant string) string {
+	if tenant == "" {
+		return models.DefaultTenantID
+	}
+	return tenant
+}
+
 // tenantNetwork makes the tenant's network when it does not exist yet and
 // returns its name and peers: its subnets, which the workspace's runtime
 // admits connections from, but its gateways, behind which an engine that
@@ -42,9 +128,8 @@ func TenantNetwork(installation, tenant string) string {
 // other workers on the same engine: creation that fails because the network
 // appeared meanwhile is success. A network of that name that is not labelled
 // as the tenant's is a conflict: joining it could put the workspace beside
-// another tenant's. Tenant networks are not removed with their last
-// workspace (removing one would race with a provision joining it); an
-// empty one costs the engine a bridge and nothing else.
+// another tenant's. The caller holds the network (holdTenantNetwork) until
+// its container has started.
 func (b *Backend) tenantNetwork(ctx context.Context, tenant string) (string, peers, error) {
 	if tenant == "" {
 		tenant = models.DefaultTenantID

@@ -107,3 +107,41 @@ func TestIngressArgs(t *testing.T) {
 		t.Fatalf("ingressArgs(none) = %q", got)
 	}
 }
+
+// TestDropTenantNetwork checks an empty tenant network is removed, but not
+// while a provision of this backend is joining it, nor a network that is not
+// the tenant's.
+func TestDropTenantNetwork(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeEngine{}
+	b := fakeBackend(t, f)
+	if _, _, err := b.tenantNetwork(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	exists := func() bool {
+		_, err := f.NetworkInspect(ctx, "primer-tenant-acme", dnetwork.InspectOptions{})
+		return err == nil
+	}
+	release := b.holdTenantNetwork("acme")
+	b.dropTenantNetwork(ctx, "acme")
+	if !exists() {
+		t.Fatal("the network was removed while a provision held it")
+	}
+	release()
+	b.dropTenantNetwork(ctx, "other")
+	if !exists() {
+		t.Fatal("dropping another tenant's network removed acme's")
+	}
+	b.dropTenantNetwork(ctx, "acme")
+	if exists() {
+		t.Fatal("the idle network was not removed")
+	}
+	// A network of that name made by hand (no labels) stays.
+	if err := f.addNetwork("primer-tenant-acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	b.dropTenantNetwork(ctx, "acme")
+	if !exists() {
+		t.Fatal("a network that is not the tenant's was removed")
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	dnetwork "github.com/docker/docker/api/types/network"
+
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/backendtest"
 	"github.com/primerhq/primer/activities/backend/container"
@@ -33,16 +35,16 @@ func TestTenantsDoNotShareANetwork(t *testing.T) {
 		b := containertest.Backend(t, e)
 		suffix := strings.TrimPrefix(backendtest.NewID(t), "ws-")
 		tenantA, tenantB := "ta-"+suffix, "tb-"+suffix
-		// Registered first, so it runs after every workspace is destroyed.
+		// Registered first, so it runs after every workspace is destroyed:
+		// a network the test failed before removing is not left behind.
 		t.Cleanup(func() {
 			for _, tenant := range []string{tenantA, tenantB} {
-				if err := b.Client().NetworkRemove(context.Background(), container.TenantNetwork("", tenant)); err != nil {
-					t.Errorf("remove the network of tenant %s: %v", tenant, err)
-				}
+				_ = b.Client().NetworkRemove(context.Background(), container.TenantNetwork("", tenant))
 			}
 		})
 
 		type ws struct {
+			h  backend.Handle
 			c  *rtclient.Client
 			ip string
 		}
@@ -78,7 +80,7 @@ func TestTenantsDoNotShareANetwork(t *testing.T) {
 			if len(nets) != 1 || ep == nil || ep.IPAddress == "" {
 				t.Fatalf("container %s is on networks %v, want only %s with an address", id, nets, tnet)
 			}
-			w := ws{c: backendtest.Dial(ctx, t, b, h, token), ip: ep.IPAddress}
+			w := ws{h: h, c: backendtest.Dial(ctx, t, b, h, token), ip: ep.IPAddress}
 			// A persistent server (-ll) that answers each connection and
 			// closes it; ready once it answers on loopback.
 			run(w.c, "nc -ll -p "+listenPort+" -e true </dev/null >/dev/null 2>&1 &")
@@ -107,6 +109,28 @@ func TestTenantsDoNotShareANetwork(t *testing.T) {
 		for _, tt := range tests {
 			if got := probe(tt.from, tt.to); got != tt.want {
 				t.Errorf("%s: %s -> %s:%s is %s, want %s", tt.name, tt.from.ip, tt.to.ip, listenPort, got, tt.want)
+			}
+		}
+
+		// A tenant's network goes with its last workspace, not before.
+		exists := func(tenant string) bool {
+			_, err := b.Client().NetworkInspect(ctx, container.TenantNetwork("", tenant), dnetwork.InspectOptions{})
+			return err == nil
+		}
+		steps := []struct {
+			destroy      ws
+			wantA, wantB bool
+		}{
+			{a1, true, true},
+			{b1, true, false},
+			{a2, false, false},
+		}
+		for i, st := range steps {
+			if err := b.Destroy(ctx, st.destroy.h); err != nil {
+				t.Fatal(err)
+			}
+			if a, bb := exists(tenantA), exists(tenantB); a != st.wantA || bb != st.wantB {
+				t.Errorf("after destroy %d: network of tenant A exists %v, of B %v; want %v, %v", i+1, a, bb, st.wantA, st.wantB)
 			}
 		}
 	})
