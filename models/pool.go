@@ -29,13 +29,9 @@ func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
 		return err
 	}
 	p.TenantID = tenantOrDefault(p.TenantID)
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// The tenant first, as in CreateWorkspace: creates in one tenant
-		// take turns, so max_pools holds under concurrency.
-		q, err := lockQuota(tx, p.TenantID)
-		if err != nil {
-			return err
-		}
+	// The tenant first, as in CreateWorkspace: creates in one tenant with
+	// a quota take turns, so max_pools holds under concurrency.
+	err := s.inQuota(ctx, p.TenantID, func(tx *gorm.DB, q Quota) error {
 		if err := checkPoolQuota(tx, p.TenantID, q); err != nil {
 			return err
 		}

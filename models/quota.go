@@ -52,11 +52,51 @@ func tenantOrDefault(tenantID string) string {
 	return tenantID
 }
 
+// inQuota runs fn in a write transaction for a create in tenantID, with
+// the tenant's quota; fn checks it and inserts.
+//
+// A tenant without limits (the common case, the default tenant) costs one
+// read and no lock, so its creates do not queue behind each other. With
+// limits, the creates of the tenant take turns: first in this process (a
+// gate per tenant, waited for with ctx), then in the database, where the
+// transaction locks the tenant's row FOR UPDATE and re-reads the quota
+// (SQLite's single writer serialises anyway). The gate matters on
+// PostgreSQL: without it a burst of creates would fill the connection pool
+// with transactions waiting for the row lock, and the one holding it could
+// then starve for a connection GORM needs to prepare a statement.
+//
+// A quota set while creates are in flight applies to the creates that
+// start after it is stored.
+func (s *Store) inQuota(ctx context.Context, tenantID string, fn func(tx *gorm.DB, q Quota) error) error {
+	var ts []Tenant
+	if err := s.w.WithContext(ctx).Where("id = ?", tenantID).Limit(1).Find(&ts).Error; err != nil {
+		return err
+	}
+	if len(ts) == 0 || !ts[0].Quota.limited() {
+		return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return fn(tx, Quota{}) })
+	}
+	g, _ := s.quotaGates.LoadOrStore(tenantID, make(chan struct{}, 1))
+	gate := g.(chan struct{})
+	select {
+	case gate <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err() // the caller's writeError makes it Canceled or Timeout
+	}
+	defer func() { <-gate }()
+	return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q, err := lockQuota(tx, tenantID)
+		if err != nil {
+			return err
+		}
+		return fn(tx, q)
+	})
+}
+
 // lockQuota locks tenantID's row FOR UPDATE in tx and returns its quota, so
 // concurrent creates in one tenant take turns between reading the usage and
-// inserting (SQLite's single writer already does). A tenant without a row
-// has no quota: rows of a tenant being created or removed concurrently are
-// the tenants API's concern, not a limit.
+// inserting, across processes too. A tenant without a row has no quota:
+// rows of a tenant being created or removed concurrently are the tenants
+// API's concern, not a limit.
 func lockQuota(tx *gorm.DB, tenantID string) (Quota, error) {
 	var ts []Tenant
 	if err := tx.Clauses(forUpdate).Where("id = ?", tenantID).Limit(1).Find(&ts).Error; err != nil {
@@ -74,7 +114,7 @@ func (q Quota) limited() bool { return q != Quota{} }
 // checkWorkspaceQuota refuses w when adding it to tenantID's usage would
 // pass a quota: Exhausted naming the quota, its limit and the use. A tenant
 // limiting CPU (memory) refuses a workspace with no CPU (memory) limit,
-// which could take any amount. It must run in tx after lockQuota.
+// which could take any amount. It runs in inQuota's transaction.
 func checkWorkspaceQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace) error {
 	if !q.limited() {
 		return nil
@@ -103,7 +143,7 @@ func checkWorkspaceQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace) er
 }
 
 // checkPoolQuota refuses one more pool when tenantID holds MaxPools. It
-// must run in tx after lockQuota.
+// runs in inQuota's transaction.
 func checkPoolQuota(tx *gorm.DB, tenantID string, q Quota) error {
 	if q.MaxPools <= 0 {
 		return nil

@@ -3,11 +3,13 @@ package models
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/testenv"
 )
 
 // TestQuota runs the quota cases on SQLite and PostgreSQL.
@@ -205,5 +207,50 @@ func testQuotaTenantsApart(t *testing.T, ctx context.Context, s *Store) {
 	must(t, err)
 	if p.TenantID != DefaultTenantID {
 		t.Errorf("pool created with no tenant: TenantID %q, want %q", p.TenantID, DefaultTenantID)
+	}
+}
+
+// TestQuotaTwoProcesses holds a quota across two Stores on one database,
+// as two `primer serve` processes would: the in-process gate of each
+// cannot see the other's creates, so only the database's lock (the tenant
+// row FOR UPDATE on PostgreSQL, the single writer of a SQLite file) keeps
+// 50 concurrent creates to the 10 allowed. On PostgreSQL the creates also
+// outnumber the connection pool of each Store.
+func TestQuotaTwoProcesses(t *testing.T) {
+	for _, d := range []struct {
+		name string
+		url  func(t *testing.T) string
+	}{
+		{DialectSQLite, func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "primer.db") }},
+		{DialectPostgres, func(t *testing.T) string { return testenv.PostgresURL(t) }},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			ctx := t.Context()
+			url := d.url(t)
+			var stores [2]*Store
+			for i := range stores {
+				s, err := Open(ctx, Config{URL: url})
+				must(t, err)
+				t.Cleanup(func() { _ = s.Close() })
+				stores[i] = s
+			}
+			must(t, stores[0].CreateProvider(ctx, &Provider{ID: "p", Provider: BackendLocal}))
+			must(t, stores[0].CreateTemplate(ctx, &Template{ID: "t", ProviderID: "p"}))
+			must(t, stores[0].CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxWorkspaces: 10}}))
+			ok, failed := createConcurrently(50, func(i int) error {
+				return stores[i%2].CreateWorkspace(ctx, tenantWorkspace("acme", 0, 0))
+			})
+			if ok != 10 || len(failed) != 40 {
+				t.Fatalf("50 concurrent creates through two stores: %d ok, %d failed (%v); want 10 and 40", ok, len(failed), failed)
+			}
+			for _, err := range failed {
+				wantErr(t, err, errs.Exhausted, "tenant acme: quota max_workspaces: limit 10, in use 10")
+			}
+			u, err := stores[1].TenantUsage(ctx, "acme")
+			must(t, err)
+			if u.Workspaces != 10 {
+				t.Errorf("usage %+v, want 10 workspaces", u)
+			}
+		})
 	}
 }

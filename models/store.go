@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -37,6 +38,10 @@ type Store struct {
 	r       *gorm.DB
 	dialect string
 	log     *slog.Logger
+	// quotaGates holds one chan struct{} (capacity 1) per tenant id: the
+	// quota-checked creates of a tenant take turns in this process before
+	// they open a transaction (quota.go).
+	quotaGates sync.Map
 }
 
 // Row locks; the SQLite driver drops them (its writer is already exclusive).

@@ -48,18 +48,15 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	}
 	w.CreatedAt, w.UpdatedAt = storedTime(w.CreatedAt), storedTime(w.UpdatedAt)
 	w.TenantID = tenantOrDefault(w.TenantID)
-	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		// The tenant first: every create in a tenant takes this lock before
-		// any other, so two creates cannot both see room for one more.
-		q, err := lockQuota(tx, w.TenantID)
-		if err != nil {
-			return err
-		}
+	// The tenant first (inQuota): a create in a tenant with a quota takes
+	// its lock before any other, so two creates cannot both see room for
+	// one more.
+	err := s.inQuota(ctx, w.TenantID, func(tx *gorm.DB, q Quota) error {
 		if err := checkWorkspaceQuota(tx, w.TenantID, q, w); err != nil {
 			return err
 		}
 		var gens []int64
-		err = tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
+		err := tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
 		if err != nil {
 			return err
 		}
