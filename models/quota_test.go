@@ -34,8 +34,6 @@ func TestQuota(t *testing.T) {
 	}
 }
 
-func ctx0(t *testing.T) context.Context { return t.Context() }
-
 // tenantWorkspace is a new workspace of template t in tenant with limits.
 func tenantWorkspace(tenant string, cpu float64, mem int64) *Workspace {
 	w := newWorkspace("t", "p")
