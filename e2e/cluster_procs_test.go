@@ -1,0 +1,481 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/testenv"
+	"github.com/primerhq/primer/workflows"
+)
+
+// This file runs Primer scaled apart the way a deployment does: several
+// `primer serve --role api` and `--role worker` processes (the real binary,
+// so that one can be killed with SIGKILL) on one PostgreSQL and one real
+// Temporal cluster, in a Temporal namespace of the test's own so that
+// concurrent tests and runs never pick up each other's workflows.
+
+// temporalClusterEnv names the variable holding the frontend address of the
+// Temporal cluster the tests use (deploy/temporal, `make temporal-cluster-up`).
+const temporalClusterEnv = "PRIMER_TEST_TEMPORAL_ADDRESS"
+
+// clusterTemporal returns the Temporal cluster's frontend host:port, or skips
+// t (fails it in CI) when there is none.
+func clusterTemporal(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv(temporalClusterEnv)
+	if addr == "" {
+		testenv.Missing(t, "set %s=host:port of a Temporal cluster to run this test (`make temporal-cluster-up` starts one on PostgreSQL and prints PRIMER_TEMPORAL_ADDRESS; .ci/run does)", temporalClusterEnv)
+	}
+	return addr
+}
+
+// clusterNamespace registers a fresh namespace with Primer's search
+// attributes on the Temporal cluster at addr, waits until every service
+// serves it, and returns a client of it. The namespace is deleted when t
+// ends.
+func clusterNamespace(t *testing.T, addr string) (string, tclient.Client) {
+	t.Helper()
+	ctx := ctxT(t, 2*time.Minute)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	ns := "primer-e2e-" + strconv.FormatInt(time.Now().Unix(), 36) + "-" + hex.EncodeToString(b)
+
+	admin, err := tclient.DialContext(ctx, tclient.Options{HostPort: addr, Logger: quietSDK{}})
+	if err != nil {
+		t.Fatalf("connect to the Temporal cluster at %s: %v", addr, err)
+	}
+	defer admin.Close()
+	if _, err := admin.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        ns,
+		Description:                      "e2e " + t.Name(),
+		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	}); err != nil {
+		t.Fatalf("register namespace %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := tclient.DialContext(ctx, tclient.Options{HostPort: addr, Logger: quietSDK{}})
+		if err != nil {
+			t.Logf("delete namespace %s: %v", ns, err)
+			return
+		}
+		defer c.Close()
+		if _, err := c.OperatorService().DeleteNamespace(ctx, &operatorservice.DeleteNamespaceRequest{Namespace: ns}); err != nil {
+			t.Logf("delete namespace %s: %v", ns, err)
+		}
+	})
+	// Search attributes are per namespace with SQL visibility; the workflows
+	// set them at start, so they must be registered before any worker runs.
+	attrs := workflows.SearchAttributes()
+	pollUntil(t, ctx, "namespace "+ns+" registered", func() error {
+		_, err := admin.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+			Namespace: ns, SearchAttributes: attrs,
+		})
+		return err
+	})
+	c, err := tclient.DialContext(ctx, tclient.Options{HostPort: addr, Namespace: ns, Logger: quietSDK{}})
+	if err != nil {
+		t.Fatalf("connect to namespace %s: %v", ns, err)
+	}
+	t.Cleanup(c.Close)
+	// The frontend and history services learn of a namespace and its
+	// search attributes when their namespace caches refresh: a visibility
+	// query that names every attribute succeeds only after that.
+	var q []string
+	for name := range attrs {
+		q = append(q, name+" = 'x'")
+	}
+	pollUntil(t, ctx, "namespace "+ns+" served with its search attributes", func() error {
+		_, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(q, " AND ")})
+		return err
+	})
+	// History accepts a start that sets the attributes only once its own
+	// cache has the aliases (see temporalserver's namespaceRefreshWait).
+	time.Sleep(3 * time.Second)
+	return ns, c
+}
+
+// pollUntil calls f every 200ms until it succeeds or ctx ends.
+func pollUntil(t *testing.T, ctx context.Context, what string, f func() error) {
+	t.Helper()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// clusterConfig is what a test's Primer cluster is made of.
+type clusterConfig struct {
+	APIs, Workers int
+	// Probe is PRIMER_PROBE_INTERVAL.
+	Probe time.Duration
+}
+
+// primerCluster is one test's Primer scaled apart: API and worker
+// processes sharing a data dir (the local backend's root, and admin.key),
+// a PostgreSQL schema and a Temporal namespace.
+type primerCluster struct {
+	t         *testing.T
+	bin       string
+	env       []string // the settings every process shares
+	dataDir   string
+	root      string // the local backend's workspace root
+	namespace string
+	temporal  tclient.Client // of the namespace
+	key       string         // the first admin key
+	apis      []*clusterProc
+	workers   []*clusterProc
+}
+
+// clusterProc is one `primer serve --role <role>` child process.
+type clusterProc struct {
+	c    *primerCluster
+	role string
+	name string // api-0, worker-1, ...
+	url  string // the API's base URL (every role listens on its own port)
+	log  string
+	api  *client.Client // api role only
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan error // receives the exit once; nil once it was received
+}
+
+// startCluster starts cfg.APIs API replicas and cfg.Workers workers on the
+// Temporal cluster and a fresh PostgreSQL schema, and returns once every
+// API answers /readyz and every worker polls the namespace's task queue.
+func startCluster(t *testing.T, cfg clusterConfig) *primerCluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: runs without -short")
+	}
+	addr := clusterTemporal(t)
+	dbURL := testenv.PostgresURL(t)
+	ns, tc := clusterNamespace(t, addr)
+	dir := t.TempDir()
+	c := &primerCluster{
+		t:         t,
+		bin:       primerBinary(t),
+		dataDir:   filepath.Join(dir, "data"),
+		namespace: ns,
+		temporal:  tc,
+	}
+	c.root = filepath.Join(c.dataDir, "workspaces")
+	// The children take nothing of the test's own PRIMER_* settings.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PRIMER_") {
+			c.env = append(c.env, kv)
+		}
+	}
+	level := "info"
+	if os.Getenv("PRIMER_TEST_LOG") != "" {
+		level = "debug"
+	}
+	c.env = append(c.env,
+		"PRIMER_DATA_DIR="+c.dataDir,
+		"PRIMER_DATABASE_URL="+dbURL,
+		"PRIMER_TEMPORAL_ADDRESS="+addr,
+		"PRIMER_TEMPORAL_NAMESPACE="+ns,
+		"PRIMER_TEMPORAL_UI_PORT=-1",
+		"PRIMER_PROBE_INTERVAL="+cfg.Probe.String(),
+		"PRIMER_LOG_LEVEL="+level,
+	)
+	t.Cleanup(func() {
+		for _, p := range append(append([]*clusterProc{}, c.apis...), c.workers...) {
+			p.stop()
+		}
+		if t.Failed() {
+			for _, p := range append(append([]*clusterProc{}, c.apis...), c.workers...) {
+				p.dumpLog()
+			}
+		}
+	})
+	t.Logf("cluster: Temporal %s namespace %s, %d API, %d workers, probes every %s", addr, ns, cfg.APIs, cfg.Workers, cfg.Probe)
+
+	// The first API replica alone writes admin.key (the others find a key
+	// in the database and write none) before it listens.
+	begin := time.Now()
+	for i := range cfg.APIs {
+		c.apis = append(c.apis, c.newProc("api", i))
+	}
+	for i := range cfg.Workers {
+		c.workers = append(c.workers, c.newProc("worker", i))
+	}
+	if len(c.apis) > 0 {
+		c.apis[0].start()
+		c.apis[0].waitReady()
+	}
+	for _, p := range c.apis[1:] {
+		p.start()
+	}
+	for _, p := range c.workers {
+		p.start()
+	}
+	for _, p := range c.apis[1:] {
+		p.waitReady()
+	}
+	for _, p := range c.workers {
+		p.waitPolling()
+	}
+	t.Logf("cluster ready in %s", time.Since(begin).Round(time.Millisecond))
+	return c
+}
+
+func (c *primerCluster) newProc(role string, i int) *clusterProc {
+	name := role + "-" + strconv.Itoa(i)
+	return &clusterProc{
+		c:    c,
+		role: role,
+		name: name,
+		url:  "http://127.0.0.1:" + strconv.Itoa(freePort(c.t)),
+		log:  filepath.Join(filepath.Dir(c.dataDir), name+".log"),
+	}
+}
+
+// start starts the process; it returns at once.
+func (p *clusterProc) start() {
+	t := p.c.t
+	t.Helper()
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(logf, "---- primer serve --role %s starting at %s\n", p.role, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(p.c.bin, "serve", "--role", p.role)
+	cmd.Env = append(append([]string{}, p.c.env...), "PRIMER_ADDR="+strings.TrimPrefix(p.url, "http://"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start %s: %v", p.name, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		done <- err
+	}()
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+}
+
+// pid is the process id of the running process.
+func (p *clusterProc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
+// exited reports (once) whether the process has exited, and how.
+func (p *clusterProc) exited() (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done == nil {
+		return true, nil
+	}
+	select {
+	case err := <-p.done:
+		p.done = nil
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+// failedEarly ends the test when the process exited while it was coming
+// up: skipped when this `primer` has no --role yet, failed otherwise.
+func (p *clusterProc) failedEarly(err error) {
+	t := p.c.t
+	t.Helper()
+	out, _ := os.ReadFile(p.log)
+	if strings.Contains(string(out), "flag provided but not defined: -role") {
+		t.Skipf("primer serve has no --role flag yet (issue 14): cannot run API and workers apart")
+	}
+	p.dumpLog()
+	t.Fatalf("%s exited before it was ready: %v", p.name, err)
+}
+
+// waitReady waits until an API replica answers /readyz, and gives it a
+// client with the admin key.
+func (p *clusterProc) waitReady() {
+	t := p.c.t
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if gone, err := p.exited(); gone {
+			p.failedEarly(err)
+		}
+		if resp, err := http.Get(p.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if p.c.key == "" {
+					key, err := os.ReadFile(filepath.Join(p.c.dataDir, client.AdminKeyFile))
+					if err != nil {
+						t.Fatalf("read admin key: %v", err)
+					}
+					p.c.key = strings.TrimSpace(string(key))
+				}
+				p.api = client.New(p.url, client.WithPollInterval(200*time.Millisecond), client.WithToken(p.c.key))
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.dumpLog()
+	t.Fatalf("%s not ready within 2m", p.name)
+}
+
+// waitPolling waits until a worker polls the namespace's workflow and
+// activity task queues: the SDK's default identity starts with the pid.
+func (p *clusterProc) waitPolling() {
+	t := p.c.t
+	t.Helper()
+	ctx := ctxT(t, 2*time.Minute)
+	prefix := strconv.Itoa(p.pid()) + "@"
+	for {
+		if gone, err := p.exited(); gone {
+			p.failedEarly(err)
+		}
+		n := 0
+		for _, typ := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
+			resp, err := p.c.temporal.DescribeTaskQueue(ctx, workflows.TaskQueue, typ)
+			if err != nil {
+				continue
+			}
+			for _, pl := range resp.GetPollers() {
+				if strings.HasPrefix(pl.GetIdentity(), prefix) {
+					n++
+					break
+				}
+			}
+		}
+		if n == 2 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			p.dumpLog()
+			t.Fatalf("%s (pid %d) not polling task queue %s within 2m", p.name, p.pid(), workflows.TaskQueue)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// identity is the prefix of the Temporal worker identity of the process.
+func (p *clusterProc) identity() string { return strconv.Itoa(p.pid()) + "@" }
+
+// kill sends SIGKILL and waits until the process is gone.
+func (p *clusterProc) kill() {
+	t := p.c.t
+	t.Helper()
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.done = nil
+	p.mu.Unlock()
+	if done == nil {
+		return
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s: %v", p.name, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still running 30s after SIGKILL", p.name)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *clusterProc) stop() {
+	t := p.c.t
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.done = nil
+	p.mu.Unlock()
+	if done == nil {
+		return
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Errorf("stop %s: %v", p.name, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s after SIGTERM: %v, want exit status 0", p.name, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Errorf("%s did not stop within 60s of SIGTERM; killing it", p.name)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// dumpLog logs the last lines the process wrote.
+func (p *clusterProc) dumpLog() {
+	f, err := os.Open(p.log)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > 80 {
+		lines = lines[len(lines)-80:]
+	}
+	p.c.t.Logf("%s log (last %d lines):\n%s", p.name, len(lines), strings.Join(lines, "\n"))
+}
+
+// lastWorker returns the identity of the worker that completed the latest
+// workflow task of workflow wid (its current run): the worker whose cache
+// holds it.
+func (c *primerCluster) lastWorker(ctx context.Context, wid string) (string, error) {
+	resp, err := c.temporal.WorkflowService().GetWorkflowExecutionHistoryReverse(ctx,
+		&workflowservice.GetWorkflowExecutionHistoryReverseRequest{
+			Namespace:       c.namespace,
+			Execution:       &commonpb.WorkflowExecution{WorkflowId: wid},
+			MaximumPageSize: 100,
+		})
+	if err != nil {
+		return "", err
+	}
+	for _, e := range resp.GetHistory().GetEvents() {
+		if a := e.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+			return a.GetIdentity(), nil
+		}
+	}
+	return "", errs.E(errs.NotFound, "workflow %s: no completed workflow task in its last 100 events", wid)
+}
