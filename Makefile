@@ -21,7 +21,7 @@ NORACE    ?= /e2e$$|/activities/backend/(container|kubernetes)(/|$$)|/cmd/primer
 RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
 OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 
-.PHONY: all build run test test-short bench lint vet workflowcheck staticcheck fmt-check tidy-check fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image
+.PHONY: all build run test test-short bench lint vet workflowcheck staticcheck fmt-check tidy-check fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
 
 all: build
 
@@ -66,6 +66,14 @@ k8s-runtime-image: build
 ## test-cluster-down: stop the test cluster and undo what test-cluster-up did to the host.
 test-cluster-down:
 	bash deploy/k8s/cluster.sh down
+
+## temporal-cluster-up: a real Temporal cluster (its own process, PostgreSQL persistence and visibility; deploy/temporal/README.md), built once per version into ~/.cache/primer-temporal. Prints PRIMER_TEMPORAL_ADDRESS=host:port.
+temporal-cluster-up:
+	GO=$(GO) bash deploy/temporal/cluster.sh up
+
+## temporal-cluster-down: stop the Temporal cluster (its databases stay).
+temporal-cluster-down:
+	bash deploy/temporal/cluster.sh down
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -15,11 +15,33 @@ import (
 	"github.com/primerhq/primer/errs"
 )
 
+// Role says which parts of Primer one `primer serve` process runs
+// (--role, PRIMER_ROLE).
+type Role string
+
+// The roles. RoleAPI and RoleWorker split one installation into processes
+// scaled apart; they share one PostgreSQL and one external Temporal cluster.
+const (
+	// RoleAll runs the API and the worker in one process: the default, and
+	// the only role the embedded Temporal server and SQLite allow.
+	RoleAll Role = "all"
+	// RoleAPI runs the Gin API only: it starts and signals workflows and
+	// reaches runtimes for exec and files, but runs no workflow or activity.
+	RoleAPI Role = "api"
+	// RoleWorker runs the Temporal worker (workflows, activities, backends)
+	// and the background workflows; on its address it serves only
+	// /healthz, /readyz and /metrics.
+	RoleWorker Role = "worker"
+)
+
 // Config is the configuration of `primer serve`. Each field is a flag and an
 // environment variable (see cmd/primer). Zero fields take their defaults in
 // Defaults, the one place defaults live.
 type Config struct {
-	// Addr is the API's listen address (PRIMER_ADDR).
+	// Role is which parts this process runs (PRIMER_ROLE); default RoleAll.
+	Role Role
+	// Addr is the API's listen address (PRIMER_ADDR); a worker serves its
+	// health and metrics endpoints there.
 	Addr string
 	// DataDir holds the SQLite database, the embedded Temporal database and
 	// local workspaces (PRIMER_DATA_DIR).
@@ -68,6 +90,9 @@ type Config struct {
 
 // Defaults fills zero fields with their defaults.
 func (c *Config) Defaults() {
+	if c.Role == "" {
+		c.Role = RoleAll
+	}
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8080"
 	}
@@ -108,6 +133,24 @@ func (c *Config) Defaults() {
 
 // Validate checks the configuration after Defaults.
 func (c *Config) Validate() error {
+	switch c.Role {
+	case RoleAll, RoleAPI, RoleWorker:
+	default:
+		return errs.Field("role", "role %q: want all, api or worker", c.Role)
+	}
+	if c.Role != RoleAll {
+		// Each process would start its own embedded server on its own
+		// SQLite file: their workflows would never meet. And SQLite is one
+		// machine's file, not a database processes on several share.
+		if c.TemporalAddress == "" {
+			return errs.Field("temporal_address",
+				"role %s needs an external Temporal cluster: set PRIMER_TEMPORAL_ADDRESS (deploy/temporal/cluster.sh up starts one); the embedded server serves only --role all", c.Role)
+		}
+		if !isPostgres(c.DatabaseURL) {
+			return errs.Field("database_url",
+				"role %s needs PostgreSQL that every process shares: set PRIMER_DATABASE_URL=postgres://...; SQLite serves only --role all", c.Role)
+		}
+	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return errs.Field("addr", "addr %q: %v", c.Addr, err)
 	}
@@ -118,8 +161,7 @@ func (c *Config) Validate() error {
 		}
 		c.DataDir = abs
 	}
-	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
-		!strings.HasPrefix(c.DatabaseURL, "postgresql://") && !strings.HasPrefix(c.DatabaseURL, "sqlite://") {
+	if c.DatabaseURL != "" && !isPostgres(c.DatabaseURL) && !strings.HasPrefix(c.DatabaseURL, "sqlite://") {
 		return errs.Field("database_url", "database url must start with postgres://, postgresql:// or sqlite://")
 	}
 	if c.ProbeInterval < 10*time.Millisecond {
@@ -139,6 +181,11 @@ func (c *Config) Validate() error {
 		return errs.Field("max_file_bytes", "max file bytes must be positive")
 	}
 	return nil
+}
+
+// isPostgres says whether url names a PostgreSQL database.
+func isPostgres(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
 }
 
 func defaultDataDir() string {

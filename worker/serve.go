@@ -87,8 +87,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	if err := s.store.EnsureDefaults(ctx, cfg.LocalRoot); err != nil {
 		return nil, fmt.Errorf("create defaults: %w", err)
 	}
-	if err := s.ensureAdminKey(ctx); err != nil {
-		return nil, err
+	if cfg.Role != RoleWorker {
+		// Only a process that serves the API makes the first key: it is
+		// the one whose data dir an operator looks in.
+		if err := s.ensureAdminKey(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	hostPort := cfg.TemporalAddress
@@ -106,6 +110,17 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		}
 		hostPort = s.temporal.FrontendAddress()
 		logger.Info("embedded temporal started", "frontend", hostPort, "ui", s.temporal.UIAddress())
+	} else if cfg.Role != RoleAPI {
+		// The workflows upsert Primer's search attributes: a cluster Primer
+		// did not start gets the missing ones from its workers. The
+		// namespace itself is the operator's (retention, archival).
+		if err := temporalserver.PrepareExternal(ctx, hostPort, temporalserver.Config{
+			Namespace:        cfg.TemporalNamespace,
+			SearchAttributes: workflows.SearchAttributes(),
+			Logger:           logger,
+		}, false); err != nil {
+			return nil, err
+		}
 	}
 	s.client, err = client.DialContext(ctx, client.Options{
 		HostPort:  hostPort,
@@ -158,46 +173,56 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		Lifecycle: starter,
 	}
 
-	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{
-		MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
-		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
-		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
-		MaxConcurrentWorkflowTaskPollers:        8,
-		MaxConcurrentActivityTaskPollers:        8,
-		// On SIGTERM, running activities get this long to finish before
-		// they are cancelled; what is cut short is retried after its
-		// heartbeat timeout, by this worker after a restart or another.
-		WorkerStopTimeout: 10 * time.Second,
-		// A delete cancels a running provisioning, replacement or reset;
-		// the cancellation reaches the activity in the answer to a
-		// heartbeat, which the SDK would otherwise hold back for up to 16 s.
-		MaxHeartbeatThrottleInterval: activities.CancelCheckInterval,
-	})
-	workflows.Register(s.worker, acts)
-	if err := s.worker.Start(); err != nil {
-		return nil, fmt.Errorf("start worker: %w", err)
-	}
-	if err := s.startBackground(ctx, starter); err != nil {
-		return nil, err
+	// The API role runs no worker: it starts and signals workflows that
+	// the workers run, and reaches runtimes itself for exec and files.
+	if cfg.Role != RoleAPI {
+		s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{
+			MaxConcurrentActivityExecutionSize:      cfg.WorkerConcurrency,
+			MaxConcurrentLocalActivityExecutionSize: cfg.WorkerConcurrency,
+			MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerConcurrency,
+			MaxConcurrentWorkflowTaskPollers:        8,
+			MaxConcurrentActivityTaskPollers:        8,
+			// On SIGTERM, running activities get this long to finish before
+			// they are cancelled; what is cut short is retried after its
+			// heartbeat timeout, by this worker after a restart or another.
+			WorkerStopTimeout: 10 * time.Second,
+			// A delete cancels a running provisioning, replacement or reset;
+			// the cancellation reaches the activity in the answer to a
+			// heartbeat, which the SDK would otherwise hold back for up to 16 s.
+			MaxHeartbeatThrottleInterval: activities.CancelCheckInterval,
+		})
+		workflows.Register(s.worker, acts)
+		if err := s.worker.Start(); err != nil {
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+		if err := s.startBackground(ctx, starter); err != nil {
+			return nil, err
+		}
 	}
 
-	handler, err := api.New(api.Config{
-		Store:        s.store,
-		Temporal:     s.client,
-		Starter:      starter,
-		Connector:    conn,
-		Backends:     registry,
-		Metrics:      m,
-		Logger:       logger,
-		MaxFileBytes: cfg.MaxFileBytes,
-		OpenAccess:   cfg.OpenAccess,
-		Ready: func(ctx context.Context) error {
-			_, err := s.client.CheckHealth(ctx, &client.CheckHealthRequest{})
-			return err
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("build api: %w", err)
+	ready := func(ctx context.Context) error {
+		_, err := s.client.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}
+	var handler http.Handler
+	if cfg.Role != RoleWorker {
+		handler, err = api.New(api.Config{
+			Store:        s.store,
+			Temporal:     s.client,
+			Starter:      starter,
+			Connector:    conn,
+			Backends:     registry,
+			Metrics:      m,
+			Logger:       logger,
+			MaxFileBytes: cfg.MaxFileBytes,
+			OpenAccess:   cfg.OpenAccess,
+			Ready:        ready,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("build api: %w", err)
+		}
+	} else {
+		handler = opsHandler(s.store, m, ready)
 	}
 	s.listener, err = net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -205,7 +230,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.serveErr <- s.http.Serve(s.listener) }()
-	logger.Info("primer serving", "addr", s.listener.Addr().String(), "data_dir", cfg.DataDir)
+	logger.Info("primer serving", "role", cfg.Role, "addr", s.listener.Addr().String(), "data_dir", cfg.DataDir)
 	return s, nil
 }
 

@@ -1,5 +1,6 @@
 // Command primer runs the Primer platform: `primer serve` starts the API, the
-// Temporal worker and, on embedded defaults, the Temporal server and web UI.
+// Temporal worker and, on embedded defaults, the Temporal server and web UI;
+// `--role api|worker` runs one half, against an external Temporal cluster.
 package main
 
 import (
@@ -19,6 +20,8 @@ import (
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/kubernetes"
 	"github.com/primerhq/primer/worker"
+	"github.com/primerhq/primer/worker/temporalserver"
+	"github.com/primerhq/primer/workflows"
 )
 
 func main() {
@@ -28,17 +31,21 @@ func main() {
 			os.Exit(serve(os.Args[2:]))
 		case "runtime-image":
 			os.Exit(runtimeImage(os.Args[2:]))
+		case "temporal-setup":
+			os.Exit(temporalSetup(os.Args[2:]))
 		}
 	}
 	fmt.Fprintln(os.Stderr, "usage: primer serve [flags]            run the platform (primer serve -h for flags)")
+	fmt.Fprintln(os.Stderr, "       primer temporal-setup [flags]   register the namespace and search attributes on an external Temporal cluster")
 	fmt.Fprintln(os.Stderr, "       primer runtime-image -o FILE    write the Kubernetes runtime image as a docker-archive")
 	os.Exit(2)
 }
 
 func serve(args []string) int {
 	var cfg worker.Config
-	var level string
+	var level, role string
 	fs := flag.NewFlagSet("primer serve", flag.ContinueOnError)
+	fs.StringVar(&role, "role", env("PRIMER_ROLE", "all"), "all (API and worker), api or worker; api and worker need PRIMER_TEMPORAL_ADDRESS and PostgreSQL (PRIMER_ROLE)")
 	fs.StringVar(&cfg.Addr, "addr", env("PRIMER_ADDR", "127.0.0.1:8080"), "API listen address (PRIMER_ADDR)")
 	fs.StringVar(&cfg.DataDir, "data-dir", env("PRIMER_DATA_DIR", ""), "data directory (PRIMER_DATA_DIR; default ~/.local/share/primer)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", env("PRIMER_DATABASE_URL", ""), "empty for SQLite in the data dir, or postgres://... (PRIMER_DATABASE_URL)")
@@ -56,6 +63,7 @@ func serve(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	cfg.Role = worker.Role(role)
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		fmt.Fprintf(os.Stderr, "primer: log level %q: %v\n", level, err)
@@ -70,7 +78,11 @@ func serve(args []string) int {
 		logger.Error("primer serve failed to start", "error", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "primer API:        %s\n", srv.URL())
+	if cfg.Role == worker.RoleWorker {
+		fmt.Fprintf(os.Stderr, "primer worker:     %s (/healthz, /readyz, /metrics)\n", srv.URL())
+	} else {
+		fmt.Fprintf(os.Stderr, "primer API:        %s\n", srv.URL())
+	}
 	if ui := srv.TemporalUIAddress(); ui != "" {
 		fmt.Fprintf(os.Stderr, "Temporal web UI:   %s\n", ui)
 	}
@@ -81,6 +93,39 @@ func serve(args []string) int {
 	}
 	if err != nil {
 		logger.Error("primer serve", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// temporalSetup readies an external Temporal cluster for Primer: it
+// registers the namespace when it is missing and adds Primer's search
+// attributes. deploy/temporal/cluster.sh runs it; on a cluster of one's own
+// it is run once (workers add missing search attributes at every start,
+// but leave creating the namespace to its operator).
+func temporalSetup(args []string) int {
+	fs := flag.NewFlagSet("primer temporal-setup", flag.ContinueOnError)
+	addr := fs.String("temporal-address", env("PRIMER_TEMPORAL_ADDRESS", ""), "Temporal frontend host:port (PRIMER_TEMPORAL_ADDRESS; required)")
+	ns := fs.String("temporal-namespace", env("PRIMER_TEMPORAL_NAMESPACE", "default"), "namespace (PRIMER_TEMPORAL_NAMESPACE)")
+	retention := fs.Duration("retention", 72*time.Hour, "how long closed workflows are kept, when the namespace is created")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *addr == "" || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: primer temporal-setup --temporal-address HOST:PORT [--temporal-namespace NS] [--retention 72h]")
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := temporalserver.PrepareExternal(ctx, *addr, temporalserver.Config{
+		Namespace:        *ns,
+		Retention:        *retention,
+		SearchAttributes: workflows.SearchAttributes(),
+		Logger:           logger,
+	}, true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "primer temporal-setup:", err)
 		return 1
 	}
 	return 0

@@ -124,3 +124,20 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// TemporalAddressEnv names the variable holding the frontend address of an
+// external Temporal cluster the tests may use (deploy/temporal).
+const TemporalAddressEnv = "PRIMER_TEST_TEMPORAL_ADDRESS"
+
+// TemporalAddress returns the host:port of the external Temporal cluster of
+// PRIMER_TEST_TEMPORAL_ADDRESS, or skips t (fails it in CI) without one.
+// The cluster is shared: tests keep apart by their own workflow ids, task
+// queue pollers and PostgreSQL schemas, not by namespace.
+func TemporalAddress(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv(TemporalAddressEnv)
+	if addr == "" {
+		Missing(t, "set %s=host:port to run this test on a real Temporal cluster: `make temporal-cluster-up` starts one on PostgreSQL and prints the address (.ci/run does)", TemporalAddressEnv)
+	}
+	return addr
+}
