@@ -110,10 +110,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		}
 		hostPort = s.temporal.FrontendAddress()
 		logger.Info("embedded temporal started", "frontend", hostPort, "ui", s.temporal.UIAddress())
-	} else if cfg.Role != RoleAPI {
-		// The workflows upsert Primer's search attributes: a cluster Primer
-		// did not start gets the missing ones from its workers. The
-		// namespace itself is the operator's (retention, archival).
+	} else {
+		// Workflows start with Primer's search attributes and upsert them:
+		// a cluster Primer did not start gets the missing ones from
+		// whichever process starts first, API or worker. The namespace
+		// itself is the operator's (retention, archival).
 		if err := temporalserver.PrepareExternal(ctx, hostPort, temporalserver.Config{
 			Namespace:        cfg.TemporalNamespace,
 			SearchAttributes: workflows.SearchAttributes(),

@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -131,8 +136,9 @@ const TemporalAddressEnv = "PRIMER_TEST_TEMPORAL_ADDRESS"
 
 // TemporalAddress returns the host:port of the external Temporal cluster of
 // PRIMER_TEST_TEMPORAL_ADDRESS, or skips t (fails it in CI) without one.
-// The cluster is shared: tests keep apart by their own workflow ids, task
-// queue pollers and PostgreSQL schemas, not by namespace.
+// The cluster is shared by every test of a run: a test that runs Primer's
+// workers on it takes a namespace of its own (TemporalNamespace), so no
+// other test's worker picks up its workflows.
 func TemporalAddress(t testing.TB) string {
 	t.Helper()
 	addr := os.Getenv(TemporalAddressEnv)
@@ -141,3 +147,56 @@ func TemporalAddress(t testing.TB) string {
 	}
 	return addr
 }
+
+// TemporalNamespace registers a fresh namespace on the external Temporal
+// cluster (TemporalAddress; skips or fails without one) and returns the
+// address and the namespace, which is deleted when t ends. Primer adds its
+// search attributes to it at start. It returns once the cluster serves the
+// namespace (its services' namespace caches have it).
+func TemporalNamespace(t testing.TB) (address, namespace string) {
+	t.Helper()
+	address = TemporalAddress(t)
+	namespace = "primer-test-" + strconv.FormatInt(time.Now().Unix(), 10) + "-" + randomHex(4)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := client.DialContext(ctx, client.Options{HostPort: address, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatalf("connect to Temporal at %s (%s): %v", address, TemporalAddressEnv, err)
+	}
+	t.Cleanup(c.Close)
+	_, err = c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        namespace,
+		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+	})
+	if err != nil {
+		t.Fatalf("register namespace %s: %v", namespace, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := c.OperatorService().DeleteNamespace(ctx, &operatorservice.DeleteNamespaceRequest{Namespace: namespace}); err != nil {
+			t.Logf("delete namespace %s: %v", namespace, err)
+		}
+	})
+	// The operator service answers from the namespace cache, which learns
+	// of a new namespace at its next refresh (2 s).
+	for {
+		_, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+		if err == nil {
+			return address, namespace
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("namespace %s: not served within a minute: %v", namespace, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// quietLogger drops the Temporal SDK's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
