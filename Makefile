@@ -63,6 +63,20 @@ k8s-runtime-image: build
 	$(BIN)/primer runtime-image -o $(BIN)/primer-runtime-image.tar --runtime-binary $(BIN)/primer-runtime
 	bash deploy/k8s/cluster.sh import $(BIN)/primer-runtime-image.tar
 
+.PHONY: image-primer k8s-primer-image k8s-deploy-test
+
+## image-primer: Primer's own image, primer/primer:<digest of bin/primer and bin/primer-runtime>, built into Docker without a registry on primer/python:1.0 (`make images`); skipped when built.
+image-primer: build
+	bash deploy/images/primer-image.sh
+
+## k8s-primer-image: Primer's image imported into the test cluster (after test-cluster-up); skipped when it has it.
+k8s-primer-image: build
+	bash deploy/images/primer-image.sh --import
+
+## k8s-deploy-test: Primer deployed into the test cluster (deploy/kubernetes/overlays/test) and driven through its Service: e2e TestKubernetesDeploy.
+k8s-deploy-test: k8s-runtime-image k8s-primer-image
+	KUBECONFIG=$${KUBECONFIG:-/var/lib/primer-k8s/admin.kubeconfig} $(GO) test -count=1 -timeout 20m -run '^TestKubernetesDeploy$$' -v ./e2e/
+
 ## test-cluster-down: stop the test cluster and undo what test-cluster-up did to the host.
 test-cluster-down:
 	bash deploy/k8s/cluster.sh down
