@@ -15,7 +15,8 @@
 # (e2e/kubernetes_deploy_test.go) reads it, and to stdout.
 #
 # bin/primer is stripped of its debug information in the image (243 MB to
-# about 150), the build's binary is left as it is. primer-runtime goes in
+# 173; binutils' strip, when there is one), the build's binary is left as
+# it is. primer-runtime goes in
 # unchanged: the Kubernetes backend names its runtime image after the
 # runtime binary's digest, which `make k8s-runtime-image` imports.
 set -euo pipefail
@@ -54,7 +55,7 @@ else
 	log "building $ref on $BASE"
 	ctx="$(mktemp -d)"
 	trap 'rm -rf "$ctx"' EXIT
-	strip -o "$ctx/primer" bin/primer
+	if command -v strip >/dev/null; then strip -o "$ctx/primer" bin/primer; else cp bin/primer "$ctx/primer"; fi
 	cp bin/primer-runtime "$ctx/primer-runtime"
 	# The legacy builder, as deploy/images/build.sh uses: no BuildKit needed.
 	if ! out="$(DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE=$BASE" -f "$DOCKERFILE" -t "$ref" "$ctx" 2>&1)"; then
