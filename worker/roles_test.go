@@ -108,6 +108,10 @@ func TestRolesOnTemporalCluster(t *testing.T) {
 	if ws, err = api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
 		t.Fatalf("workspace %s: %v", ws.ID, err)
 	}
+	res, err := api.Exec(ctx, apiclient.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", "echo split; exit 2"}})
+	if err != nil || res.ExitCode != 2 || res.Stdout != "split\n" {
+		t.Errorf("exec through the api role = %+v, %v; want exit 2, stdout %q", res, err, "split\n")
+	}
 	if _, err := api.DeleteWorkspace(ctx, ws.ID); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
