@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -57,6 +58,13 @@ type Activities struct {
 	// Lifecycle creates and deletes pool workspaces; nil leaves pools
 	// untended (ReconcilePool fails).
 	Lifecycle Lifecycle
+	// Prober watches healthy workspaces for their workflows; nil keeps
+	// every probe in the workflow (a probe asked to watch says it does not).
+	Prober *Prober
+	// proberMu guards lazyProber, the worker's Prober started at the
+	// first watch when Prober is nil (prober_worker.go).
+	proberMu   sync.Mutex
+	lazyProber *Prober
 	// HTTPClient delivers webhooks (default http.DefaultClient with a
 	// per-call timeout).
 	HTTPClient *http.Client
@@ -90,6 +98,9 @@ type ProbeInput struct {
 	// Lifetime asks for the workspace's lifetime deadlines in the output
 	// (workflow version vLifetime and later).
 	Lifetime bool
+	// Watch, when set, hands the workspace to the worker's Prober if the
+	// probe hits (workflow version vLiveness and later; prober.go).
+	Watch *WatchRequest `json:",omitempty"`
 }
 
 // ProbeOutput says whether the runtime answered and, on a miss, why not.
@@ -98,6 +109,10 @@ type ProbeOutput struct {
 	Reason string
 	// Lifetime is the workspace's deadlines as stored, when asked for.
 	Lifetime *Lifetime `json:",omitempty"`
+	// Watched is true when the probe was asked to watch, hit, and the
+	// worker's Prober now watches the workspace: the workflow may sleep on
+	// its backstop.
+	Watched bool `json:",omitempty"`
 }
 
 // SetPhaseInput is a phase change of a workspace.

@@ -349,6 +349,18 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, err
 	if in.Lifetime && ws != nil {
 		out.Lifetime = lifetimeOf(ws)
 	}
+	if in.Watch != nil {
+		if p := a.proberFor(ctx); p != nil {
+			if hit {
+				watched := in
+				watched.Watch = nil
+				out.Watched = p.Watch(watched, *in.Watch, time.Now(), out.Lifetime)
+			} else {
+				// The workflow counts this miss and probes on its own again.
+				p.Unwatch(in.WorkspaceID)
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -106,7 +106,12 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
 		// Calls keep it alive past its idle timeout...
 		busyUntil := time.Now().Add(5 * time.Second)
+		// last is taken before each call, which moves the deadline to its
+		// own time plus the idle timeout, so that it is no later than the
+		// moment the deadline counts from.
+		var last time.Time
 		for time.Now().Before(busyUntil) {
+			last = time.Now()
 			exec(ws.ID)
 			if _, err := api.GetWorkspace(ctx, ws.ID); err != nil {
 				t.Fatalf("workspace gone while in use: %v", err)
@@ -114,7 +119,6 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			time.Sleep(500 * time.Millisecond) // the cadence of a busy client, not a wait for a result
 		}
 		// ...and it goes once they stop.
-		last := time.Now()
 		lived := waitGoneWithin(t, api, ws.ID, last, 3*time.Second-200*time.Millisecond, time.Minute)
 		expiredEvent(t, api, ws.ID, models.ReasonIdle)
 		t.Logf("idle 3s: gone %s after the last call", lived.Round(time.Millisecond))

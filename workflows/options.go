@@ -41,6 +41,10 @@ const (
 	// SignalReturn gives a leased pool workspace back: it is reset and
 	// returns to its pool, or is replaced. Its payload is a ReturnSignal.
 	SignalReturn = "return"
+	// SignalLiveness is the worker's Prober telling a workspace workflow
+	// that its watched workspace's state must change; its payload is an
+	// activities.LivenessSignal (liveness.go).
+	SignalLiveness = activities.LivenessSignalName
 	// QueryState returns the workflow's WorkspaceState.
 	QueryState = "state"
 )
@@ -56,6 +60,11 @@ const (
 	// HitsToRecover is how many consecutive probe hits move a failed
 	// workspace back to running.
 	HitsToRecover = 3
+	// BackstopProbes is how many probe intervals a workflow whose workspace
+	// the worker's Prober watches sleeps before it probes (and renews the
+	// watch) itself (version vLiveness): it bounds how long a workspace
+	// goes unwatched after its worker died.
+	BackstopProbes = 10
 	// ProbesPerRun bounds the probes in one workflow run before it continues
 	// as new, keeping each run's history small (about 6 events per probe).
 	ProbesPerRun = 200

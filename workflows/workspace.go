@@ -145,6 +145,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 		deleteCh:  workflow.GetSignalChannel(ctx, SignalDelete),
 		recoverCh: workflow.GetSignalChannel(ctx, SignalRecover),
 		returnCh:  workflow.GetSignalChannel(ctx, SignalReturn),
+		liveCh:    workflow.GetSignalChannel(ctx, SignalLiveness),
 		log:       workflow.GetLogger(ctx),
 	}
 	if w.interval <= 0 {
@@ -185,6 +186,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 	} else {
 		w.interrupt = workflow.GetVersion(ctx, versionInterrupt, workflow.DefaultVersion, vInterrupt)
 		w.life.version = workflow.GetVersion(ctx, versionLifetime, workflow.DefaultVersion, vLifetime)
+		w.liveness = workflow.GetVersion(ctx, versionLiveness, workflow.DefaultVersion, vLiveness)
 		err = w.run(ctx)
 	}
 	return WorkspaceOutput{State: w.st}, err
@@ -196,12 +198,19 @@ type workspace struct {
 	version   workflow.Version
 	interrupt workflow.Version // of change versionInterrupt (interrupt.go)
 	life      lifetime         // deadlines, from version vLifetime (lifetime.go)
+	liveness  workflow.Version // of change versionLiveness (liveness.go)
+	// watched is set while the worker's Prober watches the workspace for
+	// this run: the loop sleeps on the backstop.
+	watched bool
+	// signal is the last liveness signal the wait took.
+	signal    activities.LivenessSignal
 	interval  time.Duration
 	policy    backend.Policy
 	st        WorkspaceState
 	deleteCh  workflow.ReceiveChannel
 	recoverCh workflow.ReceiveChannel
 	returnCh  workflow.ReceiveChannel
+	liveCh    workflow.ReceiveChannel
 	log       log.Logger
 	due       time.Time // when the next probe is due, for the lateness metric
 	destroyed bool
@@ -241,6 +250,7 @@ const (
 	wakeDelete
 	wakeRecover
 	wakeReturn
+	wakeLiveness
 )
 
 // loop probes and recovers until a delete arrives (its reason is
@@ -253,6 +263,7 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 		if reason, ok := w.pendingDelete(); ok {
 			return reason, nil
 		}
+		probeIt := true
 		if !probeNow {
 			why, reason, err := w.wait(ctx)
 			if err != nil {
@@ -274,6 +285,13 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 					return reason, err
 				}
 				continue
+			case wakeLiveness:
+				if !w.onLiveness(ctx, w.signal) {
+					continue
+				}
+				// The Prober probed: what follows a probe follows, without
+				// one here.
+				probeIt = false
 			}
 		}
 		probeNow = false
@@ -284,7 +302,7 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 		if w.st.Phase == models.PhaseEscalated {
 			continue
 		}
-		if w.st.Handle != nil {
+		if w.st.Handle != nil && probeIt {
 			if err := w.probe(ctx); err != nil {
 				return "", err
 			}
@@ -336,6 +354,9 @@ func (w *workspace) continueAsNew(ctx workflow.Context) error {
 func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err error) {
 	now := workflow.Now(ctx)
 	d := w.interval
+	if w.watched && w.st.Phase == models.PhaseRunning {
+		d = w.backstop()
+	}
 	switch w.st.Phase {
 	case models.PhaseFailed:
 		d = untilDeadline(d, now, w.st.PhaseSince.Add(w.policy.RecoverAfter))
@@ -372,6 +393,12 @@ func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err err
 		c.Receive(ctx, &s)
 		why = wakeReturn
 	})
+	if w.liveness >= vLiveness {
+		sel.AddReceive(w.liveCh, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, &w.signal)
+			why = wakeLiveness
+		})
+	}
 	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
 	sel.Select(ctx)
 	if err := ctx.Err(); err != nil {
@@ -558,6 +585,7 @@ func (w *workspace) probe(ctx workflow.Context) error {
 		Handle:      *w.st.Handle,
 		ScheduledAt: w.due,
 		Lifetime:    w.life.version >= vLifetime,
+		Watch:       w.watchRequest(ctx),
 	}).Get(ctx, &out)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -604,6 +632,9 @@ func (w *workspace) probe(ctx workflow.Context) error {
 			}
 		}
 	}
+	// From version vLiveness: sleep on the backstop while the worker's
+	// Prober watches a running workspace.
+	w.watched = out.Watched && w.st.Phase == models.PhaseRunning
 	return nil
 }
 

@@ -132,7 +132,9 @@ func (f *fakes) Probe(_ context.Context, in activities.ProbeInput) (activities.P
 	if n := f.probes[in.WorkspaceID]; n <= len(s.probes) && !s.probes[n-1] {
 		return activities.ProbeOutput{Reason: "runtime connect: dial ws://127.0.0.1:1/w/" + in.WorkspaceID + ": connection refused"}, nil
 	}
-	out := activities.ProbeOutput{Hit: true}
+	// A probe that asks to watch is watched (version vLiveness): the
+	// recording drives the Prober's part with signals.
+	out := activities.ProbeOutput{Hit: true, Watched: in.Watch != nil}
 	if in.Lifetime {
 		out.Lifetime = s.lifetime()
 	}
@@ -308,6 +310,14 @@ func (r *run) await(t *testing.T, what string, ok func(workflows.WorkspaceState)
 func (r *run) delete(t *testing.T, reason string) {
 	t.Helper()
 	if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalDelete, workflows.DeleteSignal{Reason: reason}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signal sends the Prober's liveness signal.
+func (r *run) signal(t *testing.T, s activities.LivenessSignal) {
+	t.Helper()
+	if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalLiveness, s); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -615,6 +625,28 @@ func TestRecordHistories(t *testing.T) {
 			lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
 		},
 	}
+
+	recordings = append(recordings, recording{
+		// Version 1 of change liveness: running and watched, the Prober's
+		// signal of three misses fails it, its own probes (every interval)
+		// bring it back and it is watched again; a lifetime signal wakes
+		// it; then a delete.
+		file: "liveness_v1.json",
+		id:   "ws-liveness",
+		drive: func(t *testing.T, r *run) {
+			r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseRunning })
+			r.signal(t, activities.LivenessSignal{Misses: 3, Reason: "runtime ping: connection refused", Probes: 3, At: time.Now()})
+			r.await(t, "failed then running", func(st workflows.WorkspaceState) bool {
+				return st.Phase == models.PhaseRunning && st.Probes >= 7
+			})
+			r.signal(t, activities.LivenessSignal{Probes: 1, At: time.Now(), Lifetime: &activities.Lifetime{ExpiresAt: time.Now().Add(time.Hour)}})
+			r.delete(t, "recorded")
+			if err := r.result(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+	})
 
 	for _, rec := range recordings {
 		t.Run(rec.file, func(t *testing.T) {
