@@ -479,3 +479,17 @@ func (c *primerCluster) lastWorker(ctx context.Context, wid string) (string, err
 	}
 	return "", errs.E(errs.NotFound, "workflow %s: no completed workflow task in its last 100 events", wid)
 }
+
+// describeWorkflow says whether workspace id's workflow exists and how it
+// stands, for the message of a wait that timed out.
+func (c *primerCluster) describeWorkflow(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.temporal.DescribeWorkflowExecution(ctx, workflows.WorkflowID(id), "")
+	if err != nil {
+		return "workflow: " + err.Error()
+	}
+	info := d.GetWorkflowExecutionInfo()
+	return fmt.Sprintf("workflow %s, %d history events, %d pending activities",
+		info.GetStatus(), info.GetHistoryLength(), len(d.GetPendingActivities()))
+}
