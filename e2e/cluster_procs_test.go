@@ -3,8 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,10 +17,8 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
@@ -36,102 +32,16 @@ import (
 // Temporal cluster, in a Temporal namespace of the test's own so that
 // concurrent tests and runs never pick up each other's workflows.
 
-// temporalClusterEnv names the variable holding the frontend address of the
-// Temporal cluster the tests use (deploy/temporal, `make temporal-cluster-up`).
-const temporalClusterEnv = "PRIMER_TEST_TEMPORAL_ADDRESS"
-
-// clusterTemporal returns the Temporal cluster's frontend host:port, or skips
-// t (fails it in CI) when there is none.
-func clusterTemporal(t *testing.T) string {
+// clusterClient connects to namespace ns of the Temporal cluster at addr,
+// for what the tests check there.
+func clusterClient(t *testing.T, addr, ns string) tclient.Client {
 	t.Helper()
-	addr := os.Getenv(temporalClusterEnv)
-	if addr == "" {
-		testenv.Missing(t, "set %s=host:port of a Temporal cluster to run this test (`make temporal-cluster-up` starts one on PostgreSQL and prints PRIMER_TEMPORAL_ADDRESS; .ci/run does)", temporalClusterEnv)
-	}
-	return addr
-}
-
-// clusterNamespace registers a fresh namespace with Primer's search
-// attributes on the Temporal cluster at addr, waits until every service
-// serves it, and returns a client of it. The namespace is deleted when t
-// ends.
-func clusterNamespace(t *testing.T, addr string) (string, tclient.Client) {
-	t.Helper()
-	ctx := ctxT(t, 2*time.Minute)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	ns := "primer-e2e-" + strconv.FormatInt(time.Now().Unix(), 36) + "-" + hex.EncodeToString(b)
-
-	admin, err := tclient.DialContext(ctx, tclient.Options{HostPort: addr, Logger: quietSDK{}})
+	c, err := tclient.DialContext(ctxT(t, time.Minute), tclient.Options{HostPort: addr, Namespace: ns, Logger: quietSDK{}})
 	if err != nil {
-		t.Fatalf("connect to the Temporal cluster at %s: %v", addr, err)
-	}
-	defer admin.Close()
-	if _, err := admin.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
-		Namespace:                        ns,
-		Description:                      "e2e " + t.Name(),
-		WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
-	}); err != nil {
-		t.Fatalf("register namespace %s: %v", ns, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c, err := tclient.DialContext(ctx, tclient.Options{HostPort: addr, Logger: quietSDK{}})
-		if err != nil {
-			t.Logf("delete namespace %s: %v", ns, err)
-			return
-		}
-		defer c.Close()
-		if _, err := c.OperatorService().DeleteNamespace(ctx, &operatorservice.DeleteNamespaceRequest{Namespace: ns}); err != nil {
-			t.Logf("delete namespace %s: %v", ns, err)
-		}
-	})
-	// Search attributes are per namespace with SQL visibility; the workflows
-	// set them at start, so they must be registered before any worker runs.
-	attrs := workflows.SearchAttributes()
-	pollUntil(t, ctx, "namespace "+ns+" registered", func() error {
-		_, err := admin.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-			Namespace: ns, SearchAttributes: attrs,
-		})
-		return err
-	})
-	c, err := tclient.DialContext(ctx, tclient.Options{HostPort: addr, Namespace: ns, Logger: quietSDK{}})
-	if err != nil {
-		t.Fatalf("connect to namespace %s: %v", ns, err)
+		t.Fatalf("connect to namespace %s at %s: %v", ns, addr, err)
 	}
 	t.Cleanup(c.Close)
-	// The frontend and history services learn of a namespace and its
-	// search attributes when their namespace caches refresh: a visibility
-	// query that names every attribute succeeds only after that.
-	var q []string
-	for name := range attrs {
-		q = append(q, name+" = 'x'")
-	}
-	pollUntil(t, ctx, "namespace "+ns+" served with its search attributes", func() error {
-		_, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: strings.Join(q, " AND ")})
-		return err
-	})
-	// History accepts a start that sets the attributes only once its own
-	// cache has the aliases (see temporalserver's namespaceRefreshWait).
-	time.Sleep(3 * time.Second)
-	return ns, c
-}
-
-// pollUntil calls f every 200ms until it succeeds or ctx ends.
-func pollUntil(t *testing.T, ctx context.Context, what string, f func() error) {
-	t.Helper()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return c
 }
 
 // clusterConfig is what a test's Primer cluster is made of.
@@ -179,9 +89,11 @@ func startCluster(t *testing.T, cfg clusterConfig) *primerCluster {
 	if testing.Short() {
 		t.Skip("end-to-end test: runs without -short")
 	}
-	addr := clusterTemporal(t)
+	// The namespace is the test's own; the first API replica adds Primer's
+	// search attributes to it before it answers.
+	addr, ns := testenv.TemporalNamespace(t)
+	tc := clusterClient(t, addr, ns)
 	dbURL := testenv.PostgresURL(t)
-	ns, tc := clusterNamespace(t, addr)
 	dir := t.TempDir()
 	c := &primerCluster{
 		t:         t,
@@ -312,15 +224,11 @@ func (p *clusterProc) exited() (bool, error) {
 	}
 }
 
-// failedEarly ends the test when the process exited while it was coming
-// up: skipped when this `primer` has no --role yet, failed otherwise.
+// failedEarly fails the test when the process exited while it was coming
+// up.
 func (p *clusterProc) failedEarly(err error) {
 	t := p.c.t
 	t.Helper()
-	out, _ := os.ReadFile(p.log)
-	if strings.Contains(string(out), "flag provided but not defined: -role") {
-		t.Skipf("primer serve has no --role flag yet (issue 14): cannot run API and workers apart")
-	}
 	p.dumpLog()
 	t.Fatalf("%s exited before it was ready: %v", p.name, err)
 }
