@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ func TestBenchCreateRate(t *testing.T) {
 	})
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n# Creating %d local workspaces, 16 clients (issue 14)\n\n", n)
+	fmt.Fprintf(&b, "\n# Creating %d local workspaces, 16 clients, on %d cores (issue 14)\n\n", n, runtime.NumCPU())
 	fmt.Fprintln(&b, "| setup | workspaces | create calls p50 / p99 | creates answered in | answered/s | all running in | running/s |")
 	fmt.Fprintln(&b, "|---|---|---|---|---|---|---|")
 	for _, r := range rates {

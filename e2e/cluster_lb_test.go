@@ -49,6 +49,17 @@ func (b *balancer) doFrom(ctx context.Context, i int, f func(*client.Client) err
 	}
 }
 
+// again runs f like do, and sends it again after a cut-off too: for
+// requests that are safe to repeat (reads, a command that may run twice).
+func (b *balancer) again(ctx context.Context, f func(*client.Client) error) (int, error) {
+	for {
+		r, err := b.do(ctx, f)
+		if !cutOff(err) || ctx.Err() != nil {
+			return r, err
+		}
+	}
+}
+
 // refused reports whether err is a connection the replica refused: the
 // request was never sent.
 func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

@@ -131,8 +131,11 @@ func TestClusterScaleApart(t *testing.T) {
 	clusterEval(t, ctx, c)
 
 	keep, del := ids[:n/2], ids[n/2:]
-	broken := clusterKillWorker(t, ctx, c, lb, keep, del)
+	broken, marks := clusterKillWorker(t, ctx, c, lb, keep, del)
 	burst := clusterKillAPI(t, ctx, c, lb, keep, broken)
+	// The healthy workspaces went through both deaths untouched.
+	checkSettled(t, ctx, lb, without(keep, broken), marks, "a worker and an API replica died")
+	waitAllRunning(t, ctx, c.apis[1].api, without(keep, broken), 5*time.Second)
 
 	// Delete everything left; nothing may remain anywhere.
 	rest := append(slices.Clone(keep), burst...)
@@ -255,7 +258,7 @@ func lastEvents(t *testing.T, ctx context.Context, lb *balancer, ids []string) m
 	out := map[string]uint64{}
 	inParallel(len(ids), 8, func(i int) {
 		var evs []models.Event
-		_, err := lb.do(ctx, func(a *client.Client) error {
+		_, err := lb.again(ctx, func(a *client.Client) error {
 			var err error
 			evs, err = a.Events(ctx, ids[i], 0)
 			return err
@@ -278,7 +281,7 @@ func lastEvents(t *testing.T, ctx context.Context, lb *balancer, ids []string) m
 // eventsSince lists the types of workspace id's events after event after.
 func eventsSince(ctx context.Context, lb *balancer, id string, after uint64) ([]string, error) {
 	var evs []models.Event
-	_, err := lb.do(ctx, func(a *client.Client) error {
+	_, err := lb.again(ctx, func(a *client.Client) error {
 		var err error
 		evs, err = a.Events(ctx, id, after)
 		return err
@@ -295,13 +298,13 @@ func eventsSince(ctx context.Context, lb *balancer, id string, after uint64) ([]
 // the dead worker held lose their directory: the survivor's probes must
 // find that out within clusterDetect, which they can only if they probe
 // them. Every other workspace of keep gets no phase change at all, and
-// every one of del is gone. It returns the broken workspaces.
-func clusterKillWorker(t *testing.T, ctx context.Context, c *primerCluster, lb *balancer, keep, del []string) []string {
+// every one of del is gone. It returns the broken workspaces and the last
+// event of each of keep before the kill.
+func clusterKillWorker(t *testing.T, ctx context.Context, c *primerCluster, lb *balancer, keep, del []string) (broken []string, marks map[string]uint64) {
 	t.Helper()
 	victim, survivor := c.workers[0], c.workers[1]
-	marks := lastEvents(t, ctx, lb, keep)
+	marks = lastEvents(t, ctx, lb, keep)
 	held := map[string]int{}
-	var broken []string
 	for _, id := range keep {
 		who, err := c.lastWorker(ctx, workflows.WorkflowID(id))
 		if err != nil {
@@ -355,11 +358,17 @@ func clusterKillWorker(t *testing.T, ctx context.Context, c *primerCluster, lb *
 
 	// Two more probe intervals after the last detection: nothing else moved.
 	time.Sleep(2 * clusterProbe)
-	inParallel(len(keep), 8, func(i int) {
-		id := keep[i]
-		if slices.Contains(broken, id) {
-			return
-		}
+	checkSettled(t, ctx, lb, without(keep, broken), marks, victim.name+" died")
+	waitAllRunning(t, ctx, c.apis[1].api, without(keep, broken), 5*time.Second)
+	return broken, marks
+}
+
+// checkSettled fails t for every workspace of ids that got an event of
+// settledEvents after its mark: after what happened, it should not have.
+func checkSettled(t *testing.T, ctx context.Context, lb *balancer, ids []string, marks map[string]uint64, what string) {
+	t.Helper()
+	inParallel(len(ids), 8, func(i int) {
+		id := ids[i]
 		types, err := eventsSince(ctx, lb, id, marks[id])
 		if err != nil {
 			t.Errorf("events of %s: %v", id, err)
@@ -367,13 +376,11 @@ func clusterKillWorker(t *testing.T, ctx context.Context, c *primerCluster, lb *
 		}
 		for _, typ := range types {
 			if slices.Contains(settledEvents, typ) {
-				t.Errorf("workspace %s got %v after %s died; want no phase change", id, types, victim.name)
+				t.Errorf("workspace %s got %v after %s; want no phase change", id, types, what)
 				return
 			}
 		}
 	})
-	waitAllRunning(t, ctx, c.apis[1].api, without(keep, broken), 5*time.Second)
-	return broken
 }
 
 // without returns s without the elements of drop.
@@ -446,10 +453,16 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 			_, err := victim.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: cmd})
 			cut <- err
 		}()
-		eventually(t, 30*time.Second, "the long exec started on "+victim.name, func() bool {
-			_, err := os.Stat(filepath.Join(c.root, id, marker))
-			return err == nil
-		})
+		// (Not eventually: t.Fatal belongs to the test's goroutine.)
+		for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(c.root, id, marker)); err == nil {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Errorf("the long exec did not start on %s within 30s", victim.name)
+				break
+			}
+		}
 		killed = time.Now()
 		victim.kill()
 		if err := <-cut; !cutOff(err) {
@@ -566,7 +579,7 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 // moves: that defect is reported by a skip, so the rest of the proof
 // still runs in CI until it is fixed; any other way of not running fails.
 func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, ids []string) {
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(30 * time.Second)
 	var stuck, late []string
 	for _, id := range ids {
 		for {
@@ -587,7 +600,7 @@ func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, i
 	}
 	t.Logf("%d creates were cut off and found by their labels; %d run", len(ids), len(ids)-len(stuck)-len(late))
 	if len(late) > 0 {
-		t.Errorf("cut-off creates not running within a minute: %v", late)
+		t.Errorf("cut-off creates not running within 30s: %v", late)
 	}
 	if len(stuck) > 0 {
 		t.Skipf("KNOWN DEFECT (issue 14, not fixed yet): %d of %d creates cut off by the kill left a pending row with no workflow: "+
@@ -597,16 +610,18 @@ func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, i
 }
 
 // labelled lists the ids of the workspaces labelled k1=v1 (and k2=v2 when
-// k2 is not empty).
+// k2 is not empty); on an error it fails t (not at once: it runs on the
+// burst's goroutines) and returns none.
 func labelled(t *testing.T, ctx context.Context, lb *balancer, k1, v1, k2, v2 string) []string {
 	t.Helper()
 	var list []models.Workspace
-	if _, err := lb.do(ctx, func(a *client.Client) error {
+	if _, err := lb.again(ctx, func(a *client.Client) error {
 		var err error
 		list, err = a.ListWorkspaces(ctx, client.WorkspaceListOptions{})
 		return err
 	}); err != nil {
-		t.Fatalf("list workspaces: %v", err)
+		t.Errorf("list workspaces: %v", err)
+		return nil
 	}
 	var out []string
 	for _, ws := range list {
