@@ -76,12 +76,17 @@ func inParallel(n, k int, f func(i int)) {
 //   - an eval suite runs to the end through them;
 //   - one worker is killed (SIGKILL) while half the workspaces are being
 //     deleted: the deletes complete, the workspaces the dead worker held are
-//     probed by the survivor within 30 s (a few of them, broken right after
-//     the kill, are detected), and every other workspace stays running
-//     without a single phase change, recovery or failure;
-//   - one API replica is killed in a burst of creates and execs: a client
-//     that retries on the other replica loses nothing and makes nothing
-//     twice (every create carries a label of its request);
+//     probed by the survivor within 30 s (five of them, whose directories
+//     are removed right after the kill, fail within clusterDetect), and
+//     every other workspace stays running without a single phase change,
+//     recovery or failure;
+//   - one API replica is killed in a burst of creates and execs, one exec
+//     surely in flight on it: a client that retries on the other replica
+//     loses nothing and makes nothing twice (every create carries a label
+//     of its request); every acknowledged create runs. A create cut off
+//     between its row and its workflow leaves a pending row that nothing
+//     moves: a known defect, reported by the skipped subtest
+//     "cut-off creates run" until it is fixed;
 //   - deleting everything leaves no row, no directory under the local root
 //     and no open workflow of a workspace.
 func TestClusterScaleApart(t *testing.T) {
