@@ -84,6 +84,10 @@ func (l *evalLifecycle) ReturnWorkspace(ctx context.Context, w *models.Workspace
 	return l.r.store.SetPoolState(ctx, w.ID, models.PoolReturning, models.PoolIdle)
 }
 
+func (l *evalLifecycle) AdoptWorkspace(context.Context, *models.Workspace) (bool, error) {
+	return false, nil
+}
+
 // evalRig is a rig with the eval lifecycle and a template "et".
 type evalRig struct {
 	*rig

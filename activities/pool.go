@@ -25,6 +25,10 @@ type Lifecycle interface {
 	// returning) back to its workflow, which resets it and puts it back
 	// in the pool, or replaces it.
 	ReturnWorkspace(ctx context.Context, w *models.Workspace) error
+	// AdoptWorkspace starts the workflow of a pending, never provisioned
+	// workspace whose create stopped between storing its row and starting
+	// its workflow; true if it started one.
+	AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool, error)
 }
 
 // CreateWorkspaceRequest is a workspace to create.

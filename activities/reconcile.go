@@ -23,6 +23,9 @@ type ReconcileOutput struct {
 	Removed []string
 	// Missing are running workspaces whose sandbox the backend no longer has.
 	Missing []string
+	// Adopted are pending workspaces whose workflow was never started
+	// (their create was cut off) and now is.
+	Adopted []string
 	// Errors are providers or objects the pass could not handle, as messages.
 	Errors []string
 }
@@ -34,7 +37,8 @@ type ReconcileOutput struct {
 // running workspace whose sandbox is not listed is reported with a
 // workspace.sandbox_missing event; its probes will fail it and recovery
 // replaces it. Rows are checked by id across all providers, since two
-// providers can share one engine.
+// providers can share one engine. Last, pending rows that never got a
+// workflow are adopted (reconcile_adopt.go).
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
 	defer keepAlive(ctx)()
 	var out ReconcileOutput
@@ -111,6 +115,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 			a.logger().Warn("workspace sandbox missing", "workspace_id", ws.ID, "provider_id", p.ID, "backend", p.Provider)
 		}
 	}
+	a.adoptPending(ctx, in.Grace, &out)
 	return out, nil
 }
 

@@ -295,6 +295,7 @@ type fakeLifecycle struct {
 	created  []string
 	deleted  []string
 	returned []string
+	adopted  []string
 }
 
 func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
@@ -317,6 +318,11 @@ func (f *fakeLifecycle) NotifyPool(context.Context, string) error { return nil }
 func (f *fakeLifecycle) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
 	f.returned = append(f.returned, w.ID)
 	return nil
+}
+
+func (f *fakeLifecycle) AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool, error) {
+	f.adopted = append(f.adopted, w.ID)
+	return true, nil
 }
 
 // poolRig is a pool "warm" of the given size on template "pt", with a fake

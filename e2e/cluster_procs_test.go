@@ -120,6 +120,10 @@ func startCluster(t *testing.T, cfg clusterConfig) *primerCluster {
 		"PRIMER_TEMPORAL_NAMESPACE="+ns,
 		"PRIMER_TEMPORAL_UI_PORT=-1",
 		"PRIMER_PROBE_INTERVAL="+cfg.Probe.String(),
+		// A create cut off by a killed API replica leaves a pending row
+		// without a workflow; the reconciler adopts it after the grace.
+		"PRIMER_RECONCILE_INTERVAL=2s",
+		"PRIMER_ORPHAN_GRACE=5s",
 		"PRIMER_LOG_LEVEL="+level,
 	)
 	t.Cleanup(func() {

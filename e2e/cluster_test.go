@@ -580,9 +580,9 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 // clusterCutOffCreates checks that the workspaces of creates cut off by a
 // replica's death, which the client found by their labels, run too. A
 // replica killed between storing the row and starting the workflow
-// (workflows.Starter.CreateWorkspace) leaves a pending row that nothing
-// moves: that defect is reported by a skip, so the rest of the proof
-// still runs in CI until it is fixed; any other way of not running fails.
+// (workflows.Starter.CreateWorkspace) leaves a pending row without a
+// workflow: the reconciler adopts it (activities/reconcile_adopt.go) once
+// it is older than the grace, so every one of them must run too.
 func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, ids []string) {
 	deadline := time.Now().Add(30 * time.Second)
 	var stuck, late []string
@@ -608,8 +608,7 @@ func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, i
 		t.Errorf("cut-off creates not running within 30s: %v", late)
 	}
 	if len(stuck) > 0 {
-		t.Skipf("KNOWN DEFECT (issue 14, not fixed yet): %d of %d creates cut off by the kill left a pending row with no workflow: "+
-			"Starter.CreateWorkspace stores the row before it starts the workflow, and nothing starts a workflow for such a row later: %v",
+		t.Errorf("%d of %d creates cut off by the kill left a pending row that never got a workflow (the reconciler did not adopt them): %v",
 			len(stuck), len(ids), stuck)
 	}
 }
