@@ -55,15 +55,12 @@ func TestBenchLiveness(t *testing.T) {
 		c.n = n
 		cases = append(cases, c)
 	}
-	var rows []string
-	for _, c := range cases {
-		rows = append(rows, benchLiveness(t, c))
-	}
+	// Each row is printed as soon as it is measured: a size takes minutes.
 	fmt.Printf("\n# Liveness that scales (issue 14): idle local workspaces, 30 s probes, one worker\n\n")
-	fmt.Printf("| workspaces | prober | cores per 1,000 (target < 0.1; before %.2f) | probe lateness p50 / p99 (target p99 < 5 s) | probes in window (expected) | history events per workflow in window: mean / max | peak RSS | not running | ok |\n", baselineCoresPer1000)
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Println(r)
+	fmt.Printf("| workspaces | prober | cores per 1,000 (target < 0.1; before %.2f) | probe lateness p50 / p99 (target p99 < 5 s) | probes in window (expected) | history events per workflow in window: mean / max | peak RSS | not running | broken to failed (target <= 3 x 30 s + 1 s) | ok |\n", baselineCoresPer1000)
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	for _, c := range cases {
+		fmt.Println(benchLiveness(t, c))
 	}
 	fmt.Println()
 }
@@ -145,8 +142,30 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 			notRunning++
 		}
 	}
+	// Detection at this scale: one workspace's directory goes away (its
+	// runtime answers no more), timed to failed.
+	victim, err := p.api.GetWorkspace(ctx, ids[len(ids)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(victim.Path, victim.Path+".gone"); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	eventually(t, 5*time.Minute, "the broken workspace failed", func() bool {
+		w, err := p.api.GetWorkspace(ctx, victim.ID)
+		return err == nil && w.Phase == models.PhaseFailed
+	})
+	detect := time.Since(killed)
+	if bound := workflows.MissesToFail*interval + time.Second; detect > bound {
+		t.Errorf("%d workspaces: a broken one failed after %s, target within %s", c.n, detect.Round(time.Millisecond), bound)
+	}
+
 	perK := cpu.Seconds() / wall.Seconds() / (float64(c.n) / 1000)
 	ok := "yes"
+	if detect > workflows.MissesToFail*interval+time.Second {
+		ok = "NO"
+	}
 	if c.prober && perK >= 0.1 {
 		ok = "NO"
 		t.Errorf("%d workspaces: %.3f cores per 1,000, target under 0.1", c.n, perK)
@@ -168,9 +187,9 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 	if !c.prober {
 		mode = "off (per-probe loop)"
 	}
-	return fmt.Sprintf("| %d | %s | %.3f (%.1f s CPU in %s) | %.3f s / %.3f s | %d (%.0f) | %.1f / %d | %d MiB | %d | %s |",
+	return fmt.Sprintf("| %d | %s | %.3f (%.1f s CPU in %s) | %.3f s / %.3f s | %d (%.0f) | %.1f / %d | %d MiB | %d | %s | %s |",
 		c.n, mode, perK, cpu.Seconds(), wall.Round(time.Second), q[0.5], q[0.99], probes, expected,
-		float64(added)/float64(len(sample)), maxAdded, peak>>20, notRunning, ok)
+		float64(added)/float64(len(sample)), maxAdded, peak>>20, notRunning, detect.Round(time.Millisecond), ok)
 }
 
 // historyLengths is the history length of each workspace's current run.
