@@ -274,9 +274,12 @@ func (p *Prober) probeOne(w *watch, in ProbeInput, gen uint64) {
 			sig = &LivenessSignal{Misses: w.misses, Reason: out.Reason, Probes: w.probes, At: now, Lifetime: out.Lifetime}
 		}
 	}
-	// The next probe is an interval after this one was due, so a slow probe
-	// does not push the schedule back; one that overran starts now.
-	w.next = maxTime(in.ScheduledAt.Add(w.req.Interval), now)
+	// The next probe is an interval after this one ended, as the
+	// workflow's own loop waits an interval after each probe: misses of a
+	// slow runtime (a probe that waits out its timeout, an endpoint being
+	// made again) are spread as they were, so the reason of the third is
+	// the same as before.
+	w.next = now.Add(w.req.Interval)
 	failing := sig != nil && sig.Misses > 0
 	if failing {
 		// The workflow takes over its failed workspace: stop watching.
@@ -332,13 +335,6 @@ func nearest(lt *Lifetime) time.Time {
 		}
 	}
 	return at
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // watchHeap orders watches by their next probe.

@@ -86,8 +86,8 @@ func TestProberHealthyNoSignals(t *testing.T) {
 	if len(f.signals) != 0 {
 		t.Errorf("signals for healthy workspaces: %v", f.signals)
 	}
-	// On its interval, not more often: probes are due an interval after
-	// the last was due (a late one does not push the schedule back).
+	// On its interval, not more often: a probe is due an interval after
+	// the last one ended.
 	ps := f.probes["ws-aa"]
 	if span, max := ps[len(ps)-1].Sub(watched), int(ps[len(ps)-1].Sub(watched)/interval)+1; len(ps) > max {
 		t.Errorf("%d probes in %s at a %s interval, want at most %d", len(ps), span, interval, max)
