@@ -94,7 +94,7 @@ test-short:
 
 ## bench: speed targets of the issues, against raw baselines in the same run, printed as tables.
 bench:
-	PRIMER_BENCH=1 $(GO) test -tags bench -count=1 -timeout 60m -run 'Bench' -v ./e2e/ 2>&1 | grep -E '^(\||#|---|PASS|FAIL|ok|\s+bench)' || true
+	PRIMER_BENCH=1 $(GO) test -tags bench -count=1 -timeout 120m -run 'Bench' -v ./e2e/ 2>&1 | grep -E '^(\||#|---|PASS|FAIL|ok|\s+bench)' || true
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2000x ./runtime/client/
 
 vet:

@@ -34,13 +34,13 @@ type livenessCase struct {
 // one backstop (BackstopProbes intervals, so each workflow's backstop wake
 // is in it): CPU cores per 1,000 workspaces, probe lateness p99, history
 // events each workflow added, and peak RSS. Sizes come from
-// PRIMER_BENCH_LIVENESS (default "1000,5000"; a size suffixed "off" runs
+// PRIMER_BENCH_LIVENESS (default "1000off,1000,5000"; a size suffixed "off" runs
 // with the Prober off, the per-probe loop, for a baseline in the same run).
 func TestBenchLiveness(t *testing.T) {
 	requireBench(t)
 	spec := os.Getenv("PRIMER_BENCH_LIVENESS")
 	if spec == "" {
-		spec = "1000,5000"
+		spec = "1000off,1000,5000"
 	}
 	var cases []livenessCase
 	for _, f := range strings.Split(spec, ",") {
