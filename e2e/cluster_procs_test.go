@@ -49,6 +49,9 @@ type clusterConfig struct {
 	APIs, Workers int
 	// Probe is PRIMER_PROBE_INTERVAL.
 	Probe time.Duration
+	// Env is more settings (NAME=value) for every process, after the
+	// ones above: a name given again here wins.
+	Env []string
 }
 
 // primerCluster is one test's Primer scaled apart: API and worker
@@ -126,6 +129,7 @@ func startCluster(t *testing.T, cfg clusterConfig) *primerCluster {
 		"PRIMER_ORPHAN_GRACE=5s",
 		"PRIMER_LOG_LEVEL="+level,
 	)
+	c.env = append(c.env, cfg.Env...)
 	t.Cleanup(func() {
 		for _, p := range append(append([]*clusterProc{}, c.apis...), c.workers...) {
 			p.stop()
