@@ -90,18 +90,25 @@ func TestBenchLiveness(t *testing.T) {
 		c.n = n
 		cases = append(cases, c)
 	}
-	// Each row is printed as soon as it is measured: a size takes minutes.
+	// A size takes minutes: each row is printed as soon as it is measured
+	// (a "#" line), and the table once at the end, since the cluster
+	// setup's log lines come between the rows.
+	var rows []string
+	for _, c := range cases {
+		var row string
+		if why := livenessClusterMissing(); c.cluster && why != "" {
+			row = fmt.Sprintf("| %d | cluster: skipped, %s | | | | | | | | | | |", c.n, why)
+		} else {
+			row = benchLiveness(t, c)
+		}
+		fmt.Println("# liveness, measured: " + row)
+		rows = append(rows, row)
+	}
 	fmt.Printf("\n# Liveness that scales (issue 14): idle local workspaces, 30 s probes, one worker\n\n")
 	fmt.Printf("| workspaces | setup | prober | worker process: cores per 1,000 (target < 0.1; before %.2f) | besides the worker process, cores per 1,000 | probe lateness p50 / p99 (target p99 < 5 s) | probes in window (expected) | history events per workflow in window: mean / max | worker peak RSS | not running | broken to failed (target <= 3 x 30 s + 1 s) | ok |\n", baselineCoresPer1000)
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, c := range cases {
-		if c.cluster {
-			if why := livenessClusterMissing(); why != "" {
-				fmt.Printf("| %d | cluster: skipped, %s | | | | | | | | | | |\n", c.n, why)
-				continue
-			}
-		}
-		fmt.Println(benchLiveness(t, c))
+	for _, r := range rows {
+		fmt.Println(r)
 	}
 	fmt.Println()
 }
