@@ -26,6 +26,9 @@ type ReconcileOutput struct {
 	// Adopted are pending workspaces whose workflow was never started
 	// (their create was cut off) and now is.
 	Adopted []string
+	// Tidied are the shared objects no sandbox used that were removed
+	// (backend.Tidier), such as empty tenant networks.
+	Tidied []string
 	// Errors are providers or objects the pass could not handle, as messages.
 	Errors []string
 }
@@ -38,7 +41,8 @@ type ReconcileOutput struct {
 // workspace.sandbox_missing event; its probes will fail it and recovery
 // replaces it. Rows are checked by id across all providers, since two
 // providers can share one engine. Last, pending rows that never got a
-// workflow are adopted (reconcile_adopt.go).
+// workflow are adopted (reconcile_adopt.go). Each backend that keeps shared
+// objects beside its sandboxes removes those no sandbox uses (tidy).
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
 	defer keepAlive(ctx)()
 	var out ReconcileOutput
@@ -53,6 +57,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 			out.Errors = append(out.Errors, fmt.Sprintf("provider %s: %v", p.ID, err))
 			continue
 		}
+		a.tidy(ctx, p, b, in.Grace, &out)
 		lister, ok := b.(backend.Lister)
 		if !ok {
 			continue
@@ -117,6 +122,23 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 	}
 	a.adoptPending(ctx, in.Grace, &out)
 	return out, nil
+}
+
+// tidy removes what provider p's backend holds for no sandbox (see
+// backend.Tidier).
+func (a *Activities) tidy(ctx context.Context, p *models.Provider, b backend.Backend, grace time.Duration, out *ReconcileOutput) {
+	t, ok := b.(backend.Tidier)
+	if !ok {
+		return
+	}
+	removed, err := t.Tidy(ctx, grace)
+	if err != nil {
+		out.Errors = append(out.Errors, fmt.Sprintf("provider %s: tidy: %v", p.ID, err))
+	}
+	for _, r := range removed {
+		out.Tidied = append(out.Tidied, r)
+		a.logger().Info("unused object removed", "provider_id", p.ID, "backend", p.Provider, "object", r)
+	}
 }
 
 // reported tells whether the workspace's latest event already says its

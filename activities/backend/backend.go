@@ -70,6 +70,15 @@ type Lister interface {
 	List(ctx context.Context) ([]Listed, error)
 }
 
+// Tidier is implemented by backends that keep shared objects beside their
+// sandboxes (the container backend's tenant networks). Tidy removes those
+// no sandbox uses any more and that were made more than grace ago, and
+// describes what it removed ("network primer-tenant-acme"), for logs. The
+// reconciler calls it on every pass.
+type Tidier interface {
+	Tidy(ctx context.Context, grace time.Duration) ([]string, error)
+}
+
 // TokenKeeper is implemented by backends that keep the runtime token
 // beside the sandbox (Kubernetes: in the workspace's Secret, which the pod
 // reads it from). When the runtime refuses the token the platform stored

@@ -49,7 +49,13 @@ if want docker; then
 		# setsid: dockerd outlives this script and the CI step's process group.
 		# Started from /, not the caller's directory: a service whose working
 		# directory is removed (a CI checkout) breaks conmon and shims.
-		(cd / && exec setsid dockerd --host "unix://$DOCKER_SOCK" >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null) &
+		# Docker's default address pools hold about 30 bridge networks, and
+		# every tenant has one while it has workspaces: the tests make many
+		# tenants and installations. 10.210.0.0/16 in /24s holds 256, apart
+		# from Podman's (10.88-89) and the test cluster's (10.244, 10.96).
+		pool=(--default-address-pool base=10.210.0.0/16,size=24)
+		grep -qs default-address-pools /etc/docker/daemon.json && pool=()
+		(cd / && exec setsid dockerd --host "unix://$DOCKER_SOCK" "${pool[@]}" >"$LOG_DIR/dockerd.log" 2>&1 < /dev/null) &
 		echo $! >"$LOG_DIR/dockerd.pid"
 		wait_for 60 docker_up || { tail -n 30 "$LOG_DIR/dockerd.log" >&2; log "dockerd did not start"; exit 1; }
 	fi

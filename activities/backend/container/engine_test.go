@@ -175,8 +175,19 @@ func (f *fakeEngine) VolumeRemove(_ context.Context, name string, _ bool) error 
 	return nil
 }
 
+// NetworkList lists the networks NetworkCreate made (unfiltered: callers
+// check labels themselves).
 func (f *fakeEngine) NetworkList(context.Context, dnetwork.ListOptions) ([]dnetwork.Summary, error) {
-	return nil, f.record("NetworkList")
+	if err := f.record("NetworkList"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []dnetwork.Summary
+	for _, n := range f.nets {
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // NetworkInspect finds the networks NetworkCreate made.
@@ -230,7 +241,7 @@ func (f *fakeEngine) addNetwork(name string, labels map[string]string) error {
 	if f.nets == nil {
 		f.nets = map[string]dnetwork.Inspect{}
 	}
-	f.nets[name] = dnetwork.Inspect{Name: name, Labels: labels, IPAM: dnetwork.IPAM{Config: []dnetwork.IPAMConfig{{Subnet: "10.77.0.0/16"}}}}
+	f.nets[name] = dnetwork.Inspect{Name: name, Labels: labels, Created: time.Now(), IPAM: dnetwork.IPAM{Config: []dnetwork.IPAMConfig{{Subnet: "10.77.0.0/16"}}}}
 	return nil
 }
 

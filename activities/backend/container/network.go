@@ -5,8 +5,10 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/filters"
 	dnetwork "github.com/docker/docker/api/types/network"
 
 	"github.com/primerhq/primer/errs"
@@ -70,27 +72,56 @@ func (b *Backend) holdTenantNetwork(tenant string) (release func()) {
 // it is only logged: a network left behind costs a bridge, and the next
 // workspace of the tenant joins it. A provision of another worker that
 // finds its network removed between its creation and its container's start
-// makes it again (Provision).
-func (b *Backend) dropTenantNetwork(ctx context.Context, tenant string) {
+// makes it again (Provision). It reports whether it removed the network.
+func (b *Backend) dropTenantNetwork(ctx context.Context, tenant string) bool {
 	if tenant == "" {
-		return
+		return false
 	}
 	name := TenantNetwork(b.opts.Installation, tenant)
 	u := &b.netUsers
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.n[name] > 0 {
-		return
+		return false
 	}
 	n, err := b.cli.NetworkInspect(ctx, name, dnetwork.InspectOptions{})
 	if err != nil || len(n.Containers) > 0 || n.Labels[LabelManaged] != "true" || n.Labels[LabelTenant] != tenant || n.Labels[LabelInstallation] != b.opts.Installation {
-		return
+		return false
 	}
 	if err := b.cli.NetworkRemove(ctx, name); err != nil && !cerrdefs.IsNotFound(err) {
 		b.logger.Debug("tenant network not removed", "tenant", tenant, "network", name, "err", err)
-		return
+		return false
 	}
 	b.logger.Info("tenant network removed with its last workspace", "tenant", tenant, "network", name)
+	return true
+}
+
+// Tidy implements backend.Tidier: it removes this installation's tenant
+// networks that no container is on and that were made more than grace ago.
+// Those are left when a tenant's last workspace was deleted by a platform
+// killed before its delete ended; each would hold one of the engine's
+// address pools (about 30 by default) for good. A network younger than
+// grace may be about to be joined by a provision of another worker.
+func (b *Backend) Tidy(ctx context.Context, grace time.Duration) ([]string, error) {
+	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
+	nets, err := b.cli.NetworkList(ctx, dnetwork.ListOptions{Filters: f})
+	if err != nil {
+		return nil, b.engineErr(err, "list networks")
+	}
+	var removed []string
+	for _, n := range nets {
+		tenant := n.Labels[LabelTenant]
+		if tenant == "" || n.Labels[LabelInstallation] != b.opts.Installation || n.Name != TenantNetwork(b.opts.Installation, tenant) {
+			continue
+		}
+		if !n.Created.IsZero() && time.Since(n.Created) < grace {
+			continue
+		}
+		if b.dropTenantNetwork(ctx, tenant) {
+			removed = append(removed, "network "+n.Name)
+		}
+	}
+	return removed, nil
 }
 
 // tenantNetworkGone reports whether tenant's network does not exist.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	dnetwork "github.com/docker/docker/api/types/network"
 
@@ -143,5 +144,55 @@ func TestDropTenantNetwork(t *testing.T) {
 	b.dropTenantNetwork(ctx, "acme")
 	if !exists() {
 		t.Fatal("a network that is not the tenant's was removed")
+	}
+}
+
+// TestTidy checks the reconciler's sweep of tenant networks: an empty one
+// of this installation older than the grace is removed; one a container is
+// on, one younger than the grace, one a provision holds, one of another
+// installation and one made by hand all stay.
+func TestTidy(t *testing.T) {
+	ctx := context.Background()
+	f := &fakeEngine{}
+	b := fakeBackend(t, f)
+	for _, tenant := range []string{"idle", "busy", "held"} {
+		if _, _, err := b.tenantNetwork(ctx, tenant); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	busy := f.nets["primer-tenant-busy"]
+	busy.Containers = map[string]dnetwork.EndpointResource{"c1": {Name: "primer-ws-1"}}
+	f.nets["primer-tenant-busy"] = busy
+	f.mu.Unlock()
+	if err := f.addNetwork("primer-other-tenant-idle", map[string]string{LabelManaged: "true", LabelTenant: "idle", LabelInstallation: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.addNetwork("primer-tenant-byhand", nil); err != nil {
+		t.Fatal(err)
+	}
+	release := b.holdTenantNetwork("held")
+	defer release()
+
+	// Everything is younger than a minute: nothing goes.
+	if removed, err := b.Tidy(ctx, time.Minute); err != nil || len(removed) != 0 {
+		t.Fatalf("Tidy(1m) = %v, %v; want nothing removed", removed, err)
+	}
+	removed, err := b.Tidy(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"network primer-tenant-idle"}; !slices.Equal(removed, want) {
+		t.Fatalf("Tidy(0) removed %v, want %v", removed, want)
+	}
+	for _, name := range []string{"primer-tenant-busy", "primer-tenant-held", "primer-other-tenant-idle", "primer-tenant-byhand"} {
+		if _, err := f.NetworkInspect(ctx, name, dnetwork.InspectOptions{}); err != nil {
+			t.Errorf("network %s: %v; want it kept", name, err)
+		}
+	}
+
+	f.down = errs.E(errs.Unavailable, "engine down")
+	if _, err := b.Tidy(ctx, 0); !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("Tidy on a dead engine = %v, want Unavailable", err)
 	}
 }
