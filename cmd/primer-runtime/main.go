@@ -67,7 +67,12 @@ const (
 // config is the command line.
 type config struct {
 	listen, root string
-	debug        bool
+	// tokenFile, when set, names a file holding the token instead of
+	// PRIMER_RUNTIME_TOKEN; the runtime removes it once read (a vm
+	// workspace's launcher, which must keep the token out of argv and of
+	// the environment other processes of the host can see).
+	tokenFile string
+	debug     bool
 	egress       string
 	ingress      string
 	// ingressAllow and ingressExcept are the comma-separated prefixes
@@ -85,6 +90,7 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("primer-runtime", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen", envOr("PRIMER_RUNTIME_LISTEN", ":7777"), "address to listen on (PRIMER_RUNTIME_LISTEN)")
 	fs.StringVar(&c.root, "root", envOr("PRIMER_RUNTIME_ROOT", "/workspace"), "workspace directory (PRIMER_RUNTIME_ROOT)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "read the token from this file, then remove it (instead of "+server.TokenEnv+")")
 	fs.BoolVar(&c.debug, "debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
 	fs.StringVar(&c.egress, "egress", envOr("PRIMER_RUNTIME_EGRESS", egressAllow),
 		"allow, or deny to drop every connection the workspace opens; needs CAP_NET_ADMIN and CAP_SETPCAP, which it then drops (PRIMER_RUNTIME_EGRESS)")
@@ -171,6 +177,9 @@ func (c config) args() []string {
 	if c.ingressExcept != "" {
 		args = append(args, "--ingress-except="+c.ingressExcept)
 	}
+	if c.tokenFile != "" {
+		args = append(args, "--token-file="+c.tokenFile)
+	}
 	if c.killAll {
 		args = append(args, "--reset-kill-all")
 	}
@@ -225,9 +234,9 @@ func run(args []string) error {
 	if c.killAll && os.Getppid() != 1 {
 		return errors.New("--reset-kill-all is internal: only the child of primer-runtime running as PID 1 takes it")
 	}
-	token := os.Getenv(server.TokenEnv)
-	if token == "" {
-		return fmt.Errorf("%s is required", server.TokenEnv)
+	token, err := readToken(c.tokenFile)
+	if err != nil {
+		return err
 	}
 	// Commands must not inherit the token through the runtime's own
 	// environment either.
@@ -248,6 +257,30 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return server.ListenAndServe(ctx, c.listen, s)
+}
+
+// readToken returns the token from file (removed once read) or, without
+// one, from the environment.
+func readToken(file string) (string, error) {
+	if file == "" {
+		token := os.Getenv(server.TokenEnv)
+		if token == "" {
+			return "", fmt.Errorf("%s is required (or --token-file)", server.TokenEnv)
+		}
+		return token, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	if err := os.Remove(file); err != nil {
+		return "", fmt.Errorf("--token-file: remove it once read: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", fmt.Errorf("--token-file %s: empty", file)
+	}
+	return token, nil
 }
 
 func envOr(key, def string) string {

@@ -255,3 +255,37 @@ func waitCleanExit(t *testing.T, cmd *exec.Cmd) {
 		t.Fatal("no exit after SIGTERM")
 	}
 }
+
+// TestBinaryTokenFile: --token-file gives the token without the
+// environment (a vm workspace's launcher), and the file is gone once the
+// runtime listens, so no command can read it.
+func TestBinaryTokenFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; run without -short")
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte("file-tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, url := start(t, binary, []string{"--listen", "127.0.0.1:0", "--root", filepath.Join(dir, "ws"), "--token-file", file})
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("token file after start: stat = %v, want it removed", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, url, "file-tok")
+	if err != nil {
+		t.Fatalf("dial with the file's token: %v", err)
+	}
+	defer c.Close()
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A missing file stops it with the flag named.
+	out, err := exec.Command(binary, "--listen", "127.0.0.1:0", "--root", dir, "--token-file", file).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--token-file") {
+		t.Fatalf("start with a missing token file: %v\n%s", err, out)
+	}
+}
