@@ -5,11 +5,16 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Wire formats (models.LLMOpenAI, models.LLMAnthropic).
@@ -127,10 +132,110 @@ func Complete(ctx context.Context, hc *http.Client, e Endpoint, req Request) (Re
 	return Response{}, &APIError{Message: fmt.Sprintf("unknown provider kind %q (openai or anthropic)", e.Kind)}
 }
 
-func completeOpenAI(ctx context.Context, hc *http.Client, e Endpoint, req Request) (Response, error) {
-	return Response{}, &APIError{Message: "not implemented"}
+// maxBody bounds the answer read from a model server.
+const maxBody = 32 << 20
+
+// post sends body to url with headers and returns the answer's body for a
+// 2xx status; any other status is an *APIError carrying the server's
+// message, which errMessage finds in the body.
+func post(ctx context.Context, hc *http.Client, e Endpoint, url string, headers map[string]string, body any, errMessage func([]byte) string) ([]byte, int, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, 0, &APIError{Message: "encode request: " + err.Error()}
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return nil, 0, &APIError{Message: scrub("bad base_url: "+err.Error(), e.APIKey)}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		hr.Header.Set(k, v)
+	}
+	resp, err := hc.Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		return nil, 0, &APIError{Message: scrub(err.Error(), e.APIKey), transport: true}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		return nil, resp.StatusCode, &APIError{Status: resp.StatusCode, Message: scrub("read answer: "+err.Error(), e.APIKey), transport: true}
+	}
+	if resp.StatusCode/100 != 2 {
+		msg := errMessage(raw)
+		if msg == "" {
+			msg = snippet(raw)
+		}
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		return nil, resp.StatusCode, &APIError{
+			Status:     resp.StatusCode,
+			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
+			Message:    scrub(msg, e.APIKey),
+		}
+	}
+	return raw, resp.StatusCode, nil
 }
 
-func completeAnthropic(ctx context.Context, hc *http.Client, e Endpoint, req Request) (Response, error) {
-	return Response{}, &APIError{Message: "not implemented"}
+// malformed is the error for a 2xx answer that is not the wire format.
+func malformed(status int, raw []byte, why string, key string) *APIError {
+	return &APIError{Status: status, Message: scrub(fmt.Sprintf("malformed response: %s (body: %s)", why, snippet(raw)), key)}
+}
+
+// snippet is the start of a body, for an error message.
+func snippet(raw []byte) string {
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "?")
+	}
+	return s
+}
+
+// scrub removes the key from s: a server may echo it back.
+func scrub(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "***")
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.ParseFloat(h, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(n * float64(time.Second))
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// endpointURL joins the base URL and a path.
+func endpointURL(base, path string) string {
+	return strings.TrimRight(base, "/") + path
+}
+
+// objectOrEmpty is raw if it is a JSON object, else {}.
+func objectOrEmpty(raw json.RawMessage) json.RawMessage {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return json.RawMessage(`{}`)
+	}
+	return t
 }
