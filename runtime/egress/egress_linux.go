@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -27,22 +26,7 @@ func Deny() error {
 	if err != nil {
 		return fmt.Errorf("egress: nftables: open netlink: %w", err)
 	}
-	table := &nftables.Table{Name: Table, Family: nftables.TableFamilyINet}
-	// Adding then deleting in the same batch deletes the table whether or
-	// not it existed; the batch is applied atomically, so there is no moment
-	// with the old rules gone and the new ones missing.
-	c.AddTable(table)
-	c.DelTable(table)
-	c.AddTable(table)
-	drop := nftables.ChainPolicyDrop
-	chain := c.AddChain(&nftables.Chain{
-		Name:     "output",
-		Table:    table,
-		Type:     nftables.ChainTypeFilter,
-		Hooknum:  nftables.ChainHookOutput,
-		Priority: nftables.ChainPriorityFilter,
-		Policy:   &drop,
-	})
+	table, chain := dropChain(c, Table, "output", nftables.ChainHookOutput)
 	accept := &expr.Verdict{Kind: expr.VerdictAccept}
 	// ip daddr 127.0.0.11 drop: Docker's embedded DNS on user-defined
 	// networks listens there, inside the container, and forwards queries
@@ -55,36 +39,10 @@ func Deny() error {
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	}})
 	// oifname "lo" accept
-	c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname("lo")},
-		accept,
-	}})
+	c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: append(iface(expr.MetaKeyOIFNAME, "lo"), accept)})
 	// ct state established,related accept
-	c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: []expr.Any{
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-		&expr.Bitwise{
-			SourceRegister: 1,
-			DestRegister:   1,
-			Len:            4,
-			Mask:           binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
-			Xor:            binaryutil.NativeEndian.PutUint32(0),
-		},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
-		accept,
-	}})
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("egress: nftables: install table %s: %w (needs CAP_NET_ADMIN and a kernel with nf_tables and nf_conntrack)", Table, err)
-	}
-	return nil
-}
-
-// ifname is an interface name as the kernel compares it: NUL padded to
-// IFNAMSIZ.
-func ifname(n string) []byte {
-	b := make([]byte, unix.IFNAMSIZ)
-	copy(b, n)
-	return b
+	c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: append(established(), accept)})
+	return flush(c, "egress", Table)
 }
 
 // DropCaps removes caps from the bounding, ambient, effective, permitted and

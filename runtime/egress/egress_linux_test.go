@@ -3,7 +3,6 @@
 package egress_test
 
 import (
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,57 +26,12 @@ func TestSetNotDumpable(t *testing.T) {
 // TestDeny installs the table twice in a fresh network namespace and reads
 // it back. cmd/primer-runtime's TestEgressDocker proves what it blocks.
 func TestDeny(t *testing.T) {
-	type result struct {
-		chain *nftables.Chain
-		rules []*nftables.Rule
-		err   error
-		skip  string
+	chain, rules := installTwice(t, egress.Deny, egress.Table, "output")
+	if chain.Hooknum == nil || *chain.Hooknum != *nftables.ChainHookOutput {
+		t.Errorf("chain hook = %v, want output", chain.Hooknum)
 	}
-	done := make(chan result, 1)
-	go func() {
-		// The thread moves to a new network namespace and is never
-		// unlocked, so it exits with the goroutine instead of going back
-		// to the scheduler.
-		runtime.LockOSThread()
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			done <- result{skip: "needs root to create a network namespace (unshare: " + err.Error() + ")"}
-			return
-		}
-		for range 2 {
-			if err := egress.Deny(); err != nil {
-				done <- result{err: err}
-				return
-			}
-		}
-		c, err := nftables.New()
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		table := &nftables.Table{Name: egress.Table, Family: nftables.TableFamilyINet}
-		chain, err := c.ListChain(table, "output")
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		rules, err := c.GetRules(table, chain)
-		done <- result{chain: chain, rules: rules, err: err}
-	}()
-	r := <-done
-	if r.skip != "" {
-		t.Skip(r.skip)
-	}
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.chain.Hooknum == nil || *r.chain.Hooknum != *nftables.ChainHookOutput {
-		t.Errorf("chain hook = %v, want output", r.chain.Hooknum)
-	}
-	if r.chain.Policy == nil || *r.chain.Policy != nftables.ChainPolicyDrop {
-		t.Errorf("chain policy = %v, want drop", r.chain.Policy)
-	}
-	if len(r.rules) != 3 {
-		t.Errorf("got %d rules after two Deny calls, want 3 (embedded DNS drop, lo, established/related)", len(r.rules))
+	if len(rules) != 3 {
+		t.Errorf("got %d rules after two Deny calls, want 3 (embedded DNS drop, lo, established/related)", len(rules))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
@@ -30,41 +29,16 @@ func Restrict(port uint16, allow, except []netip.Prefix) error {
 	if err != nil {
 		return fmt.Errorf("ingress: nftables: open netlink: %w", err)
 	}
-	table := &nftables.Table{Name: IngressTable, Family: nftables.TableFamilyINet}
-	// As in Deny: add, delete and add again in one atomic batch.
-	c.AddTable(table)
-	c.DelTable(table)
-	c.AddTable(table)
-	drop := nftables.ChainPolicyDrop
-	chain := c.AddChain(&nftables.Chain{
-		Name:     "input",
-		Table:    table,
-		Type:     nftables.ChainTypeFilter,
-		Hooknum:  nftables.ChainHookInput,
-		Priority: nftables.ChainPriorityFilter,
-		Policy:   &drop,
-	})
+	// As in Deny: one atomic batch replaces the table.
+	table, chain := dropChain(c, IngressTable, "input", nftables.ChainHookInput)
 	accept := &expr.Verdict{Kind: expr.VerdictAccept}
 	add := func(exprs ...expr.Any) {
 		c.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: append(exprs, accept)})
 	}
 	// iifname "lo" accept
-	add(
-		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname("lo")},
-	)
+	add(iface(expr.MetaKeyIIFNAME, "lo")...)
 	// ct state established,related accept
-	add(
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-		&expr.Bitwise{
-			SourceRegister: 1,
-			DestRegister:   1,
-			Len:            4,
-			Mask:           binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
-			Xor:            binaryutil.NativeEndian.PutUint32(0),
-		},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
-	)
+	add(established()...)
 	// meta l4proto tcp tcp dport <port> accept
 	p := make([]byte, 2)
 	binary.BigEndian.PutUint16(p, port)
@@ -81,10 +55,7 @@ func Restrict(port uint16, allow, except []netip.Prefix) error {
 	for _, pfx := range allow {
 		add(saddrIn(pfx)...)
 	}
-	if err := c.Flush(); err != nil {
-		return fmt.Errorf("ingress: nftables: install table %s: %w (needs CAP_NET_ADMIN and a kernel with nf_tables and nf_conntrack)", IngressTable, err)
-	}
-	return nil
+	return flush(c, "ingress", IngressTable)
 }
 
 // saddrIn matches packets whose source address is in pfx.
