@@ -143,7 +143,8 @@ func appError(t *testing.T, err error, wantType string, wantRetryable bool) *tem
 const fullTemplate = `{"kind":"memory",
 	"env":{"GREETING":"hello from env"},
 	"files":{"hello.txt":"hi\n","conf/app.toml":"x = 1\n"},
-	"init":["echo \"$GREETING\" > init.out","mkdir -p made && cat hello.txt > made/copy.txt"]}`
+	"config_toml":"[model]\nname = \"m1\"\n",
+	"init":["echo \"$GREETING\" > init.out","mkdir -p made && cat hello.txt > made/copy.txt","cat harness.toml > made/harness.copy"]}`
 
 func TestProvision(t *testing.T) {
 	r := newRig(t)
@@ -179,11 +180,17 @@ func TestProvision(t *testing.T) {
 		"conf/app.toml": "x = 1\n",
 		"init.out":      "hello from env\n",
 		"made/copy.txt": "hi\n",
+		// config_toml, written before init runs.
+		"harness.toml":      "[model]\nname = \"m1\"\n",
+		"made/harness.copy": "[model]\nname = \"m1\"\n",
 	} {
 		got, err := os.ReadFile(filepath.Join(h.Path, rel))
 		if err != nil || string(got) != want {
 			t.Errorf("%s = %q (%v), want %q", rel, got, err, want)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(h.Path, "harness.toml")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("harness.toml: %v (%v), want mode 0600", fi.Mode(), err)
 	}
 
 	evs := r.events(t, "ws-prov")
@@ -221,6 +228,8 @@ func TestProvisionFailures(t *testing.T) {
 		wantType      string
 		wantRetryable bool
 		wantInMessage []string
+		// wantNotInMessage is a secret the message must not carry.
+		wantNotInMessage string
 	}{
 		{
 			name:          "init command exits non-zero",
@@ -235,6 +244,15 @@ func TestProvisionFailures(t *testing.T) {
 			wantType:      "unavailable",
 			wantRetryable: true,
 			wantInMessage: []string{"daemon down"},
+		},
+		{
+			// Refused by the API; a template stored before the check, or
+			// by hand, is refused again here.
+			name:             "config_toml holds an env value",
+			tmpl:             `{"kind":"memory","env":{"API_KEY":"sk-test-0123"},"config_toml":"[model]\napi_key = \"sk-test-0123\"\n"}`,
+			wantType:         "invalid",
+			wantInMessage:    []string{"config_toml", "model.api_key", "env API_KEY"},
+			wantNotInMessage: "sk-test-0123",
 		},
 		{
 			name:          "bad template document",
@@ -269,6 +287,9 @@ func TestProvisionFailures(t *testing.T) {
 				if !strings.Contains(ae.Message(), s) {
 					t.Errorf("message %q lacks %q", ae.Message(), s)
 				}
+			}
+			if tc.wantNotInMessage != "" && strings.Contains(ae.Message(), tc.wantNotInMessage) {
+				t.Errorf("message %q carries a secret", ae.Message())
 			}
 			ws, gerr := r.store.GetWorkspace(ctx, id)
 			if gerr != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -134,7 +135,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	}
 	ws.Handle, ws.Path = raw, h.Path
 
-	if len(common.Files) > 0 || len(common.Init) > 0 {
+	if len(common.Files) > 0 || len(common.Init) > 0 || common.ConfigTOML != "" {
 		at("waiting for the runtime to answer")
 		cl, err := a.waitRuntime(ctx, ws, h)
 		if err != nil {
@@ -179,17 +180,36 @@ func (a *Activities) waitRuntime(ctx context.Context, ws *models.Workspace, h ba
 	}
 }
 
-// prepare writes the template's files (in path order, so retries and logs
-// are stable) and runs its init commands in order. With keepExisting, a
-// file the workspace already has is left as it is.
+// prepare writes the template's harness.toml (from config_toml) and files
+// (in path order, so retries and logs are stable) and runs its init
+// commands in order. With keepExisting, a file the workspace already has is
+// left as it is.
+//
+// This is the one place harness.toml is written, for every backend: the
+// runtime creates it with mode 0600 as the user it runs as.
 //
 // at, when not nil, is told each step (for a start timeout's reason).
 func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, common backend.Common, keepExisting bool, at func(string)) error {
 	if at == nil {
 		at = func(string) {}
 	}
-	paths := make([]string, 0, len(common.Files))
-	for p := range common.Files {
+	harness, err := common.Harness("spec.backend")
+	if err != nil {
+		return fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
+	type file struct {
+		data []byte
+		mode os.FileMode
+	}
+	files := make(map[string]file, len(common.Files)+1)
+	for p, content := range common.Files {
+		files[p] = file{[]byte(content), 0o644}
+	}
+	if harness != nil {
+		files[backend.HarnessPath] = file{harness, backend.HarnessMode}
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
@@ -200,7 +220,7 @@ func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, 
 				continue
 			}
 		}
-		if err := cl.WriteFile(ctx, p, []byte(common.Files[p]), 0o644); err != nil {
+		if err := cl.WriteFile(ctx, p, files[p].data, files[p].mode); err != nil {
 			return fmt.Errorf("workspace %s: provision: write file %s: %w", id, p, err)
 		}
 	}

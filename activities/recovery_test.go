@@ -62,10 +62,11 @@ func TestReplaceKeepsDataWithNewToken(t *testing.T) {
 		t.Errorf("teardowns = %d, want 1", r.mem.Teardowns("ws-0a01"))
 	}
 	for rel, want := range map[string]string{
-		"hello.txt":     "changed by the agent\n", // kept: the workspace had it
-		"work.txt":      "results\n",              // kept
-		"conf/app.toml": "x = 1\n",                // missing, so written again
-		"init.out":      "hello from env\n",       // init ran again
+		"hello.txt":     "changed by the agent\n",   // kept: the workspace had it
+		"work.txt":      "results\n",                // kept
+		"conf/app.toml": "x = 1\n",                  // missing, so written again
+		"init.out":      "hello from env\n",         // init ran again
+		"harness.toml":  "[model]\nname = \"m1\"\n", // kept
 	} {
 		got, err := os.ReadFile(filepath.Join(rep.Handle.Path, rel))
 		if err != nil || string(got) != want {

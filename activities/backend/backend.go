@@ -187,13 +187,17 @@ type Endpoint struct {
 
 // Common is the part of every template backend document that the platform
 // applies the same way on every backend: environment, initial files and init
-// commands (applied after Provision, through the runtime), and the
+// commands, harness.toml (applied after Provision, through the runtime), and the
 // lifecycle policy the workspace workflow follows (see Policy).
 type Common struct {
 	Kind  string            `json:"kind"`
 	Env   map[string]string `json:"env,omitempty"`
 	Files map[string]string `json:"files,omitempty"` // relative path -> content
 	Init  []string          `json:"init,omitempty"`  // shell commands run in order with sh -c
+	// ConfigTOML is written as HarnessPath (harness.toml) at the workspace
+	// root, mode 0600, with Files and before Init; it must be valid TOML and
+	// hold none of Env's values (see HarnessTOML).
+	ConfigTOML string `json:"config_toml,omitempty"`
 	// StartTimeout is how long a workspace may stay pending before it
 	// fails, as a Go duration ("10m"); default DefaultStartTimeout.
 	StartTimeout string `json:"start_timeout,omitempty"`

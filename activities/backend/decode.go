@@ -208,7 +208,8 @@ func (c Common) Check(kind string) error {
 }
 
 // Validate checks the common part of a template backend document: file
-// paths stay inside the workspace, init commands are not empty, and the
+// paths stay inside the workspace, config_toml is valid TOML holding no env
+// value, init commands are not empty, and the
 // lifecycle policy's durations, bounds and webhook URL are sound. prefix
 // names the document ("spec.backend").
 func (c Common) Validate(prefix string) error {
@@ -222,6 +223,12 @@ func (c Common) Validate(prefix string) error {
 		if p == "" || path.IsAbs(p) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") {
 			return errs.Field(prefix+".files", "%s.files: path %q must be relative and stay inside the workspace", prefix, p)
 		}
+		if clean == HarnessPath && c.ConfigTOML != "" {
+			return errs.Field(prefix+".files", "%s.files: %s is written from %s.config_toml; set it in one place", prefix, HarnessPath, prefix)
+		}
+	}
+	if _, err := c.Harness(prefix); err != nil {
+		return err
 	}
 	for i, cmd := range c.Init {
 		if strings.TrimSpace(cmd) == "" {
