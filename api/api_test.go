@@ -151,6 +151,8 @@ func TestTemplates(t *testing.T) {
 		{"backend not an object", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":"local"}`, 400, "invalid", "spec.backend", ""},
 		{"backend unknown field", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local","image":"x"}}`, 400, "invalid", "spec.backend.image", ""},
 		{"backend escaping file", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local","files":{"../x":"y"}}}`, 400, "invalid", "spec.backend.files", ""},
+		{"config_toml not TOML", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local","config_toml":"[model]\nname = \"x\n"}}`, 400, "invalid", "spec.backend.config_toml", "line 2, column"},
+		{"config_toml holds an env value", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local","env":{"API_KEY":"k-123456"},"config_toml":"[model]\napi_key = \"k-123456\"\n"}}`, 400, "invalid", "spec.backend.config_toml", "key model.api_key holds the value of env API_KEY"},
 		{"unknown top field", "POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local"},"kind":"x"}`, 400, "invalid", "spec.kind", "unknown field"},
 		{"bad id", "POST", "/v1/templates", `{"id":"-t","provider_id":"local","backend":{"kind":"local"}}`, 400, "invalid", "spec.id", ""},
 		{"duplicate", "POST", "/v1/templates", `{"id":"default","provider_id":"local","backend":{"kind":"local"}}`, 409, "conflict", "", ""},
@@ -193,6 +195,19 @@ func TestTemplates(t *testing.T) {
 	}
 	h.do("PUT", "/v1/templates/withenv", `{"provider_id":"local","backend":{"kind":"local","env":{"NEW":"(redacted)"}}}`).
 		expectError(t, 400, "invalid", "spec.backend.env.NEW", "placeholder")
+
+	// config_toml is checked against the stored env values a redacted
+	// document stands for, and the refusal does not repeat the value.
+	r = h.do("PUT", "/v1/templates/withenv", `{"provider_id":"local","backend":{"kind":"local","env":{"API_KEY":"(redacted)"},"config_toml":"[[tools]]\nauth = \"Bearer `+secret+`\"\n"}}`)
+	r.expectError(t, 400, "invalid", "spec.backend.config_toml", "key tools[0].auth holds the value of env API_KEY")
+	if strings.Contains(string(r.body), secret) {
+		t.Fatalf("refusal repeats the env value: %s", r.body)
+	}
+	h.do("PUT", "/v1/templates/withenv", `{"provider_id":"local","backend":{"kind":"local","env":{"API_KEY":"(redacted)"},"config_toml":"[model]\napi_key_env = \"API_KEY\"\n"}}`).expect(t, 200)
+	stored, _ = h.store.GetTemplate(context.Background(), "withenv")
+	if !strings.Contains(string(stored.Backend), `"config_toml":"[model]\napi_key_env = \"API_KEY\"\n"`) {
+		t.Fatalf("config_toml not stored: %s", stored.Backend)
+	}
 
 	// A webhook URL may carry a token: redacted the same way.
 	const hook = "https://ops.example/hook?token=hook-tok-77"
