@@ -193,6 +193,18 @@ func (s *server) routes() http.Handler {
 	v1.PUT("/templates/:id", s.updateTemplate)
 	v1.DELETE("/templates/:id", s.deleteTemplate)
 
+	v1.POST("/llm-providers", s.createLLMProvider)
+	v1.GET("/llm-providers", s.listLLMProviders)
+	v1.GET("/llm-providers/:id", s.getLLMProvider)
+	v1.PUT("/llm-providers/:id", s.updateLLMProvider)
+	v1.DELETE("/llm-providers/:id", s.deleteLLMProvider)
+
+	v1.POST("/agents", s.createAgent)
+	v1.GET("/agents", s.listAgents)
+	v1.GET("/agents/:id", s.getAgent)
+	v1.PUT("/agents/:id", s.updateAgent)
+	v1.DELETE("/agents/:id", s.deleteAgent)
+
 	v1.POST("/workspaces", s.createWorkspace)
 	v1.GET("/workspaces", s.listWorkspaces)
 	v1.GET("/workspaces/:id", s.getWorkspace)

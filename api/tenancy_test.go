@@ -74,6 +74,10 @@ func matrixBodies(fx *tenancyFixture) map[string]string {
 		"POST /v1/templates":                   `{"id":"bravo-tmpl","provider_id":"` + fx.ids["providers"] + `","backend":{"kind":"local"}}`,
 		"PUT /v1/templates/:id":                `{"provider_id":"` + fx.ids["providers"] + `","backend":{"kind":"local"}}`,
 		"POST /v1/workspaces":                  `{"template_id":"` + fx.ids["templates"] + `"}`,
+		"POST /v1/llm-providers":               `{"id":"bravo-llm","kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key":"k"}`,
+		"PUT /v1/llm-providers/:id":            `{"kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key":"k"}`,
+		"POST /v1/agents":                      `{"id":"bravo-agent","model":{"provider_id":"` + fx.ids["llm-providers"] + `","model_name":"m"}}`,
+		"PUT /v1/agents/:id":                   `{"model":{"provider_id":"` + fx.ids["llm-providers"] + `","model_name":"m"}}`,
 		"PUT /v1/workspaces/:id/files/*path":   "x",
 		"POST /v1/workspaces/:id/exec":         `{"command":["true"]}`,
 		"POST /v1/workspaces/:id/return":       `{}`,
@@ -105,6 +109,7 @@ func matrixBodies(fx *tenancyFixture) map[string]string {
 // tenant A's id and with an unknown one and wants the same 404.
 var createRefs = map[string]string{
 	"POST /v1/templates":  "providers",
+	"POST /v1/agents":     "llm-providers",
 	"POST /v1/workspaces": "templates",
 	"POST /v1/pools":      "templates",
 	"POST /v1/suites":     "templates",
@@ -342,6 +347,11 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 	must(h.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, ""))
 	must(h.store.AppendEvent(ctx, &models.Event{WorkspaceID: w.ID, Type: models.EventProvisioned, Data: json.RawMessage(`{}`)}))
 
+	llmp := &models.LLMProvider{ID: "alpha-llm", TenantID: tenantA, Kind: models.LLMOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"}
+	must(h.store.CreateLLMProvider(ctx, llmp))
+	agent := &models.Agent{ID: "alpha-agent", TenantID: tenantA, Model: models.AgentModel{ProviderID: llmp.ID, ModelName: "m"}}
+	must(h.store.CreateAgent(ctx, agent))
+
 	ses := &models.Session{WorkspaceID: w.ID}
 	must(h.store.CreateSession(ctx, ses))
 	su := &models.Suite{ID: "alpha-suite", TenantID: tenantA, TemplateID: tmpl.ID,
@@ -368,11 +378,12 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 		ids: map[string]string{
 			"providers": prov.ID, "templates": tmpl.ID, "pools": "alpha-pool", "workspaces": w.ID,
 			"sessions": ses.ID, "suites": su.ID, "runs": run.ID, "tenants": tenantA, "apikeys": keyAID,
+			"llm-providers": llmp.ID, "agents": agent.ID,
 		},
 		unknown: map[string]string{
 			"providers": "ghost-prov", "templates": "ghost-tmpl", "pools": "ghost-pool", "workspaces": models.NewID("ws"),
 			"sessions": models.NewID("ses"), "suites": "ghost-suite", "runs": models.NewID("run"), "tenants": "ghost",
-			"apikeys": unknownKeyID,
+			"apikeys": unknownKeyID, "llm-providers": "ghost-llm", "agents": "ghost-agent",
 		},
 		memberB: h.newKey(tenantB, models.RoleMember),
 		viewerB: h.newKey(tenantB, models.RoleViewer),

@@ -1,0 +1,357 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// llmProviderSpec is the body of POST and PUT /v1/llm-providers: the spec
+// of a `kind: llm_provider` document. The key is given as a value
+// (api_key) or as the name of an environment variable of the worker
+// (api_key_env), not both.
+type llmProviderSpec struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	BaseURL   string `json:"base_url"`
+	APIKey    string `json:"api_key"`
+	APIKeyEnv string `json:"api_key_env"`
+}
+
+// llmProviderView is a provider as the API answers it: the key, if one is
+// stored, as Redacted. Sending Redacted back in a PUT keeps the stored key.
+type llmProviderView struct {
+	models.LLMProvider
+	APIKey string `json:"api_key,omitempty"`
+}
+
+func llmProviderOut(p models.LLMProvider) llmProviderView {
+	v := llmProviderView{LLMProvider: p}
+	if p.APIKey != "" {
+		v.APIKey = Redacted
+	}
+	v.LLMProvider.APIKey = ""
+	return v
+}
+
+var llmKinds = []string{models.LLMOpenAI, models.LLMAnthropic}
+
+// envName is what an environment variable name looks like.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// llmProvider checks spec and returns the row it describes. old is the
+// stored provider on update, whose key replaces a Redacted placeholder.
+func llmProvider(spec llmProviderSpec, old *models.LLMProvider) (*models.LLMProvider, error) {
+	if !slices.Contains(llmKinds, spec.Kind) {
+		if spec.Kind == "" {
+			return nil, errs.Field("spec.kind", "spec.kind: required (%s)", strings.Join(llmKinds, " or "))
+		}
+		return nil, errs.Field("spec.kind", "spec.kind: %q is not a model provider kind (%s)", spec.Kind, strings.Join(llmKinds, " or "))
+	}
+	if err := checkBaseURL(spec.BaseURL); err != nil {
+		return nil, err
+	}
+	switch {
+	case spec.APIKey != "" && spec.APIKeyEnv != "":
+		return nil, errs.Field("spec.api_key", "spec.api_key: give the key or spec.api_key_env, not both")
+	case spec.APIKey == "" && spec.APIKeyEnv == "":
+		return nil, errs.Field("spec.api_key", "spec.api_key: required, or spec.api_key_env (an environment variable of the worker holding the key)")
+	case spec.APIKeyEnv != "" && !envName.MatchString(spec.APIKeyEnv):
+		return nil, errs.Field("spec.api_key_env", "spec.api_key_env: %q is not an environment variable name", spec.APIKeyEnv)
+	case spec.APIKey == Redacted:
+		if old == nil || old.APIKey == "" {
+			return nil, errs.Field("spec.api_key", "spec.api_key: %s is a placeholder, and the stored provider has no key", Redacted)
+		}
+		spec.APIKey = old.APIKey
+	}
+	return &models.LLMProvider{ID: spec.ID, Kind: spec.Kind, BaseURL: strings.TrimRight(spec.BaseURL, "/"),
+		APIKey: spec.APIKey, APIKeyEnv: spec.APIKeyEnv}, nil
+}
+
+// checkBaseURL wants an absolute http or https URL without credentials
+// (the key has fields of its own) or a query.
+func checkBaseURL(raw string) error {
+	const field = "spec.base_url"
+	if raw == "" {
+		return errs.Field(field, "%s: required (e.g. https://api.openai.com/v1)", field)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return errs.Field(field, "%s: not a URL", field)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errs.Field(field, "%s: must be an http or https URL", field)
+	case u.Host == "":
+		return errs.Field(field, "%s: has no host", field)
+	case u.User != nil:
+		return errs.Field(field, "%s: must not hold credentials; give the key in spec.api_key or spec.api_key_env", field)
+	case u.RawQuery != "" || u.Fragment != "":
+		return errs.Field(field, "%s: must not have a query or fragment", field)
+	}
+	return nil
+}
+
+// llmProviderOf returns the model provider id if the caller may see it.
+func (s *server) llmProviderOf(c *gin.Context, id string) (*models.LLMProvider, error) {
+	return scoped(c, "llm provider", id, s.cfg.Store.GetLLMProvider, func(p *models.LLMProvider) string { return p.TenantID })
+}
+
+// agentOf returns the agent id if the caller may see it.
+func (s *server) agentOf(c *gin.Context, id string) (*models.Agent, error) {
+	return scoped(c, "agent", id, s.cfg.Store.GetAgent, func(a *models.Agent) string { return a.TenantID })
+}
+
+func (s *server) createLLMProvider(c *gin.Context) {
+	var spec llmProviderSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validID("spec.id", spec.ID); err != nil {
+		s.fail(c, err)
+		return
+	}
+	p, err := llmProvider(spec, nil)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	p.TenantID = callerTenant(c)
+	if err := s.cfg.Store.CreateLLMProvider(c.Request.Context(), p); err != nil {
+		s.fail(c, err)
+		return
+	}
+	auditResource(c, "llm-providers/"+p.ID)
+	s.log.Info("llm provider created", "llm_provider_id", p.ID, "kind", p.Kind)
+	c.Header("Location", "/v1/llm-providers/"+p.ID)
+	c.JSON(http.StatusCreated, llmProviderOut(*p))
+}
+
+func (s *server) listLLMProviders(c *gin.Context) {
+	ps, err := s.cfg.Store.ListLLMProviders(c.Request.Context(), listTenant(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	out := make([]llmProviderView, len(ps))
+	for i, p := range ps {
+		out[i] = llmProviderOut(p)
+	}
+	c.JSON(http.StatusOK, list(out))
+}
+
+func (s *server) getLLMProvider(c *gin.Context) {
+	p, err := s.llmProviderOf(c, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, llmProviderOut(*p))
+}
+
+func (s *server) updateLLMProvider(c *gin.Context) {
+	id := c.Param("id")
+	var spec llmProviderSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	spec.ID = id
+	old, err := s.llmProviderOf(c, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	p, err := llmProvider(spec, old)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.UpdateLLMProvider(c.Request.Context(), p); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("llm provider updated", "llm_provider_id", p.ID, "kind", p.Kind)
+	c.JSON(http.StatusOK, llmProviderOut(*p))
+}
+
+func (s *server) deleteLLMProvider(c *gin.Context) {
+	id := c.Param("id")
+	if _, err := s.llmProviderOf(c, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.DeleteLLMProvider(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("llm provider deleted", "llm_provider_id", id)
+	c.Status(http.StatusNoContent)
+}
+
+// agentSpec is the body of POST and PUT /v1/agents: the spec of a
+// `kind: agent` document.
+type agentSpec struct {
+	ID           string             `json:"id"`
+	Description  string             `json:"description"`
+	Model        *models.AgentModel `json:"model"`
+	SystemPrompt []string           `json:"system_prompt"`
+	Tools        []string           `json:"tools"`
+	MaxTurns     int                `json:"max_turns"`
+	Timeout      string             `json:"timeout"`
+}
+
+// agentTools are the tools an agent may list besides the implicit
+// workspace tools; none yet.
+var agentTools = map[string]bool{}
+
+// agent checks spec and returns the row it describes; the provider must be
+// one the caller may see.
+func (s *server) agent(c *gin.Context, spec agentSpec) (*models.Agent, error) {
+	m := spec.Model
+	switch {
+	case m == nil:
+		return nil, errs.Field("spec.model", "spec.model: required (provider_id and model_name)")
+	case m.ProviderID == "":
+		return nil, errs.Field("spec.model.provider_id", "spec.model.provider_id: required (the id of an llm_provider)")
+	case m.ModelName == "":
+		return nil, errs.Field("spec.model.model_name", "spec.model.model_name: required")
+	case m.Temperature != nil && (*m.Temperature < 0 || *m.Temperature > 2):
+		return nil, errs.Field("spec.model.temperature", "spec.model.temperature: %v is not between 0 and 2", *m.Temperature)
+	case m.TopP != nil && (*m.TopP < 0 || *m.TopP > 1):
+		return nil, errs.Field("spec.model.top_p", "spec.model.top_p: %v is not between 0 and 1", *m.TopP)
+	case m.MaxTokens < 0:
+		return nil, errs.Field("spec.model.max_tokens", "spec.model.max_tokens: %d is negative", m.MaxTokens)
+	case spec.MaxTurns < 0:
+		return nil, errs.Field("spec.max_turns", "spec.max_turns: %d is negative (0 or absent: %d)", spec.MaxTurns, models.DefaultAgentMaxTurns)
+	}
+	if _, err := s.llmProviderOf(c, m.ProviderID); err != nil {
+		return nil, asRef(err, "spec.model.provider_id", "llm provider", m.ProviderID)
+	}
+	seen := map[string]bool{}
+	for i, name := range spec.Tools {
+		field := fmt.Sprintf("spec.tools[%d]", i)
+		switch {
+		case slices.Contains(models.ImplicitTools, name):
+			return nil, errs.Field(field, "%s: %s: workspace__write, workspace__exec and workspace__read are implicit on a workspace-bound session; remove them from tools", field, name)
+		case seen[name]:
+			return nil, errs.Field(field, "%s: %q is listed twice", field, name)
+		case !agentTools[name]:
+			return nil, errs.Field(field, "%s: unknown tool %q (the workspace tools are implicit; there are no others yet)", field, name)
+		}
+		seen[name] = true
+	}
+	timeout := spec.Timeout
+	if timeout == "" {
+		timeout = models.DefaultAgentTimeout
+	}
+	if d, err := time.ParseDuration(timeout); err != nil || d <= 0 {
+		return nil, errs.Field("spec.timeout", "spec.timeout: %q is not a positive Go duration (e.g. 30m, 2h)", spec.Timeout)
+	}
+	maxTurns := spec.MaxTurns
+	if maxTurns == 0 {
+		maxTurns = models.DefaultAgentMaxTurns
+	}
+	return &models.Agent{ID: spec.ID, Description: spec.Description, Model: *m, SystemPrompt: spec.SystemPrompt,
+		Tools: spec.Tools, MaxTurns: maxTurns, Timeout: timeout}, nil
+}
+
+func (s *server) createAgent(c *gin.Context) {
+	var spec agentSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validID("spec.id", spec.ID); err != nil {
+		s.fail(c, err)
+		return
+	}
+	a, err := s.agent(c, spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	a.TenantID = callerTenant(c)
+	if err := s.cfg.Store.CreateAgent(c.Request.Context(), a); err != nil {
+		s.fail(c, err)
+		return
+	}
+	auditResource(c, "agents/"+a.ID)
+	s.log.Info("agent created", "agent_id", a.ID, "llm_provider_id", a.Model.ProviderID)
+	c.Header("Location", "/v1/agents/"+a.ID)
+	c.JSON(http.StatusCreated, a)
+}
+
+func (s *server) listAgents(c *gin.Context) {
+	as, err := s.cfg.Store.ListAgents(c.Request.Context(), listTenant(c))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, list(as))
+}
+
+func (s *server) getAgent(c *gin.Context) {
+	a, err := s.agentOf(c, c.Param("id"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, a)
+}
+
+func (s *server) updateAgent(c *gin.Context) {
+	id := c.Param("id")
+	var spec agentSpec
+	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if spec.ID != "" && spec.ID != id {
+		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+		return
+	}
+	spec.ID = id
+	if _, err := s.agentOf(c, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	a, err := s.agent(c, spec)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.UpdateAgent(c.Request.Context(), a); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("agent updated", "agent_id", a.ID, "llm_provider_id", a.Model.ProviderID)
+	c.JSON(http.StatusOK, a)
+}
+
+func (s *server) deleteAgent(c *gin.Context) {
+	id := c.Param("id")
+	if _, err := s.agentOf(c, id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.cfg.Store.DeleteAgent(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.log.Info("agent deleted", "agent_id", id)
+	c.Status(http.StatusNoContent)
+}
