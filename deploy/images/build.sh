@@ -8,6 +8,9 @@
 #   primer/python:1.0             Debian bookworm minbase + python3 (`python` too)
 #   primer/workspace-runtime:1.0  primer/python + primer-runtime as entrypoint
 #                                 (deploy/images/workspace-runtime/Dockerfile)
+#   primer/sshd-host:1.0          Debian bookworm minbase + openssh-server,
+#                                 python3, procps, iproute2: a test machine for
+#                                 the vm backend (deploy/images/sshd-host/)
 #
 # Users with a registry need none of this: a template may name any image with
 # a shell (debian:bookworm-slim, python:3.12-slim, ...); the platform adds
@@ -18,6 +21,7 @@ cd "$(dirname "$0")/../.."
 BUSYBOX=primer/busybox:1.0
 PYTHON=primer/python:1.0
 RUNTIME=primer/workspace-runtime:1.0
+SSHD_HOST=primer/sshd-host:1.0
 SUITE=bookworm
 GO="${GO:-go}"
 
@@ -86,8 +90,25 @@ if ! in_docker "$RUNTIME"; then
 	DOCKER_BUILDKIT=0 docker build -q --build-arg "BASE=$PYTHON" -t "$RUNTIME" "$ctx" >/dev/null
 fi
 
+if ! in_docker "$SSHD_HOST"; then
+	command -v debootstrap >/dev/null || { log "installing debootstrap"; apt_install debootstrap; }
+	log "building $SSHD_HOST with debootstrap (about 60 s)"
+	root="$work/sshd-host"
+	as_root debootstrap --variant=minbase --include=openssh-server,python3,procps,iproute2,passwd \
+		"$SUITE" "$root" "$(apt_mirror)" >"$work/debootstrap-sshd.log" 2>&1 ||
+		{ tail -n 20 "$work/debootstrap-sshd.log" >&2; exit 1; }
+	# Each container makes host keys of its own when it starts.
+	as_root sh -c "rm -f '$root'/etc/ssh/ssh_host_*"
+	as_root install -m 0644 deploy/images/sshd-host/sshd_config "$root/etc/ssh/sshd_config.d/primer.conf"
+	as_root install -m 0755 deploy/images/sshd-host/entrypoint.sh "$root/usr/local/sbin/primer-sshd-host"
+	as_root ln -sf /usr/bin/python3 "$root/usr/local/bin/python"
+	as_root rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+	as_root tar -C "$root" -c . | docker import -c 'ENTRYPOINT ["/usr/local/sbin/primer-sshd-host"]' \
+		-c 'EXPOSE 22' -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$SSHD_HOST" >/dev/null
+fi
+
 if have_podman; then
-	for img in "$BUSYBOX" "$PYTHON" "$RUNTIME"; do
+	for img in "$BUSYBOX" "$PYTHON" "$RUNTIME"; do # the vm tests use $SSHD_HOST in Docker only
 		if ! in_podman "$img"; then
 			log "loading $img into podman"
 			docker save "$img" | podman --runtime runc load -q >/dev/null
@@ -99,4 +120,4 @@ if have_podman; then
 else
 	log "podman not usable here; loaded into Docker only"
 fi
-log "ready: $BUSYBOX $PYTHON $RUNTIME"
+log "ready: $BUSYBOX $PYTHON $RUNTIME $SSHD_HOST"
