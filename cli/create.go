@@ -24,8 +24,8 @@ func (a *app) createCommand() *cobra.Command {
 		Use:   "create -f FILE [--cases CASES.jsonl]",
 		Short: "Create the providers, templates, pools, workspaces and eval suites a YAML file describes",
 		Long: `Create the resources of a YAML file of one or more '---'-separated documents,
-each with a kind (workspace_provider, workspace_template, workspace_pool, workspace
-or eval_suite) and a spec.
+each with a kind (workspace_provider, workspace_template, workspace_pool, workspace,
+eval_suite, llm_provider or agent) and a spec.
 The whole file is checked before anything is created; documents are then created
 in order, and the first failure stops the rest.
 --cases adds the cases of a JSONL file (one case a line) to the file's one
@@ -134,6 +134,18 @@ func (a *app) createManifest(ctx context.Context, c *client.Client, m Manifest, 
 			return "", nil, err
 		}
 		return kindSuite + "/" + s.ID, s, nil
+	case m.LLM != nil:
+		p, err := c.CreateLLMProvider(ctx, *m.LLM)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindLLM + "/" + p.ID, p, nil
+	case m.Agent != nil:
+		ag, err := c.CreateAgent(ctx, *m.Agent)
+		if err != nil {
+			return "", nil, err
+		}
+		return kindAgent + "/" + ag.ID, ag, nil
 	}
 	return "", nil, fmt.Errorf("document %d: empty", m.Index)
 }

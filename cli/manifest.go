@@ -23,13 +23,15 @@ import (
 type Manifest struct {
 	Index int    // 1-based among the file's non-empty documents
 	Line  int    // 1-based line of the document's first line in the file
-	Kind  string // workspace_provider, workspace_template, workspace_pool, workspace or eval_suite
+	Kind  string // workspace_provider, workspace_template, workspace_pool, workspace, eval_suite, llm_provider or agent
 
 	Provider  *client.ProviderSpec
 	Template  *client.TemplateSpec
 	Pool      *client.PoolSpec
 	Workspace *client.CreateWorkspaceRequest
 	Suite     *eval.SuiteSpec
+	LLM       *client.LLMProviderSpec
+	Agent     *client.AgentSpec
 }
 
 // Name is the document's resource as output lines print it (`kind/id`), or
@@ -44,6 +46,10 @@ func (m Manifest) Name() string {
 		return m.Kind + "/" + m.Pool.ID
 	case m.Suite != nil && m.Suite.ID != "":
 		return m.Kind + "/" + m.Suite.ID
+	case m.LLM != nil && m.LLM.ID != "":
+		return m.Kind + "/" + m.LLM.ID
+	case m.Agent != nil && m.Agent.ID != "":
+		return m.Kind + "/" + m.Agent.ID
 	}
 	return m.Kind
 }
@@ -54,7 +60,7 @@ var yamlLine = regexp.MustCompile(`\bline (\d+)\b`)
 // ParseManifests reads a stream of YAML documents separated by `---` lines.
 // Empty documents are skipped. Every document must have exactly `kind` and
 // `spec`; the kind must be workspace_provider, workspace_template,
-// workspace_pool, workspace or eval_suite; the spec's own keys must be the API's (its nested config and
+// workspace_pool, workspace, eval_suite, llm_provider or agent; the spec's own keys must be the API's (its nested config and
 // backend documents are passed through for the server to check). Errors
 // name the document, its kind and, for YAML syntax, the line in the file.
 func ParseManifests(r io.Reader) ([]Manifest, error) {
@@ -198,8 +204,15 @@ func parseDocument(d document) (*Manifest, error) {
 	case kindSuite:
 		m.Suite = &eval.SuiteSpec{}
 		spec = m.Suite
+	case kindLLM:
+		m.LLM = &client.LLMProviderSpec{}
+		spec = m.LLM
+	case kindAgent:
+		m.Agent = &client.AgentSpec{}
+		spec = m.Agent
 	default:
-		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s, %s, %s or %s", where, kind, kindProvider, kindTemplate, kindPool, kindWorkspace, kindSuite)
+		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s, %s, %s, %s, %s or %s", where, kind,
+			kindProvider, kindTemplate, kindPool, kindWorkspace, kindSuite, kindLLM, kindAgent)
 	}
 	where = fmt.Sprintf("document %d (line %d, %s)", d.index, d.line, kind)
 	raw, ok := top["spec"]

@@ -15,7 +15,7 @@ import (
 
 const resourceHelp = `Resources: provider (providers, prov), template (templates, tpl),
 pool (pools, workspace_pool), workspace (workspaces, ws), session (sessions, ses),
-suite (suites, eval_suite), run (runs).`
+suite (suites, eval_suite), run (runs), llm_provider (llm_providers, llm), agent (agents).`
 
 func (a *app) getCommand() *cobra.Command {
 	return &cobra.Command{
@@ -46,6 +46,8 @@ func (a *app) get(ctx context.Context, kind, id string) error {
 		return a.getSuite(ctx, id)
 	case kindRun:
 		return a.getRun(ctx, id)
+	case kindLLM, kindAgent:
+		return a.getLLM(ctx, kind, id)
 	case kindProvider:
 		p, err := c.GetProvider(ctx, id)
 		if err != nil {
@@ -103,6 +105,10 @@ func plural(kind string) string {
 		return "suites"
 	case kindRun:
 		return "runs"
+	case kindLLM:
+		return "llm providers"
+	case kindAgent:
+		return "agents"
 	}
 	return "sessions"
 }
@@ -173,6 +179,8 @@ func (a *app) list(ctx context.Context, kind string, f listFilters) error {
 		return a.listSuites(ctx)
 	case kindRun:
 		return a.listRuns(ctx, f)
+	case kindLLM, kindAgent:
+		return a.listLLM(ctx, kind)
 	case kindProvider:
 		ps, err := c.ListProviders(ctx)
 		if err != nil {
@@ -272,6 +280,14 @@ func (a *app) delete(ctx context.Context, c *client.Client, kind, id, reason str
 		}
 	case kindRun:
 		return usagef("runs cannot be deleted; cancel one with 'primectl run cancel ID'")
+	case kindLLM:
+		if err := c.DeleteLLMProvider(ctx, id); err != nil {
+			return err
+		}
+	case kindAgent:
+		if err := c.DeleteAgent(ctx, id); err != nil {
+			return err
+		}
 	case kindProvider:
 		if err := c.DeleteProvider(ctx, id); err != nil {
 			return err

@@ -225,6 +225,8 @@ const (
 	kindSession   = "session"
 	kindSuite     = "eval_suite"
 	kindRun       = "run"
+	kindLLM       = "llm_provider"
+	kindAgent     = "agent"
 )
 
 // resourceKind maps what users type (singular, plural, short, YAML kind) to a
@@ -245,6 +247,10 @@ func resourceKind(s string) (string, error) {
 		return kindSuite, nil
 	case "run", "runs":
 		return kindRun, nil
+	case "llm_provider", "llm_providers", "llm-provider", "llm-providers", "llm":
+		return kindLLM, nil
+	case "agent", "agents":
+		return kindAgent, nil
 	}
-	return "", usagef("unknown resource %q: want provider, template, pool, workspace, session, suite or run", s)
+	return "", usagef("unknown resource %q: want provider, template, pool, workspace, session, suite, run, llm_provider or agent", s)
 }
