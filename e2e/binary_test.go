@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -51,30 +49,11 @@ func TestServeBinary(t *testing.T) {
 				cmd.Wait()
 			}
 		})
-		eventually(t, 2*time.Minute, "primer serve ready", func() bool {
-			resp, err := http.Get("http://" + addr + "/readyz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		})
+		waitReadyz(t, "http://"+addr, "primer serve")
 		return cmd
 	}
 	stop := func(cmd *exec.Cmd) {
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("primer serve after SIGTERM: %v, want exit status 0", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("primer serve did not stop within 60s of SIGTERM")
-		}
+		stopProc(t, "primer serve", cmd, waitDone(cmd))
 	}
 	primectl := func(args ...string) (string, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -312,68 +310,31 @@ func (p *clusterProc) identity() string { return strconv.Itoa(p.pid()) + "@" }
 
 // kill sends SIGKILL and waits until the process is gone.
 func (p *clusterProc) kill() {
-	t := p.c.t
-	t.Helper()
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.done = nil
-	p.mu.Unlock()
-	if done == nil {
-		return
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill %s: %v", p.name, err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s still running 30s after SIGKILL", p.name)
+	p.c.t.Helper()
+	if cmd, done := p.take(); done != nil {
+		killProc(p.c.t, p.name, cmd, done)
 	}
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (p *clusterProc) stop() {
-	t := p.c.t
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.done = nil
-	p.mu.Unlock()
-	if done == nil {
-		return
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("stop %s: %v", p.name, err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("%s after SIGTERM: %v, want exit status 0", p.name, err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Errorf("%s did not stop within 60s of SIGTERM; killing it", p.name)
-		_ = cmd.Process.Kill()
-		<-done
+	if cmd, done := p.take(); done != nil {
+		stopProc(p.c.t, p.name, cmd, done)
 	}
 }
 
-// dumpLog logs the last lines the process wrote.
-func (p *clusterProc) dumpLog() {
-	f, err := os.Open(p.log)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	if len(lines) > 80 {
-		lines = lines[len(lines)-80:]
-	}
-	p.c.t.Logf("%s log (last %d lines):\n%s", p.name, len(lines), strings.Join(lines, "\n"))
+// take returns the running process and its exit channel, and forgets them;
+// done is nil when the process has already been waited for.
+func (p *clusterProc) take() (*exec.Cmd, chan error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cmd, done := p.cmd, p.done
+	p.done = nil
+	return cmd, done
 }
+
+// dumpLog logs the last lines the process wrote.
+func (p *clusterProc) dumpLog() { logTail(p.c.t, p.name, p.log, 80) }
 
 // lastWorker returns the identity of the worker that completed the latest
 // workflow task of workflow wid (its current run): the worker whose cache

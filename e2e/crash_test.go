@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -211,14 +209,7 @@ func (s *serveProc) kill() {
 	if s.done == nil {
 		return
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		s.t.Fatalf("kill primer serve: %v", err)
-	}
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		s.t.Fatal("primer serve still running 30s after SIGKILL")
-	}
+	killProc(s.t, "primer serve", s.cmd, s.done)
 	s.done = nil
 }
 
@@ -228,19 +219,7 @@ func (s *serveProc) stop() {
 	if s.done == nil {
 		return
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		s.t.Errorf("stop primer serve: %v", err)
-	}
-	select {
-	case err := <-s.done:
-		if err != nil {
-			s.t.Errorf("primer serve after SIGTERM: %v, want exit status 0", err)
-		}
-	case <-time.After(60 * time.Second):
-		s.t.Errorf("primer serve did not stop within 60s of SIGTERM; killing it")
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	stopProc(s.t, "primer serve", s.cmd, s.done)
 	s.done = nil
 }
 
@@ -254,23 +233,7 @@ func (s *serveProc) restart() {
 }
 
 // dumpLog logs the last lines the process wrote.
-func (s *serveProc) dumpLog() {
-	f, err := os.Open(s.log)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	if len(lines) > 150 {
-		lines = lines[len(lines)-150:]
-	}
-	s.t.Logf("primer serve log (last %d lines):\n%s", len(lines), strings.Join(lines, "\n"))
-}
+func (s *serveProc) dumpLog() { logTail(s.t, "primer serve", s.log, 150) }
 
 // pendingActivities describes the activities the workflow of workspace id
 // waits on (type, state, attempt, when started, last heartbeat), for the

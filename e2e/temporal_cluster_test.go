@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,14 +54,7 @@ func TestServeOnTemporalCluster(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	eventually(t, 2*time.Minute, "primer serve --role all ready", func() bool {
-		resp, err := http.Get("http://" + listen + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	waitReadyz(t, "http://"+listen, "primer serve --role all")
 	key, err := os.ReadFile(filepath.Join(dataDir, client.AdminKeyFile))
 	if err != nil {
 		t.Fatalf("admin key: %v", err)
