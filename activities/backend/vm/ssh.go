@@ -213,8 +213,18 @@ func (d *Dialer) Client(ctx context.Context, addr string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.live(ctx); err != nil {
+	// A connection kept from before is probed (one round trip): a host that
+	// rebooted or lost its sshd since is found here, not in the caller's
+	// next step.
+	k, err := c.live(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if !ping(k, d.conn.timeout()) {
+		c.broken(k)
+		if _, err := c.live(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -455,14 +465,42 @@ func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		s, err := k.ssh.NewSession()
+		s, err := openSession(ctx, k)
 		if err == nil {
 			return s, k, nil
 		}
+		if ctx.Err() != nil {
+			return nil, nil, errs.E(errs.KindOf(ctxErr(ctx)), "ssh %s: open session: %w", c.addr, context.Cause(ctx))
+		}
 		c.broken(k)
-		if attempt > 0 || ctx.Err() != nil {
+		if attempt > 0 {
 			return nil, nil, errs.E(errs.Unavailable, "ssh %s: open session: %w", c.addr, err)
 		}
+	}
+}
+
+// openSession opens a session on k, giving up when ctx ends (a host that
+// went away silently does not answer until the keepalive notices).
+func openSession(ctx context.Context, k *conn) (*ssh.Session, error) {
+	type result struct {
+		s   *ssh.Session
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		s, err := k.ssh.NewSession()
+		got <- result{s, err}
+	}()
+	select {
+	case r := <-got:
+		return r.s, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-got; r.s != nil {
+				_ = r.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
 }
 
