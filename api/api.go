@@ -252,6 +252,9 @@ func (s *server) routes() http.Handler {
 	v1.GET("/sessions/:id/history", s.sessionHistory)
 	v1.GET("/sessions/:id/diff", s.sessionDiff)
 	v1.POST("/sessions/:id/restore", s.sessionRestore)
+	v1.POST("/sessions/:id/run", s.runSession)
+	v1.POST("/sessions/:id/cancel", s.cancelSession)
+	v1.GET("/sessions/:id/transcript", s.sessionTranscript)
 	return r
 }
 

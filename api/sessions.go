@@ -14,6 +14,9 @@ type sessionSpec struct {
 	WorkspaceID string            `json:"workspace_id"`
 	Agent       string            `json:"agent"`
 	Metadata    map[string]string `json:"metadata"`
+	// Instructions start the agent's run (its first message); Agent must
+	// then name a kind: agent document.
+	Instructions string `json:"instructions"`
 }
 
 // endSpec is the optional body of POST /v1/sessions/{id}/end.
@@ -23,7 +26,7 @@ type endSpec struct {
 
 func (s *server) createSession(c *gin.Context) {
 	var spec sessionSpec
-	if err := s.decodeJSON(c, &spec, "", false); err != nil {
+	if err := s.decodeJSONLimit(c, &spec, "", false, s.cfg.MaxJSONBytes+maxInstructions); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -49,6 +52,13 @@ func (s *server) createSession(c *gin.Context) {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: terminating; no new sessions", w.ID))
 		return
 	}
+	run := runSpec{Agent: spec.Agent, Instructions: spec.Instructions}
+	if spec.Instructions != "" {
+		if _, err := s.checkRun(c, w, run); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	ses := &models.Session{
 		ID: models.NewID("ses"),
 		// The store sets it again from the workspace row: a session is
@@ -69,6 +79,12 @@ func (s *server) createSession(c *gin.Context) {
 	}
 	s.touch(ctx, w)
 	s.log.Info("session created", "session_id", ses.ID, "workspace_id", w.ID)
+	if spec.Instructions != "" {
+		if _, err := s.cfg.Starter.StartSessionRun(ctx, ses, run.Agent, run.Instructions); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	if got, err := s.cfg.Store.GetSession(ctx, ses.ID); err == nil {
 		ses = got
 	}

@@ -97,6 +97,8 @@ func matrixBodies(fx *tenancyFixture) map[string]string {
 		"POST /v1/sessions/:id/end":            `{}`,
 		"POST /v1/sessions/:id/tools/:tool":    `{"path":"a.txt"}`,
 		"POST /v1/sessions/:id/restore":        `{"commit":"` + strings.Repeat("ab", 20) + `"}`,
+		"POST /v1/sessions/:id/run":            `{"agent":"` + fx.ids["agents"] + `","instructions":"x"}`,
+		"POST /v1/sessions/:id/cancel":         `{}`,
 		"POST /v1/tenants":                     `{"id":"bravo-2"}`,
 		"PUT /v1/tenants/:id":                  `{"description":"x"}`,
 		"POST /v1/apikeys":                     `{"tenant_id":"` + tenantA + `","role":"member"}`,
