@@ -19,6 +19,7 @@ const (
 	BackendWorktree   = "worktree"
 	BackendContainer  = "container"
 	BackendKubernetes = "kubernetes"
+	BackendVM         = "vm"
 )
 
 // Workspace phases (DESIGN.md).

@@ -20,9 +20,11 @@ import (
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/kubernetes"
+	"github.com/primerhq/primer/activities/backend/vm"
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/activities/backend/worktree"
 	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/console"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
@@ -151,6 +153,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			Logger:       logger,
 			Installation: s.installation,
 		}),
+		models.BackendVM: vm.Factory(vm.Options{
+			Runtime:      runtimeBin,
+			Logger:       logger,
+			Installation: s.installation,
+		}),
 	})
 	s.backends = registry
 	s.pool = rtclient.NewPool()
@@ -221,6 +228,13 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("build api: %w", err)
+		}
+		// The web console shares the API's port: /v1 stays the API's.
+		handler, err = console.Mount(console.Config{
+			API: handler, TemporalUI: s.TemporalUIAddress(), TemporalNamespace: cfg.TemporalNamespace, Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("build console: %w", err)
 		}
 	} else {
 		handler = opsHandler(s.store, m, ready)
