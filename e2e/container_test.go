@@ -55,7 +55,8 @@ spec:
     cpu_cores: 1
     memory_bytes: 536870912
     network: {egress: %[4]s}
-`, e.Name, e.Socket, containertest.PythonImage, egress)
+    config_toml: %[5]s
+`, e.Name, e.Socket, containertest.PythonImage, egress, recipeConfigJSON)
 }
 
 const snippet = `import socket, os
@@ -250,6 +251,7 @@ func runRecipe(t *testing.T, p *primer, ctx context.Context, manifest string, de
 	if got, err := p.api.ReadFile(ctx, id, "host_sock.txt"); err != nil || string(got) != "False" {
 		t.Errorf("host_sock.txt = %q, %v; want False", got, err)
 	}
+	checkHarnessTOML(t, p, ctx, id)
 	return id
 }
 

@@ -46,7 +46,8 @@ spec:
     memory_limit: 512Mi
     pvc_size: 64Mi
     network: {egress: deny_all}
-`, kubernetestest.Kubeconfig(t), ns, kubernetestest.RuntimeImage(t), kubernetestest.PythonImage)
+    config_toml: %s
+`, kubernetestest.Kubeconfig(t), ns, kubernetestest.RuntimeImage(t), kubernetestest.PythonImage, recipeConfigJSON)
 }
 
 // TestKubernetesRecipe is the code-interpreter recipe on the Kubernetes

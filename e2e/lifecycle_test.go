@@ -196,10 +196,11 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 func TestRestartCarriesOn(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "with-env", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"s3cret-value"}}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "with-env", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"s3cret-value"},"config_toml":` + recipeConfigJSON + `}`)}); err != nil {
 		t.Fatal(err)
 	}
 	ws := createRunning(t, p, "with-env")
+	checkHarnessTOML(t, p, ctx, ws.ID)
 	if _, err := p.api.WriteFile(ctx, ws.ID, "keep.txt", strings.NewReader("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -254,10 +255,11 @@ func TestWorktreeWorkspace(t *testing.T) {
 	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "repos", Provider: "worktree", Config: raw(`{"kind":"worktree","root_path":"` + root + `"}`)}); err != nil {
 		t.Fatalf("create provider: %v", err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "repo", ProviderID: "repos", Backend: raw(`{"kind":"worktree","repository":"` + repo + `","base_ref":"main"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "repo", ProviderID: "repos", Backend: raw(`{"kind":"worktree","repository":"` + repo + `","base_ref":"main","config_toml":` + recipeConfigJSON + `}`)}); err != nil {
 		t.Fatalf("create template: %v", err)
 	}
 	ws := createRunning(t, p, "repo")
+	checkHarnessTOML(t, p, ctx, ws.ID)
 	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", "git branch --show-current && cat README.md"}})
 	if err != nil || res.Stdout != "primer/"+ws.ID+"\n# repo\n" {
 		t.Fatalf("exec in worktree = %+v, %v", res, err)
