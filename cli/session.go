@@ -12,7 +12,8 @@ import (
 func (a *app) sessionCommand() *cobra.Command {
 	cmd := a.group("session", "Open and end agent sessions; call tools and read, diff and restore their history", "ses", "sessions")
 	cmd.AddCommand(a.sessionCreateCommand(), a.sessionEndCommand(), a.sessionToolCommand(),
-		a.sessionHistoryCommand(), a.sessionDiffCommand(), a.sessionRestoreCommand())
+		a.sessionHistoryCommand(), a.sessionDiffCommand(), a.sessionRestoreCommand(),
+		a.sessionRunCommand(), a.sessionTranscriptCommand())
 	return cmd
 }
 

@@ -61,6 +61,8 @@ type CreateSessionRequest struct {
 	WorkspaceID string            `json:"workspace_id"`
 	Agent       string            `json:"agent,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
+	// Instructions start Agent's run on the new session.
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // SessionListOptions filters ListSessions. Empty fields match all.
