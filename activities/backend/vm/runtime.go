@@ -134,7 +134,7 @@ func commonVars(s *script, id string) {
 const surveyScript = `
 mkdir -p /var/lib/primer/ws /var/lib/primer/users /var/lib/primer/runtime
 chmod 0755 /var/lib/primer /var/lib/primer/runtime
-chmod 0700 /var/lib/primer/ws /var/lib/primer/users
+chmod 0711 /var/lib/primer/ws; chmod 0700 /var/lib/primer/users
 if [ -n "${SUDO_USER:-}" ]; then chown "$SUDO_USER" /var/lib/primer/runtime; fi
 for d in /var/lib/primer/ws/ws-*; do
   [ -d "$d" ] || continue
@@ -177,6 +177,12 @@ cg=/sys/fs/cgroup/primer/$id
 if [ -d "$cg" ]; then
   echo 1 > "$cg/cgroup.kill" 2>/dev/null || for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
 fi
+# Root may lack CAP_SYS_PTRACE (a container as host) and then cannot read
+# the environment of another user's processes: the user itself can.
+asuser=
+if [ "$user" != - ] && wuid=$(id -u "$user" 2>/dev/null) && [ "$wuid" != 0 ]; then
+  asuser="setpriv --reuid=$wuid --regid=$(id -g "$user") --clear-groups --"
+fi
 exclusive=false
 if [ "$user" != - ] && [ -f "$users/$user/created" ] && [ "$(ls -A "$users/$user" | grep -vx created | grep -vxF "$id" | wc -l)" = 0 ]; then
   exclusive=true; uid=$(id -u "$user" 2>/dev/null || echo)
@@ -184,6 +190,9 @@ fi
 n=0
 while [ $n -lt 20 ]; do
   left=$(grep -lzxF "PRIMER_WORKSPACE_ID=$id" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/\([0-9]*\)/environ$,\1,' || true)
+  if [ -n "$asuser" ]; then
+    left="$left $($asuser grep -lzxF "PRIMER_WORKSPACE_ID=$id" /proc/[0-9]*/environ 2>/dev/null | sed 's,^/proc/\([0-9]*\)/environ$,\1,' || true)"
+  fi
   if [ "$exclusive" = true ] && [ -n "$uid" ]; then
     left="$left $(find /proc -maxdepth 1 -regex '/proc/[0-9]+' -uid "$uid" -printf '%f\n' 2>/dev/null || true)"
   fi
@@ -227,7 +236,7 @@ rm -rf -- "$state"
 // prints "<pid> <port> <created_user>" once it listens.
 const startBody = `
 umask 022
-mkdir -p /var/lib/primer/ws "$users"; chmod 0700 /var/lib/primer/ws "$users"
+mkdir -p /var/lib/primer/ws "$users"; chmod 0711 /var/lib/primer/ws; chmod 0700 "$users"
 dir="$root/$id"
 if [ -d "$state" ] && [ "$(cat "$state/root" 2>/dev/null)" != "$root" ]; then
   echo "workspace $id already lives under $(cat "$state/root") on this host, not $root" >&2; exit 3
