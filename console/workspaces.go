@@ -1,0 +1,185 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/models"
+)
+
+func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session) {
+	ws, err := s.api.ListWorkspaces(r.Context(), client.WorkspaceListOptions{Phase: r.URL.Query().Get("phase")})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces", Data: ws})
+}
+
+type workspaceForm struct {
+	Templates []models.Template
+	Pools     map[string]string // template id -> pool id
+	Template  string
+}
+
+func (c *Console) newWorkspace(w http.ResponseWriter, r *http.Request, s *session) {
+	c.workspaceForm(w, r, s, http.StatusOK, "", r.URL.Query().Get("template"))
+}
+
+func (c *Console) workspaceForm(w http.ResponseWriter, r *http.Request, s *session, status int, msg, tmpl string) {
+	ts, err := s.api.ListTemplates(r.Context(), client.TemplateListOptions{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	ps, err := s.api.ListPools(r.Context(), client.PoolListOptions{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	pools := map[string]string{}
+	for _, p := range ps {
+		pools[p.TemplateID] = p.ID
+	}
+	c.render(w, r, s, status, "workspace_new", page{Title: "New workspace", Section: "workspaces", Tab: "workspaces", Error: msg,
+		Data: workspaceForm{Templates: ts, Pools: pools, Template: tmpl}})
+}
+
+// createWorkspace makes a workspace from a template, or leases one from the
+// template's pool when the form asks for it (the default when one exists).
+func (c *Console) createWorkspace(w http.ResponseWriter, r *http.Request, s *session) {
+	labels := map[string]string{}
+	for _, l := range lines(r.FormValue("labels")) {
+		k, v, _ := strings.Cut(l, "=")
+		labels[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	var ws *models.Workspace
+	var err error
+	if pool := r.FormValue("pool_id"); pool != "" && r.FormValue("lease") == "on" {
+		var l *client.Lease
+		l, err = s.api.LeasePool(r.Context(), pool, client.LeaseRequest{Labels: labels})
+		if err == nil {
+			ws = l.Workspace
+		}
+	} else {
+		ws, err = s.api.CreateWorkspace(r.Context(), client.CreateWorkspaceRequest{
+			TemplateID: r.FormValue("template_id"), Labels: labels, TTL: strings.TrimSpace(r.FormValue("ttl"))})
+	}
+	if err != nil {
+		c.workspaceForm(w, r, s, statusOf(err), err.Error(), r.FormValue("template_id"))
+		return
+	}
+	http.Redirect(w, r, "/workspaces/"+url.PathEscape(ws.ID), http.StatusSeeOther)
+}
+
+// workspaceView is the workspace page's data.
+type workspaceView struct {
+	W        *models.Workspace
+	Events   []models.Event
+	Sessions []models.Session
+	Workflow string // the Temporal web UI's page of its workflow, or ""
+	Tab      string
+	Files    *filesView
+}
+
+func (c *Console) workspaceData(r *http.Request, s *session, id string) (*workspaceView, error) {
+	ws, err := s.api.GetWorkspace(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	v := &workspaceView{W: ws, Tab: "overview"}
+	if c.cfg.TemporalUI != "" && ws.WorkflowID != "" {
+		v.Workflow = c.cfg.TemporalUI + "/namespaces/" + url.PathEscape(c.cfg.TemporalNamespace) + "/workflows/" + url.PathEscape(ws.WorkflowID)
+	}
+	return v, nil
+}
+
+func (c *Console) workspace(w http.ResponseWriter, r *http.Request, s *session) {
+	v, err := c.workspaceData(r, s, r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if v.Events, err = s.api.Events(r.Context(), v.W.ID, 0); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if v.Sessions, err = s.api.ListSessions(r.Context(), client.SessionListOptions{WorkspaceID: v.W.ID}); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, 0, "workspace", page{Title: "Workspace " + v.W.ID, Section: "workspaces", Tab: "workspaces", Data: v})
+}
+
+// workspaceOp runs Delete, Return, Recover or Extend; the API says which
+// apply to the workspace's phase and refuses the others with its reason.
+func (c *Console) workspaceOp(w http.ResponseWriter, r *http.Request, s *session) {
+	id, op := r.PathValue("id"), r.PathValue("op")
+	var err error
+	switch op {
+	case "delete":
+		_, err = s.api.DeleteWorkspace(r.Context(), id)
+		if err == nil {
+			back(w, r, "/workspaces", "Workspace "+id+" is being deleted.")
+			return
+		}
+	case "return":
+		_, err = s.api.ReturnWorkspace(r.Context(), id)
+	case "recover":
+		_, err = s.api.RecoverWorkspace(r.Context(), id)
+	case "extend":
+		_, err = s.api.ExtendWorkspace(r.Context(), id, client.ExtendRequest{By: strings.TrimSpace(r.FormValue("by"))})
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	back(w, r, "/workspaces/"+url.PathEscape(id), "Done: "+op+".")
+}
+
+func (c *Console) pools(w http.ResponseWriter, r *http.Request, s *session) {
+	ps, err := s.api.ListPools(r.Context(), client.PoolListOptions{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	ts, err := s.api.ListTemplates(r.Context(), client.TemplateListOptions{})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, 0, "pools", page{Title: "Pools", Section: "workspaces", Tab: "pools",
+		Data: struct {
+			Pools     []client.Pool
+			Templates []models.Template
+		}{ps, ts}})
+}
+
+func (c *Console) createPool(w http.ResponseWriter, r *http.Request, s *session) {
+	size, err := strconv.Atoi(strings.TrimSpace(r.FormValue("size")))
+	if err != nil {
+		c.fail(w, r, s, fieldError("size", "Size: %q is not a whole number", r.FormValue("size")))
+		return
+	}
+	_, err = s.api.CreatePool(r.Context(), client.PoolSpec{ID: strings.TrimSpace(r.FormValue("id")), TemplateID: r.FormValue("template_id"),
+		Size: size, LeaseTTL: strings.TrimSpace(r.FormValue("lease_ttl"))})
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	back(w, r, "/pools", "Pool created.")
+}
+
+func (c *Console) deletePool(w http.ResponseWriter, r *http.Request, s *session) {
+	if _, err := s.api.DeletePool(r.Context(), r.PathValue("id")); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	back(w, r, "/pools", "Pool deleted.")
+}
