@@ -61,6 +61,7 @@ func TestTemplateLimits(t *testing.T) {
 		{`{"kind":"kubernetes","image":"x","cpu_limit":"500m","memory_limit":"1Gi"}`, 0.5, 1 << 30},
 		{`{"kind":"kubernetes","image":"x","cpu_limit":"2","memory_limit":"512M"}`, 2, 512e6},
 		{`{"kind":"container","image":"x","cpu_cores":2}`, 2, 0},
+		{`{"kind":"vm","cpu":1.5,"memory":"2Gi"}`, 1.5, 2 << 30},
 		{`{"kind":"local"}`, 0, 0},
 		{``, 0, 0},
 		{`{"kind":"kubernetes","cpu_limit":"lots"}`, 0, 0},
