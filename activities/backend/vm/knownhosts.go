@@ -152,12 +152,18 @@ var probeKey = sync.OnceValue(func() ssh.PublicKey {
 })
 
 // knownAlgorithms returns the host key algorithms of the keys cb knows for
-// addr, or nil (the library's defaults) when it knows none.
+// addr, or, when it knows none, the usual ones with ed25519 first.
 func knownAlgorithms(cb ssh.HostKeyCallback, addr string) []string {
 	err := cb(addr, &net.TCPAddr{IP: net.IPv4zero, Port: 22}, probeKey())
 	var ke *knownhosts.KeyError
 	if !errors.As(err, &ke) || len(ke.Want) == 0 {
-		return nil
+		// An unknown host (recorded on first use): prefer ed25519, the key
+		// type every current sshd has, then the library's other defaults.
+		return []string{
+			ssh.KeyAlgoED25519,
+			ssh.KeyAlgoECDSA256, ssh.KeyAlgoECDSA384, ssh.KeyAlgoECDSA521,
+			ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256,
+		}
 	}
 	var out []string
 	seen := map[string]bool{}

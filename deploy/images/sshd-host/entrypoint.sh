@@ -4,8 +4,9 @@
 # keys of its own), installs root's authorized key from $AUTHORIZED_KEYS or
 # the file /etc/primer/authorized_keys, and runs sshd in the background.
 # sshd is not the main process: killing it leaves the machine up with its
-# other processes, as on a VM whose sshd died. Run with --init so orphans
-# are reaped and the container stops on SIGTERM.
+# other processes, as on a VM whose sshd died. Run with --init: sshd is
+# started detached (setsid -f), so its parent is that init, which reaps it
+# and every orphan, and the container stops on SIGTERM.
 set -eu
 ssh-keygen -A >/dev/null
 mkdir -p /run/sshd /root/.ssh
@@ -16,5 +17,5 @@ elif [ -f /etc/primer/authorized_keys ]; then
 	cp /etc/primer/authorized_keys /root/.ssh/authorized_keys
 fi
 [ ! -f /root/.ssh/authorized_keys ] || chmod 600 /root/.ssh/authorized_keys
-/usr/sbin/sshd -D -e &
+setsid -f /usr/sbin/sshd -D -e
 exec sleep infinity

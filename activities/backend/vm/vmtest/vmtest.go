@@ -180,11 +180,12 @@ func (h *Host) Exec(t *testing.T, cmd string) string {
 // authentication attempt).
 func (h *Host) Logs(t *testing.T) string {
 	t.Helper()
-	out, err := docker(context.Background(), nil, "logs", h.ID)
+	// sshd -e logs to stderr: the log is both streams.
+	out, err := exec.Command("docker", "logs", h.ID).CombinedOutput()
 	if err != nil {
 		t.Fatalf("vmtest: docker logs %s: %v: %s", h.Name, err, out)
 	}
-	return out
+	return string(out)
 }
 
 // Restart restarts the machine, as a reboot: every process dies, files stay,
@@ -203,7 +204,8 @@ func (h *Host) Restart(t *testing.T) {
 // new ones are refused. Restart brings sshd back.
 func (h *Host) KillSSHD(t *testing.T) {
 	t.Helper()
-	h.Exec(t, "pkill -KILL -x sshd; while pgrep -x sshd >/dev/null; do sleep 0.05; done")
+	h.Exec(t, "pkill -KILL -x sshd; for i in $(seq 200); do pgrep -x sshd >/dev/null || exit 0; sleep 0.05; done; "+
+		"echo sshd still running; ps -ef; exit 1")
 }
 
 // RotateHostKey gives h new host keys and makes sshd use them: the
@@ -257,7 +259,7 @@ func (h *Host) waitReady(t *testing.T) {
 		}
 		last = out
 		if time.Now().After(deadline) {
-			logs, _ := docker(context.Background(), nil, "logs", h.ID)
+			logs, _ := exec.Command("docker", "logs", h.ID).CombinedOutput()
 			t.Fatalf("vmtest: sshd on %s not ready after %s (last probe: %q); logs:\n%s", h.Name, readyTimeout, last, logs)
 		}
 		time.Sleep(50 * time.Millisecond)
