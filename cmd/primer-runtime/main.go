@@ -73,8 +73,8 @@ type config struct {
 	// the environment other processes of the host can see).
 	tokenFile string
 	debug     bool
-	egress       string
-	ingress      string
+	egress    string
+	ingress   string
 	// ingressAllow and ingressExcept are the comma-separated prefixes
 	// --ingress=restrict admits besides the runtime's port, and those it
 	// drops among them (kept strings so config stays comparable).
