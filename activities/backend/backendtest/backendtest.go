@@ -183,12 +183,14 @@ func (s *suite) validateTemplate(t *testing.T) {
 	if err := json.Unmarshal(s.h.Template, &doc); err != nil {
 		t.Fatalf("harness template: %v", err)
 	}
-	with := func(k string, v any) json.RawMessage {
+	with := func(kv ...any) json.RawMessage {
 		m := map[string]any{}
 		for k, v := range doc {
 			m[k] = v
 		}
-		m[k] = v
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
 		out, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +207,10 @@ func (s *suite) validateTemplate(t *testing.T) {
 		{"with common fields", with("files", map[string]string{"a/b.txt": "x"}), false, ""},
 		{"with start_timeout", with("start_timeout", "5m"), false, ""},
 		{"with recovery", with("recovery", map[string]any{"max_attempts": 0, "after": "1m", "webhook_url": "https://hooks.example.com/x"}), false, ""},
+		{"with config_toml", with("config_toml", "[model]\nname = \"m\"\n"), false, ""},
 		{"bad start_timeout", with("start_timeout", "5 minutes"), true, "start_timeout"},
+		{"config_toml not TOML", with("config_toml", "[model\n"), true, "config_toml"},
+		{"config_toml holds an env value", with("env", map[string]string{"API_KEY": "k-0123456"}, "config_toml", "[model]\nkey = \"k-0123456\"\n"), true, "config_toml"},
 		{"bad recovery after", with("recovery", map[string]any{"after": "-1s"}), true, "recovery.after"},
 		{"bad recovery max_attempts", with("recovery", map[string]any{"max_attempts": 99}), true, "recovery.max_attempts"},
 		{"bad recovery webhook_url", with("recovery", map[string]any{"webhook_url": "file:///etc/passwd"}), true, "recovery.webhook_url"},
