@@ -27,105 +27,133 @@ func (c *Client) EnsureFile(ctx context.Context, remotePath string, data []byte,
 	}
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
-	have, err := c.remoteSHA256(ctx, remotePath)
+	perm := fmt.Sprintf("%o", mode.Perm())
+	have, haveMode, err := c.remoteSHA256(ctx, remotePath)
 	if err != nil {
 		return false, fmt.Errorf("ensure file %s: %w", remotePath, err)
 	}
-
-	sc, stop, err := c.sftpClient(ctx)
-	if err != nil {
-		return false, fmt.Errorf("ensure file %s: %w", remotePath, err)
-	}
-	defer stop()
-
 	if have == want {
-		// Same content: only the mode may need fixing.
-		st, err := sc.Stat(remotePath)
-		if err != nil {
-			return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": stat", err)
-		}
-		if st.Mode().Perm() != mode.Perm() {
-			if err := sc.Chmod(remotePath, mode.Perm()); err != nil {
-				return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": chmod", err)
+		if haveMode != perm {
+			// Same content: only the mode needs fixing.
+			if err := c.runOK(ctx, "chmod "+perm+" -- "+shellQuote(remotePath)); err != nil {
+				return false, fmt.Errorf("ensure file %s: %w", remotePath, err)
 			}
 		}
 		return false, nil
 	}
 
-	if err := sc.MkdirAll(path.Dir(remotePath)); err != nil {
-		return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": mkdir", err)
-	}
 	tmp := remotePath + ".upload-" + randomSuffix()
 	committed := false
 	defer func() {
 		if !committed {
-			_ = sc.Remove(tmp)
+			// Best effort, on a context of its own: the caller's may be over.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.d.conn.timeout())
+			defer cancel()
+			_ = c.runOK(cctx, "rm -f -- "+shellQuote(tmp))
 		}
 	}()
-	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
-	if err != nil {
-		return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": create", err)
+	if err := c.upload(ctx, tmp, data, mode); err != nil {
+		return false, fmt.Errorf("ensure file %s: %w", remotePath, err)
 	}
-	if _, err := f.ReadFrom(bytes.NewReader(data)); err != nil {
-		_ = f.Close()
-		return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": upload", err)
-	}
-	if err := f.Chmod(mode.Perm()); err != nil {
-		_ = f.Close()
-		return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": chmod", err)
-	}
-	if err := f.Close(); err != nil {
-		return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": close", err)
-	}
-	got, err := c.remoteSHA256(ctx, tmp)
+	got, _, err := c.remoteSHA256(ctx, tmp)
 	if err != nil {
 		return false, fmt.Errorf("ensure file %s: verify: %w", remotePath, err)
 	}
 	if got != want {
 		return false, errs.E(errs.Unavailable, "ensure file %s on %s: the uploaded file's sha256 is %s, want %s", remotePath, c.addr, got, want)
 	}
-	if err := sc.PosixRename(tmp, remotePath); err != nil {
-		return false, sftpErr(ctx, c.addr, "ensure file "+remotePath+": rename", err)
+	if err := c.runOK(ctx, "mv -f -- "+shellQuote(tmp)+" "+shellQuote(remotePath)); err != nil {
+		return false, fmt.Errorf("ensure file %s: %w", remotePath, err)
 	}
 	committed = true
 	return true, nil
 }
 
-// remoteSHA256 returns the sha256 of the host's file p, or "" when there is
-// no such file.
-func (c *Client) remoteSHA256(ctx context.Context, p string) (string, error) {
-	q := shellQuote(p)
-	out, stderr, code, err := c.Run(ctx, "if [ -f "+q+" ]; then sha256sum -b -- "+q+"; fi", nil)
+// upload writes data to the new file p with mode over SFTP, making its
+// directory first.
+func (c *Client) upload(ctx context.Context, p string, data []byte, mode os.FileMode) error {
+	sc, stop, err := c.sftpClient(ctx)
 	if err != nil {
-		return "", err
+		return err
+	}
+	defer stop()
+	if err := sc.MkdirAll(path.Dir(p)); err != nil {
+		return sftpErr(ctx, c.addr, "mkdir "+path.Dir(p), err)
+	}
+	f, err := sc.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return sftpErr(ctx, c.addr, "create "+p, err)
+	}
+	if _, err := f.ReadFrom(bytes.NewReader(data)); err != nil {
+		_ = f.Close()
+		return sftpErr(ctx, c.addr, "write "+p, err)
+	}
+	if err := f.Chmod(mode.Perm()); err != nil {
+		_ = f.Close()
+		return sftpErr(ctx, c.addr, "chmod "+p, err)
+	}
+	if err := f.Close(); err != nil {
+		return sftpErr(ctx, c.addr, "close "+p, err)
+	}
+	return nil
+}
+
+// remoteSHA256 returns the sha256 and octal mode of the host's file p, or
+// "" when there is no such file.
+func (c *Client) remoteSHA256(ctx context.Context, p string) (sum, mode string, err error) {
+	q := shellQuote(p)
+	out, stderr, code, err := c.Run(ctx, "if [ -f "+q+" ]; then sha256sum -b -- "+q+" && stat -c %a -- "+q+"; fi", nil)
+	if err != nil {
+		return "", "", err
 	}
 	if code != 0 {
-		return "", errs.E(errs.Unavailable, "sha256sum %s on %s: exit %d: %s", p, c.addr, code, strings.TrimSpace(string(stderr)))
+		return "", "", errs.E(errs.Unavailable, "sha256sum %s on %s: exit %d: %s", p, c.addr, code, strings.TrimSpace(string(stderr)))
 	}
-	fields := strings.Fields(string(out))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 2 {
+		return "", "", nil
+	}
+	fields := strings.Fields(lines[0])
 	if len(fields) == 0 {
-		return "", nil
+		return "", "", nil
 	}
-	return fields[0], nil
+	return fields[0], strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
+// runOK runs cmd and turns a non-zero exit into an error quoting stderr.
+func (c *Client) runOK(ctx context.Context, cmd string) error {
+	_, stderr, code, err := c.Run(ctx, cmd, nil)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return errs.E(errs.Unavailable, "ssh %s: %s: exit %d: %s", c.addr, cmd, code, strings.TrimSpace(string(stderr)))
+	}
+	return nil
 }
 
 // sftpClient opens an SFTP session on the current connection; stop closes
 // it. It is closed too when ctx ends, which ends any transfer in progress.
 func (c *Client) sftpClient(ctx context.Context) (*sftp.Client, func(), error) {
+	if err := c.acquire(ctx); err != nil {
+		return nil, nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		k, err := c.live(ctx)
 		if err != nil {
+			c.release()
 			return nil, nil, err
 		}
 		sc, err := sftp.NewClient(k.ssh, sftp.UseConcurrentWrites(true))
 		if err == nil {
 			cancel := context.AfterFunc(ctx, func() { _ = sc.Close() })
-			return sc, func() { cancel(); _ = sc.Close() }, nil
+			return sc, func() { cancel(); _ = sc.Close(); c.release() }, nil
 		}
 		if !k.alive() && attempt == 0 && ctx.Err() == nil {
 			c.broken(k)
 			continue
 		}
+		c.release()
 		return nil, nil, errs.E(errs.Unavailable, "sftp %s: %w", c.addr, err)
 	}
 }

@@ -42,6 +42,12 @@ type JumpHost struct {
 // defaultConnectTimeout bounds the TCP dial and the SSH handshake of one host.
 const defaultConnectTimeout = 10 * time.Second
 
+// maxSessions bounds the sessions (commands, SFTP) open at once on one
+// connection: OpenSSH refuses more than its MaxSessions, 10 by default, and
+// a refused session must wait rather than fail. Tunnelled TCP connections
+// are not sessions and are not bounded.
+const maxSessions = 8
+
 // keepaliveInterval is how often an idle connection is probed, so a host that
 // went away is noticed without waiting for the kernel's TCP timeouts.
 const keepaliveInterval = 15 * time.Second
@@ -238,7 +244,7 @@ func (d *Dialer) entry(addr string) (*Client, error) {
 	}
 	c, ok := d.clients[addr]
 	if !ok {
-		c = &Client{d: d, addr: addr, user: d.conn.User}
+		c = &Client{d: d, addr: addr, user: d.conn.User, sessions: make(chan struct{}, maxSessions)}
 		d.clients[addr] = c
 	}
 	return c, nil
@@ -254,7 +260,7 @@ func (d *Dialer) jumpClient() *Client {
 		if user == "" {
 			user = d.conn.User
 		}
-		d.jump = &Client{d: d, addr: hostPort(j.Address, j.Port), user: user, isJump: true}
+		d.jump = &Client{d: d, addr: hostPort(j.Address, j.Port), user: user, isJump: true, sessions: make(chan struct{}, maxSessions)}
 	}
 	return d.jump
 }
@@ -291,7 +297,21 @@ type Client struct {
 
 	mu  sync.Mutex // serialises dials of this address
 	cur *conn
+
+	sessions chan struct{} // a slot per open session, up to maxSessions
 }
+
+// acquire takes a session slot, waiting for one while ctx lives.
+func (c *Client) acquire(ctx context.Context) error {
+	select {
+	case c.sessions <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errs.E(errs.KindOf(ctxErr(ctx)), "ssh %s: wait for a session: %w", c.addr, context.Cause(ctx))
+	}
+}
+
+func (c *Client) release() { <-c.sessions }
 
 // conn is one SSH connection; done is closed when it ends.
 type conn struct {
@@ -457,23 +477,36 @@ func ping(k *conn, timeout time.Duration) bool {
 	}
 }
 
-// session opens a session on a live connection. A connection found dead
-// when opening (nothing ran yet) is dropped and dialled once more.
-func (c *Client) session(ctx context.Context) (*ssh.Session, *conn, error) {
+// session opens a session on a live connection; end closes it and frees
+// its slot. A connection found dead when opening (nothing ran yet) is
+// dropped and dialled once more.
+func (c *Client) session(ctx context.Context) (s *ssh.Session, end func(), err error) {
+	if err := c.acquire(ctx); err != nil {
+		return nil, nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		k, err := c.live(ctx)
 		if err != nil {
+			c.release()
 			return nil, nil, err
 		}
 		s, err := openSession(ctx, k)
 		if err == nil {
-			return s, k, nil
+			return s, func() { _ = s.Close(); c.release() }, nil
 		}
-		if ctx.Err() != nil {
+		var refused *ssh.OpenChannelError
+		switch {
+		case ctx.Err() != nil:
+			c.release()
 			return nil, nil, errs.E(errs.KindOf(ctxErr(ctx)), "ssh %s: open session: %w", c.addr, context.Cause(ctx))
+		case errors.As(err, &refused) && k.alive():
+			// The host refused the session; the connection is fine.
+			c.release()
+			return nil, nil, errs.E(errs.Unavailable, "ssh %s: open session: %w", c.addr, err)
 		}
 		c.broken(k)
 		if attempt > 0 {
+			c.release()
 			return nil, nil, errs.E(errs.Unavailable, "ssh %s: open session: %w", c.addr, err)
 		}
 	}
@@ -508,11 +541,11 @@ func openSession(ctx context.Context, k *conn) (*ssh.Session, error) {
 // its stdout, stderr and exit code. A non-zero exit is not an error;
 // failures of the transport are. When ctx ends the session is closed.
 func (c *Client) Run(ctx context.Context, cmd string, stdin []byte) (stdout, stderr []byte, code int, err error) {
-	s, _, err := c.session(ctx)
+	s, end, err := c.session(ctx)
 	if err != nil {
 		return nil, nil, -1, err
 	}
-	defer func() { _ = s.Close() }()
+	defer end()
 	var out, errb bytes.Buffer
 	s.Stdout, s.Stderr = &out, &errb
 	if stdin != nil {

@@ -481,3 +481,47 @@ func TestUnreachableHost(t *testing.T) {
 		t.Errorf("Client of a closed port = %v; want Unavailable naming %s", err, addr)
 	}
 }
+
+// TestSessionsBeyondMaxSessions runs more commands and uploads at once than
+// the host's MaxSessions (OpenSSH's default, 10): they wait for a session
+// instead of failing, and the connection stays up.
+func TestSessionsBeyondMaxSessions(t *testing.T) {
+	h := vmtest.Start(t, vmtest.Options{})
+	h.Exec(t, "sed -i 's/^MaxSessions.*/MaxSessions 10/' /etc/ssh/sshd_config.d/primer.conf && pkill -HUP -o -x sshd")
+	h.RotateHostKey(t) // waits for the reloaded sshd (and gives it a new key, which Connection writes)
+	d := dialer(t, h.Connection(t))
+	ctx := ctxT(t)
+	c, err := d.Client(ctx, h.Addr)
+	if err != nil {
+		t.Fatalf("Client: %v", err)
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 40)
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, _, code, err := c.Run(ctx, fmt.Sprintf("sleep 0.2; echo %d", i), nil)
+			if err != nil || code != 0 || strings.TrimSpace(string(out)) != fmt.Sprint(i) {
+				errc <- fmt.Errorf("run %d: %q %d %v", i, out, code, err)
+			}
+		}()
+	}
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.EnsureFile(ctx, fmt.Sprintf("/tmp/f%d", i), []byte(fmt.Sprint(i)), 0o644); err != nil {
+				errc <- fmt.Errorf("ensure file %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	if n := strings.Count(h.Logs(t), "Accepted publickey"); n != 1 {
+		t.Errorf("sshd accepted %d logins; want all on 1 connection", n)
+	}
+}
