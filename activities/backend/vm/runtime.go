@@ -30,9 +30,6 @@ const (
 	// user is removed with the last of its workspaces, and only if Primer
 	// made it.
 	usersDir = "/var/lib/primer/users"
-	// markerName is the file in a workspace directory that says it is
-	// Primer's: Destroy removes a directory only when it holds it.
-	markerName = ".primer-workspace"
 	// workspaceEnv is set in the runtime's environment and so in every
 	// command's: Destroy finds the processes a workspace left behind
 	// (daemons in sessions of their own) by it.
@@ -206,7 +203,8 @@ rm -f "$state/pid" "$state/port" "$state/tok/token"
 `
 
 // destroyBody stops the workspace (stopBody first), then removes its
-// directory (only one marked as the workspace's), its state and, with its
+// directory (only one marked as the workspace's by its .primer-workspace
+// file, which startBody writes), its state and, with its
 // last workspace, a user Primer made.
 const destroyBody = `
 [ -d "$state" ] || exit 0
