@@ -96,7 +96,9 @@ func TestAgentCodeRunnerContainer(t *testing.T) {
 		ctx := ctxT(t, 5*time.Minute)
 		eng := containertest.Backend(t, e)
 		id := createRecipeWorkspace(t, p, recipeManifest(e, "deny_all"))
-		t.Cleanup(func() { _ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id}) })
+		t.Cleanup(func() {
+			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
+		})
 		checkCodeRunner(t, p, ctx, &logs, id)
 	})
 }
