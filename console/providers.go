@@ -156,27 +156,23 @@ func providerConfig(r *http.Request, typ string) (json.RawMessage, error) {
 	case "local", "worktree":
 		doc["root_path"] = f("root_path")
 	case "vm":
-		conn := map[string]any{}
-		if v := f("vm_user"); v != "" {
-			conn["user"] = v
-		}
+		// A fixed fleet of hosts reached over SSH; a machines (create and
+		// destroy commands) provider is written in the advanced JSON box.
+		conn := map[string]any{"user": f("vm_user"), "known_hosts": f("vm_known_hosts")}
 		if v := f("vm_port"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return nil, fieldError("port", "SSH port %q is not a number", v)
+				return nil, fieldError("vm_port", "Port: %q is not a number", v)
 			}
 			conn["port"] = n
 		}
 		if v := f("vm_key_file"); v != "" {
-			conn["key_file"] = v
-		}
-		if v := f("vm_known_hosts"); v != "" {
-			conn["known_hosts"] = v
+			conn["private_key_file"] = v
 		}
 		doc["connection"] = conn
-		var hosts []string
+		hosts := []map[string]string{}
 		for h := range strings.FieldsSeq(f("vm_hosts")) {
-			hosts = append(hosts, h)
+			hosts = append(hosts, map[string]string{"address": h})
 		}
 		doc["hosts"] = hosts
 	}
