@@ -96,6 +96,34 @@ type EndRunInput struct {
 // EndRunOutput is empty.
 type EndRunOutput struct{}
 
+// ResumeRunInput names a run that ended workspace_lost.
+type ResumeRunInput struct {
+	SessionID string
+}
+
+// ResumeRunOutput names the session that resumes it, once there is one;
+// that session has the run (agent and transcript) to continue.
+type ResumeRunOutput struct {
+	Successor string `json:",omitempty"`
+}
+
+// ResumeRun looks for the session that resumes a lost one (the workspace's
+// recovery makes it) and gives it the lost session's run.
+func (a *Activities) ResumeRun(ctx context.Context, in ResumeRunInput) (ResumeRunOutput, error) {
+	next, err := a.Store.ResumedSession(ctx, in.SessionID)
+	if errs.Is(err, errs.NotFound) {
+		return ResumeRunOutput{}, nil
+	}
+	if err != nil {
+		return ResumeRunOutput{}, classify(err)
+	}
+	if _, err := a.Store.ResumeSessionRun(ctx, in.SessionID, next.ID); err != nil {
+		return ResumeRunOutput{}, classify(err)
+	}
+	a.logger().Info("agent run resumed", "session_id", next.ID, "resumed_from", in.SessionID)
+	return ResumeRunOutput{Successor: next.ID}, nil
+}
+
 // StartRun reads the run's agent for its limits.
 func (a *Activities) StartRun(ctx context.Context, in StartRunInput) (StartRunOutput, error) {
 	ses, ag, err := a.runOf(ctx, in.SessionID)
@@ -143,8 +171,8 @@ func (a *Activities) runOf(ctx context.Context, sessionID string) (*models.Sessi
 	return ses, ag, nil
 }
 
-// target connects to the session's workspace runtime.
-func (a *Activities) target(ctx context.Context, ses *models.Session) (sessiontool.Target, error) {
+// sessionTarget connects to the session's workspace runtime.
+func (a *Activities) sessionTarget(ctx context.Context, ses *models.Session) (sessiontool.Target, error) {
 	ws, err := a.Store.GetWorkspace(ctx, ses.WorkspaceID)
 	if err != nil {
 		return sessiontool.Target{}, fmt.Errorf("session %s: %w", ses.ID, err)
@@ -185,7 +213,7 @@ func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCal
 	}
 	asst := &turn[0]
 	if asst.Commit == "" {
-		t, err := a.target(ctx, ses)
+		t, err := a.sessionTarget(ctx, ses)
 		if err != nil {
 			return ModelCallOutput{}, classify(err)
 		}
@@ -317,7 +345,7 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 	case ses.Status != models.SessionOpen:
 		return ToolCallOutput{Ended: ses.EndReason}, nil
 	}
-	t, err := a.target(ctx, ses)
+	t, err := a.sessionTarget(ctx, ses)
 	if err != nil {
 		return ToolCallOutput{}, classify(err)
 	}

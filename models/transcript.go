@@ -201,3 +201,73 @@ func (s *Store) UpdateTranscriptEntry(ctx context.Context, e *TranscriptEntry) e
 	}
 	return nil
 }
+
+// ResumedSession returns the session that resumes id (ResumeLostSessions);
+// NotFound if none does yet.
+func (s *Store) ResumedSession(ctx context.Context, id string) (*Session, error) {
+	var ses Session
+	if err := s.r.WithContext(ctx).Take(&ses, "resumed_from = ? AND resumed_from <> ''", id).Error; err != nil {
+		return nil, readError(ctx, err, "session resuming", id)
+	}
+	return &ses, nil
+}
+
+// ResumeSessionRun gives the session to, which resumes the lost session
+// from, from's run: its agent and its transcript, copied. A tool call the
+// lost session had not finished is finished with a result saying what is
+// known: not run, or maybe run on the lost sandbox. Calling it again
+// changes nothing.
+func (s *Store) ResumeSessionRun(ctx context.Context, from, to string) (*SessionRun, error) {
+	var run SessionRun
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := lockRow(tx, forUpdate, &Session{}, "session", to); err != nil {
+			return err
+		}
+		err := tx.Take(&run, "session_id = ?", to).Error
+		if err == nil {
+			return nil // resumed before
+		}
+		if !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		var prev SessionRun
+		if err := tx.Take(&prev, "session_id = ?", from).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return notFound("session run", from)
+			}
+			return err
+		}
+		var ses Session
+		if err := tx.Take(&ses, "id = ?", to).Error; err != nil {
+			return err
+		}
+		run = SessionRun{SessionID: to, TenantID: ses.TenantID, AgentID: prev.AgentID, Status: AgentRunning, Turns: prev.Turns}
+		if err := tx.Create(&run).Error; err != nil {
+			return err
+		}
+		var es []TranscriptEntry
+		if err := tx.Where("session_id = ?", from).Order("seq").Find(&es).Error; err != nil {
+			return err
+		}
+		for i := range es {
+			e := &es[i]
+			e.SessionID = to
+			switch e.State {
+			case ToolPending:
+				e.State, e.IsError = ToolFinished, true
+				e.ToolResult = json.RawMessage(`{"error":"not run: the workspace's sandbox was lost before this call ran; it was replaced, and files written before may be gone"}`)
+			case ToolStarted:
+				e.State, e.IsError = ToolFinished, true
+				e.ToolResult = json.RawMessage(`{"error":"the workspace's sandbox was lost while this call ran: it may or may not have run; the sandbox was replaced, and files written before may be gone"}`)
+			}
+		}
+		if len(es) == 0 {
+			return nil
+		}
+		return tx.Create(&es).Error
+	})
+	if err != nil {
+		return nil, writeError(ctx, err, "session run", to, "resume")
+	}
+	return &run, nil
+}
