@@ -33,6 +33,9 @@ const (
 	modelCallTimeout    = 10 * time.Minute
 	toolCallTimeout     = 25 * time.Hour // an exec may run 24 hours
 	agentRecordAttempts = 10
+	// resumePoll is how often a run whose workspace was lost looks for
+	// the session that resumes it.
+	resumePoll = 10 * time.Second
 )
 
 // SessionRunID is the workflow id of a session's agent run.
@@ -72,6 +75,9 @@ type SessionRunOutput struct {
 	Error  string `json:",omitempty"`
 	Turns  int
 	Usage  RunUsage
+	// ResumedBy is the session whose run continues this one (a run that
+	// ended workspace_lost).
+	ResumedBy string `json:",omitempty"`
 }
 
 // SessionRunWorkflow runs a session's agent: it calls the model, runs the
@@ -165,7 +171,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 			return r.end(ctx, models.AgentFailed, errorMessage(err))
 		}
 		if mo.Ended != "" {
-			return r.end(ctx, mo.Ended, "")
+			return r.ended(ctx, loopCtx, mo.Ended)
 		}
 		r.in.Turn++
 		r.in.Usage.InputTokens += mo.InputTokens
@@ -183,10 +189,45 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 				return r.end(ctx, models.AgentFailed, tc.Name+": "+errorMessage(err))
 			}
 			if to.Ended != "" {
-				return r.end(ctx, to.Ended, "")
+				return r.ended(ctx, loopCtx, to.Ended)
 			}
 		}
 	}
+}
+
+// ended ends a run whose session ended under it. A session whose
+// workspace was lost is resumed by the workspace's recovery: the run waits
+// (until its deadline, or a cancel) for the session that resumes it, and
+// hands itself over: that session's run, session-<id>, continues from the
+// transcript with the turns, usage and deadline so far.
+func (r *agentRun) ended(ctx, loopCtx workflow.Context, reason string) (SessionRunOutput, error) {
+	out, err := r.end(ctx, reason, "")
+	if err != nil || reason != models.ReasonWorkspaceLost {
+		return out, err
+	}
+	var a *activities.Activities
+	actx := workflow.WithActivityOptions(loopCtx, recordActivityOptions())
+	for loopCtx.Err() == nil {
+		var res activities.ResumeRunOutput
+		if err := workflow.ExecuteActivity(actx, a.ResumeRun, activities.ResumeRunInput{SessionID: r.in.SessionID}).Get(loopCtx, &res); err != nil {
+			r.log.Warn("resume run", "session_id", r.in.SessionID, "error", errorMessage(err))
+		} else if res.Successor != "" {
+			next := r.in
+			next.SessionID = res.Successor
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+				WorkflowID:        SessionRunID(res.Successor),
+				ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			})
+			child := workflow.ExecuteChildWorkflow(cctx, SessionRunWorkflowName, next)
+			if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+				r.log.Warn("start resumed run", "session_id", res.Successor, "error", errorMessage(err))
+			}
+			out.ResumedBy = res.Successor
+			return out, nil
+		}
+		_ = workflow.Sleep(loopCtx, resumePoll)
+	}
+	return out, nil
 }
 
 // end records the run's end (on a context that outlives a cancel) and

@@ -12,7 +12,7 @@ import (
 
 // TestReplayCoversAgentRun checks that testdata holds recorded
 // SessionRunWorkflow histories (agent_run_*_v1.json: completed after a
-// 429, max_turns, canceled) with the versionAgentRun marker at 1, so
+// 429, max_turns, canceled, resumed after its workspace was lost) with the versionAgentRun marker at 1, so
 // TestReplay replays the agent run's paths.
 func TestReplayCoversAgentRun(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "agent_run*.json"))
@@ -46,7 +46,7 @@ func TestReplayCoversAgentRun(t *testing.T) {
 			}
 		}
 	}
-	if found < 3 {
-		t.Fatalf("%d recorded histories of change %q at version 1 in testdata, want 3 (make record-histories)", found, versionAgentRun)
+	if found < 4 {
+		t.Fatalf("%d recorded histories of change %q at version 1 in testdata, want 4 (make record-histories)", found, versionAgentRun)
 	}
 }

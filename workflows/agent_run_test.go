@@ -26,6 +26,10 @@ type agentFakes struct {
 	// modelTime and toolTime are how long each call takes (simulated).
 	modelTime, toolTime time.Duration
 	toolErr             func(attempt int) (activities.ToolCallOutput, error)
+	// successorAfter is how many ResumeRun calls find no successor
+	// before one finds ses-2; -1: never.
+	successorAfter int
+	resumeCalls    int
 
 	modelCalls []time.Time // when each model call attempt started
 	turns      []int
@@ -82,6 +86,16 @@ func (f *agentFakes) run(t *testing.T, maxTurns int, timeout time.Duration, duri
 			}
 			f.tools = append(f.tools, in.Seq)
 			return activities.ToolCallOutput{}, nil
+		})
+	env.OnActivity(a.ResumeRun, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.ResumeRunInput) (activities.ResumeRunOutput, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.resumeCalls++
+			if f.successorAfter < 0 || f.resumeCalls <= f.successorAfter {
+				return activities.ResumeRunOutput{}, nil
+			}
+			return activities.ResumeRunOutput{Successor: "ses-2"}, nil
 		})
 	env.OnActivity(a.EndRun, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.EndRunInput) (activities.EndRunOutput, error) {
@@ -234,11 +248,13 @@ func TestSessionRunCancelSignal(t *testing.T) {
 }
 
 // The session ended under the run (its workspace was lost): the run ends
-// with the session's reason.
+// with the session's reason, waits for the session that resumes it, and
+// hands the run over to it: session-ses-2 continues at the next turn and
+// completes.
 func TestSessionRunWorkspaceLost(t *testing.T) {
 	// The first attempt fails (the workspace is going); the next sees the
 	// session ended.
-	f := &agentFakes{toolErr: func(try int) (activities.ToolCallOutput, error) {
+	f := &agentFakes{successorAfter: 2, script: []func(int) (activities.ModelCallOutput, error){toolTurn(2), finalTurn}, toolErr: func(try int) (activities.ToolCallOutput, error) {
 		if try == 1 {
 			return activities.ToolCallOutput{}, temporal.NewApplicationError("workspace ws-1: is failed, not running", "Unavailable")
 		}
@@ -248,7 +264,16 @@ func TestSessionRunWorkspaceLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.ReasonWorkspaceLost || f.toolTries != 2 {
-		t.Fatalf("out = %+v after %d tool tries, want workspace_lost after 2", out, f.toolTries)
+	if out.Reason != models.ReasonWorkspaceLost || out.ResumedBy != "ses-2" || f.toolTries != 2 || f.resumeCalls != 3 {
+		t.Fatalf("out = %+v after %d tool tries and %d resume looks; want workspace_lost resumed by ses-2 after 2 and 3", out, f.toolTries, f.resumeCalls)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ended) != 2 || f.ended[0] != (activities.EndRunInput{SessionID: "ses-1", Reason: models.ReasonWorkspaceLost, Turns: 1}) ||
+		f.ended[1] != (activities.EndRunInput{SessionID: "ses-2", Reason: models.AgentCompleted, Turns: 2}) {
+		t.Fatalf("runs ended %+v; want ses-1 workspace_lost after 1 turn, then ses-2 completed after 2", f.ended)
+	}
+	if len(f.turns) != 2 || f.turns[1] != 2 {
+		t.Fatalf("model turns %v, want the resumed run to continue at turn 2", f.turns)
 	}
 }

@@ -37,7 +37,21 @@ type agentFakes struct {
 	rateLimited map[string]bool
 	// slowTools sessions' tool calls take two seconds.
 	slowTools map[string]bool
-	attempts  map[string]int
+	// lost sessions' tool calls find the session ended workspace_lost;
+	// ResumeRun finds their successor on its second look.
+	lost     map[string]string
+	attempts map[string]int
+	looks    map[string]int
+}
+
+func (f *agentFakes) ResumeRun(_ context.Context, in activities.ResumeRunInput) (activities.ResumeRunOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.looks[in.SessionID]++
+	if f.looks[in.SessionID] < 2 {
+		return activities.ResumeRunOutput{}, nil
+	}
+	return activities.ResumeRunOutput{Successor: f.lost[in.SessionID]}, nil
 }
 
 func (f *agentFakes) StartRun(_ context.Context, in activities.StartRunInput) (activities.StartRunOutput, error) {
@@ -64,7 +78,11 @@ func (f *agentFakes) ModelCall(_ context.Context, in activities.ModelCallInput) 
 func (f *agentFakes) ToolCall(ctx context.Context, in activities.ToolCallInput) (activities.ToolCallOutput, error) {
 	f.mu.Lock()
 	slow := f.slowTools[in.SessionID]
+	_, lost := f.lost[in.SessionID]
 	f.mu.Unlock()
+	if lost {
+		return activities.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
+	}
 	if slow {
 		select {
 		case <-ctx.Done():
@@ -89,8 +107,10 @@ func TestRecordAgentRunHistories(t *testing.T) {
 	defer cancel()
 	c := dial(t, ctx)
 	f := &agentFakes{
-		maxTurns:    map[string]int{"ses-completed": 50, "ses-maxturns": 2, "ses-canceled": 50},
-		toolTurns:   map[string]int{"ses-completed": 2, "ses-maxturns": -1, "ses-canceled": -1},
+		maxTurns:    map[string]int{"ses-completed": 50, "ses-maxturns": 2, "ses-canceled": 50, "ses-lost": 50},
+		toolTurns:   map[string]int{"ses-completed": 2, "ses-maxturns": -1, "ses-canceled": -1, "ses-lost": 1, "ses-lost-2": 1},
+		lost:        map[string]string{"ses-lost": "ses-lost-2"},
+		looks:       map[string]int{},
 		rateLimited: map[string]bool{"ses-completed": true},
 		slowTools:   map[string]bool{"ses-canceled": true},
 		attempts:    map[string]int{},
@@ -115,6 +135,9 @@ func TestRecordAgentRunHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// The workspace is lost in the first tool call: the run ends
+		// workspace_lost and hands over to the session that resumes it.
+		{file: "agent_run_resumed_v1.json", session: "ses-lost", reason: models.ReasonWorkspaceLost},
 	} {
 		t.Run(rec.file, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", rec.file)
