@@ -135,27 +135,31 @@ func (c *Client) runOK(ctx context.Context, cmd string) error {
 // sftpClient opens an SFTP session on the current connection; stop closes
 // it. It is closed too when ctx ends, which ends any transfer in progress.
 func (c *Client) sftpClient(ctx context.Context) (*sftp.Client, func(), error) {
-	if err := c.acquire(ctx); err != nil {
+	s, end, err := c.session(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		k, err := c.live(ctx)
-		if err != nil {
-			c.release()
-			return nil, nil, err
-		}
-		sc, err := sftp.NewClient(k.ssh, sftp.UseConcurrentWrites(true))
-		if err == nil {
-			cancel := context.AfterFunc(ctx, func() { _ = sc.Close() })
-			return sc, func() { cancel(); _ = sc.Close(); c.release() }, nil
-		}
-		if !k.alive() && attempt == 0 && ctx.Err() == nil {
-			c.broken(k)
-			continue
-		}
-		c.release()
-		return nil, nil, errs.E(errs.Unavailable, "sftp %s: %w", c.addr, err)
+	fail := func(what string, err error) (*sftp.Client, func(), error) {
+		end()
+		return nil, nil, errs.E(errs.Unavailable, "sftp %s: %s: %w", c.addr, what, err)
 	}
+	if err := s.RequestSubsystem("sftp"); err != nil {
+		return fail("start the sftp subsystem", err)
+	}
+	w, err := s.StdinPipe()
+	if err != nil {
+		return fail("stdin", err)
+	}
+	r, err := s.StdoutPipe()
+	if err != nil {
+		return fail("stdout", err)
+	}
+	sc, err := sftp.NewClientPipe(r, w, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		return fail("handshake", err)
+	}
+	cancel := context.AfterFunc(ctx, func() { _ = sc.Close() })
+	return sc, func() { cancel(); _ = sc.Close(); end() }, nil
 }
 
 // sftpErr gives an SFTP failure its kind: the caller's context ending, or

@@ -48,6 +48,10 @@ const defaultConnectTimeout = 10 * time.Second
 // are not sessions and are not bounded.
 const maxSessions = 8
 
+// maxRefusals is how many times a session the host refused is asked for
+// again (after 10 ms, 20 ms, ...: about 2 s in all) before giving up.
+const maxRefusals = 20
+
 // keepaliveInterval is how often an idle connection is probed, so a host that
 // went away is noticed without waiting for the kernel's TCP timeouts.
 const keepaliveInterval = 15 * time.Second
@@ -484,6 +488,7 @@ func (c *Client) session(ctx context.Context) (s *ssh.Session, end func(), err e
 	if err := c.acquire(ctx); err != nil {
 		return nil, nil, err
 	}
+	refusals := 0
 	for attempt := 0; ; attempt++ {
 		k, err := c.live(ctx)
 		if err != nil {
@@ -500,9 +505,21 @@ func (c *Client) session(ctx context.Context) (s *ssh.Session, end func(), err e
 			c.release()
 			return nil, nil, errs.E(errs.KindOf(ctxErr(ctx)), "ssh %s: open session: %w", c.addr, context.Cause(ctx))
 		case errors.As(err, &refused) && k.alive():
-			// The host refused the session; the connection is fine.
-			c.release()
-			return nil, nil, errs.E(errs.Unavailable, "ssh %s: open session: %w", c.addr, err)
+			// The host refused the session (sshd counts a session closed
+			// by this side until it has processed the close, so its
+			// MaxSessions can be met briefly below maxSessions): the
+			// connection is fine; try again shortly.
+			refusals++
+			if refusals > maxRefusals {
+				c.release()
+				return nil, nil, errs.E(errs.Unavailable, "ssh %s: open session: %w", c.addr, err)
+			}
+			select {
+			case <-time.After(time.Duration(refusals) * 10 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			attempt--
+			continue
 		}
 		c.broken(k)
 		if attempt > 0 {
@@ -561,7 +578,15 @@ func (c *Client) Run(ctx context.Context, cmd string, stdin []byte) (stdout, std
 	case <-ctx.Done():
 		_ = s.Signal(ssh.SIGKILL)
 		_ = s.Close()
-		return out.Bytes(), errb.Bytes(), -1, errs.E(errs.KindOf(ctxErr(ctx)), "ssh %s: run: %w", c.addr, context.Cause(ctx))
+		// The output is read once its copying ended, which closing the
+		// channel brings about.
+		cut := errs.E(errs.KindOf(ctxErr(ctx)), "ssh %s: run: %w", c.addr, context.Cause(ctx))
+		select {
+		case <-done:
+			return out.Bytes(), errb.Bytes(), -1, cut
+		case <-time.After(time.Second):
+			return nil, nil, -1, cut
+		}
 	}
 	var exit *ssh.ExitError
 	switch {
