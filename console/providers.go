@@ -169,6 +169,9 @@ func providerConfig(r *http.Request, typ string) (json.RawMessage, error) {
 		if v := f("vm_key_file"); v != "" {
 			conn["private_key_file"] = v
 		}
+		if f("vm_tofu") == "on" {
+			conn["trust_on_first_use"] = true
+		}
 		doc["connection"] = conn
 		hosts := []map[string]string{}
 		for h := range strings.FieldsSeq(f("vm_hosts")) {
