@@ -208,6 +208,10 @@ func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCal
 	turn := turnEntries(es, in.Turn)
 	if len(turn) == 0 {
 		if turn, err = a.askModel(ctx, ses, ag, es, in.Turn); err != nil {
+			var end *sessionEnded
+			if errors.As(err, &end) {
+				return ModelCallOutput{Ended: end.reason}, nil
+			}
 			return ModelCallOutput{}, err
 		}
 	}
@@ -234,6 +238,11 @@ func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCal
 	}
 	return out, nil
 }
+
+// sessionEnded is a session found ended during a model call.
+type sessionEnded struct{ reason string }
+
+func (e *sessionEnded) Error() string { return "session ended: " + e.reason }
 
 // turnEntries returns turn's assistant entry and its tool calls, or nil.
 func turnEntries(es []models.TranscriptEntry, turn int) []models.TranscriptEntry {
@@ -294,6 +303,14 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 		add = append(add, models.TranscriptEntry{
 			Turn: turn, Role: models.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, ToolArgs: tc.Arguments, State: models.ToolPending,
 		})
+	}
+	// The session may have ended while the model answered (its workspace
+	// lost): the answer is dropped, and the run that resumes the session
+	// asks again.
+	if now, err := a.Store.GetSession(ctx, ses.ID); err != nil {
+		return nil, classify(err)
+	} else if now.Status != models.SessionOpen {
+		return nil, &sessionEnded{reason: now.EndReason}
 	}
 	out, err := a.Store.AppendTranscript(ctx, ses.ID, add)
 	if err != nil {

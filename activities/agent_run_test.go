@@ -220,3 +220,36 @@ func TestAgentCallsSeeTheSessionEnd(t *testing.T) {
 		t.Fatalf("model call = %+v, %v after %d requests; want ended workspace_lost without asking", out, err, len(r.llm.Requests()))
 	}
 }
+
+// A session that ends while the model answers (its workspace lost) drops
+// the answer: the run that resumes the session asks again.
+func TestModelCallDropsAnAnswerAfterTheSessionEnded(t *testing.T) {
+	block := make(chan struct{})
+	r := newAgentRig(t, llmtest.Script{{ToolCalls: llmtest.ToolTurn("workspace__exec", map[string]string{"command": "true"}).ToolCalls, Block: block}})
+	ctx := context.Background()
+	done := make(chan struct{})
+	var out ModelCallOutput
+	var err error
+	go func() {
+		defer close(done)
+		out, err = r.a.ModelCall(ctx, ModelCallInput{SessionID: r.ses.ID, Turn: 1})
+	}()
+	for len(r.llm.Requests()) == 0 {
+		select {
+		case <-done:
+			t.Fatalf("model call returned before the model answered: %+v, %v", out, err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if _, err := r.store.EndWorkspaceSessions(ctx, r.ws.ID, models.ReasonWorkspaceLost); err != nil {
+		t.Fatal(err)
+	}
+	close(block)
+	<-done
+	if err != nil || out.Ended != models.ReasonWorkspaceLost || len(out.ToolCalls) != 0 {
+		t.Fatalf("model call = %+v, %v; want ended workspace_lost and no tool calls", out, err)
+	}
+	if es, _ := r.store.Transcript(ctx, r.ses.ID, 0); len(es) != 1 {
+		t.Fatalf("transcript has %d entries, want the instructions only", len(es))
+	}
+}
