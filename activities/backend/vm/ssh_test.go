@@ -525,3 +525,36 @@ func TestSessionsBeyondMaxSessions(t *testing.T) {
 		t.Errorf("sshd accepted %d logins; want all on 1 connection", n)
 	}
 }
+
+// TestSilentHost: a host that stops answering without closing anything is
+// found by the probe within the connect timeout, and reached again when it
+// answers.
+func TestSilentHost(t *testing.T) {
+	h := vmtest.Start(t, vmtest.Options{})
+	conn := h.Connection(t)
+	conn.ConnectTimeout = "2s"
+	d := dialer(t, conn)
+	ctx := ctxT(t)
+	c, err := d.Client(ctx, h.Addr)
+	if err != nil {
+		t.Fatalf("Client: %v", err)
+	}
+	h.Pause(t)
+	start := time.Now()
+	_, err = d.Client(ctx, h.Addr)
+	if !errs.Is(err, errs.Unavailable) {
+		t.Fatalf("Client of a silent host = %v; want Unavailable", err)
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("Client took %s to give up; want about two connect timeouts (probe, dial)", took)
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if _, _, _, err := c.Run(short, "true", nil); err == nil {
+		t.Errorf("Run on a silent host succeeded")
+	}
+	h.Unpause(t)
+	if out, _, _, err := c.Run(ctx, "echo back", nil); err != nil || string(out) != "back\n" {
+		t.Fatalf("Run after the host answers again = %q, %v", out, err)
+	}
+}

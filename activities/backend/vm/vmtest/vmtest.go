@@ -208,6 +208,24 @@ func (h *Host) KillSSHD(t *testing.T) {
 		"echo sshd still running; ps -ef; exit 1")
 }
 
+// Pause freezes every process of h (docker pause): the host stops
+// answering without closing a connection, as a machine that hangs or drops
+// off the network. Unpause thaws it.
+func (h *Host) Pause(t *testing.T) {
+	t.Helper()
+	if out, err := docker(context.Background(), nil, "pause", h.ID); err != nil {
+		t.Fatalf("vmtest: docker pause %s: %v: %s", h.Name, err, out)
+	}
+}
+
+// Unpause thaws a host Pause froze.
+func (h *Host) Unpause(t *testing.T) {
+	t.Helper()
+	if out, err := docker(context.Background(), nil, "unpause", h.ID); err != nil {
+		t.Fatalf("vmtest: docker unpause %s: %v: %s", h.Name, err, out)
+	}
+}
+
 // RotateHostKey gives h new host keys and makes sshd use them: the
 // man-in-the-middle case for a known_hosts file written before. HostKey and
 // KnownHostsLine change to the new key.
