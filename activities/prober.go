@@ -54,8 +54,11 @@ type LivenessSignal struct {
 // of kind errs.NotFound when the workflow has closed.
 type SignalFunc func(ctx context.Context, workflowID string, s LivenessSignal) error
 
-// ProbeFunc probes one workspace (Activities.Probe without its watch).
-type ProbeFunc func(ctx context.Context, in ProbeInput) (ProbeOutput, error)
+// ProbeFunc probes one watched workspace (Activities.probeWatched). held
+// is what the watch holds of the workspace (its rows and backend, nil:
+// nothing); the probe uses it rather than reading the rows, reads them
+// again when it must, and returns what the next probe is to use.
+type ProbeFunc func(ctx context.Context, in ProbeInput, held *probeTarget) (ProbeOutput, *probeTarget, error)
 
 // DefaultProberConcurrency bounds the probes a Prober runs at once: a
 // paused sandbox holds a probe for the whole probe timeout.
@@ -85,8 +88,12 @@ type Prober struct {
 
 // watch is one watched workspace.
 type watch struct {
-	id    string
-	in    ProbeInput // the workspace, its handle, whether to read lifetimes
+	id string
+	in ProbeInput // the workspace, its handle, whether to read lifetimes
+	// held is the workspace's rows and backend as last read (by the probe
+	// that started or renewed the watch, or one that had to read them
+	// again): a healthy workspace's probes read no row.
+	held  *probeTarget
 	req   WatchRequest
 	wake  time.Time // the workflow's next wake (backstop or deadline)
 	lapse time.Time // dropped when not renewed by then
@@ -133,8 +140,9 @@ func (p *Prober) Stop() {
 }
 
 // Watch starts or renews the watch of a workspace whose probe just hit, at
-// now: its next probe is due an interval later.
-func (p *Prober) Watch(in ProbeInput, req WatchRequest, now time.Time, lt *Lifetime) bool {
+// now: its next probe is due an interval later. held is what that probe
+// read, which the watch's probes use (nil: they read it).
+func (p *Prober) Watch(in ProbeInput, held *probeTarget, req WatchRequest, now time.Time, lt *Lifetime) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped || req.Interval <= 0 || req.MissesToFail <= 0 || req.WorkflowID == "" {
@@ -147,7 +155,7 @@ func (p *Prober) Watch(in ProbeInput, req WatchRequest, now time.Time, lt *Lifet
 		p.watches[in.WorkspaceID] = w
 	}
 	w.gen++
-	w.in, w.req = in, req
+	w.in, w.req, w.held = in, req, held
 	w.misses, w.probes = 0, 0
 	w.wake = now.Add(req.Backstop)
 	if at := nearest(lt); !at.IsZero() && at.Before(w.wake) {
@@ -214,9 +222,9 @@ func (p *Prober) run() {
 				continue
 			}
 			w.busy = true
-			in, gen := w.in, w.gen
+			in, held, gen := w.in, w.held, w.gen
 			in.ScheduledAt = w.next
-			go p.probeOne(w, in, gen)
+			go p.probeOne(w, in, held, gen)
 		}
 		wait := time.Hour
 		if p.due.Len() > 0 {
@@ -234,13 +242,13 @@ func (p *Prober) run() {
 }
 
 // probeOne probes one watched workspace and acts on the result.
-func (p *Prober) probeOne(w *watch, in ProbeInput, gen uint64) {
+func (p *Prober) probeOne(w *watch, in ProbeInput, held *probeTarget, gen uint64) {
 	select {
 	case p.sem <- struct{}{}:
 	case <-p.stop:
 		return
 	}
-	out, err := p.probe(context.Background(), in)
+	out, held, err := p.probe(context.Background(), in, held)
 	<-p.sem
 	if err != nil {
 		out = ProbeOutput{Reason: "probe: " + err.Error()}
@@ -259,6 +267,7 @@ func (p *Prober) probeOne(w *watch, in ProbeInput, gen uint64) {
 		return
 	}
 	w.probes++
+	w.held = held
 	var sig *LivenessSignal
 	if out.Hit {
 		w.misses = 0
@@ -311,9 +320,12 @@ func (p *Prober) probeOne(w *watch, in ProbeInput, gen uint64) {
 		}
 		if failing {
 			// Watch again with the streak kept: the next miss signals again.
+			// The rows are read again: the workflow may have had the
+			// signal and be replacing the sandbox (a new handle and token).
 			p.mu.Lock()
 			if _, ok := p.watches[w.id]; !ok && !p.stopped {
 				w.gen++
+				w.held = nil
 				p.watches[w.id] = w
 				heap.Push(&p.due, w)
 				p.poke()

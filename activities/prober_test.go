@@ -26,7 +26,7 @@ func newFakeRuntimes() *fakeRuntimes {
 		signals: map[string][]LivenessSignal{}, sigCh: make(chan string, 100)}
 }
 
-func (f *fakeRuntimes) probe(_ context.Context, in ProbeInput) (ProbeOutput, error) {
+func (f *fakeRuntimes) probe(_ context.Context, in ProbeInput, held *probeTarget) (ProbeOutput, *probeTarget, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if in.Watch != nil {
@@ -34,9 +34,9 @@ func (f *fakeRuntimes) probe(_ context.Context, in ProbeInput) (ProbeOutput, err
 	}
 	f.probes[in.WorkspaceID] = append(f.probes[in.WorkspaceID], time.Now())
 	if f.down[in.WorkspaceID] {
-		return ProbeOutput{Reason: "runtime ping: refused"}, nil
+		return ProbeOutput{Reason: "runtime ping: refused"}, held, nil
 	}
-	return ProbeOutput{Hit: true, Lifetime: f.life}, nil
+	return ProbeOutput{Hit: true, Lifetime: f.life}, held, nil
 }
 
 func (f *fakeRuntimes) signal(_ context.Context, wf string, s LivenessSignal) error {
@@ -70,7 +70,7 @@ func TestProberHealthyNoSignals(t *testing.T) {
 	watched := time.Now()
 	for i := range n {
 		id := "ws-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		if !p.Watch(ProbeInput{WorkspaceID: id}, watchReq(id, interval), watched, nil) {
+		if !p.Watch(ProbeInput{WorkspaceID: id}, nil, watchReq(id, interval), watched, nil) {
 			t.Fatal("watch refused")
 		}
 	}
@@ -102,8 +102,8 @@ func TestProberMissesSignalOnceAndStop(t *testing.T) {
 	p := NewProber(f.probe, f.signal, 4)
 	defer p.Stop()
 	const interval = 100 * time.Millisecond
-	p.Watch(ProbeInput{WorkspaceID: "ws-1"}, watchReq("ws-1", interval), time.Now(), nil)
-	p.Watch(ProbeInput{WorkspaceID: "ws-2"}, watchReq("ws-2", interval), time.Now(), nil)
+	p.Watch(ProbeInput{WorkspaceID: "ws-1"}, nil, watchReq("ws-1", interval), time.Now(), nil)
+	p.Watch(ProbeInput{WorkspaceID: "ws-2"}, nil, watchReq("ws-2", interval), time.Now(), nil)
 	f.mu.Lock()
 	f.down["ws-1"] = true
 	f.mu.Unlock()
@@ -143,7 +143,7 @@ func TestProberRenewResetsStreak(t *testing.T) {
 	p := NewProber(f.probe, f.signal, 4)
 	defer p.Stop()
 	const interval = 50 * time.Millisecond
-	p.Watch(ProbeInput{WorkspaceID: "ws-1"}, watchReq("ws-1", interval), time.Now(), nil)
+	p.Watch(ProbeInput{WorkspaceID: "ws-1"}, nil, watchReq("ws-1", interval), time.Now(), nil)
 	for range 4 {
 		f.mu.Lock()
 		f.down["ws-1"] = !f.down["ws-1"]
@@ -169,7 +169,7 @@ func TestProberClosedWorkflowDropsWatch(t *testing.T) {
 	defer p.Stop()
 	const interval = 20 * time.Millisecond
 	f.down["ws-1"], f.gone["workspace-ws-1"] = true, true
-	p.Watch(ProbeInput{WorkspaceID: "ws-1"}, watchReq("ws-1", interval), time.Now(), nil)
+	p.Watch(ProbeInput{WorkspaceID: "ws-1"}, nil, watchReq("ws-1", interval), time.Now(), nil)
 	deadline := time.Now().Add(5 * time.Second)
 	for p.Watching() != 0 && time.Now().Before(deadline) {
 		time.Sleep(interval)
@@ -179,7 +179,7 @@ func TestProberClosedWorkflowDropsWatch(t *testing.T) {
 	}
 	// A watch that was not renewed since long before lapses.
 	old := time.Now().Add(-time.Hour)
-	p.Watch(ProbeInput{WorkspaceID: "ws-2"}, watchReq("ws-2", interval), old, nil)
+	p.Watch(ProbeInput{WorkspaceID: "ws-2"}, nil, watchReq("ws-2", interval), old, nil)
 	for p.Watching() != 0 && time.Now().Before(deadline) {
 		time.Sleep(interval)
 	}
@@ -197,7 +197,7 @@ func TestProberLifetimeSignal(t *testing.T) {
 	const interval = 20 * time.Millisecond
 	req := watchReq("ws-1", interval)
 	req.Backstop = time.Hour
-	p.Watch(ProbeInput{WorkspaceID: "ws-1", Lifetime: true}, req, time.Now(), nil)
+	p.Watch(ProbeInput{WorkspaceID: "ws-1", Lifetime: true}, nil, req, time.Now(), nil)
 	lease := time.Now().Add(time.Minute)
 	f.mu.Lock()
 	f.life = &Lifetime{LeaseExpiresAt: lease}

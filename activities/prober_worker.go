@@ -41,9 +41,9 @@ func (a *Activities) proberFor(ctx context.Context) *Prober {
 	if c == nil || stop == nil {
 		return nil
 	}
-	p := NewProber(func(ctx context.Context, in ProbeInput) (ProbeOutput, error) {
-		in.Watch = nil
-		return a.Probe(ctx, in)
+	p := NewProber(func(ctx context.Context, in ProbeInput, held *probeTarget) (ProbeOutput, *probeTarget, error) {
+		out, held := a.probeWatched(ctx, in, held)
+		return out, held, nil
 	}, func(ctx context.Context, workflowID string, s LivenessSignal) error {
 		err := c.SignalWorkflow(ctx, workflowID, "", LivenessSignalName, s)
 		var nf *serviceerror.NotFound

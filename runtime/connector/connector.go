@@ -60,15 +60,36 @@ func (c *Connector) Connect(ctx context.Context, ws *models.Workspace, h backend
 	if ws.RuntimeToken == "" {
 		return nil, errs.E(errs.Precondition, "no runtime token yet")
 	}
+	_, b, err := c.Backend(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	return c.ConnectBackend(ctx, b, ws, h)
+}
+
+// Backend reads ws's provider and returns it and its backend, with errors
+// worded as Connect's.
+func (c *Connector) Backend(ctx context.Context, ws *models.Workspace) (*models.Provider, backend.Backend, error) {
 	p, err := c.Store.GetProvider(ctx, ws.ProviderID)
 	if err != nil {
-		return nil, fmt.Errorf("provider: %w", err)
+		return nil, nil, fmt.Errorf("provider: %w", err)
 	}
 	b, err := c.Backends.For(p)
 	if err != nil {
-		return nil, fmt.Errorf("provider %s: %w", p.ID, err)
+		return nil, nil, fmt.Errorf("provider %s: %w", p.ID, err)
+	}
+	return p, b, nil
+}
+
+// ConnectBackend is Connect with ws's backend already resolved (Backend):
+// the liveness Prober holds it with the workspace's row, so a healthy
+// workspace's probe reads no row.
+func (c *Connector) ConnectBackend(ctx context.Context, b backend.Backend, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	if ws.RuntimeToken == "" {
+		return nil, errs.E(errs.Precondition, "no runtime token yet")
 	}
 	var ep backend.Endpoint
+	var err error
 	rh, hosted := b.(backend.RuntimeHost)
 	if !hosted {
 		// A live connection needs no endpoint lookup (for a container, an
