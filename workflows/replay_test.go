@@ -43,16 +43,33 @@ func TestReplay(t *testing.T) {
 }
 
 // TestReplayCoversEveryVersion checks that testdata holds a recorded
-// WorkspaceWorkflow history of every version of change versionRecovery,
-// the latest included, so that TestReplay replays each version's path:
-// a new version needs its history recorded (make record-histories).
+// WorkspaceWorkflow history of every version of each change id below, the
+// latest included, so that TestReplay replays each version's path: a new
+// version needs its history recorded (make record-histories, or
+// workflows/recorder). A history without a change's marker is of its
+// version 0 (workflow.DefaultVersion).
 func TestReplayCoversEveryVersion(t *testing.T) {
+	changes := []struct {
+		id       string
+		versions []workflow.Version
+	}{
+		{versionRecovery, []workflow.Version{workflow.DefaultVersion, vRecovery, vSelfHeal}},
+		// lifetime_v1.json: a lease taken back, then an expiry.
+		{versionLifetime, []workflow.Version{vLifetime}},
+		// liveness_v1.json: the Prober fails a watched workspace, it
+		// recovers and is watched again.
+		{versionLiveness, []workflow.Version{vLiveness}},
+	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dc := converter.GetDefaultDataConverter()
-	recorded := map[workflow.Version][]string{}
+	// recorded[change id][version] are the files of that version.
+	recorded := map[string]map[workflow.Version][]string{}
+	for _, c := range changes {
+		recorded[c.id] = map[workflow.Version][]string{}
+	}
 	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
@@ -67,28 +84,45 @@ func TestReplayCoversEveryVersion(t *testing.T) {
 		if len(events) == 0 || events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() != WorkspaceWorkflowName {
 			continue
 		}
-		// No marker for the change is version 0 (workflow.DefaultVersion).
-		version := workflow.DefaultVersion
+		// The first marker of each change is the version the run took.
+		got := map[string]workflow.Version{}
 		for _, ev := range events {
 			m := ev.GetMarkerRecordedEventAttributes()
 			if m.GetMarkerName() != "Version" {
 				continue
 			}
 			var change string
-			if err := dc.FromPayloads(m.GetDetails()["change-id"], &change); err != nil || change != versionRecovery {
+			if err := dc.FromPayloads(m.GetDetails()["change-id"], &change); err != nil {
 				continue
 			}
-			if err := dc.FromPayloads(m.GetDetails()["version"], &version); err != nil {
-				t.Fatalf("%s: version marker: %v", file, err)
+			if _, known := recorded[change]; !known {
+				continue
 			}
-			break
+			if _, seen := got[change]; seen {
+				continue
+			}
+			var version workflow.Version
+			if err := dc.FromPayloads(m.GetDetails()["version"], &version); err != nil {
+				t.Fatalf("%s: version marker of %s: %v", file, change, err)
+			}
+			got[change] = version
 		}
-		recorded[version] = append(recorded[version], filepath.Base(file))
-	}
-	for _, v := range []workflow.Version{workflow.DefaultVersion, vRecovery, vSelfHeal} {
-		if len(recorded[v]) == 0 {
-			t.Errorf("no recorded WorkspaceWorkflow history of version %d in testdata; record one with make record-histories", v)
+		for _, c := range changes {
+			v, ok := got[c.id]
+			if !ok {
+				v = workflow.DefaultVersion
+			}
+			recorded[c.id][v] = append(recorded[c.id][v], filepath.Base(file))
 		}
 	}
-	t.Logf("recorded WorkspaceWorkflow histories by version: %v", recorded)
+	for _, c := range changes {
+		t.Run(c.id, func(t *testing.T) {
+			for _, v := range c.versions {
+				if len(recorded[c.id][v]) == 0 {
+					t.Errorf("no recorded WorkspaceWorkflow history with change %q at version %d in testdata; record one (make record-histories, workflows/recorder)", c.id, v)
+				}
+			}
+			t.Logf("recorded WorkspaceWorkflow histories of change %q by version: %v", c.id, recorded[c.id])
+		})
+	}
 }
