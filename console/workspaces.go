@@ -56,9 +56,21 @@ func (c *Console) createWorkspace(w http.ResponseWriter, r *http.Request, s *ses
 		k, v, _ := strings.Cut(l, "=")
 		labels[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
+	tmpl := r.FormValue("template_id")
+	pool := ""
+	if r.FormValue("lease") == "on" {
+		ps, err := s.api.ListPools(r.Context(), client.PoolListOptions{TemplateID: tmpl})
+		if err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+		if len(ps) > 0 {
+			pool = ps[0].ID
+		}
+	}
 	var ws *models.Workspace
 	var err error
-	if pool := r.FormValue("pool_id"); pool != "" && r.FormValue("lease") == "on" {
+	if pool != "" {
 		var l *client.Lease
 		l, err = s.api.LeasePool(r.Context(), pool, client.LeaseRequest{Labels: labels})
 		if err == nil {
@@ -66,7 +78,7 @@ func (c *Console) createWorkspace(w http.ResponseWriter, r *http.Request, s *ses
 		}
 	} else {
 		ws, err = s.api.CreateWorkspace(r.Context(), client.CreateWorkspaceRequest{
-			TemplateID: r.FormValue("template_id"), Labels: labels, TTL: strings.TrimSpace(r.FormValue("ttl"))})
+			TemplateID: tmpl, Labels: labels, TTL: strings.TrimSpace(r.FormValue("ttl"))})
 	}
 	if err != nil {
 		c.workspaceForm(w, r, s, statusOf(err), err.Error(), r.FormValue("template_id"))

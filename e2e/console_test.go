@@ -467,3 +467,37 @@ func TestConsoleSecurity(t *testing.T) {
 		t.Errorf("role shown = %q", role)
 	}
 }
+
+// TestConsoleLeaseFromPool: New workspace on a template with a warm pool
+// leases from the pool (the form's default), and the workspace page shows
+// Return.
+func TestConsoleLeaseFromPool(t *testing.T) {
+	chromium(t)
+	p := startPrimer(t)
+	ctx := ctxT(t, 3*time.Minute)
+	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + t.TempDir() + `"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "warm", ProviderID: "host", Backend: raw(`{"kind":"local"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "warm-pool", TemplateID: "warm", Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "an idle pooled workspace", func() bool {
+		pl, err := p.api.GetPool(ctx, "warm-pool")
+		return err == nil && pl.Status.Idle == 1
+	})
+	b := newBrowser(t, p.srv.URL(), 2*time.Minute)
+	b.signIn(p.key)
+	id := b.newWorkspace("warm")
+	ws, err := p.api.GetWorkspace(ctx, id)
+	if err != nil || ws.PoolID != "warm-pool" || ws.PoolState != models.PoolLeased {
+		t.Fatalf("workspace made by New workspace = %+v, %v; want leased from warm-pool", ws, err)
+	}
+	b.run("return it", visible(`form[action="/workspaces/`+id+`/return"]`), click(`form[action="/workspaces/`+id+`/return"] button`), visible(`.notice`))
+	eventually(t, time.Minute, "the workspace back in the pool", func() bool {
+		ws, err := p.api.GetWorkspace(ctx, id)
+		return err != nil || ws.PoolState != models.PoolLeased
+	})
+}
