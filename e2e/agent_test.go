@@ -19,6 +19,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/activities/llm/llmtest"
+	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )
@@ -257,4 +258,79 @@ func runHistory(t *testing.T, p *primer, ctx context.Context, sessionID string) 
 		t.Fatalf("workflow %s has no history", workflows.SessionRunID(sessionID))
 	}
 	return b.String()
+}
+
+// TestAgentWorkspaceLost kills the workspace's container while the model
+// thinks about turn 2: the session ends workspace_lost, the workspace is
+// replaced, and the session that resumes it continues the run from the
+// transcript (turn 1's tool result included) to completed.
+func TestAgentWorkspaceLost(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		r := newFaultRig(t, e)
+		r.template("rec", map[string]any{"recovery": map[string]any{"max_attempts": 3, "after": "0s"}})
+		ws := r.running(t, "rec")
+		ctx := ctxT(t, 3*time.Minute)
+		block := make(chan struct{})
+		llm := llmtest.Start(t, llmtest.Script{
+			llmtest.ToolTurn("workspace__exec", map[string]string{"command": "echo one > a.txt"}),
+			{ToolCalls: llmtest.ToolTurn("workspace__exec", map[string]string{"command": "echo lost > b.txt"}).ToolCalls, Block: block},
+			llmtest.TextTurn("a.txt holds one."),
+		})
+		if out, errOut, code := r.p.primectl(codeRunnerYAML(llm.URL(), secretKey(t), 10), "create", "-f", "-"); code != 0 {
+			t.Fatalf("create -f: %d\n%s\n%s", code, out, errOut)
+		}
+		ses, err := r.p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "code-runner", Instructions: "Write one to a.txt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, time.Minute, "the model asked for turn 2", func() bool { return len(llm.Requests()) >= 2 })
+		info := r.oneSandbox(t, ws.ID)
+		if err := r.eng.Client().ContainerKill(ctx, info.ID, "KILL"); err != nil {
+			t.Fatalf("kill container: %v", err)
+		}
+		var next string
+		eventually(t, 2*time.Minute, "a session resuming "+ses.ID, func() bool {
+			ss, err := r.p.api.ListSessions(ctx, client.SessionListOptions{WorkspaceID: ws.ID})
+			for _, s := range ss {
+				if s.ResumedFrom == ses.ID {
+					next = s.ID
+				}
+			}
+			return err == nil && next != ""
+		})
+		close(block) // the answer to turn 2 arrives after the loss: dropped
+
+		run, err := r.p.api.FollowTranscript(ctx, ses.ID, func(models.TranscriptEntry) error { return nil })
+		if err != nil || run.EndReason != models.ReasonWorkspaceLost {
+			t.Fatalf("lost session's run = %+v, %v; want workspace_lost", run, err)
+		}
+		run, err = r.p.api.FollowTranscript(ctx, next, func(models.TranscriptEntry) error { return nil })
+		if err != nil || run.EndReason != models.AgentCompleted {
+			t.Fatalf("resumed session's run = %+v, %v; want completed", run, err)
+		}
+		tr, err := r.p.api.SessionTranscript(ctx, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var roles []string
+		for _, e := range tr.Items {
+			roles = append(roles, e.Role+"/"+e.ToolName)
+		}
+		if got, want := strings.Join(roles, ","), "user/,assistant/,tool/workspace__exec,assistant/"; got != want {
+			t.Errorf("resumed transcript = %s, want %s", got, want)
+		}
+		// The last request carried turn 1's tool result; b.txt was never
+		// written (the dropped answer's call did not run).
+		reqs := llm.Requests()
+		if res := reqs[len(reqs)-1].ToolResults(); len(res) != 1 || !strings.Contains(res[0].Content, `"exit_code":0`) {
+			t.Errorf("the resumed run's model request has tool results %+v, want turn 1's", res)
+		}
+		if got, err := r.p.api.ReadFile(ctx, ws.ID, "a.txt"); err != nil || string(got) != "one\n" {
+			t.Errorf("a.txt = %q, %v; want one", got, err)
+		}
+		if _, err := r.p.api.ReadFile(ctx, ws.ID, "b.txt"); err == nil {
+			t.Error("b.txt exists: the dropped answer's call ran")
+		}
+		r.deleteGone(t, ws.ID)
+	})
 }
