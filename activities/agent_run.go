@@ -194,6 +194,9 @@ func (a *Activities) sessionTarget(ctx context.Context, ses *models.Session) (se
 // A turn already in the transcript (a retry after the answer was stored)
 // is not asked again.
 func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCallOutput, error) {
+	// Heartbeats: a worker killed mid-call is noticed within the heartbeat
+	// timeout, and a canceled run's cancel reaches the call.
+	defer keepAliveInterruptible(ctx)()
 	ses, ag, err := a.runOf(ctx, in.SessionID)
 	if err != nil {
 		return ModelCallOutput{}, classify(err)
@@ -348,6 +351,7 @@ func messages(es []models.TranscriptEntry) []llm.Message {
 // call found started (a crash or a lost answer in between) is not run
 // again: its result tells the model what is known.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOutput, error) {
+	defer keepAliveInterruptible(ctx)()
 	ses, err := a.Store.GetSession(ctx, in.SessionID)
 	if err != nil {
 		return ToolCallOutput{}, classify(err)

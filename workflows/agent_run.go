@@ -139,6 +139,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 
 	mctx := workflow.WithActivityOptions(loopCtx, workflow.ActivityOptions{
 		StartToCloseTimeout: modelCallTimeout,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -148,6 +149,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 	})
 	tctx := workflow.WithActivityOptions(loopCtx, workflow.ActivityOptions{
 		StartToCloseTimeout: toolCallTimeout,
+		HeartbeatTimeout:    heartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
