@@ -40,6 +40,14 @@ func selectorString(sel map[string]string) string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
+// matching describes the hosts a selector picks, for messages.
+func matching(sel map[string]string) string {
+	if len(sel) == 0 {
+		return ""
+	}
+	return " matching selector " + selectorString(sel)
+}
+
 // checkSelector returns an Invalid error naming spec.backend.selector when
 // no host of the fleet matches sel.
 func checkSelector(hosts []HostConfig, sel map[string]string) error {
@@ -85,9 +93,9 @@ func place(hosts []candidate, sel map[string]string) (string, error) {
 	case matched == 0:
 		return "", errs.Field("spec.backend.selector", "spec.backend.selector: template selector %s matches no host of the provider", selectorString(sel))
 	case down == matched:
-		return "", errs.E(errs.Unavailable, "no host matching selector %s is reachable: %w", selectorString(sel), firstErr)
+		return "", errs.E(errs.Unavailable, "no host%s is reachable: %w", matching(sel), firstErr)
 	}
-	msg := fmt.Sprintf("all %d hosts matching selector %s are full (max_workspaces)", full, selectorString(sel))
+	msg := fmt.Sprintf("all %d hosts%s are full (max_workspaces)", full, matching(sel))
 	if down > 0 {
 		msg += fmt.Sprintf("; %d unreachable: %v", down, firstErr)
 	}
