@@ -31,7 +31,7 @@ type sshServer struct {
 	done     sync.WaitGroup
 }
 
-func startServer(t *testing.T) *sshServer {
+func startSSHServer(t *testing.T) *sshServer {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -113,22 +113,22 @@ func TestRefusedHostKeySendsNothing(t *testing.T) {
 		changed   bool
 		wantAuths bool
 	}{
-		{"known", func(s *sshServer) string { return line(s.addr, s.key) }, false, false, false, true},
-		{"changed", func(s *sshServer) string { return line(s.addr, other) }, false, true, true, false},
-		{"changed with trust on first use", func(s *sshServer) string { return line(s.addr, other) }, true, true, true, false},
+		{"known", func(s *sshServer) string { return knownLine(s.addr, s.key) }, false, false, false, true},
+		{"changed", func(s *sshServer) string { return knownLine(s.addr, other) }, false, true, true, false},
+		{"changed with trust on first use", func(s *sshServer) string { return knownLine(s.addr, other) }, true, true, true, false},
 		{"unknown", func(*sshServer) string { return "" }, false, true, false, false},
 		{"unknown with trust on first use", func(*sshServer) string { return "" }, true, false, false, true},
-		{"another host's key", func(*sshServer) string { return line("127.0.0.1:1", other) }, false, true, false, false},
+		{"another host's key", func(*sshServer) string { return knownLine("127.0.0.1:1", other) }, false, true, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := startServer(t)
+			s := startSSHServer(t)
 			kh := filepath.Join(t.TempDir(), "known_hosts")
 			if err := os.WriteFile(kh, []byte(tt.known(s)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			d := dialer(t, vm.Connection{User: "alice", PrivateKeyFile: vmtest.KeyFile(t), KnownHosts: kh, TrustOnFirstUse: tt.tofu})
-			c, err := d.Client(ctxT(t), s.addr)
+			d := sshDialer(t, vm.Connection{User: "alice", PrivateKeyFile: vmtest.KeyFile(t), KnownHosts: kh, TrustOnFirstUse: tt.tofu})
+			c, err := d.Client(sshCtx(t), s.addr)
 			var hk *vm.HostKeyError
 			switch {
 			case tt.refused && (!errors.As(err, &hk) || hk.Changed != tt.changed):
@@ -137,7 +137,7 @@ func TestRefusedHostKeySendsNothing(t *testing.T) {
 				t.Fatalf("Client: %v", err)
 			case !tt.refused:
 				// The test server rejects every channel: the command reaches it.
-				if _, _, _, err := c.Run(ctxT(t), "true", nil); err == nil {
+				if _, _, _, err := c.Run(sshCtx(t), "true", nil); err == nil {
 					t.Errorf("Run on the test server succeeded; it rejects sessions")
 				}
 			}
@@ -159,6 +159,6 @@ func TestRefusedHostKeySendsNothing(t *testing.T) {
 	}
 }
 
-func line(addr string, key ssh.PublicKey) string {
+func knownLine(addr string, key ssh.PublicKey) string {
 	return knownhosts.Line([]string{knownhosts.Normalize(addr)}, key) + "\n"
 }

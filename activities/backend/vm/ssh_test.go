@@ -22,7 +22,7 @@ import (
 	"github.com/primerhq/primer/errs"
 )
 
-func dialer(t *testing.T, c vm.Connection) *vm.Dialer {
+func sshDialer(t *testing.T, c vm.Connection) *vm.Dialer {
 	t.Helper()
 	d, err := vm.NewDialer(c, nil)
 	if err != nil {
@@ -32,7 +32,7 @@ func dialer(t *testing.T, c vm.Connection) *vm.Dialer {
 	return d
 }
 
-func ctxT(t *testing.T) context.Context {
+func sshCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
@@ -40,8 +40,8 @@ func ctxT(t *testing.T) context.Context {
 
 func TestRun(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
-	d := dialer(t, h.Connection(t))
-	ctx := ctxT(t)
+	d := sshDialer(t, h.Connection(t))
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
@@ -111,8 +111,8 @@ func TestRun(t *testing.T) {
 
 func TestEnsureFile(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
-	d := dialer(t, h.Connection(t))
-	ctx := ctxT(t)
+	d := sshDialer(t, h.Connection(t))
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
@@ -196,7 +196,7 @@ func startHTTP(t *testing.T, h *vmtest.Host) {
 		"for i in $(seq 100); do python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' 2>/dev/null && exit 0; sleep 0.1; done; exit 1")
 }
 
-func get(url string) (string, error) {
+func httpGet(url string) (string, error) {
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get(url)
 	if err != nil {
@@ -210,8 +210,8 @@ func get(url string) (string, error) {
 func TestDialRemoteAndForward(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
 	startHTTP(t, h)
-	d := dialer(t, h.Connection(t))
-	ctx := ctxT(t)
+	d := sshDialer(t, h.Connection(t))
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
@@ -244,7 +244,7 @@ func TestDialRemoteAndForward(t *testing.T) {
 		t.Errorf("Forward URL %q; want http://127.0.0.1:<port>", url)
 	}
 	for i := range 3 {
-		if got, err := get(url + "/hello.txt"); err != nil || got != "hello-from-host\n" {
+		if got, err := httpGet(url + "/hello.txt"); err != nil || got != "hello-from-host\n" {
 			t.Fatalf("GET %d through the forward = %q, %v", i, got, err)
 		}
 	}
@@ -257,12 +257,12 @@ func TestDialRemoteAndForward(t *testing.T) {
 	// over a new SSH connection.
 	h.Restart(t)
 	startHTTP(t, h)
-	if got, err := get(url + "/hello.txt"); err != nil || got != "hello-from-host\n" {
+	if got, err := httpGet(url + "/hello.txt"); err != nil || got != "hello-from-host\n" {
 		t.Fatalf("GET through the forward after a restart = %q, %v", got, err)
 	}
 
 	d.CloseForward("ws-1")
-	if _, err := get(url + "/hello.txt"); err == nil {
+	if _, err := httpGet(url + "/hello.txt"); err == nil {
 		t.Errorf("GET after CloseForward succeeded; want the listener closed")
 	}
 }
@@ -281,8 +281,8 @@ func authAttempts(log string) int {
 func TestHostKeyChangedIsRefusedWithNothingSent(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
 	conn := h.Connection(t)
-	ctx := ctxT(t)
-	if _, err := dialer(t, conn).Client(ctx, h.Addr); err != nil {
+	ctx := sshCtx(t)
+	if _, err := sshDialer(t, conn).Client(ctx, h.Addr); err != nil {
 		t.Fatalf("Client before the rotation: %v", err)
 	}
 	h.RotateHostKey(t)
@@ -292,7 +292,7 @@ func TestHostKeyChangedIsRefusedWithNothingSent(t *testing.T) {
 	for _, tofu := range []bool{false, true} {
 		c := conn
 		c.TrustOnFirstUse = tofu
-		_, err := dialer(t, c).Client(ctx, h.Addr)
+		_, err := sshDialer(t, c).Client(ctx, h.Addr)
 		var hk *vm.HostKeyError
 		if !errors.As(err, &hk) || !hk.Changed {
 			t.Fatalf("tofu=%v: Client after the host key changed = %v; want a changed *HostKeyError", tofu, err)
@@ -313,12 +313,12 @@ func TestHostKeyChangedIsRefusedWithNothingSent(t *testing.T) {
 func TestUnknownHost(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
 	conn := h.Connection(t)
-	ctx := ctxT(t)
+	ctx := sshCtx(t)
 	if err := os.WriteFile(conn.KnownHosts, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err := dialer(t, conn).Client(ctx, h.Addr)
+	_, err := sshDialer(t, conn).Client(ctx, h.Addr)
 	var hk *vm.HostKeyError
 	if !errors.As(err, &hk) || hk.Changed || !strings.Contains(err.Error(), "is not in known_hosts") {
 		t.Fatalf("Client of an unknown host = %v; want an unknown-host *HostKeyError", err)
@@ -329,7 +329,7 @@ func TestUnknownHost(t *testing.T) {
 
 	tofu := conn
 	tofu.TrustOnFirstUse = true
-	c, err := dialer(t, tofu).Client(ctx, h.Addr)
+	c, err := sshDialer(t, tofu).Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client with trust on first use: %v", err)
 	}
@@ -342,7 +342,7 @@ func TestUnknownHost(t *testing.T) {
 	}
 
 	// The recorded key now passes without trust on first use.
-	if _, err := dialer(t, conn).Client(ctx, h.Addr); err != nil {
+	if _, err := sshDialer(t, conn).Client(ctx, h.Addr); err != nil {
 		t.Errorf("Client with the recorded key: %v", err)
 	}
 }
@@ -352,8 +352,8 @@ func TestTrustOnFirstUseCreatesTheFile(t *testing.T) {
 	conn := h.Connection(t)
 	conn.KnownHosts = filepath.Join(t.TempDir(), "sub", "known_hosts")
 	conn.TrustOnFirstUse = true
-	ctx := ctxT(t)
-	d := dialer(t, conn)
+	ctx := sshCtx(t)
+	d := sshDialer(t, conn)
 	var wg sync.WaitGroup
 	for range 4 { // concurrent first connections record one line
 		wg.Add(1)
@@ -375,7 +375,7 @@ func TestWrongUserKey(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
 	conn := h.Connection(t)
 	conn.PrivateKeyFile = vmtest.NewKeyFile(t)
-	_, err := dialer(t, conn).Client(ctxT(t), h.Addr)
+	_, err := sshDialer(t, conn).Client(sshCtx(t), h.Addr)
 	var ae *vm.AuthError
 	if !errors.As(err, &ae) || err.Error() != "ssh root@"+h.Addr+": authentication refused" {
 		t.Fatalf("Client with a key the host does not accept = %v; want *AuthError", err)
@@ -386,18 +386,18 @@ func TestJumpHost(t *testing.T) {
 	network := vmtest.NewNetwork(t)
 	jump := vmtest.Start(t, vmtest.Options{Network: network})
 	target := vmtest.Start(t, vmtest.Options{Network: network, Hidden: true})
-	ctx := ctxT(t)
+	ctx := sshCtx(t)
 
 	conn := jump.Connection(t)
 	conn.KnownHosts = vmtest.KnownHostsFile(t, jump, target)
 
 	// The target's name resolves only on the Docker network.
-	if _, err := dialer(t, conn).Client(ctx, target.Addr); !errs.Is(err, errs.Unavailable) {
+	if _, err := sshDialer(t, conn).Client(ctx, target.Addr); !errs.Is(err, errs.Unavailable) {
 		t.Fatalf("Client of the hidden host without the jump = %v; want Unavailable", err)
 	}
 
 	conn.Jump = &vm.JumpHost{Address: jump.Addr}
-	d := dialer(t, conn)
+	d := sshDialer(t, conn)
 	c, err := d.Client(ctx, target.Addr)
 	if err != nil {
 		t.Fatalf("Client through the jump host: %v", err)
@@ -415,7 +415,7 @@ func TestJumpHost(t *testing.T) {
 
 	// The target's host key is checked through the jump as well.
 	conn.KnownHosts = vmtest.KnownHostsFile(t, jump)
-	_, err = dialer(t, conn).Client(ctx, target.Addr)
+	_, err = sshDialer(t, conn).Client(ctx, target.Addr)
 	var hk *vm.HostKeyError
 	if !errors.As(err, &hk) || hk.Changed {
 		t.Errorf("Client of a target missing from known_hosts = %v; want an unknown-host *HostKeyError", err)
@@ -424,8 +424,8 @@ func TestJumpHost(t *testing.T) {
 
 func TestRestartRecovers(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
-	d := dialer(t, h.Connection(t))
-	ctx := ctxT(t)
+	d := sshDialer(t, h.Connection(t))
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
@@ -449,8 +449,8 @@ func TestRestartRecovers(t *testing.T) {
 
 func TestKillSSHD(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
-	d := dialer(t, h.Connection(t))
-	ctx := ctxT(t)
+	d := sshDialer(t, h.Connection(t))
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
@@ -476,7 +476,7 @@ func TestUnreachableHost(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	conn := vm.Connection{User: "root", PrivateKeyFile: vmtest.KeyFile(t), KnownHosts: filepath.Join(t.TempDir(), "kh"), TrustOnFirstUse: true}
-	_, err = dialer(t, conn).Client(ctxT(t), addr)
+	_, err = sshDialer(t, conn).Client(sshCtx(t), addr)
 	if !errs.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), addr) {
 		t.Errorf("Client of a closed port = %v; want Unavailable naming %s", err, addr)
 	}
@@ -489,8 +489,8 @@ func TestSessionsBeyondMaxSessions(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
 	h.Exec(t, "sed -i 's/^MaxSessions.*/MaxSessions 10/' /etc/ssh/sshd_config.d/primer.conf && pkill -HUP -o -x sshd")
 	h.RotateHostKey(t) // waits for the reloaded sshd (and gives it a new key, which Connection writes)
-	d := dialer(t, h.Connection(t))
-	ctx := ctxT(t)
+	d := sshDialer(t, h.Connection(t))
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
@@ -533,8 +533,8 @@ func TestSilentHost(t *testing.T) {
 	h := vmtest.Start(t, vmtest.Options{})
 	conn := h.Connection(t)
 	conn.ConnectTimeout = "2s"
-	d := dialer(t, conn)
-	ctx := ctxT(t)
+	d := sshDialer(t, conn)
+	ctx := sshCtx(t)
 	c, err := d.Client(ctx, h.Addr)
 	if err != nil {
 		t.Fatalf("Client: %v", err)
