@@ -269,6 +269,12 @@ func (d *Dialer) jumpClient() *Client {
 	return d.jump
 }
 
+func (d *Dialer) isClosed() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closed
+}
+
 // Close closes every connection and forward of d.
 func (d *Dialer) Close() error {
 	d.mu.Lock()
@@ -319,9 +325,8 @@ func (c *Client) release() { <-c.sessions }
 
 // conn is one SSH connection; done is closed when it ends.
 type conn struct {
-	ssh      *ssh.Client
-	done     chan struct{}
-	lastUsed time.Time
+	ssh  *ssh.Client
+	done chan struct{}
 }
 
 func (k *conn) alive() bool {
@@ -342,6 +347,9 @@ func (c *Client) live(ctx context.Context) (*conn, error) {
 	defer c.mu.Unlock()
 	if c.cur != nil && c.cur.alive() {
 		return c.cur, nil
+	}
+	if c.d.isClosed() {
+		return nil, errs.E(errs.Unavailable, "ssh %s: dialer closed", c.addr)
 	}
 	k, err := c.dial(ctx)
 	if err != nil {
@@ -435,7 +443,7 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		return nil, errs.E(errs.Unavailable, "ssh %s: handshake: %w", c.addr, err)
 	}
 	_ = raw.SetDeadline(time.Time{})
-	k := &conn{ssh: ssh.NewClient(sc, chans, reqs), done: make(chan struct{}), lastUsed: time.Now()}
+	k := &conn{ssh: ssh.NewClient(sc, chans, reqs), done: make(chan struct{})}
 	go func() {
 		_ = k.ssh.Wait()
 		close(k.done)

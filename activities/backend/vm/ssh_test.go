@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -556,5 +557,40 @@ func TestSilentHost(t *testing.T) {
 	h.Unpause(t)
 	if out, _, _, err := c.Run(ctx, "echo back", nil); err != nil || string(out) != "back\n" {
 		t.Fatalf("Run after the host answers again = %q, %v", out, err)
+	}
+}
+
+func TestDialerClose(t *testing.T) {
+	h := vmtest.Start(t, vmtest.Options{})
+	startHTTP(t, h)
+	d, err := vm.NewDialer(h.Connection(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := sshCtx(t)
+	c, err := d.Client(ctx, h.Addr)
+	if err != nil {
+		t.Fatalf("Client: %v", err)
+	}
+	url, err := d.Forward(ctx, "k", h.Addr, "127.0.0.1:8765")
+	if err != nil {
+		t.Fatalf("Forward: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, _, _, err := c.Run(ctx, "true", nil); !errs.Is(err, errs.Unavailable) {
+		t.Errorf("Run after Close = %v; want Unavailable", err)
+	}
+	if _, err := d.Client(ctx, h.Addr); !errs.Is(err, errs.Unavailable) {
+		t.Errorf("Client after Close = %v; want Unavailable", err)
+	}
+	if _, err := httpGet(url); err == nil {
+		t.Errorf("the forward still answers after Close")
+	}
+	// The host ends the session once it reads the close: wait for that.
+	if out, err := exec.Command("docker", "exec", h.ID, "sh", "-c",
+		"for i in $(seq 100); do pgrep -f '[s]shd: root' >/dev/null || exit 0; sleep 0.05; done; ps -ef; exit 1").CombinedOutput(); err != nil {
+		t.Errorf("the host still has sessions of root after Close: %v\n%s", err, out)
 	}
 }
