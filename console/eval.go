@@ -9,10 +9,15 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
-// agents shows the Agents page. Until the API has /v1/agents it says so;
-// once it answers, the page lists what it returns.
+// agents lists the tenant's agents; an API without /v1/agents (an older
+// server behind the console's client) shows "no agents yet" as none.
 func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, s, 0, "agents", page{Title: "Agents", Section: "agents"})
+	as, err := s.api.ListAgents(r.Context())
+	if err != nil && !errs.Is(err, errs.NotFound) {
+		c.fail(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, 0, "agents", page{Title: "Agents", Section: "agents", Data: as})
 }
 
 func (c *Console) suites(w http.ResponseWriter, r *http.Request, s *session) {
@@ -103,6 +108,9 @@ type historyItem struct {
 	Diff *client.Diff
 }
 
+// maxDiffs bounds how many tool calls of a session page show their diff.
+const maxDiffs = 50
+
 func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, s *session) {
 	ses, err := s.api.GetSession(r.Context(), r.PathValue("id"))
 	if err != nil {
@@ -117,8 +125,12 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, s *session
 	items := make([]historyItem, len(h.Items))
 	for i, e := range h.Items {
 		items[i].HistoryEntry = e
-		// A diff per call; a call that changed nothing (or whose diff the
-		// API cannot give) shows none.
+		// A diff per call, for the newest maxDiffs calls (each is one API
+		// call); a call that changed nothing (or whose diff the API cannot
+		// give) shows none.
+		if i >= maxDiffs {
+			continue
+		}
 		if d, err := s.api.SessionDiff(r.Context(), ses.ID, client.DiffOptions{Commit: e.Commit}); err == nil {
 			items[i].Diff = d
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/models"
 )
@@ -500,4 +501,97 @@ func TestConsoleLeaseFromPool(t *testing.T) {
 		ws, err := p.api.GetWorkspace(ctx, id)
 		return err != nil || ws.PoolState != models.PoolLeased
 	})
+}
+
+// TestConsoleEvalAndSessions opens the eval pages (suite, a run started from
+// the console, its results, two runs compared with the regression first)
+// and a session's tool calls with their diff, then restores an earlier
+// call from the page.
+func TestConsoleEvalAndSessions(t *testing.T) {
+	chromium(t)
+	p := startPrimer(t)
+	ctx := ctxT(t, 4*time.Minute)
+	flag := filepath.Join(t.TempDir(), "flag")
+	if err := os.WriteFile(flag, []byte("pass"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := eval.SuiteSpec{ID: "flip", TemplateID: models.DefaultTemplateID, Cases: []eval.Case{
+		{ID: "steady", Command: script("true")},
+		{ID: "flipper", Command: script("grep -q pass " + flag)},
+	}}
+	if _, err := p.api.CreateSuite(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	run1, err := p.api.CreateRun(ctx, "flip", client.RunRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, p.api, run1.ID, 2*time.Minute)
+	if err := os.WriteFile(flag, []byte("fail"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t, p.srv.URL(), 3*time.Minute)
+	b.signIn(p.key)
+	b.run("start a run from the suite page",
+		click(`nav.side a[href="/suites"]`),
+		visible(`#suites`),
+		click(`#suites a[href="/suites/flip"]`),
+		visible(`#runs`),
+		click(`form[action="/suites/flip/runs"] button`),
+		visible(`#run-status`),
+	)
+	run2 := jsEval[string](b, `location.pathname.split("/").pop()`)
+	waitRun(t, p.api, run2, 2*time.Minute)
+	b.run("see the results", chromedp.Navigate(b.base+"/runs/"+run2), visible(`#results`))
+	if st := b.text("#run-status"); !strings.Contains(st, models.RunSucceeded) {
+		t.Errorf("run status on the page = %q", st)
+	}
+	b.screenshot("run")
+	b.run("compare with the first run",
+		choose("#base", run1.ID),
+		click(`form[action$="/compare"] button`),
+		visible(`#regressions`),
+	)
+	if reg := b.text(`main table`); !strings.Contains(reg, "flipper") || strings.Contains(reg, "steady") {
+		t.Errorf("first table of the comparison = %q, want the regression flipper alone", reg)
+	}
+	b.screenshot("compare")
+
+	// A session with two writes: the page shows each call with its diff;
+	// restoring the first brings its content back.
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+		t.Fatal(err)
+	}
+	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "console-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"first version\n", "second version\n"} {
+		if _, err := p.api.ToolWrite(ctx, ses.ID, "notes.txt", []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.run("open the session",
+		click(`nav.side a[href="/sessions"]`),
+		visible(`#sessions`),
+		click(`#sessions a[href="/sessions/`+ses.ID+`"]`),
+		visible(`.history`),
+	)
+	if diffs := b.text(".history"); !strings.Contains(diffs, "+first version") || !strings.Contains(diffs, "+second version") {
+		t.Errorf("session page = %q, want both diffs", diffs)
+	}
+	b.screenshot("session")
+	// The history lists the newest call first; the first write is the call
+	// whose diff never mentions the second version.
+	b.run("restore the first call",
+		chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll(".history > li")].find(li => !li.textContent.includes("second version")).querySelector("form button").click()`),
+		visible(`.notice`))
+	if got, err := p.api.ReadFile(ctx, ws.ID, "notes.txt"); err != nil || string(got) != "first version\n" {
+		t.Errorf("notes.txt after restore = %q, %v", got, err)
+	}
 }
