@@ -226,11 +226,14 @@ func (d *Dialer) Client(ctx context.Context, addr string) (*Client, error) {
 	// A connection kept from before is probed (one round trip): a host that
 	// rebooted or lost its sshd since is found here, not in the caller's
 	// next step.
+	c.mu.Lock()
+	kept := c.cur
+	c.mu.Unlock()
 	k, err := c.live(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if !ping(k, d.conn.timeout()) {
+	if k == kept && !ping(k, d.conn.timeout()) {
 		c.broken(k)
 		if _, err := c.live(ctx); err != nil {
 			return nil, err
