@@ -216,8 +216,9 @@ func NewDialer(c Connection, logger *slog.Logger) (*Dialer, error) {
 
 // Client returns the client of the host at addr ("host" or "host:port"),
 // connecting first when there is no live connection to it. A refused host
-// key is a *HostKeyError, a refused user key an *AuthError, an unreachable
-// host an errs.Unavailable error.
+// key is a *HostKeyError (of kind errs.Forbidden: not retried), a refused
+// user key an *AuthError (errs.Unavailable), an unreachable host an
+// errs.Unavailable error; errors.As finds the typed ones.
 func (d *Dialer) Client(ctx context.Context, addr string) (*Client, error) {
 	c, err := d.entry(hostPort(addr, d.conn.Port))
 	if err != nil {
@@ -435,10 +436,13 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 		var hk *HostKeyError
 		if errors.As(err, &hk) {
 			c.d.logger.Warn("ssh host key refused", "host", c.addr, "changed", hk.Changed, "known_hosts", hk.KnownHosts)
-			return nil, hk
+			// Retrying cannot make a refused host key right.
+			return nil, errs.Wrap(errs.Forbidden, hk)
 		}
 		if strings.Contains(err.Error(), "unable to authenticate") {
-			return nil, &AuthError{User: c.user, Addr: c.addr, Err: err}
+			// A machine just made may not have the key installed yet:
+			// retrying may help.
+			return nil, errs.Wrap(errs.Unavailable, &AuthError{User: c.user, Addr: c.addr, Err: err})
 		}
 		if !stopped || ctx.Err() != nil {
 			return nil, errs.E(errs.Unavailable, "ssh %s: handshake: %w", c.addr, context.Cause(ctx))

@@ -295,8 +295,8 @@ func TestHostKeyChangedIsRefusedWithNothingSent(t *testing.T) {
 		c.TrustOnFirstUse = tofu
 		_, err := sshDialer(t, c).Client(ctx, h.Addr)
 		var hk *vm.HostKeyError
-		if !errors.As(err, &hk) || !hk.Changed {
-			t.Fatalf("tofu=%v: Client after the host key changed = %v; want a changed *HostKeyError", tofu, err)
+		if !errors.As(err, &hk) || !hk.Changed || !errs.Is(err, errs.Forbidden) {
+			t.Fatalf("tofu=%v: Client after the host key changed = %v; want a changed *HostKeyError of kind Forbidden", tofu, err)
 		}
 		if !strings.Contains(err.Error(), "man-in-the-middle") || !strings.Contains(err.Error(), conn.KnownHosts) {
 			t.Errorf("error %q; want it to name the known_hosts file and a possible man-in-the-middle", err)
@@ -321,7 +321,7 @@ func TestUnknownHost(t *testing.T) {
 
 	_, err := sshDialer(t, conn).Client(ctx, h.Addr)
 	var hk *vm.HostKeyError
-	if !errors.As(err, &hk) || hk.Changed || !strings.Contains(err.Error(), "is not in known_hosts") {
+	if !errors.As(err, &hk) || hk.Changed || !errs.Is(err, errs.Forbidden) || !strings.Contains(err.Error(), "is not in known_hosts") {
 		t.Fatalf("Client of an unknown host = %v; want an unknown-host *HostKeyError", err)
 	}
 	if n := authAttempts(h.Logs(t)); n != 0 {
@@ -378,7 +378,7 @@ func TestWrongUserKey(t *testing.T) {
 	conn.PrivateKeyFile = vmtest.NewKeyFile(t)
 	_, err := sshDialer(t, conn).Client(sshCtx(t), h.Addr)
 	var ae *vm.AuthError
-	if !errors.As(err, &ae) || err.Error() != "ssh root@"+h.Addr+": authentication refused" {
+	if !errors.As(err, &ae) || !errs.Is(err, errs.Unavailable) || err.Error() != "ssh root@"+h.Addr+": authentication refused" {
 		t.Fatalf("Client with a key the host does not accept = %v; want *AuthError", err)
 	}
 }
