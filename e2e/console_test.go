@@ -236,6 +236,22 @@ func TestConsoleProvidersWalkthrough(t *testing.T) {
 		t.Errorf("template row %q: want deny_all shown and the env value masked", row)
 	}
 
+	// The API's rules, shown: the reserved local provider has no Delete,
+	// and a provider a template uses cannot be deleted, with the reason.
+	b.run("try to delete the provider in use",
+		click(`nav.tabs a[href="/providers"]`),
+		visible(`#providers`),
+		click(`form[action="/providers/docker-local/delete"] button`),
+		visible(`#error`),
+	)
+	if msg := b.text("#error"); !strings.Contains(msg, "docker-local") || !strings.Contains(msg, "code-sandbox") {
+		t.Errorf("deleting a provider in use shows %q, want the API's reason naming the template", msg)
+	}
+	b.run("open providers", chromedp.Navigate(b.base+"/providers"), visible(`#providers`))
+	if n := jsEval[int](b, `document.querySelectorAll('form[action="/providers/local/delete"]').length`); n != 0 {
+		t.Error("the reserved local provider has a Delete button")
+	}
+
 	// A workspace from the template; wait for running on the page.
 	ws := b.newWorkspace("code-sandbox")
 	t.Cleanup(func() {
