@@ -73,3 +73,33 @@ func TestSSHDKilled(t *testing.T) {
 	t.Logf("endpoint with sshd killed: %v", err)
 	host.Restart(t)
 }
+
+// TestOneRuntimeAfterCutOffStart: a platform killed while the start
+// script ran leaves a runtime whose pid and port were never recorded (here
+// the record is removed by hand). The retried provision ends it and
+// starts one: exactly one runtime of the workspace runs on the host.
+func TestOneRuntimeAfterCutOffStart(t *testing.T) {
+	host := vmtest.Start(t, vmtest.Options{})
+	b := newBackend(t, providerConfig(t, host.Connection(t), host), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	token := backendtest.NewToken(t)
+	tmpl := `{"kind":"vm","root":"` + testRoot + `"}`
+	h := provision(t, b, tmpl, token, nil)
+	host.Exec(t, "rm /var/lib/primer/ws/"+h.WorkspaceID+"/pid /var/lib/primer/ws/"+h.WorkspaceID+"/port")
+	h2, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: h.WorkspaceID, Token: token, Template: json.RawMessage(tmpl)})
+	if err != nil {
+		t.Fatalf("retried provision: %v", err)
+	}
+	runtimes := host.Exec(t, "ps -eo pid,args | grep -F -- '--root="+h.Path+"' | grep -v grep; true")
+	if n := strings.Count(strings.TrimSpace(runtimes), "\n") + 1; strings.TrimSpace(runtimes) == "" || n != 1 {
+		t.Fatalf("runtimes of %s on the host:\n%s\nwant exactly one", h.WorkspaceID, runtimes)
+	}
+	if !strings.Contains(runtimes, h2.Attrs["pid"]+" ") || h2.Attrs["pid"] == h.Attrs["pid"] {
+		t.Errorf("running runtime:\n%s\nwant the new one, pid %s (the stray was %s)", runtimes, h2.Attrs["pid"], h.Attrs["pid"])
+	}
+	c := backendtest.Dial(ctx, t, b, h2, token)
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -153,13 +153,25 @@ else
 fi
 `
 
+// killRuntimes defines kill_runtimes DIR, which kills every process whose
+// command line holds --root=DIR: the workspace's runtimes, found without
+// their pid file (command lines are readable by anyone).
+const killRuntimes = `
+kill_runtimes() {
+  for p in $(grep -lzxF -- "--root=$1" /proc/[0-9]*/cmdline 2>/dev/null | sed 's,^/proc/\([0-9]*\)/cmdline$,\1,'); do
+    [ "$p" = "$$" ] || kill -KILL "$p" 2>/dev/null || true
+  done
+}
+`
+
 // stopBody kills the workspace's runtime (its process group), every
 // process carrying the workspace's id in its environment, its cgroup or
 // scope, and every process of its user when Primer made the user for this
 // workspace alone. It keeps the directories.
-const stopBody = `
+const stopBody = killRuntimes + `
 [ -d "$state" ] || exit 0
 user=$(cat "$state/user" 2>/dev/null || echo -); root=$(cat "$state/root" 2>/dev/null || echo -)
+kill_runtimes "$root/$id"
 pid=$(cat "$state/pid" 2>/dev/null || true)
 if [ -n "$pid" ] && tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--root=$root/$id"; then
   kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
@@ -304,6 +316,10 @@ export HOME="$dir" USER="$user" LOGNAME="$user" PATH="/usr/local/sbin:/usr/local
 export PRIMER_WORKSPACE_ID="$id"
 workspace_env
 cd "$dir"
+# A runtime of this workspace that an earlier start left without its pid
+# or port written (the platform killed mid-provision) is ended first:
+# exactly one runtime per workspace.
+kill_runtimes "$dir"
 rm -f "$state/pid" "$state/port"
 (umask 077; : > "$state/runtime.log")
 $wrap setsid $asuser "$bin" --listen=127.0.0.1:0 "--root=$dir" "--token-file=$state/tok/token" </dev/null >>"$state/runtime.log" 2>&1 &
@@ -357,7 +373,7 @@ func startScript(id, installation, bin string, t Template, user, token string, e
 		fmt.Fprintf(&fn, "  export %s=%s\n", k, shquote(env[k]))
 	}
 	fn.WriteString("}\n")
-	s.body = fn.String() + startBody
+	s.body = fn.String() + killRuntimes + startBody
 	return s
 }
 
