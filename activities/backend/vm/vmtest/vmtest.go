@@ -34,8 +34,14 @@ import (
 // Image is the test machine's image, built by `make images`.
 const Image = "primer/sshd-host:1.0"
 
-// label marks the containers and networks this package makes.
-const label = "primer.vmtest=1"
+// label marks the containers and networks this package makes, and
+// startedLabel holds when (Unix seconds), so a later run removes what a
+// killed one left once it is older than staleAfter.
+const (
+	label        = "primer.vmtest=1"
+	startedLabel = "primer.vmtest.started"
+	staleAfter   = 3 * time.Hour
+)
 
 // readyTimeout bounds the wait for a host's sshd to answer after a start,
 // restart or key rotation.
@@ -83,7 +89,7 @@ func Start(t *testing.T, opts Options) *Host {
 		keys = string(ssh.MarshalAuthorizedKey(pub))
 	}
 	h := &Host{Name: "primer-vmtest-" + randomHex(5), opts: opts}
-	args := []string{"run", "-d", "--init", "--name", h.Name, "--hostname", h.Name, "--label", label,
+	args := []string{"run", "-d", "--init", "--name", h.Name, "--hostname", h.Name, "--label", label, "--label", started(),
 		"-e", "AUTHORIZED_KEYS=" + strings.TrimSpace(keys)}
 	if opts.Network != "" {
 		args = append(args, "--network", opts.Network)
@@ -126,7 +132,7 @@ func NewNetwork(t *testing.T) string {
 	t.Helper()
 	Require(t)
 	name := "primer-vmtest-net-" + randomHex(5)
-	if out, err := docker(context.Background(), nil, "network", "create", "--label", label, name); err != nil {
+	if out, err := docker(context.Background(), nil, "network", "create", "--label", label, "--label", started(), name); err != nil {
 		t.Fatalf("vmtest: docker network create: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
@@ -381,8 +387,39 @@ var available = sync.OnceValue(func() error {
 	if _, err := docker(ctx, nil, "image", "inspect", Image); err != nil {
 		return fmt.Errorf("vmtest: Docker has no image %s; build it with `make images`", Image)
 	}
+	removeStale(ctx)
 	return nil
 })
+
+func started() string { return startedLabel + "=" + strconv.FormatInt(time.Now().Unix(), 10) }
+
+// removeStale removes the hosts and networks of runs that ended without
+// cleaning up (killed), once older than staleAfter: no test still uses them.
+// It is best effort.
+func removeStale(ctx context.Context) {
+	format := `{{.ID}} {{.Label "` + startedLabel + `"}}`
+	stale := func(list ...string) []string {
+		out, err := docker(ctx, nil, append(list, "--filter", "label="+label, "--format", format)...)
+		if err != nil {
+			return nil
+		}
+		var ids []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			id, at, _ := strings.Cut(l, " ")
+			sec, err := strconv.ParseInt(at, 10, 64)
+			if id != "" && err == nil && time.Since(time.Unix(sec, 0)) > staleAfter {
+				ids = append(ids, id)
+			}
+		}
+		return ids
+	}
+	if ids := stale("container", "ls", "-a"); len(ids) > 0 {
+		_, _ = docker(ctx, nil, append([]string{"rm", "-f", "-v"}, ids...)...)
+	}
+	if ids := stale("network", "ls"); len(ids) > 0 {
+		_, _ = docker(ctx, nil, append([]string{"network", "rm"}, ids...)...)
+	}
+}
 
 // docker runs the docker CLI and returns its stdout, or its stderr as well
 // when it fails.
