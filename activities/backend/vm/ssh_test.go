@@ -262,8 +262,20 @@ func TestDialRemoteAndForward(t *testing.T) {
 		t.Fatalf("GET through the forward after a restart = %q, %v", got, err)
 	}
 
-	d.CloseForward("ws-1")
+	// Another target for the key replaces the listener.
+	other, err := d.Forward(ctx, "ws-1", h.Addr, "127.0.0.1:8766")
+	if err != nil || other == url {
+		t.Fatalf("Forward to another port = %q, %v; want a new listener", other, err)
+	}
 	if _, err := httpGet(url + "/hello.txt"); err == nil {
+		t.Errorf("GET through the replaced listener succeeded")
+	}
+	if _, err := httpGet(other + "/hello.txt"); err == nil {
+		t.Errorf("GET through a forward to a closed port succeeded")
+	}
+
+	d.CloseForward("ws-1")
+	if _, err := httpGet(other + "/hello.txt"); err == nil {
 		t.Errorf("GET after CloseForward succeeded; want the listener closed")
 	}
 }
