@@ -1,0 +1,100 @@
+//go:build bench
+
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/activities/llm"
+	"github.com/primerhq/primer/activities/llm/llmtest"
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/models"
+)
+
+// agentBenchTurns is how many turns the benchmark's run takes.
+const agentBenchTurns = 41
+
+// TestBenchAgentTurn measures Primer's overhead per agent turn on the
+// container backend: a run whose test model answers at once with one
+// workspace__exec of `true`, agentBenchTurns times. A turn (from one
+// assistant message stored to the next) is one tool call and one model
+// call with their records and .state commits; its overhead is the turn
+// minus the model's own time (llm.Complete against the same server, the
+// same request) and the tool's own time (`true` through the runtime
+// client). Target: p50 under 20 ms.
+func TestBenchAgentTurn(t *testing.T) {
+	requireBench(t)
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		r := newFaultRig(t, e)
+		r.template("bench", nil)
+		ws := r.running(t, "bench")
+		ctx := ctxT(t, 5*time.Minute)
+		key := secretKey(t)
+		srv := llmtest.Start(t, llmtest.Script{{ToolCalls: llmtest.ToolTurn("workspace__exec", map[string]string{"command": "true"}).ToolCalls, Forever: true}})
+		if _, err := r.p.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "bench-model", Kind: models.LLMOpenAI, BaseURL: srv.URL(), APIKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.p.api.CreateAgent(ctx, client.AgentSpec{ID: "bench", Model: models.AgentModel{ProviderID: "bench-model", ModelName: "m"}, MaxTurns: agentBenchTurns}); err != nil {
+			t.Fatal(err)
+		}
+		ses, err := r.p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "bench", Instructions: "run true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := r.p.api.FollowTranscript(ctx, ses.ID, func(models.TranscriptEntry) error { return nil })
+		if err != nil || run.EndReason != models.AgentMaxTurns {
+			t.Fatalf("run = %+v, %v; want max_turns", run, err)
+		}
+		tr, err := r.p.api.SessionTranscript(ctx, ses.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var asst []time.Time
+		for _, e := range tr.Items {
+			if e.Role == models.RoleAssistant {
+				asst = append(asst, e.CreatedAt)
+			}
+		}
+		if len(asst) != agentBenchTurns {
+			t.Fatalf("%d assistant turns, want %d", len(asst), agentBenchTurns)
+		}
+		var turns []time.Duration
+		for i := 1; i < len(asst); i++ {
+			turns = append(turns, asst[i].Sub(asst[i-1]))
+		}
+
+		// The model's own time: a request of the run's size, sent again.
+		last := llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "run true"}}}
+		model := timeN(t, len(turns), func() error {
+			_, err := llm.Complete(ctx, nil, llm.Endpoint{Kind: llm.KindOpenAI, BaseURL: srv.URL(), APIKey: key}, last)
+			return err
+		})
+		rt, err := r.p.srv.Runtime(ctx, ws.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tool := timeN(t, len(turns), runtimeExecTrue(ctx, rt))
+		own := pct(model, .5) + pct(tool, .5)
+		overhead := make([]time.Duration, len(turns))
+		for i, d := range turns {
+			overhead[i] = d - own
+		}
+		printTable(t, "Agent turn overhead: container on "+e.Name, []row{
+			{name: "agent turn (model call + workspace__exec `true`)", target: "-", samples: turns,
+				baseName: "model call + runtime exec `true`", baseline: addDurations(model, tool)},
+			{name: fmt.Sprintf("Primer's overhead per turn (turn - model p50 %s - tool p50 %s)", ms(pct(model, .5)), ms(pct(tool, .5))),
+				target: "p50 < 20 ms", samples: overhead, limit: 20 * time.Millisecond},
+		})
+	})
+}
+
+func addDurations(a, b []time.Duration) []time.Duration {
+	out := make([]time.Duration, min(len(a), len(b)))
+	for i := range out {
+		out[i] = a[i] + b[i]
+	}
+	return out
+}
