@@ -1,33 +1,25 @@
 package api
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/sessiontool"
 )
 
 // Trailers of a tool call's commit.
 const (
-	TrailerSession = "Primer-Session"
-	TrailerTool    = "Primer-Tool"
+	TrailerSession = sessiontool.TrailerSession
+	TrailerTool    = sessiontool.TrailerTool
 )
 
-// Commit message limits: git's customary summary width, and the most of a
-// call's arguments kept in the message (beyond it only their size and
-// digest are).
+// redactedValue stands for an env value in a call's recorded arguments;
+// summaryWidth is the widest a commit's summary line gets.
 const (
-	summaryWidth      = 72
-	maxRecordedArgs   = 16 << 10
-	redactedValue     = "[redacted]"
-	defaultAuthorName = "primer"
+	redactedValue = "[redacted]"
+	summaryWidth  = sessiontool.SummaryWidth
 )
 
 // recordCall commits the workspace as it is after a tool call, with a
@@ -47,101 +39,20 @@ func (s *server) recordCall(ctx context.Context, t *sessionTarget, tool, summary
 }
 
 // author signs a session's commits: its agent (or "primer"), and an address
-// naming the session.
-func author(ses *models.Session) (name, email string) {
-	name = strings.Map(func(r rune) rune {
-		if r == '<' || r == '>' || r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, ses.Agent)
-	if name = strings.TrimSpace(name); name == "" {
-		name = defaultAuthorName
-	}
-	return name, ses.ID + "@sessions.primer"
-}
+// naming the session. The API's tools and an agent run's (sessiontool) sign
+// and describe their commits alike.
+func author(ses *models.Session) (name, email string) { return sessiontool.Author(ses) }
 
 // callMessage is the commit message of a call: a one-line summary, a body
 // with the tool, its arguments and its result as JSON, and the trailers
 // that tie the commit to its session and tool.
 func callMessage(sessionID, tool, summary string, args, result any) (string, error) {
-	var b strings.Builder
-	b.WriteString(oneLine(summary, summaryWidth))
-	b.WriteString("\n\nTool: ")
-	b.WriteString(tool)
-	if args != nil {
-		js, err := compactJSON(args)
-		if err != nil {
-			return "", err
-		}
-		if len(js) > maxRecordedArgs {
-			js, _ = compactJSON(map[string]any{"omitted_bytes": len(js), "sha256": sha256Hex(js)})
-		}
-		b.WriteString("\nArguments: ")
-		b.Write(js)
-	}
-	if result != nil {
-		js, err := compactJSON(result)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString("\nResult: ")
-		b.Write(js)
-	}
-	b.WriteString("\n\n" + TrailerSession + ": " + sessionID)
-	b.WriteString("\n" + TrailerTool + ": " + tool + "\n")
-	return b.String(), nil
-}
-
-// compactJSON encodes v on one line, without HTML escaping.
-func compactJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode commit message: %w", err)
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// oneLine makes s a single line of at most width characters: control
-// characters become spaces, and a longer line ends in "...".
-func oneLine(s string, width int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if utf8.RuneCountInString(s) <= width {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:width-3]) + "..."
+	return sessiontool.CallMessage(sessionID, tool, summary, "", args, result)
 }
 
 // shellJoin quotes argv the way a shell would read it back.
-func shellJoin(argv []string) string {
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = shellQuote(a)
-	}
-	return strings.Join(q, " ")
-}
+func shellJoin(argv []string) string { return sessiontool.ShellJoin(argv) }
 
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
-}
+func shellQuote(s string) string { return sessiontool.ShellQuote(s) }
 
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func sha256Hex(b []byte) string { return sessiontool.SHA256(b) }

@@ -36,9 +36,10 @@ const (
 
 // Commit trailers and message limits (as api/tool_commits.go).
 const (
-	TrailerSession  = "Primer-Session"
-	TrailerTool     = "Primer-Tool"
-	summaryWidth    = 72
+	TrailerSession = "Primer-Session"
+	TrailerTool    = "Primer-Tool"
+	// SummaryWidth is the widest a commit's summary line gets.
+	SummaryWidth    = 72
 	maxRecordedArgs = 16 << 10
 	redacted        = "[redacted]"
 )
@@ -201,7 +202,7 @@ func runExec(ctx context.Context, t Target, lim Limits, a ExecArgs) (any, string
 	if res.Signal != "" {
 		result["signal"] = res.Signal
 	}
-	commit, err := Record(ctx, t, Exec, Exec+": "+shellJoin(argv), rec, result)
+	commit, err := Record(ctx, t, Exec, Exec+": "+ShellJoin(argv), rec, result)
 	if err != nil {
 		return nil, "", err
 	}
@@ -392,7 +393,7 @@ func Author(ses *models.Session) (name, email string) {
 // trailers.
 func CallMessage(sessionID, tool, summary, text string, args, result any) (string, error) {
 	var b strings.Builder
-	b.WriteString(oneLine(summary, summaryWidth))
+	b.WriteString(oneLine(summary, SummaryWidth))
 	if text != "" {
 		b.WriteString("\n\n")
 		b.WriteString(strings.TrimRight(text, "\n"))
@@ -447,15 +448,17 @@ func oneLine(s string, width int) string {
 	return string(r[:width-3]) + "..."
 }
 
-func shellJoin(argv []string) string {
+// ShellJoin quotes argv the way a shell would read it back.
+func ShellJoin(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = shellQuote(a)
+		q[i] = ShellQuote(a)
 	}
 	return strings.Join(q, " ")
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s for a shell when it needs it.
+func ShellQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
