@@ -18,6 +18,8 @@ import (
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/activities/backend/kubernetes"
+	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
@@ -333,4 +335,19 @@ func TestAgentWorkspaceLost(t *testing.T) {
 		}
 		r.deleteGone(t, ws.ID)
 	})
+}
+
+// TestAgentCodeRunnerKubernetes is the seed's recipe on the Kubernetes
+// backend: the same documents and primectl commands, a pod for a sandbox.
+func TestAgentCodeRunnerKubernetes(t *testing.T) {
+	var logs syncBuffer
+	p := startPrimerLog(t, &logs, withContainers(t))
+	ns := kubernetestest.Namespace(t)
+	ctx := ctxT(t, 5*time.Minute)
+	kb := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, p.srv.Installation())
+	id := createRecipeWorkspace(t, p, kubeRecipeManifest(t, ns))
+	t.Cleanup(func() {
+		_ = kb.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id})
+	})
+	checkCodeRunner(t, p, ctx, &logs, id)
 }
