@@ -351,3 +351,79 @@ func TestAgentCodeRunnerKubernetes(t *testing.T) {
 	})
 	checkCodeRunner(t, p, ctx, &logs, id)
 }
+
+// TestAgentModelErrorsLocal: a 429 with Retry-After is retried after it
+// and the run completes; a malformed answer fails the run with a clear
+// reason; a canceled run ends canceled; primectl session transcript prints
+// a run. Local backend.
+func TestAgentModelErrorsLocal(t *testing.T) {
+	p := startPrimer(t)
+	ctx := ctxT(t, 3*time.Minute)
+	id := createRecipeWorkspace(t, p, `kind: workspace_provider
+spec:
+  id: scratch
+  provider: local
+  config: {kind: local, root_path: `+t.TempDir()+`}
+---
+kind: workspace_template
+spec:
+  id: code-sandbox
+  provider_id: scratch
+  backend: {kind: local}
+`)
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	llm := llmtest.Start(t, llmtest.Script{
+		llmtest.ErrorTurn(429, "2", "slow down"),
+		llmtest.TextTurn("done after the wait"),
+		llmtest.MalformedTurn(),
+		{Text: "never", Block: block},
+	})
+	if out, errOut, code := p.primectl(codeRunnerYAML(llm.URL(), secretKey(t), 5), "create", "-f", "-"); code != 0 {
+		t.Fatalf("create -f: %d\n%s\n%s", code, out, errOut)
+	}
+
+	out, errOut, code := p.primectl("", "session", "run", id, "--agent", "code-runner", "-i", "wait for it")
+	if code != 0 || !strings.HasSuffix(out, "ended: completed\n") {
+		t.Fatalf("session run after a 429: code %d\n%s\n%s", code, out, errOut)
+	}
+	reqs := llm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want the 429 and its retry", len(reqs))
+	}
+	ses := sessionOf(t, out)
+	tr, err := p.api.SessionTranscript(ctx, ses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry came after Retry-After: the answer is stored at least 2 s
+	// after the run began.
+	if gap := tr.Items[1].CreatedAt.Sub(tr.Items[0].CreatedAt); gap < 2*time.Second {
+		t.Errorf("the answer came %s after the instructions, want at least the 2s of Retry-After", gap)
+	}
+	out, _, code = p.primectl("", "session", "transcript", ses)
+	if code != 0 || !strings.Contains(out, "user: wait for it") || !strings.Contains(out, "done after the wait") || !strings.HasSuffix(out, "ended: completed\n") {
+		t.Errorf("session transcript: code %d\n%s", code, out)
+	}
+
+	out, errOut, code = p.primectl("", "session", "run", id, "--agent", "code-runner", "-i", "get a bad answer")
+	if code == 0 || !strings.Contains(out, "ended: failed: ") || !strings.Contains(out, "malformed") {
+		t.Fatalf("session run with a malformed answer: code %d\n%s\n%s; want ended: failed naming the malformed response", code, out, errOut)
+	}
+
+	s, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: id, Agent: "code-runner", Instructions: "wait forever"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the blocked model call", func() bool { return len(llm.Requests()) == 4 })
+	if err := p.api.CancelSession(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	run, err := p.api.FollowTranscript(ctx, s.ID, func(models.TranscriptEntry) error { return nil })
+	if err != nil || run.EndReason != models.AgentCanceled {
+		t.Fatalf("canceled run = %+v, %v; want canceled", run, err)
+	}
+	if got, err := p.api.GetSession(ctx, s.ID); err != nil || got.EndReason != models.AgentCanceled {
+		t.Errorf("canceled session = %+v, %v", got, err)
+	}
+}
