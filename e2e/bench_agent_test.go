@@ -52,10 +52,22 @@ func TestBenchAgentTurn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The turn's two halves: from the answer stored to its tool call
+		// finished (the turn's commit, the tool activity), and from there
+		// to the next answer stored (the model activity).
 		var asst []time.Time
+		var toolHalf, modelHalf []time.Duration
+		var toolDone time.Time
 		for _, e := range tr.Items {
-			if e.Role == models.RoleAssistant {
+			switch e.Role {
+			case models.RoleAssistant:
+				if !toolDone.IsZero() {
+					modelHalf = append(modelHalf, e.CreatedAt.Sub(toolDone))
+				}
 				asst = append(asst, e.CreatedAt)
+			case models.RoleTool:
+				toolDone = e.UpdatedAt
+				toolHalf = append(toolHalf, e.UpdatedAt.Sub(asst[len(asst)-1]))
 			}
 		}
 		if len(asst) != agentBenchTurns {
@@ -87,6 +99,8 @@ func TestBenchAgentTurn(t *testing.T) {
 				baseName: "model call + runtime exec `true`", baseline: addDurations(model, tool)},
 			{name: fmt.Sprintf("Primer's overhead per turn (turn - model p50 %s - tool p50 %s)", ms(pct(model, .5)), ms(pct(tool, .5))),
 				target: "p50 < 20 ms", samples: overhead, limit: 20 * time.Millisecond},
+			{name: "of which: answer stored to its tool call finished", target: "-", samples: toolHalf},
+			{name: "of which: tool call finished to the next answer stored", target: "-", samples: modelHalf},
 		})
 	})
 }
