@@ -58,13 +58,13 @@ type TranscriptEntry struct {
 	Role    string `gorm:"size:16;not null" json:"role"`
 	Content string `gorm:"type:text" json:"content,omitempty"`
 	// ToolCalls is an assistant turn's calls (llm.ToolCall as JSON).
-	ToolCalls json.RawMessage `gorm:"type:text" json:"tool_calls,omitempty"`
+	ToolCalls json.RawMessage `gorm:"serializer:json;type:text" json:"tool_calls,omitempty"`
 	// A tool call: the model's id for it, the tool, its arguments, its
 	// state and result.
 	ToolCallID string          `gorm:"size:256;not null;default:''" json:"tool_call_id,omitempty"`
 	ToolName   string          `gorm:"size:256;not null;default:''" json:"tool_name,omitempty"`
-	ToolArgs   json.RawMessage `gorm:"type:text" json:"tool_args,omitempty"`
-	ToolResult json.RawMessage `gorm:"type:text" json:"tool_result,omitempty"`
+	ToolArgs   json.RawMessage `gorm:"serializer:json;type:text" json:"tool_args,omitempty"`
+	ToolResult json.RawMessage `gorm:"serializer:json;type:text" json:"tool_result,omitempty"`
 	State      string          `gorm:"size:16;not null;default:''" json:"state,omitempty"`
 	// IsError marks a tool result that is an error the model is told of.
 	IsError      bool      `gorm:"not null;default:false" json:"is_error,omitempty"`
@@ -73,6 +73,16 @@ type TranscriptEntry struct {
 	OutputTokens int       `gorm:"not null;default:0" json:"output_tokens,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// AfterFind reads an absent JSON value (stored as null) back as none.
+func (e *TranscriptEntry) AfterFind(*gorm.DB) error {
+	for _, f := range []*json.RawMessage{&e.ToolCalls, &e.ToolArgs, &e.ToolResult} {
+		if string(*f) == "null" {
+			*f = nil
+		}
+	}
+	return nil
 }
 
 // SessionRun is a session's agent run: which agent, where it stands, and
@@ -191,7 +201,7 @@ func (s *Store) AppendTranscript(ctx context.Context, sessionID string, es []Tra
 func (s *Store) UpdateTranscriptEntry(ctx context.Context, e *TranscriptEntry) error {
 	db := s.w.WithContext(ctx)
 	res := db.Model(&TranscriptEntry{}).Where("session_id = ? AND seq = ?", e.SessionID, e.Seq).Updates(map[string]any{
-		"state": e.State, "tool_result": e.ToolResult, "is_error": e.IsError, "commit_sha": e.Commit, "updated_at": db.NowFunc(),
+		"state": e.State, "tool_result": string(e.ToolResult), "is_error": e.IsError, "commit_sha": e.Commit, "updated_at": db.NowFunc(),
 	})
 	if res.Error != nil {
 		return writeError(ctx, res.Error, "transcript entry", e.SessionID, "update")
