@@ -125,11 +125,19 @@ func (s *server) sessionTranscript(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	ctx := c.Request.Context()
 	if c.Query("follow") == "true" || strings.Contains(c.GetHeader("Accept"), "text/event-stream") {
+		// Only a run ends a stream: a session without one is refused.
+		if _, err := s.cfg.Store.GetSessionRun(ctx, ses.ID); err != nil {
+			if errs.Is(err, errs.NotFound) {
+				err = errs.E(errs.Precondition, "session %s: has no agent run to follow", ses.ID)
+			}
+			s.fail(c, err)
+			return
+		}
 		s.followTranscript(c, ses.ID)
 		return
 	}
-	ctx := c.Request.Context()
 	out := transcriptResponse{SessionID: ses.ID}
 	if run, err := s.cfg.Store.GetSessionRun(ctx, ses.ID); err == nil {
 		out.Run = run

@@ -61,6 +61,12 @@ func TestSessionRunBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.do("POST", "/v1/sessions/"+ses.ID+"/cancel", `{}`).expectError(t, 409, pre, "", "has no agent run")
+	h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil, "Accept", "text/event-stream").expectError(t, 409, pre, "", "has no agent run to follow")
+	var tr transcriptResponse
+	h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil).expect(t, 200).decode(t, &tr)
+	if tr.Run != nil || len(tr.Items) != 0 {
+		t.Fatalf("transcript of a session without a run = %+v, want empty", tr)
+	}
 	h.do("POST", "/v1/sessions/"+ses.ID+"/run", `{"agent":"code-runner"}`).expectError(t, 400, inv, "instructions", "")
 }
 

@@ -108,9 +108,14 @@ func TestAgentCodeRunnerContainer(t *testing.T) {
 
 // TestAgentCodeRunnerLocal is the recipe on the local backend (no engine
 // needed), and max_turns.
-func TestAgentCodeRunnerLocal(t *testing.T) {
+func TestAgentCodeRunnerLocal(t *testing.T) { agentCodeRunnerLocal(t) }
+
+// TestAgentCodeRunnerPostgres is TestAgentCodeRunnerLocal on PostgreSQL.
+func TestAgentCodeRunnerPostgres(t *testing.T) { agentCodeRunnerLocal(t, withPostgres(t)) }
+
+func agentCodeRunnerLocal(t *testing.T, opts ...option) {
 	var logs syncBuffer
-	p := startPrimerLog(t, &logs)
+	p := startPrimerLog(t, &logs, opts...)
 	ctx := ctxT(t, 3*time.Minute)
 	root := t.TempDir()
 	id := createRecipeWorkspace(t, p, `kind: workspace_provider

@@ -137,6 +137,14 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		cancel()
 	})
 
+	// stopped is why the loop must end: the timeout, the cancel signal, or
+	// a Temporal cancel (which may land before the goroutine above runs).
+	stopped := func() string {
+		if stop == "" && ctx.Err() != nil {
+			return models.AgentCanceled
+		}
+		return stop
+	}
 	mctx := workflow.WithActivityOptions(loopCtx, workflow.ActivityOptions{
 		StartToCloseTimeout: modelCallTimeout,
 		HeartbeatTimeout:    heartbeatTimeout,
@@ -166,8 +174,8 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		}
 		var mo activities.ModelCallOutput
 		err := workflow.ExecuteActivity(mctx, a.ModelCall, activities.ModelCallInput{SessionID: r.in.SessionID, Turn: r.in.Turn + 1}).Get(loopCtx, &mo)
-		if stop != "" {
-			return r.end(ctx, stop, "")
+		if why := stopped(); why != "" {
+			return r.end(ctx, why, "")
 		}
 		if err != nil {
 			return r.end(ctx, models.AgentFailed, errorMessage(err))
@@ -184,8 +192,8 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		for _, tc := range mo.ToolCalls {
 			var to activities.ToolCallOutput
 			err := workflow.ExecuteActivity(tctx, a.ToolCall, activities.ToolCallInput{SessionID: r.in.SessionID, Seq: tc.Seq}).Get(loopCtx, &to)
-			if stop != "" {
-				return r.end(ctx, stop, "")
+			if why := stopped(); why != "" {
+				return r.end(ctx, why, "")
 			}
 			if err != nil {
 				return r.end(ctx, models.AgentFailed, tc.Name+": "+errorMessage(err))

@@ -277,3 +277,17 @@ func TestSessionRunWorkspaceLost(t *testing.T) {
 		t.Fatalf("model turns %v, want the resumed run to continue at turn 2", f.turns)
 	}
 }
+
+// A Temporal cancel (not the signal) ends the run canceled too, and the
+// workflow closes canceled.
+func TestSessionRunTemporalCancel(t *testing.T) {
+	f := &agentFakes{modelTime: time.Minute, toolTime: time.Minute}
+	_, err := f.run(t, 50, 30*time.Minute, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(env.CancelWorkflow, 90*time.Second)
+	})
+	var canceled *temporal.CanceledError
+	if !errors.As(err, &canceled) {
+		t.Fatalf("err = %v, want the workflow canceled", err)
+	}
+	f.endedWith(t, models.AgentCanceled)
+}
