@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,13 @@ func TestVMCrashDuringProvision(t *testing.T) {
 	// The host's script outlives the SSH session it came on: it makes the
 	// user and starts a runtime the platform never heard of.
 	host.Exec(t, ": > /tmp/primer-gate/open")
+	eventually(t, time.Minute, "the cut-off start script's runtime of "+id+" listening", func() bool {
+		return strings.TrimSpace(host.Exec(t, "cat /var/lib/primer/ws/"+id+"/port 2>/dev/null; true")) != ""
+	})
+	strayPID := strings.TrimSpace(host.Exec(t, "cat /var/lib/primer/ws/"+id+"/pid"))
+	if n := runtimes(t, host, id); n != 1 {
+		t.Fatalf("workspace %s has %d runtimes on the host while the platform is down, want the cut-off script's one", id, n)
+	}
 
 	// The orphan, made with the platform's installation, read from the
 	// host's record of the workspace.
@@ -101,7 +109,14 @@ func TestVMCrashDuringProvision(t *testing.T) {
 	if err != nil || res.Stdout != "primer-crash\n" {
 		t.Errorf("exec id -un after the crash = %+v, %v; want primer-crash", res, err)
 	}
-	t.Logf("%s events: %v", id, eventTypes(t, ctx, s.api, id))
+	pid := strings.TrimSpace(host.Exec(t, "cat /var/lib/primer/ws/"+id+"/pid"))
+	t.Logf("runtime after the restart: pid %s (the cut-off script started pid %s)", pid, strayPID)
+	// The cut-off provisioning was resumed, not failed and rebuilt.
+	evs := eventTypes(t, ctx, s.api, id)
+	t.Logf("%s events: %v", id, evs)
+	if slices.Contains(evs, models.EventProvisionFailed) || slices.Contains(evs, models.EventRecoveryStarted) {
+		t.Errorf("%s: events %v, want the provisioning resumed without a failure", id, evs)
+	}
 
 	eventually(t, time.Minute, "the reconciler removes orphan "+orphan, func() bool {
 		return strings.TrimSpace(host.Exec(t, leftOnHost(orphan, "primer-orphan"))) == ""
