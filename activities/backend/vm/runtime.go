@@ -252,6 +252,10 @@ if [ -d "$state" ] && [ "$(cat "$state/root" 2>/dev/null)" != "$root" ]; then
   echo "workspace $id already lives under $(cat "$state/root") on this host, not $root" >&2; exit 3
 fi
 mkdir -p "$state"; chmod 0711 "$state"
+# One start of a workspace at a time: a start the platform was cut off in
+# runs on, and a retry waits for it rather than race it for the pid file,
+# the token file and the log. The runtime does not keep the lock (8>&-).
+exec 8>"$state/start.lock"; flock 8
 [ -f "$state/created" ] || date +%s > "$state/created"
 printf '%s\n' "$root" > "$state/root"; printf '%s\n' "$user" > "$state/user"; printf '%s\n' "$installation" > "$state/installation"
 
@@ -322,7 +326,7 @@ cd "$dir"
 kill_runtimes "$dir"
 rm -f "$state/pid" "$state/port"
 (umask 077; : > "$state/runtime.log")
-$wrap setsid $asuser "$bin" --listen=127.0.0.1:0 "--root=$dir" "--token-file=$state/tok/token" </dev/null >>"$state/runtime.log" 2>&1 &
+$wrap setsid $asuser "$bin" --listen=127.0.0.1:0 "--root=$dir" "--token-file=$state/tok/token" </dev/null >>"$state/runtime.log" 2>&1 8>&- &
 pid=$!
 echo "$pid" > "$state/pid"
 i=0
