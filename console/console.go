@@ -152,6 +152,14 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /live/workspaces/{id}/events", c.auth(c.liveEvents))
 
 	mux.HandleFunc("GET /agents", c.auth(c.agents))
+	mux.HandleFunc("GET /agents/new", c.auth(c.newAgent))
+	mux.HandleFunc("POST /agents", c.auth(c.createAgent))
+	mux.HandleFunc("GET /agents/{id}", c.auth(c.agent))
+	mux.HandleFunc("POST /agents/{id}/delete", c.auth(c.deleteAgent))
+	mux.HandleFunc("GET /llm-providers/new", c.auth(c.newLLMProvider))
+	mux.HandleFunc("POST /llm-providers", c.auth(c.createLLMProvider))
+	mux.HandleFunc("POST /llm-providers/{id}/delete", c.auth(c.deleteLLMProvider))
+	mux.HandleFunc("POST /workspaces/{id}/run", c.auth(c.runAgent))
 	mux.HandleFunc("GET /suites", c.auth(c.suites))
 	mux.HandleFunc("GET /suites/{id}", c.auth(c.suite))
 	mux.HandleFunc("POST /suites/{id}/runs", c.auth(c.startRun))
@@ -160,6 +168,9 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /sessions", c.auth(c.sessionsPage))
 	mux.HandleFunc("GET /sessions/{id}", c.auth(c.sessionPage))
 	mux.HandleFunc("POST /sessions/{id}/restore", c.auth(c.restore))
+	mux.HandleFunc("POST /sessions/{id}/cancel", c.auth(c.cancelRun))
+	mux.HandleFunc("GET /sessions/{id}/commits/{commit}", c.auth(c.commitDiff))
+	mux.HandleFunc("GET /live/sessions/{id}/transcript", c.auth(c.liveTranscript))
 	return securityHeaders(mux)
 }
 

@@ -9,17 +9,6 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
-// agents lists the tenant's agents; an API without /v1/agents (an older
-// server behind the console's client) shows "no agents yet" as none.
-func (c *Console) agents(w http.ResponseWriter, r *http.Request, s *session) {
-	as, err := s.api.ListAgents(r.Context())
-	if err != nil && !errs.Is(err, errs.NotFound) {
-		c.fail(w, r, s, err)
-		return
-	}
-	c.render(w, r, s, 0, "agents", page{Title: "Agents", Section: "agents", Data: as})
-}
-
 func (c *Console) suites(w http.ResponseWriter, r *http.Request, s *session) {
 	ss, err := s.api.ListSuites(r.Context())
 	if err != nil {
@@ -115,6 +104,11 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, s *session
 	ses, err := s.api.GetSession(r.Context(), r.PathValue("id"))
 	if err != nil {
 		c.fail(w, r, s, err)
+		return
+	}
+	// An agent run's session shows its transcript, live while it runs.
+	if t, err := s.api.SessionTranscript(r.Context(), ses.ID); err == nil && t.Run != nil {
+		c.transcriptPage(w, r, s, ses, t)
 		return
 	}
 	h, err := s.api.SessionHistory(r.Context(), ses.ID, true)

@@ -95,6 +95,7 @@ type workspaceView struct {
 	Workflow string // the Temporal web UI's page of its workflow, or ""
 	Tab      string
 	Files    *filesView
+	Agents   []models.Agent // for Run agent, on a running workspace
 }
 
 func (c *Console) workspaceData(r *http.Request, s *session, id string) (*workspaceView, error) {
@@ -122,6 +123,9 @@ func (c *Console) workspace(w http.ResponseWriter, r *http.Request, s *session) 
 	if v.Sessions, err = s.api.ListSessions(r.Context(), client.SessionListOptions{WorkspaceID: v.W.ID}); err != nil {
 		c.fail(w, r, s, err)
 		return
+	}
+	if v.W.Phase == models.PhaseRunning && s.canWrite() {
+		v.Agents, _ = s.api.ListAgents(r.Context()) // no agents (or no /v1/agents): no Run agent form
 	}
 	c.render(w, r, s, 0, "workspace", page{Title: "Workspace " + v.W.ID, Section: "workspaces", Tab: "workspaces", Data: v})
 }

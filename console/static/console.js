@@ -122,4 +122,37 @@
       }
     });
   }
+
+  // An agent run's session page: each transcript entry as it becomes final
+  // (rendered by the console with the page's own template), the token
+  // totals, and the run's end.
+  const tr = document.getElementById("transcript");
+  if (tr && tr.dataset.live && window.EventSource) {
+    const es = new EventSource(tr.dataset.live + "?after=" + encodeURIComponent(tr.dataset.after || "0"));
+    const setUsage = function (u) {
+      if (!u) return;
+      document.getElementById("usage-in").textContent = String(u.input_tokens);
+      document.getElementById("usage-out").textContent = String(u.output_tokens);
+    };
+    es.addEventListener("entry", function (m) {
+      const e = JSON.parse(m.data);
+      const old = tr.querySelector('li[data-seq="' + e.seq + '"]');
+      if (old) old.outerHTML = e.html; else tr.insertAdjacentHTML("beforeend", e.html);
+      setUsage(e.usage);
+    });
+    es.addEventListener("end", function (m) {
+      es.close();
+      const run = JSON.parse(m.data);
+      document.getElementById("run-status").textContent = run.status || "ended";
+      document.getElementById("end-reason").textContent = (run.end_reason || "") + (run.error ? ": " + run.error : "");
+      setUsage(run.usage);
+      const cancel = document.getElementById("cancel-form");
+      if (cancel) cancel.remove();
+      tr.dataset.ended = "1";
+    });
+    es.addEventListener("failure", function (m) {
+      es.close();
+      document.getElementById("end-reason").textContent = "live transcript stopped: " + JSON.parse(m.data).message + " (reload the page)";
+    });
+  }
 })();
