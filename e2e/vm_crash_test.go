@@ -100,6 +100,10 @@ func TestVMCrashDuringProvision(t *testing.T) {
 	}
 
 	s.restart()
+	eventually(t, time.Minute, "the reconciler removes orphan "+orphan, func() bool {
+		return strings.TrimSpace(host.Exec(t, leftOnHost(orphan, "primer-orphan"))) == ""
+	})
+	t.Logf("orphan removed %s after the kill", time.Since(killed).Round(time.Millisecond))
 	waitRunning(t, s.api, id, crashConverge, s.pendingActivities)
 	t.Logf("%s running %s after the kill", id, time.Since(killed).Round(time.Millisecond))
 	if n := runtimes(t, host, id); n != 1 {
@@ -118,13 +122,6 @@ func TestVMCrashDuringProvision(t *testing.T) {
 		t.Errorf("%s: events %v, want the provisioning resumed without a failure", id, evs)
 	}
 
-	eventually(t, time.Minute, "the reconciler removes orphan "+orphan, func() bool {
-		return strings.TrimSpace(host.Exec(t, leftOnHost(orphan, "primer-orphan"))) == ""
-	})
-	t.Logf("orphan removed %s after the kill", time.Since(killed).Round(time.Millisecond))
-	if n := runtimes(t, host, id); n != 1 {
-		t.Errorf("after the reconciler's passes workspace %s has %d runtimes, want 1", id, n)
-	}
 
 	if _, err := s.api.DeleteWorkspace(ctx, id); err != nil {
 		t.Fatal(err)
