@@ -122,7 +122,6 @@ func TestVMCrashDuringProvision(t *testing.T) {
 		t.Errorf("%s: events %v, want the provisioning resumed without a failure", id, evs)
 	}
 
-
 	if _, err := s.api.DeleteWorkspace(ctx, id); err != nil {
 		t.Fatal(err)
 	}
