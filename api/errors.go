@@ -177,3 +177,15 @@ func goTypeName(typ *json.UnmarshalTypeError) string {
 	}
 	return fmt.Sprintf("a %s", typ.Type)
 }
+
+// pathID makes *specID the id in the request's path: an update's body may
+// leave its id out or repeat it, but naming another is refused, with field
+// naming the body's id field ("spec.id").
+func pathID(c *gin.Context, field string, specID *string) error {
+	id := c.Param("id")
+	if *specID != "" && *specID != id {
+		return errs.Field(field, "%s: %q does not match the id in the path %q", field, *specID, id)
+	}
+	*specID = id
+	return nil
+}

@@ -165,11 +165,10 @@ func (s *server) updateLLMProvider(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if spec.ID != "" && spec.ID != id {
-		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+	if err := pathID(c, "spec.id", &spec.ID); err != nil {
+		s.fail(c, err)
 		return
 	}
-	spec.ID = id
 	old, err := s.llmProviderOf(c, id)
 	if err != nil {
 		s.fail(c, err)
@@ -320,11 +319,10 @@ func (s *server) updateAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if spec.ID != "" && spec.ID != id {
-		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+	if err := pathID(c, "spec.id", &spec.ID); err != nil {
+		s.fail(c, err)
 		return
 	}
-	spec.ID = id
 	if _, err := s.agentOf(c, id); err != nil {
 		s.fail(c, err)
 		return

@@ -237,8 +237,8 @@ func (s *server) updatePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if spec.ID != "" && spec.ID != id {
-		s.fail(c, errs.Field("id", "id: %q does not match the id in the path %q", spec.ID, id))
+	if err := pathID(c, "id", &spec.ID); err != nil {
+		s.fail(c, err)
 		return
 	}
 	ctx := c.Request.Context()

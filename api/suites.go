@@ -332,11 +332,10 @@ func (s *server) updateSuite(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if spec.ID != "" && spec.ID != id {
-		s.fail(c, errs.Field("spec.id", "spec.id: %q does not match the id in the path %q", spec.ID, id))
+	if err := pathID(c, "spec.id", &spec.ID); err != nil {
+		s.fail(c, err)
 		return
 	}
-	spec.ID = id
 	old, err := s.suiteOf(c, id)
 	if err != nil {
 		s.fail(c, err)

@@ -113,8 +113,8 @@ func (s *server) updateTenant(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if spec.ID != "" && spec.ID != id {
-		s.fail(c, errs.Field("id", "id: %q does not match the id in the path %q", spec.ID, id))
+	if err := pathID(c, "id", &spec.ID); err != nil {
+		s.fail(c, err)
 		return
 	}
 	t, err := s.cfg.Store.UpdateTenant(c.Request.Context(), &models.Tenant{ID: id, Description: spec.Description, Quota: spec.Quota})
