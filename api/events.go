@@ -147,18 +147,29 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 				return
 			}
 		}
-		if time.Since(lastWrite) >= s.heartbeat {
-			if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			c.Writer.Flush()
-			lastWrite = time.Now()
-		}
-		select {
-		case <-ctx.Done():
+		if !s.sseWait(c, poll, &lastWrite) {
 			return
-		case <-poll.C:
 		}
+	}
+}
+
+// sseWait keeps a stream open between polls: it writes a keep-alive
+// comment when nothing was written for the heartbeat interval (proxies close
+// idle streams), then waits for the next poll. It reports false when the
+// client has gone.
+func (s *server) sseWait(c *gin.Context, poll *time.Ticker, lastWrite *time.Time) bool {
+	if time.Since(*lastWrite) >= s.heartbeat {
+		if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
+			return false
+		}
+		c.Writer.Flush()
+		*lastWrite = time.Now()
+	}
+	select {
+	case <-c.Request.Context().Done():
+		return false
+	case <-poll.C:
+		return true
 	}
 }
 

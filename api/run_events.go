@@ -96,17 +96,8 @@ func (s *server) runEvents(c *gin.Context) {
 				return
 			}
 		}
-		if time.Since(lastWrite) >= s.heartbeat {
-			if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			c.Writer.Flush()
-			lastWrite = time.Now()
-		}
-		select {
-		case <-ctx.Done():
+		if !s.sseWait(c, poll, &lastWrite) {
 			return
-		case <-poll.C:
 		}
 	}
 }
