@@ -28,6 +28,7 @@ package container
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,7 +50,6 @@ import (
 	"github.com/primerhq/primer/activities/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/client"
 )
 
 // Type is the backend type and template kind of this backend.
@@ -493,33 +493,21 @@ func describeState(s *dcontainer.State) string {
 func (b *Backend) waitReady(ctx context.Context, id, url, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.ReadyTimeout)
 	defer cancel()
-	delay := 5 * time.Millisecond
-	var last error
-	for {
-		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
-		c, err := client.Dial(dctx, url, token)
-		if err == nil {
-			err = c.Ping(dctx)
-			c.Close()
-		}
-		dcancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		if errs.KindOf(err) == errs.Forbidden {
-			return errs.E(errs.Conflict, "workspace %s: runtime at %s refused the workspace's token", id, url)
-		}
+	err := backend.AwaitRuntime(ctx, url, token, 2*time.Second, func(ctx context.Context) error {
 		if info, ierr := b.cli.ContainerInspect(ctx, Name(id)); ierr == nil && info.State != nil && !info.State.Running {
 			return errs.E(errs.Unavailable, "workspace %s: container %s stopped while starting: %s", id, Name(id), describeState(info.State))
 		}
-		select {
-		case <-ctx.Done():
-			return errs.E(errs.Unavailable, "workspace %s: runtime did not answer within %s: %v", id, b.opts.ReadyTimeout, last)
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 200*time.Millisecond)
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, backend.ErrTokenRefused):
+		return errs.E(errs.Conflict, "workspace %s: runtime at %s refused the workspace's token", id, url)
+	case ctx.Err() != nil:
+		return errs.E(errs.Unavailable, "workspace %s: runtime did not answer within %s: %v", id, b.opts.ReadyTimeout, err)
 	}
+	return err
 }
 
 // withLogs appends the tail of a container's output to err: the runtime

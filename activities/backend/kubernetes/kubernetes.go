@@ -59,7 +59,6 @@ import (
 	"github.com/primerhq/primer/activities/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/client"
 )
 
 // Type is the backend type and template kind of this backend.
@@ -444,30 +443,14 @@ func (b *Backend) handle(id string) backend.Handle {
 func (b *Backend) waitReady(ctx context.Context, id, url, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	delay := 5 * time.Millisecond
-	var last error
-	for {
-		dctx, dcancel := context.WithTimeout(ctx, 3*time.Second)
-		c, err := client.Dial(dctx, url, token)
-		if err == nil {
-			err = c.Ping(dctx)
-			c.Close()
-		}
-		dcancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		if errs.KindOf(err) == errs.Forbidden {
-			return errs.E(errs.Conflict, "workspace %s: runtime at %s refused the workspace's token", id, url)
-		}
-		select {
-		case <-ctx.Done():
-			return errs.E(errs.Unavailable, "workspace %s: runtime in pod %s did not answer: %v", id, PodName(id), last)
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 200*time.Millisecond)
+	err := backend.AwaitRuntime(ctx, url, token, 3*time.Second, nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, backend.ErrTokenRefused):
+		return errs.E(errs.Conflict, "workspace %s: runtime at %s refused the workspace's token", id, url)
 	}
+	return errs.E(errs.Unavailable, "workspace %s: runtime in pod %s did not answer: %v", id, PodName(id), err)
 }
 
 // Endpoint implements backend.Backend: it finds the pod and returns where

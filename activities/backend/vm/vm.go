@@ -23,6 +23,7 @@ package vm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -35,7 +36,6 @@ import (
 	"github.com/primerhq/primer/activities/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/client"
 )
 
 // Type is the backend type and template kind of this backend.
@@ -367,30 +367,14 @@ func (b *Backend) waitReady(ctx context.Context, h backend.Handle, token string)
 	if err != nil {
 		return err
 	}
-	delay := 5 * time.Millisecond
-	var last error
-	for {
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := client.Dial(dctx, url, token)
-		if err == nil {
-			err = c.Ping(dctx)
-			c.Close()
-		}
-		dcancel()
-		if err == nil {
-			return nil
-		}
-		last = err
-		if errs.KindOf(err) == errs.Forbidden {
-			return errs.E(errs.Conflict, "workspace %s: runtime on %s refused the workspace's token", id, h.Attrs["host"])
-		}
-		select {
-		case <-ctx.Done():
-			return errs.E(errs.Unavailable, "workspace %s: runtime on %s did not answer within %s: %v", id, h.Attrs["host"], b.opts.ReadyTimeout, last)
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 200*time.Millisecond)
+	err = backend.AwaitRuntime(ctx, url, token, 5*time.Second, nil)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, backend.ErrTokenRefused):
+		return errs.E(errs.Conflict, "workspace %s: runtime on %s refused the workspace's token", id, h.Attrs["host"])
 	}
+	return errs.E(errs.Unavailable, "workspace %s: runtime on %s did not answer within %s: %v", id, h.Attrs["host"], b.opts.ReadyTimeout, err)
 }
 
 // Endpoint implements backend.Backend: it asks the host whether the
