@@ -137,14 +137,7 @@ func completeAnthropic(ctx context.Context, hc *http.Client, e Endpoint, req Req
 			out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		}
 	}
-	switch {
-	case len(out.Message.ToolCalls) > 0:
-		out.StopReason = StopToolCalls
-	case ar.StopReason == "max_tokens":
-		out.StopReason = StopMaxTokens
-	default:
-		out.StopReason = StopEnd
-	}
+	out.StopReason = stopReason(len(out.Message.ToolCalls), ar.StopReason == "max_tokens")
 	if ar.Usage != nil {
 		out.Usage = Usage{InputTokens: ar.Usage.InputTokens, OutputTokens: ar.Usage.OutputTokens}
 	}

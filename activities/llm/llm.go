@@ -239,3 +239,16 @@ func objectOrEmpty(raw json.RawMessage) json.RawMessage {
 	}
 	return t
 }
+
+// stopReason says why the model stopped, the same way for every wire
+// format: to call tools when it asked for any, else out of tokens when the
+// answer was cut (truncated), else done.
+func stopReason(toolCalls int, truncated bool) string {
+	switch {
+	case toolCalls > 0:
+		return StopToolCalls
+	case truncated:
+		return StopMaxTokens
+	}
+	return StopEnd
+}

@@ -123,14 +123,7 @@ func completeOpenAI(ctx context.Context, hc *http.Client, e Endpoint, req Reques
 		}
 		out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
-	switch {
-	case len(out.Message.ToolCalls) > 0:
-		out.StopReason = StopToolCalls
-	case ch.FinishReason == "length":
-		out.StopReason = StopMaxTokens
-	default:
-		out.StopReason = StopEnd
-	}
+	out.StopReason = stopReason(len(out.Message.ToolCalls), ch.FinishReason == "length")
 	if or.Usage != nil {
 		out.Usage = Usage{InputTokens: or.Usage.PromptTokens, OutputTokens: or.Usage.CompletionTokens}
 	}
