@@ -1,8 +1,10 @@
-// Package sessiontool runs a session's workspace tools (write, exec, read)
-// for an agent run, each call recorded as a commit of the workspace's .state
-// history in the format the session tools API records (api/tool_commits.go):
-// the same summary, Tool/Arguments/Result lines and Primer-Session and
-// Primer-Tool trailers, so GET /v1/sessions/{id}/history lists both alike.
+// Package sessiontool runs a session's workspace tools (write, exec, read):
+// the one code path of POST /v1/sessions/{id}/tools/{tool} (api/tools.go)
+// and of an agent run's tool calls (activities/agent_run.go). Prepare
+// checks a call's arguments, Run runs it and records it as a commit of the
+// workspace's .state history (a summary, Tool/Arguments/Result lines and
+// Primer-Session and Primer-Tool trailers), so GET /v1/sessions/{id}/history
+// lists both alike.
 package sessiontool
 
 import (
@@ -12,8 +14,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +81,9 @@ type WriteArgs struct {
 	Path     string `json:"path"`
 	Content  string `json:"content"`
 	Encoding string `json:"encoding"`
+	// Mode is the octal permission bits, e.g. "0644"; empty: the
+	// runtime's default (0644).
+	Mode string `json:"mode"`
 }
 
 // ReadArgs are workspace__read's arguments.
@@ -82,78 +91,232 @@ type ReadArgs struct {
 	Path string `json:"path"`
 }
 
+// ExecResult answers workspace__exec: stdout and stderr are cut at the
+// call's MaxOutput (Truncated says so); the command ran to its end anyway.
+type ExecResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	TimedOut   bool   `json:"timed_out"`
+	DurationMS int64  `json:"duration_ms"`
+	Signal     string `json:"signal,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	Commit     string `json:"commit"`
+}
+
+// WriteResult answers workspace__write.
+type WriteResult struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Commit string `json:"commit"`
+}
+
+// ReadResult answers workspace__read. Content is the file as text when it
+// is valid UTF-8 (encoding "utf-8"), else base64 (encoding "base64").
+type ReadResult struct {
+	Path     string `json:"path"`
+	Content  string `json:"content"`
+	Encoding string `json:"encoding"`
+	Size     int64  `json:"size"`
+	Commit   string `json:"commit"`
+}
+
 // Call runs the named tool with the model's JSON arguments and returns its
-// result as JSON. Errors of kind Invalid are the call's own (bad arguments,
-// a missing file or program): the model is told of them. Any other error
-// is the platform's.
+// result as JSON: Prepare, then Run. Errors of kind Invalid are the call's
+// own (bad arguments, a missing file or program, a file over the limit,
+// an unknown tool): the model is told of them, in the words the session
+// tools API answers with. Any other error is the platform's.
 func Call(ctx context.Context, t Target, lim Limits, tool string, raw json.RawMessage) (json.RawMessage, string, error) {
-	var (
-		res    any
-		commit string
-		err    error
-	)
-	switch tool {
-	case Exec:
-		var a ExecArgs
-		if err = decode(raw, &a); err == nil {
-			res, commit, err = runExec(ctx, t, lim, a)
-		}
-	case Write:
-		var a WriteArgs
-		if err = decode(raw, &a); err == nil {
-			res, commit, err = runWrite(ctx, t, lim, a)
-		}
-	case Read:
-		var a ReadArgs
-		if err = decode(raw, &a); err == nil {
-			res, commit, err = runRead(ctx, t, lim, a)
-		}
-	default:
-		return nil, "", errs.E(errs.Invalid, "tool %q: not found; the tools are %s, %s and %s", tool, Exec, Read, Write)
-	}
+	p, err := Prepare(tool, raw, lim)
 	if err != nil {
-		return nil, "", err
+		return nil, "", callError(err)
+	}
+	res, commit, err := p.Run(ctx, t)
+	if err != nil {
+		return nil, "", callError(err)
 	}
 	b, err := json.Marshal(res)
 	return b, commit, err
 }
 
+// callError gives the errors the API answers 404 or 413 to (an unknown
+// tool, a missing file, a file over the limit) the kind of the call's own
+// fault, keeping their message.
+func callError(err error) error {
+	switch errs.KindOf(err) {
+	case errs.NotFound, errs.TooLarge:
+		return errs.Wrap(errs.Invalid, err)
+	}
+	return err
+}
+
+// Prepared is a call whose arguments are checked; nothing has run yet.
+type Prepared struct {
+	tool string
+	lim  Limits
+	// exec
+	exec ExecArgs
+	argv []string
+	req  protocol.ExecRequest
+	// write and read
+	path  string
+	write WriteArgs
+	data  []byte
+	mode  os.FileMode
+}
+
+// Prepare decodes and checks a call's JSON arguments against lim: the one
+// check of a session tool call, for the API and an agent run alike. An
+// unknown tool is NotFound, content over lim.MaxFileBytes TooLarge, other
+// bad arguments Invalid naming the field.
+func Prepare(tool string, raw json.RawMessage, lim Limits) (*Prepared, error) {
+	p := &Prepared{tool: tool, lim: lim}
+	var err error
+	switch tool {
+	case Exec:
+		if err = decode(raw, &p.exec); err == nil {
+			p.argv, p.req, err = execRequest(p.exec, lim)
+		}
+	case Write:
+		if err = decode(raw, &p.write); err == nil {
+			p.path, p.data, p.mode, err = writeRequest(p.write, lim)
+		}
+	case Read:
+		var a ReadArgs
+		if err = decode(raw, &a); err == nil {
+			p.path, err = toolPath(a.Path)
+		}
+	default:
+		return nil, CheckTool(tool)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// CheckTool says whether tool is one of the session tools: nil if it is,
+// else a NotFound error naming them.
+func CheckTool(tool string) error {
+	switch tool {
+	case Exec, Write, Read:
+		return nil
+	}
+	return errs.E(errs.NotFound, "tool %q: not found; the tools are %s, %s and %s", tool, Exec, Read, Write)
+}
+
+// Tool is the prepared call's tool.
+func (p *Prepared) Tool() string { return p.tool }
+
+// Run runs the prepared call on t's workspace and records it as a commit
+// of its history. The result is an *ExecResult, *WriteResult or
+// *ReadResult; the string is the commit.
+func (p *Prepared) Run(ctx context.Context, t Target) (any, string, error) {
+	switch p.tool {
+	case Exec:
+		return p.runExec(ctx, t)
+	case Write:
+		return p.runWrite(ctx, t)
+	default:
+		return p.runRead(ctx, t)
+	}
+}
+
+// decode reads a call's arguments: one JSON object, no unknown fields.
+// An error names the field at fault, as the API's body errors do.
 func decode(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return errs.E(errs.Invalid, "arguments: %v", err)
+	err := dec.Decode(v)
+	var typ *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		if dec.More() {
+			return errs.E(errs.Invalid, "arguments: unexpected data after the JSON object at offset %d", dec.InputOffset())
+		}
+		return nil
+	case errors.As(err, &typ) && typ.Field != "":
+		return errs.Field(typ.Field, "%s: expected %s, got %s", typ.Field, jsonType(typ.Type), typ.Value)
+	case errors.As(err, &typ):
+		return errs.E(errs.Invalid, "arguments: expected a JSON object, got %s", typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no typed error for it; its message is stable.
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return errs.Field(name, "%s: unknown field", name)
 	}
-	return nil
+	return errs.E(errs.Invalid, "arguments: malformed JSON: %v", err)
 }
 
-func runExec(ctx context.Context, t Target, lim Limits, a ExecArgs) (any, string, error) {
+// jsonType names a Go type as the JSON it decodes from.
+func jsonType(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Int, reflect.Int64, reflect.Float64:
+		return "a number"
+	}
+	return "a " + t.String()
+}
+
+// execRequest checks an exec's arguments: the program (args, or command
+// for sh -c), env, cwd inside the workspace and the timeout.
+func execRequest(a ExecArgs, lim Limits) ([]string, protocol.ExecRequest, error) {
 	var argv []string
 	switch {
 	case len(a.Args) > 0 && a.Command != "":
-		return nil, "", errs.Field("args", "args and command: give one, not both")
+		return nil, protocol.ExecRequest{}, errs.Field("args", "args and command: give one, not both")
 	case len(a.Args) > 0:
+		if a.Args[0] == "" {
+			return nil, protocol.ExecRequest{}, errs.Field("args", "args[0]: must name the program")
+		}
+		for i, s := range a.Args {
+			if strings.IndexByte(s, 0) >= 0 {
+				return nil, protocol.ExecRequest{}, errs.Field("args", "args[%d]: contains a NUL byte", i)
+			}
+		}
 		argv = a.Args
 	case a.Command != "":
+		if strings.IndexByte(a.Command, 0) >= 0 {
+			return nil, protocol.ExecRequest{}, errs.Field("command", "command: contains a NUL byte")
+		}
 		argv = []string{"sh", "-c", a.Command}
 	default:
-		return nil, "", errs.Field("args", "args or command: required (args: the program and its arguments; command: a script for sh -c)")
+		return nil, protocol.ExecRequest{}, errs.Field("args", "args or command: required (args: the program and its arguments; command: a script for sh -c)")
 	}
-	if argv[0] == "" {
-		return nil, "", errs.Field("args", "args[0]: must name the program")
+	for k, v := range a.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, protocol.ExecRequest{}, errs.Field("env", "env: invalid variable name %q", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return nil, protocol.ExecRequest{}, errs.Field("env."+k, "env.%s: value contains a NUL byte", k)
+		}
 	}
 	cwd, err := cleanPath("cwd", a.Cwd)
 	if err != nil {
-		return nil, "", err
+		return nil, protocol.ExecRequest{}, err
 	}
 	timeout := lim.DefaultExecTimeout
 	if a.Timeout != "" {
 		d, err := time.ParseDuration(a.Timeout)
-		if err != nil || d <= 0 || (lim.MaxExecTimeout > 0 && d > lim.MaxExecTimeout) {
-			return nil, "", errs.Field("timeout", "timeout: %q is not a duration above 0 and at most %s", a.Timeout, lim.MaxExecTimeout)
+		switch {
+		case err != nil:
+			return nil, protocol.ExecRequest{}, errs.Field("timeout", "timeout: %q is not a duration (e.g. 30s, 5m)", a.Timeout)
+		case d <= 0:
+			return nil, protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0", d)
+		case lim.MaxExecTimeout > 0 && d > lim.MaxExecTimeout:
+			return nil, protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0 and at most %s", d, lim.MaxExecTimeout)
 		}
 		timeout = d
 	}
@@ -161,9 +324,15 @@ func runExec(ctx context.Context, t Target, lim Limits, a ExecArgs) (any, string
 	if a.Stdin != "" {
 		req.Stdin = []byte(a.Stdin)
 	}
-	stdout, stderr := &capped{max: lim.MaxOutput}, &capped{max: lim.MaxOutput}
-	res, err := t.Client.Exec(ctx, req, stdout, stderr)
+	return argv, req, nil
+}
+
+func (p *Prepared) runExec(ctx context.Context, t Target) (any, string, error) {
+	a := p.exec
+	stdout, stderr := &capped{max: p.lim.MaxOutput}, &capped{max: p.lim.MaxOutput}
+	res, err := t.Client.Exec(ctx, p.req, stdout, stderr)
 	if err != nil {
+		// A program or cwd that does not exist is the call's fault.
 		if errs.Is(err, errs.NotFound) {
 			return nil, "", errs.E(errs.Invalid, "workspace %s: %w", t.Workspace.ID, err)
 		}
@@ -202,25 +371,22 @@ func runExec(ctx context.Context, t Target, lim Limits, a ExecArgs) (any, string
 	if res.Signal != "" {
 		result["signal"] = res.Signal
 	}
-	commit, err := Record(ctx, t, Exec, Exec+": "+ShellJoin(argv), rec, result)
+	// A failing command (exit code not 0) is recorded like any other: it
+	// ran, and it may have changed files.
+	commit, err := Record(ctx, t, Exec, Exec+": "+ShellJoin(p.argv), rec, result)
 	if err != nil {
 		return nil, "", err
 	}
-	out := map[string]any{
-		"exit_code":   res.ExitCode,
-		"stdout":      string(stdout.buf),
-		"stderr":      string(stderr.buf),
-		"timed_out":   res.TimedOut,
-		"duration_ms": res.Duration.Milliseconds(),
-		"commit":      commit,
-	}
-	if res.Signal != "" {
-		out["signal"] = res.Signal
-	}
-	if stdout.truncated || stderr.truncated {
-		out["truncated"] = true
-	}
-	return out, commit, nil
+	return &ExecResult{
+		ExitCode:   res.ExitCode,
+		Stdout:     string(stdout.buf),
+		Stderr:     string(stderr.buf),
+		TimedOut:   res.TimedOut,
+		DurationMS: res.Duration.Milliseconds(),
+		Signal:     res.Signal,
+		Truncated:  stdout.truncated || stderr.truncated,
+		Commit:     commit,
+	}, commit, nil
 }
 
 // toolPath checks the path of a read or write: a file inside the
@@ -257,72 +423,77 @@ func WriteContent(a WriteArgs) ([]byte, error) {
 	return nil, errs.Field("encoding", "encoding: %q is not one of utf-8, base64", a.Encoding)
 }
 
-func runWrite(ctx context.Context, t Target, lim Limits, a WriteArgs) (any, string, error) {
+// writeRequest checks a write's arguments: the path, the content (within
+// lim.MaxFileBytes) and the mode.
+func writeRequest(a WriteArgs, lim Limits) (string, []byte, os.FileMode, error) {
 	p, err := toolPath(a.Path)
 	if err != nil {
-		return nil, "", err
+		return "", nil, 0, err
 	}
 	data, err := WriteContent(a)
 	if err != nil {
-		return nil, "", err
+		return "", nil, 0, err
 	}
 	if lim.MaxFileBytes > 0 && int64(len(data)) > lim.MaxFileBytes {
-		return nil, "", errs.E(errs.Invalid, "file %s: %d bytes is over the limit of %d", p, len(data), lim.MaxFileBytes)
+		return "", nil, 0, errs.E(errs.TooLarge, "file %s: %d bytes is over the limit of %d", p, len(data), lim.MaxFileBytes)
 	}
-	fi, err := t.Client.WriteFileInfo(ctx, p, data, 0)
+	var mode os.FileMode
+	if a.Mode != "" {
+		n, err := strconv.ParseUint(a.Mode, 8, 32)
+		if err != nil || n > 0o777 {
+			return "", nil, 0, errs.Field("mode", "mode: %q is not an octal permission between 0 and 0777 (e.g. \"0644\")", a.Mode)
+		}
+		mode = os.FileMode(n)
+	}
+	return p, data, mode, nil
+}
+
+func (p *Prepared) runWrite(ctx context.Context, t Target) (any, string, error) {
+	fi, err := t.Client.WriteFileInfo(ctx, p.path, p.data, p.mode)
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace %s: %w", t.Workspace.ID, err)
 	}
-	rec := map[string]any{"path": p, "content_bytes": len(data), "content_sha256": SHA256(data)}
-	if a.Encoding != "" {
-		rec["encoding"] = a.Encoding
+	// Never the content: its size and digest say what was written.
+	rec := map[string]any{"path": p.path, "content_bytes": len(p.data), "content_sha256": SHA256(p.data)}
+	if p.write.Mode != "" {
+		rec["mode"] = p.write.Mode
 	}
-	commit, err := Record(ctx, t, Write, fmt.Sprintf("%s: %s (%d bytes)", Write, p, len(data)), rec, map[string]any{"bytes_written": fi.Size})
+	if p.write.Encoding != "" {
+		rec["encoding"] = p.write.Encoding
+	}
+	summary := fmt.Sprintf("%s: %s (%d bytes)", Write, p.path, len(p.data))
+	commit, err := Record(ctx, t, Write, summary, rec, map[string]any{"bytes_written": fi.Size})
 	if err != nil {
 		return nil, "", err
 	}
-	return map[string]any{"path": p, "size": fi.Size, "commit": commit}, commit, nil
+	return &WriteResult{Path: p.path, Size: fi.Size, Commit: commit}, commit, nil
 }
 
-func runRead(ctx context.Context, t Target, lim Limits, a ReadArgs) (any, string, error) {
-	p, err := toolPath(a.Path)
+func (p *Prepared) runRead(ctx context.Context, t Target) (any, string, error) {
+	fi, err := t.Client.Stat(ctx, p.path)
 	if err != nil {
-		return nil, "", err
-	}
-	fi, err := t.Client.Stat(ctx, p)
-	if err != nil {
-		return nil, "", fileError(t, err)
+		return nil, "", fmt.Errorf("workspace %s: %w", t.Workspace.ID, err)
 	}
 	if fi.IsDir {
-		return nil, "", errs.Field("path", "path %q: is a directory; %s reads files (list with %s: ls)", p, Read, Exec)
+		return nil, "", errs.Field("path", "path %q: is a directory; %s reads files (list with %s: ls)", p.path, Read, Exec)
 	}
-	if lim.MaxFileBytes > 0 && fi.Size > lim.MaxFileBytes {
-		return nil, "", errs.E(errs.Invalid, "file %s: %d bytes is over the limit of %d", p, fi.Size, lim.MaxFileBytes)
+	if p.lim.MaxFileBytes > 0 && fi.Size > p.lim.MaxFileBytes {
+		return nil, "", errs.E(errs.TooLarge, "file %s: %d bytes is over the limit of %d", p.path, fi.Size, p.lim.MaxFileBytes)
 	}
-	data, err := t.Client.ReadFile(ctx, p)
+	data, err := t.Client.ReadFile(ctx, p.path)
 	if err != nil {
-		return nil, "", fileError(t, err)
+		return nil, "", fmt.Errorf("workspace %s: %w", t.Workspace.ID, err)
 	}
-	out := map[string]any{"path": p, "size": len(data), "encoding": "utf-8"}
+	out := &ReadResult{Path: p.path, Size: int64(len(data)), Encoding: "utf-8"}
 	if utf8.Valid(data) {
-		out["content"] = string(data)
+		out.Content = string(data)
 	} else {
-		out["content"], out["encoding"] = base64.StdEncoding.EncodeToString(data), "base64"
+		out.Content, out.Encoding = base64.StdEncoding.EncodeToString(data), "base64"
 	}
-	commit, err := Record(ctx, t, Read, Read+": "+p, map[string]any{"path": p}, map[string]any{"bytes_read": len(data)})
-	if err != nil {
+	if out.Commit, err = Record(ctx, t, Read, Read+": "+p.path, map[string]any{"path": p.path}, map[string]any{"bytes_read": len(data)}); err != nil {
 		return nil, "", err
 	}
-	out["commit"] = commit
-	return out, commit, nil
-}
-
-// fileError names the workspace; a missing file is the call's fault.
-func fileError(t Target, err error) error {
-	if errs.Is(err, errs.NotFound) {
-		return errs.E(errs.Invalid, "workspace %s: %w", t.Workspace.ID, err)
-	}
-	return fmt.Errorf("workspace %s: %w", t.Workspace.ID, err)
+	return out, out.Commit, nil
 }
 
 // FileSHA256 is the digest of a workspace file, "" if it does not exist.
