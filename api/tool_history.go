@@ -205,17 +205,12 @@ func (s *server) sessionRestore(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	// The message is written before the restore, so it has no result.
-	msg, err := callMessage(t.ses.ID, ToolRestore, ToolRestore+": "+spec.Commit, map[string]string{"commit": spec.Commit}, nil)
+	params, err := restoreCommit(t.ses, spec.Commit)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	name, email := author(t.ses)
-	res, err := t.cl.StateRestore(c.Request.Context(), protocol.StateRestoreParams{
-		Commit:            spec.Commit,
-		StateCommitParams: protocol.StateCommitParams{AuthorName: name, AuthorEmail: email, Message: msg},
-	})
+	res, err := t.cl.StateRestore(c.Request.Context(), protocol.StateRestoreParams{Commit: spec.Commit, StateCommitParams: params})
 	if err != nil {
 		s.fail(c, fmt.Errorf("session %s: workspace %s: %w", t.ses.ID, t.ws.ID, err))
 		return

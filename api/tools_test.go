@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/sessiontool"
 )
 
 // session opens a session on workspace w through the API.
@@ -262,27 +264,76 @@ func TestSessionHistoryIncludesResumed(t *testing.T) {
 	}
 }
 
-func TestCallMessage(t *testing.T) {
-	msg, err := callMessage("ses-1", ToolExec, ToolExec+": "+shellJoin([]string{"sh", "-c", strings.Repeat("x", 100) + "\nsecond line"}),
-		map[string]any{"command": "<&>"}, map[string]int{"exit_code": 1})
+// TestSessionToolsOnePath: the same bad call gets the same refusal through
+// the API and through sessiontool.Call as an agent run makes it: the same
+// message and field; the API answers with its status, the agent's error is
+// the call's own (Invalid) for the model to read. None of them commits.
+func TestSessionToolsOnePath(t *testing.T) {
+	h := newHarness(t)
+	w, dir := h.runningWorkspace()
+	ses := h.session(w, "claude")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	w, err := h.store.GetWorkspace(ctx, w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(msg, "\n")
-	if len([]rune(lines[0])) != summaryWidth || !strings.HasSuffix(lines[0], "...") || lines[1] != "" {
-		t.Errorf("summary %q", lines[0])
+	cl, err := h.srv.cfg.Connector.Client(ctx, w)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := "Tool: workspace__exec\nArguments: {\"command\":\"<&>\"}\nResult: {\"exit_code\":1}\n\nPrimer-Session: ses-1\nPrimer-Tool: workspace__exec\n"
-	if !strings.HasSuffix(msg, want) {
-		t.Errorf("message %q, want suffix %q", msg, want)
+	target := sessiontool.Target{Session: ses, Workspace: w, Client: cl}
+
+	tests := []struct {
+		name, tool, args string
+		status           int
+		field            string
+	}{
+		{"write path leaves the workspace", ToolWrite, `{"path":"notes/../../escape.txt","content":"a"}`, 400, "path"},
+		{"read path leaves the workspace", ToolRead, `{"path":"../../etc/passwd"}`, 400, "path"},
+		{"exec cwd leaves the workspace", ToolExec, `{"command":"true","cwd":"sub/../.."}`, 400, "cwd"},
+		{"absolute path", ToolRead, `{"path":"/etc/passwd"}`, 400, "path"},
+		{"history path", ToolWrite, `{"path":".state/config","content":"a"}`, 400, "path"},
+		{"write without path", ToolWrite, `{"content":"a"}`, 400, "path"},
+		{"read without path", ToolRead, `{}`, 400, "path"},
+		{"exec without program", ToolExec, `{"cwd":"sub"}`, 400, "args"},
+		{"unknown argument", ToolRead, `{"path":"a","offset":3}`, 400, "offset"},
+		{"wrong type", ToolExec, `{"args":"ls"}`, 400, "args"},
+		{"bad timeout", ToolExec, `{"command":"true","timeout":"-1s"}`, 400, "timeout"},
+		{"bad mode", ToolWrite, `{"path":"a","content":"a","mode":"rwx"}`, 400, "mode"},
+		{"too large", ToolWrite, `{"path":"a","content":"` + strings.Repeat("a", 64<<10+1) + `"}`, 413, ""},
+		// Refused by the workspace, after the arguments passed.
+		{"missing file", ToolRead, `{"path":"nope.txt"}`, 404, ""},
+		{"directory", ToolRead, `{"path":"sub"}`, 400, "path"},
+		{"missing program", ToolExec, `{"args":["no-such-program-xyz"]}`, 400, ""},
 	}
-	for in, want := range map[string]string{"ls": "ls", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "src/x.go": "src/x.go"} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := h.do("POST", "/v1/sessions/"+ses.ID+"/tools/"+tt.tool, tt.args)
+			if r.status != tt.status {
+				t.Fatalf("API status %d, want %d; body %s", r.status, tt.status, r.body)
+			}
+			apiErr := r.envelope(t)
+			_, _, err := sessiontool.Call(ctx, target, h.srv.toolLimits(), tt.tool, json.RawMessage(tt.args))
+			if err == nil {
+				t.Fatal("sessiontool.Call: no error")
+			}
+			if err.Error() != apiErr.Message {
+				t.Errorf("messages differ:\n API:   %s\n agent: %s", apiErr.Message, err)
+			}
+			if f := errs.FieldOf(err); f != tt.field || apiErr.Details["field"] != f {
+				t.Errorf("fields: API %v, agent %q, want %q", apiErr.Details["field"], f, tt.field)
+			}
+			if !errs.Is(err, errs.Invalid) {
+				t.Errorf("agent error kind %v, want Invalid (the model is told)", errs.KindOf(err))
+			}
+		})
 	}
-	name, email := author(&models.Session{ID: "ses-9", Agent: "<bad>\nagent"})
-	if name != "badagent" || email != "ses-9@sessions.primer" {
-		t.Errorf("author %q <%s>", name, email)
+	var hist historyResponse
+	h.do("GET", "/v1/sessions/"+ses.ID+"/history", nil).expect(t, 200).decode(t, &hist)
+	if len(hist.Items) != 0 {
+		t.Fatalf("refused calls left history %+v", hist.Items)
 	}
 }
