@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/sessiontool"
 )
 
 // Exec timeouts: the default when the request names none, and the most a
@@ -67,42 +67,11 @@ func (e *execSpec) request() (protocol.ExecRequest, error) {
 			return protocol.ExecRequest{}, errs.Field("command", "command[%d]: contains a NUL byte", i)
 		}
 	}
-	for k, v := range e.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return protocol.ExecRequest{}, errs.Field("env", "env: invalid variable name %q", k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return protocol.ExecRequest{}, errs.Field("env."+k, "env.%s: value contains a NUL byte", k)
-		}
+	req, err := sessiontool.ExecOptions(e.Env, e.Cwd, e.Timeout, sessiontool.Limits{DefaultExecTimeout: DefaultExecTimeout, MaxExecTimeout: MaxExecTimeout})
+	if err != nil {
+		return protocol.ExecRequest{}, err
 	}
-	cwd := e.Cwd
-	if strings.IndexByte(cwd, 0) >= 0 {
-		return protocol.ExecRequest{}, errs.Field("cwd", "cwd: contains a NUL byte")
-	}
-	if strings.HasPrefix(cwd, "/") {
-		return protocol.ExecRequest{}, errs.Field("cwd", "cwd %q: must be relative to the workspace root", cwd)
-	}
-	if cwd != "" {
-		cwd = path.Clean(cwd)
-		if cwd == ".." || strings.HasPrefix(cwd, "../") {
-			return protocol.ExecRequest{}, errs.Field("cwd", "cwd %q: escapes the workspace root", e.Cwd)
-		}
-		if cwd == "." {
-			cwd = ""
-		}
-	}
-	timeout := DefaultExecTimeout
-	if e.Timeout != "" {
-		d, err := time.ParseDuration(e.Timeout)
-		if err != nil {
-			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %q is not a duration (e.g. 30s, 5m)", e.Timeout)
-		}
-		if d <= 0 || d > MaxExecTimeout {
-			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0 and at most %s", d, MaxExecTimeout)
-		}
-		timeout = d
-	}
-	req := protocol.ExecRequest{Args: e.Command, Env: e.Env, Cwd: cwd, Timeout: timeout}
+	req.Args = e.Command
 	if e.Stdin != "" {
 		req.Stdin = []byte(e.Stdin)
 	}
@@ -139,8 +108,8 @@ func (s *server) exec(c *gin.Context) {
 		s.execStream(c, ws.ID, cl, req)
 		return
 	}
-	stdout := &cappedBuffer{max: s.maxExecOutput}
-	stderr := &cappedBuffer{max: s.maxExecOutput}
+	stdout := sessiontool.NewCapped(s.maxExecOutput)
+	stderr := sessiontool.NewCapped(s.maxExecOutput)
 	res, err := cl.Exec(ctx, req, stdout, stderr)
 	if err != nil {
 		s.fail(c, execError(ws.ID, err))
@@ -154,7 +123,7 @@ func (s *server) exec(c *gin.Context) {
 		TimedOut:   res.TimedOut,
 		Canceled:   res.Canceled,
 		Signal:     res.Signal,
-		Truncated:  stdout.truncated || stderr.truncated,
+		Truncated:  stdout.Truncated() || stderr.Truncated(),
 	})
 }
 
@@ -271,43 +240,4 @@ func incompleteSuffix(b []byte) int {
 		}
 	}
 	return 0
-}
-
-// cappedBuffer collects output up to max bytes and notes what it dropped;
-// writes never fail, so a chatty command still runs to its end.
-type cappedBuffer struct {
-	mu        sync.Mutex
-	buf       []byte
-	max       int
-	truncated bool
-	total     int64 // every byte written, kept or not
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.total += int64(len(p))
-	room := b.max - len(b.buf)
-	if room < len(p) {
-		b.truncated = true
-		if room > 0 {
-			b.buf = append(b.buf, p[:room]...)
-		}
-		return len(p), nil
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-// Total returns how many bytes were written, including those dropped.
-func (b *cappedBuffer) Total() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.total
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

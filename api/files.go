@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/sessiontool"
 )
 
 // FileModeHeader carries a file's permission bits, in octal, on GET (the
@@ -63,26 +63,8 @@ func filePath(c *gin.Context) (string, error) {
 }
 
 // cleanPath checks and cleans a workspace-relative path given in field;
-// "" is the workspace root.
-func cleanPath(field, raw string) (string, error) {
-	if strings.IndexByte(raw, 0) >= 0 {
-		return "", errs.Field(field, "%s %q: contains a NUL byte", field, raw)
-	}
-	if strings.HasPrefix(raw, "/") {
-		return "", errs.Field(field, "%s %q: absolute paths are not allowed; paths are relative to the workspace root", field, raw)
-	}
-	if raw == "" {
-		return "", nil
-	}
-	p := path.Clean(raw)
-	if p == ".." || strings.HasPrefix(p, "../") {
-		return "", errs.Field(field, "%s %q: escapes the workspace root", field, raw)
-	}
-	if p == "." {
-		return "", nil
-	}
-	return p, nil
-}
+// "" is the workspace root. The session tools check paths alike.
+func cleanPath(field, raw string) (string, error) { return sessiontool.CleanPath(field, raw) }
 
 // fileError names the workspace in a runtime error, keeping its kind.
 func fileError(ws *models.Workspace, err error) error {

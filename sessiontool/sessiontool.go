@@ -295,41 +295,53 @@ func execRequest(a ExecArgs, lim Limits) ([]string, protocol.ExecRequest, error)
 	default:
 		return nil, protocol.ExecRequest{}, errs.Field("args", "args or command: required (args: the program and its arguments; command: a script for sh -c)")
 	}
-	for k, v := range a.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, protocol.ExecRequest{}, errs.Field("env", "env: invalid variable name %q", k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return nil, protocol.ExecRequest{}, errs.Field("env."+k, "env.%s: value contains a NUL byte", k)
-		}
-	}
-	cwd, err := cleanPath("cwd", a.Cwd)
+	req, err := ExecOptions(a.Env, a.Cwd, a.Timeout, lim)
 	if err != nil {
 		return nil, protocol.ExecRequest{}, err
 	}
-	timeout := lim.DefaultExecTimeout
-	if a.Timeout != "" {
-		d, err := time.ParseDuration(a.Timeout)
-		switch {
-		case err != nil:
-			return nil, protocol.ExecRequest{}, errs.Field("timeout", "timeout: %q is not a duration (e.g. 30s, 5m)", a.Timeout)
-		case d <= 0:
-			return nil, protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0", d)
-		case lim.MaxExecTimeout > 0 && d > lim.MaxExecTimeout:
-			return nil, protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0 and at most %s", d, lim.MaxExecTimeout)
-		}
-		timeout = d
-	}
-	req := protocol.ExecRequest{Args: argv, Env: a.Env, Cwd: cwd, Timeout: timeout}
+	req.Args = argv
 	if a.Stdin != "" {
 		req.Stdin = []byte(a.Stdin)
 	}
 	return argv, req, nil
 }
 
+// ExecOptions checks an exec's env (names, no NUL bytes), cwd (inside the
+// workspace) and timeout (a duration within lim) and returns the request
+// without its program: the session tools and the workspace exec API check
+// them alike.
+func ExecOptions(env map[string]string, cwd, timeout string, lim Limits) (protocol.ExecRequest, error) {
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return protocol.ExecRequest{}, errs.Field("env", "env: invalid variable name %q", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return protocol.ExecRequest{}, errs.Field("env."+k, "env.%s: value contains a NUL byte", k)
+		}
+	}
+	dir, err := CleanPath("cwd", cwd)
+	if err != nil {
+		return protocol.ExecRequest{}, err
+	}
+	d := lim.DefaultExecTimeout
+	if timeout != "" {
+		var err error
+		d, err = time.ParseDuration(timeout)
+		switch {
+		case err != nil:
+			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %q is not a duration (e.g. 30s, 5m)", timeout)
+		case d <= 0:
+			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0", d)
+		case lim.MaxExecTimeout > 0 && d > lim.MaxExecTimeout:
+			return protocol.ExecRequest{}, errs.Field("timeout", "timeout: %s must be above 0 and at most %s", d, lim.MaxExecTimeout)
+		}
+	}
+	return protocol.ExecRequest{Env: env, Cwd: dir, Timeout: d}, nil
+}
+
 func (p *Prepared) runExec(ctx context.Context, t Target) (any, string, error) {
 	a := p.exec
-	stdout, stderr := &capped{max: p.lim.MaxOutput}, &capped{max: p.lim.MaxOutput}
+	stdout, stderr := NewCapped(p.lim.MaxOutput), NewCapped(p.lim.MaxOutput)
 	res, err := t.Client.Exec(ctx, p.req, stdout, stderr)
 	if err != nil {
 		// A program or cwd that does not exist is the call's fault.
@@ -364,8 +376,8 @@ func (p *Prepared) runExec(ctx context.Context, t Target) (any, string, error) {
 	result := map[string]any{
 		"exit_code":    res.ExitCode,
 		"timed_out":    res.TimedOut,
-		"stdout_bytes": stdout.total,
-		"stderr_bytes": stderr.total,
+		"stdout_bytes": stdout.Total(),
+		"stderr_bytes": stderr.Total(),
 		"duration_ms":  res.Duration.Milliseconds(),
 	}
 	if res.Signal != "" {
@@ -379,12 +391,12 @@ func (p *Prepared) runExec(ctx context.Context, t Target) (any, string, error) {
 	}
 	return &ExecResult{
 		ExitCode:   res.ExitCode,
-		Stdout:     string(stdout.buf),
-		Stderr:     string(stderr.buf),
+		Stdout:     stdout.String(),
+		Stderr:     stderr.String(),
 		TimedOut:   res.TimedOut,
 		DurationMS: res.Duration.Milliseconds(),
 		Signal:     res.Signal,
-		Truncated:  stdout.truncated || stderr.truncated,
+		Truncated:  stdout.Truncated() || stderr.Truncated(),
 		Commit:     commit,
 	}, commit, nil
 }
@@ -395,7 +407,7 @@ func toolPath(raw string) (string, error) {
 	if raw == "" {
 		return "", errs.Field("path", "path: required")
 	}
-	p, err := cleanPath("path", raw)
+	p, err := CleanPath("path", raw)
 	if err != nil {
 		return "", err
 	}
@@ -648,7 +660,7 @@ func SHA256(b []byte) string {
 }
 
 // cleanPath checks and cleans a workspace-relative path given in field.
-func cleanPath(field, raw string) (string, error) {
+func CleanPath(field, raw string) (string, error) {
 	if strings.IndexByte(raw, 0) >= 0 {
 		return "", errs.Field(field, "%s %q: contains a NUL byte", field, raw)
 	}
@@ -668,8 +680,11 @@ func cleanPath(field, raw string) (string, error) {
 	return p, nil
 }
 
-// capped keeps the first max bytes written and counts them all.
-type capped struct {
+// Capped keeps the first max bytes written to it, notes what it dropped
+// and counts every byte; writes never fail, so a chatty command still runs
+// to its end. The session tools and the workspace exec API cut output
+// with it.
+type Capped struct {
 	mu        sync.Mutex
 	buf       []byte
 	max       int
@@ -677,7 +692,10 @@ type capped struct {
 	total     int64
 }
 
-func (b *capped) Write(p []byte) (int, error) {
+// NewCapped keeps up to max bytes.
+func NewCapped(max int) *Capped { return &Capped{max: max} }
+
+func (b *Capped) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.total += int64(len(p))
@@ -691,4 +709,25 @@ func (b *capped) Write(p []byte) (int, error) {
 	}
 	b.buf = append(b.buf, p...)
 	return len(p), nil
+}
+
+// String is what was kept.
+func (b *Capped) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+// Total is how many bytes were written, kept or not.
+func (b *Capped) Total() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
+}
+
+// Truncated says some bytes were dropped.
+func (b *Capped) Truncated() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.truncated
 }
