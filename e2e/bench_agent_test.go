@@ -3,15 +3,20 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/activities/llm"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // agentBenchTurns is how many turns the benchmark's run takes.
@@ -94,14 +99,14 @@ func TestBenchAgentTurn(t *testing.T) {
 		for i, d := range turns {
 			overhead[i] = d - own
 		}
-		printTable(t, "Agent turn overhead: container on "+e.Name, []row{
+		printTable(t, "Agent turn overhead: container on "+e.Name, append([]row{
 			{name: "agent turn (model call + workspace__exec `true`)", target: "-", samples: turns,
 				baseName: "model call + runtime exec `true`", baseline: addDurations(model, tool)},
 			{name: fmt.Sprintf("Primer's overhead per turn (turn - model p50 %s - tool p50 %s)", ms(pct(model, .5)), ms(pct(tool, .5))),
 				target: "p50 < 20 ms", samples: overhead, limit: 20 * time.Millisecond},
 			{name: "of which: answer stored to its tool call finished", target: "-", samples: toolHalf},
 			{name: "of which: tool call finished to the next answer stored", target: "-", samples: modelHalf},
-		})
+		}, runSteps(t, ctx, r.p, ses.ID)...))
 	})
 }
 
@@ -111,4 +116,84 @@ func addDurations(a, b []time.Duration) []time.Duration {
 		out[i] = a[i] + b[i]
 	}
 	return out
+}
+
+// runSteps splits the run's Temporal history (every run of its
+// continue-as-new chain) into the steps of its turns: for each activity,
+// scheduled to started (dispatch), started to completed (its own work),
+// and completed to the next activity scheduled (the workflow task in
+// between). Printed so a slow turn shows which step it is in.
+func runSteps(t *testing.T, ctx context.Context, p *primer, sessionID string) []row {
+	t.Helper()
+	tc := p.srv.TemporalClient()
+	var events [][]*historypb.HistoryEvent
+	runID := ""
+	for {
+		var evs []*historypb.HistoryEvent
+		it := tc.GetWorkflowHistory(ctx, workflows.SessionRunID(sessionID), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatalf("history of %s: %v", workflows.SessionRunID(sessionID), err)
+			}
+			evs = append(evs, ev)
+		}
+		events = append([][]*historypb.HistoryEvent{evs}, events...)
+		runID = evs[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if runID == "" {
+			break
+		}
+	}
+	steps := map[string][]time.Duration{}
+	var names []string
+	add := func(name string, d time.Duration) {
+		if _, ok := steps[name]; !ok {
+			names = append(names, name)
+		}
+		steps[name] = append(steps[name], d)
+	}
+	for _, evs := range events {
+		sched := map[int64]*historypb.HistoryEvent{}
+		started := map[int64]*historypb.HistoryEvent{}
+		var lastDone *historypb.HistoryEvent
+		var lastName string
+		var wtSched, wtStart time.Time
+		for _, ev := range evs {
+			at := ev.GetEventTime().AsTime()
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				sched[ev.GetEventId()] = ev
+				name := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+				if lastDone != nil {
+					add("workflow: "+lastName+" completed to "+name+" scheduled", at.Sub(lastDone.GetEventTime().AsTime()))
+				}
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+				a := ev.GetActivityTaskStartedEventAttributes()
+				s := sched[a.GetScheduledEventId()]
+				started[a.GetScheduledEventId()] = ev
+				add(s.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()+": scheduled to started", at.Sub(s.GetEventTime().AsTime()))
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+				a := ev.GetActivityTaskCompletedEventAttributes()
+				s, st := sched[a.GetScheduledEventId()], started[a.GetScheduledEventId()]
+				lastName = s.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+				add(lastName+": started to completed", at.Sub(st.GetEventTime().AsTime()))
+				lastDone = ev
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+				wtSched = at
+				if lastDone != nil {
+					add("workflow task: "+lastName+" completed to scheduled", at.Sub(lastDone.GetEventTime().AsTime()))
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+				wtStart = at
+				add("workflow task: scheduled to started", at.Sub(wtSched))
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				add("workflow task: started to completed", at.Sub(wtStart))
+			}
+		}
+	}
+	var rows []row
+	for _, n := range names {
+		rows = append(rows, row{name: "history: " + n, target: "-", samples: steps[n]})
+	}
+	return rows
 }

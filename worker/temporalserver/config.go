@@ -159,6 +159,16 @@ func dynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.TransferProcessorSchedulerWorkerCount.Key():   32,
 		dynamicconfig.VisibilityProcessorSchedulerWorkerCount.Key(): 32,
 
+		// A history shard reads its transfer queue (each workflow task and
+		// activity task to hand to matching) at most this often a second;
+		// the default of 20 is a token bucket of 20 that a single workflow
+		// drains in a dozen agent turns, after which every workflow task
+		// waited ~40 ms for a token: an agent turn (two workflow tasks)
+		// took ~100 ms of which ~80 was this wait. A read is triggered only
+		// by new tasks and reads up to a batch of 100, so the cap bounds
+		// SQLite reads under a burst, not the steady load.
+		dynamicconfig.TransferProcessorMaxPollRPS.Key(): 1000,
+
 		// On a loaded two-core machine a slow health check is not a deadlock;
 		// dumping every goroutine into Primer's log helps nobody.
 		dynamicconfig.DeadlockDumpGoroutines.Key(): false,
