@@ -152,7 +152,12 @@ func runSteps(t *testing.T, ctx context.Context, p *primer, sessionID string) []
 		}
 		steps[name] = append(steps[name], d)
 	}
+	var prevEnd time.Time
 	for _, evs := range events {
+		if !prevEnd.IsZero() {
+			add("continue-as-new: previous run closed to this run's first workflow task started", firstOf(evs, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED).Sub(prevEnd))
+		}
+		prevEnd = evs[len(evs)-1].GetEventTime().AsTime()
 		sched := map[int64]*historypb.HistoryEvent{}
 		started := map[int64]*historypb.HistoryEvent{}
 		var lastDone *historypb.HistoryEvent
@@ -196,4 +201,14 @@ func runSteps(t *testing.T, ctx context.Context, p *primer, sessionID string) []
 		rows = append(rows, row{name: "history: " + n, target: "-", samples: steps[n]})
 	}
 	return rows
+}
+
+// firstOf is the time of the first event of type typ in evs.
+func firstOf(evs []*historypb.HistoryEvent, typ enumspb.EventType) time.Time {
+	for _, ev := range evs {
+		if ev.GetEventType() == typ {
+			return ev.GetEventTime().AsTime()
+		}
+	}
+	return time.Time{}
 }
