@@ -42,23 +42,30 @@ func TestReplay(t *testing.T) {
 	}
 }
 
-// TestReplayCoversEveryVersion checks that testdata holds a recorded
-// WorkspaceWorkflow history of every version of each change id below, the
-// latest included, so that TestReplay replays each version's path: a new
-// version needs its history recorded (make record-histories, or
+// TestReplayCoversEveryVersion checks that testdata holds recorded
+// histories of every version of each change id below, the latest included,
+// of the workflow that takes it, so that TestReplay replays each version's
+// path: a new version needs its history recorded (make record-histories, or
 // workflows/recorder). A history without a change's marker is of its
 // version 0 (workflow.DefaultVersion).
 func TestReplayCoversEveryVersion(t *testing.T) {
 	changes := []struct {
+		workflow string
 		id       string
 		versions []workflow.Version
+		// each is how many histories each version needs (one when 0): the
+		// paths of a change that are worth replaying apart.
+		each int
 	}{
-		{versionRecovery, []workflow.Version{workflow.DefaultVersion, vRecovery, vSelfHeal}},
+		{WorkspaceWorkflowName, versionRecovery, []workflow.Version{workflow.DefaultVersion, vRecovery, vSelfHeal}, 0},
 		// lifetime_v1.json: a lease taken back, then an expiry.
-		{versionLifetime, []workflow.Version{vLifetime}},
+		{WorkspaceWorkflowName, versionLifetime, []workflow.Version{vLifetime}, 0},
 		// liveness_v1.json: the Prober fails a watched workspace, it
 		// recovers and is watched again.
-		{versionLiveness, []workflow.Version{vLiveness}},
+		{WorkspaceWorkflowName, versionLiveness, []workflow.Version{vLiveness}, 0},
+		// agent_run_*_v1.json: completed after a 429, max_turns, canceled,
+		// resumed after its workspace was lost.
+		{SessionRunWorkflowName, versionAgentRun, []workflow.Version{1}, 4},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
 	if err != nil {
@@ -81,9 +88,10 @@ func TestReplayCoversEveryVersion(t *testing.T) {
 			t.Fatalf("%s: %v", file, err)
 		}
 		events := hist.GetEvents()
-		if len(events) == 0 || events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName() != WorkspaceWorkflowName {
+		if len(events) == 0 {
 			continue
 		}
+		wf := events[0].GetWorkflowExecutionStartedEventAttributes().GetWorkflowType().GetName()
 		// The first marker of each change is the version the run took.
 		got := map[string]workflow.Version{}
 		for _, ev := range events {
@@ -108,6 +116,9 @@ func TestReplayCoversEveryVersion(t *testing.T) {
 			got[change] = version
 		}
 		for _, c := range changes {
+			if c.workflow != wf {
+				continue
+			}
 			v, ok := got[c.id]
 			if !ok {
 				v = workflow.DefaultVersion
@@ -118,11 +129,11 @@ func TestReplayCoversEveryVersion(t *testing.T) {
 	for _, c := range changes {
 		t.Run(c.id, func(t *testing.T) {
 			for _, v := range c.versions {
-				if len(recorded[c.id][v]) == 0 {
-					t.Errorf("no recorded WorkspaceWorkflow history with change %q at version %d in testdata; record one (make record-histories, workflows/recorder)", c.id, v)
+				if n := len(recorded[c.id][v]); n < max(c.each, 1) {
+					t.Errorf("%d recorded %s histories with change %q at version %d in testdata, want %d; record them (make record-histories, workflows/recorder)", n, c.workflow, c.id, v, max(c.each, 1))
 				}
 			}
-			t.Logf("recorded WorkspaceWorkflow histories of change %q by version: %v", c.id, recorded[c.id])
+			t.Logf("recorded %s histories of change %q by version: %v", c.workflow, c.id, recorded[c.id])
 		})
 	}
 }
