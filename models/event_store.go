@@ -9,7 +9,7 @@ import (
 )
 
 // eventLockClass is the first key of the PostgreSQL advisory lock that
-// serialises AppendEvent per workspace (see AppendEvent).
+// serialises AppendEvent (see AppendEvent).
 const eventLockClass = 0x7072
 
 // AppendEvent stores an event, setting its ID and CreatedAt, and its
@@ -18,8 +18,11 @@ const eventLockClass = 0x7072
 //
 // IDs come from a sequence, and on PostgreSQL two concurrent inserts can
 // commit out of ID order, so a stream resuming after ID 7 could miss an ID 6
-// committed later. A per-workspace advisory lock held until commit makes a
-// workspace's IDs visible in order. SQLite's single writer does the same.
+// committed later. One advisory lock held until commit makes IDs visible in
+// order: per workspace would do for one workspace's stream, but a tenant's
+// stream (ListTenantEvents) spans its workspaces, and an admin's spans the
+// tenants. The transaction is a lookup and an insert, so the lock is held for
+// about a millisecond. SQLite's single writer does the same.
 func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
 	if e.WorkspaceID == "" {
 		return errs.Field("workspace_id", "event: workspace_id is required")
@@ -36,7 +39,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
 	var err error
 	if s.dialect == DialectPostgres {
 		err = db.Transaction(func(tx *gorm.DB) error {
-			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", eventLockClass, e.WorkspaceID).Error; err != nil {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, 0)", eventLockClass).Error; err != nil {
 				return err
 			}
 			if err := tenantOfEvent(tx, e); err != nil {
@@ -69,6 +72,43 @@ func (s *Store) ListEvents(ctx context.Context, workspaceID string, afterID uint
 		return nil, dbError(ctx, err, "workspace "+workspaceID+": list events")
 	}
 	return es, nil
+}
+
+// ListTenantEvents returns the events of tenant's workspaces (every
+// tenant's when tenant is "") with ID > afterID, oldest first, at most limit
+// (0: all). The range is read on the (tenant_id, id) index.
+func (s *Store) ListTenantEvents(ctx context.Context, tenant string, afterID uint64, limit int) ([]Event, error) {
+	q := s.r.WithContext(ctx).Where("id > ?", afterID)
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
+	}
+	q = q.Order("id")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	es := []Event{}
+	if err := q.Find(&es).Error; err != nil {
+		return nil, dbError(ctx, err, "tenant "+tenant+": list events")
+	}
+	return es, nil
+}
+
+// LatestEventID returns the ID of tenant's newest event (every tenant's
+// when tenant is ""), 0 when there is none: where a stream of what happens
+// from now on starts.
+func (s *Store) LatestEventID(ctx context.Context, tenant string) (uint64, error) {
+	q := s.r.WithContext(ctx).Model(&Event{})
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
+	}
+	var id *uint64
+	if err := q.Select("MAX(id)").Scan(&id).Error; err != nil {
+		return 0, dbError(ctx, err, "tenant "+tenant+": latest event")
+	}
+	if id == nil {
+		return 0, nil
+	}
+	return *id, nil
 }
 
 // LatestEvents returns a workspace's newest n events, newest first.

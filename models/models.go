@@ -200,10 +200,11 @@ type Session struct {
 // Event is one stored workspace event. ID increases monotonically, so a
 // stream can resume after the last ID it saw.
 type Event struct {
-	ID uint64 `gorm:"primaryKey;autoIncrement;index:idx_events_workspace_id,priority:2" json:"id"`
+	ID uint64 `gorm:"primaryKey;autoIncrement;index:idx_events_workspace_id,priority:2;index:idx_events_tenant,priority:2" json:"id"`
 	// TenantID is the tenant the event belongs to (tenant.go); rows made before
-	// tenants existed belong to DefaultTenantID.
-	TenantID    string          `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
+	// tenants existed belong to DefaultTenantID. (tenant_id, id) serves the
+	// tenant's stream across its workspaces (ListTenantEvents).
+	TenantID    string          `gorm:"size:64;not null;default:'default';index:idx_events_tenant,priority:1" json:"tenant_id"`
 	WorkspaceID string          `gorm:"size:64;not null;index:idx_events_workspace_id,priority:1" json:"workspace_id"`
 	Type        string          `gorm:"size:64;not null" json:"type"`
 	Data        json.RawMessage `gorm:"serializer:json;type:text" json:"data"`
