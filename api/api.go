@@ -215,6 +215,7 @@ func (s *server) routes() http.Handler {
 	v1.DELETE("/workspaces/:id/files/*path", s.deleteFile)
 	v1.POST("/workspaces/:id/exec", s.exec)
 	v1.GET("/workspaces/:id/events", s.events)
+	v1.GET("/events", s.tenantEventList)
 	v1.POST("/workspaces/:id/return", s.returnWorkspace)
 	v1.POST("/workspaces/:id/recover", s.recoverWorkspace)
 	v1.POST("/workspaces/:id/extend", s.extendWorkspace)
