@@ -605,6 +605,24 @@ func TestTenantCreatesAndLists(t *testing.T) {
 	if len(la.Items) != 0 {
 		t.Fatalf("admin's ?tenant=%s lists %d workspaces, want 0", tenantB, len(la.Items))
 	}
+
+	// The events across workspaces (GET /v1/events) follow the same rule.
+	if err := h.store.AppendEvent(ctx, &models.Event{WorkspaceID: wsA, Type: models.EventPhaseChanged, Data: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key, query string
+		want       int
+	}{{memberB, "", 0}, {h.adminKey, "", 1}, {h.adminKey, "?tenant=" + tenantB, 0}, {h.adminKey, "?tenant=" + tenantA, 1}} {
+		var le struct {
+			Items    []models.Event
+			LatestID uint64 `json:"latest_id"`
+		}
+		h.doAs(tc.key, "GET", "/v1/events"+tc.query, nil).expect(t, 200).decode(t, &le)
+		if len(le.Items) != tc.want || (tc.want == 0) != (le.LatestID == 0) {
+			t.Errorf("events%s: %d, latest %d; want %d", tc.query, len(le.Items), le.LatestID, tc.want)
+		}
+	}
 }
 
 // tenantAWorkspace stores one workspace row of tenant A and returns its id.
