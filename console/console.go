@@ -262,13 +262,16 @@ func back(w http.ResponseWriter, r *http.Request, target, notice string) {
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
+// since is how the console shows a time: UTC to the second.
+func since(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
 var funcs = template.FuncMap{
-	"since": func(t time.Time) string {
-		if t.IsZero() {
-			return ""
-		}
-		return t.UTC().Format("2006-01-02 15:04:05Z")
-	},
+	"since": since,
 	"timep": func(t *time.Time) string {
 		if t == nil {
 			return ""

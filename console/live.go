@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,10 +16,10 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
-// listPoll is how often the workspace list's live stream reads the list
-// again. The API has no event stream across workspaces, so the list page's
-// stream reads the tenant's list (one indexed query) and sends what changed.
-const listPoll = time.Second
+// onePoll is how often a workspace page's phase stream reads its
+// workspace again: it covers what its event stream does not (the row
+// itself). The list follows the tenant's event stream instead.
+const onePoll = time.Second
 
 // sse starts a Server-Sent Events response.
 func sse(w http.ResponseWriter) (http.Flusher, bool) {
@@ -36,9 +37,20 @@ func sse(w http.ResponseWriter) (http.Flusher, bool) {
 }
 
 func sendEvent(w io.Writer, f http.Flusher, name string, v any) error {
+	return sendEventID(w, f, 0, name, v)
+}
+
+// sendEventID sends one SSE message; an id above 0 is what the browser
+// resumes after (Last-Event-ID) when it reconnects.
+func sendEventID(w io.Writer, f http.Flusher, id uint64, name string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	if id > 0 {
+		if _, err := fmt.Fprintf(w, "id: %d\n", id); err != nil {
+			return err
+		}
 	}
 	if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b); err != nil {
 		return err
@@ -47,70 +59,158 @@ func sendEvent(w io.Writer, f http.Flusher, name string, v any) error {
 	return nil
 }
 
-// phaseUpdate is one workspace's phase as the live streams send it.
+// phaseUpdate is one workspace's phase as the live streams send it. The
+// other fields are set when the row was read, so the list can add a row it
+// does not have yet.
 type phaseUpdate struct {
-	ID     string `json:"id"`
-	Phase  string `json:"phase"`
-	Reason string `json:"reason"`
+	ID       string `json:"id"`
+	Phase    string `json:"phase"`
+	Reason   string `json:"reason"`
+	Row      bool   `json:"row,omitempty"`
+	Template string `json:"template,omitempty"`
+	Backend  string `json:"backend,omitempty"`
+	Pool     string `json:"pool,omitempty"`
+	Created  string `json:"created,omitempty"`
 }
 
-// liveWorkspaces streams phase changes of the caller's workspaces (or of
-// ?id= alone) as `phase` events; a workspace that went away is sent with
-// phase "gone".
+// phaseGone is the phase a workspace that went away is sent with.
+const phaseGone = "gone"
+
+// listUpdate is what the workspace list makes of one event of the tenant's
+// stream: the phase and reason of workspace.phase_changed, a removal for
+// workspace.destroyed, and for any other event (provisioned, leased,
+// returned, recovered, ...) a read of the row, which it may have changed
+// (needRow).
+func listUpdate(e models.Event) (u phaseUpdate, needRow bool) {
+	u.ID = e.WorkspaceID
+	switch e.Type {
+	case models.EventDestroyed:
+		u.Phase = phaseGone
+		return u, false
+	case models.EventPhaseChanged:
+		var d struct{ To, Reason string }
+		if json.Unmarshal(e.Data, &d) == nil && d.To != "" {
+			u.Phase, u.Reason = d.To, d.Reason
+			return u, false
+		}
+	}
+	return u, true
+}
+
+// withRow fills u from the workspace row; the phase too when phase is set
+// (the event did not say it).
+func withRow(u *phaseUpdate, ws *models.Workspace, phase bool) {
+	u.Row, u.Template, u.Backend, u.Created = true, ws.TemplateID, ws.Backend, since(ws.CreatedAt)
+	u.Pool = ws.PoolID
+	if ws.PoolState != "" {
+		u.Pool += " (" + ws.PoolState + ")"
+	}
+	if phase {
+		u.Phase, u.Reason = ws.Phase, ws.Reason
+	}
+}
+
+// liveWorkspaces streams phase changes as `phase` events: of the caller's
+// workspaces from the tenant's event stream (the list page), or of ?id=
+// alone (a workspace page). A workspace that went away is sent with phase
+// "gone".
 func (c *Console) liveWorkspaces(w http.ResponseWriter, r *http.Request, s *session) {
+	if r.URL.Query().Get("id") == "" {
+		c.liveList(w, r, s)
+		return
+	}
 	f, ok := sse(w)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
 	only := r.URL.Query().Get("id")
-	seen := map[string]phaseUpdate{}
-	first := true
-	t := time.NewTicker(listPoll)
+	var seen *phaseUpdate
+	t := time.NewTicker(onePoll)
 	defer t.Stop()
 	for {
-		now := map[string]phaseUpdate{}
-		var err error
-		if only != "" {
-			var ws *models.Workspace
-			ws, err = s.api.GetWorkspace(ctx, only)
-			if err == nil {
-				now[ws.ID] = phaseUpdate{ws.ID, ws.Phase, ws.Reason}
-			} else if errs.Is(err, errs.NotFound) {
-				err = nil
-			}
-		} else {
-			var list []models.Workspace
-			list, err = s.api.ListWorkspaces(ctx, client.WorkspaceListOptions{})
-			for _, ws := range list {
-				now[ws.ID] = phaseUpdate{ws.ID, ws.Phase, ws.Reason}
-			}
-		}
+		ws, err := s.api.GetWorkspace(ctx, only)
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil {
-			for id, u := range now {
-				if old, ok := seen[id]; (!ok && !first) || (ok && old != u) || (first && only != "") {
-					if sendEvent(w, f, "phase", u) != nil {
-						return
-					}
-				}
+		var now *phaseUpdate
+		switch {
+		case err == nil:
+			now = &phaseUpdate{ID: ws.ID, Phase: ws.Phase, Reason: ws.Reason}
+		case errs.Is(err, errs.NotFound):
+			if seen != nil {
+				now = &phaseUpdate{ID: only, Phase: phaseGone}
 			}
-			for id := range seen {
-				if _, ok := now[id]; !ok {
-					if sendEvent(w, f, "phase", phaseUpdate{ID: id, Phase: "gone"}) != nil {
-						return
-					}
-				}
+		}
+		if now != nil && (seen == nil || *seen != *now) {
+			if sendEvent(w, f, "phase", now) != nil {
+				return
 			}
-			seen, first = now, false
+			seen = now
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// liveList follows the tenant's events (GET /v1/events) for the list page
+// from ?after= (the newest event when the page was read, so nothing between
+// the page and the stream is lost) or Last-Event-ID (the browser
+// reconnecting), and sends each as the row update it makes. The first event
+// of a workspace this stream has not read the row of reads it once, so a
+// workspace made after the page shows with its template and backend.
+func (c *Console) liveList(w http.ResponseWriter, r *http.Request, s *session) {
+	ctx := r.Context()
+	var after uint64
+	v := r.URL.Query().Get("after")
+	if h := r.Header.Get("Last-Event-ID"); h != "" {
+		v = h
+	}
+	if v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			http.Error(w, "after: not an event id", http.StatusBadRequest)
+			return
+		}
+		after = n
+	} else {
+		page, err := s.api.TenantEvents(ctx, 0, 1)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		after = page.LatestID
+	}
+	f, ok := sse(w)
+	if !ok {
+		return
+	}
+	read := map[string]bool{}
+	err := s.api.FollowTenantEvents(ctx, after, func(e models.Event) error {
+		u, needRow := listUpdate(e)
+		if u.Phase != phaseGone && (needRow || !read[u.ID]) {
+			ws, err := s.api.GetWorkspace(ctx, u.ID)
+			switch {
+			case err == nil:
+				withRow(&u, ws, needRow)
+				read[u.ID] = true
+			case errs.Is(err, errs.NotFound):
+				u = phaseUpdate{ID: u.ID, Phase: phaseGone}
+			case needRow:
+				return nil // nothing to say without the row; a later event will
+			}
+		}
+		if u.Phase == phaseGone {
+			delete(read, u.ID)
+		}
+		return sendEventID(w, f, e.ID, "phase", u)
+	})
+	if err != nil && ctx.Err() == nil {
+		// The browser reconnects on its own, after the last id sent.
+		_ = sendEvent(w, f, "failure", map[string]string{"message": err.Error()})
 	}
 }
 

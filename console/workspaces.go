@@ -10,13 +10,28 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
+// workspaceList is the workspace list page: the rows, and the newest event
+// id read before them, where the page's live stream starts.
+type workspaceList struct {
+	Workspaces []models.Workspace
+	After      uint64
+}
+
 func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session) {
+	// The event id first: an event written while the list is read is then
+	// sent again by the stream, never lost (its updates are idempotent).
+	events, err := s.api.TenantEvents(r.Context(), 0, 1)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
 	ws, err := s.api.ListWorkspaces(r.Context(), client.WorkspaceListOptions{Phase: r.URL.Query().Get("phase")})
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
-	c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces", Data: ws})
+	c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces",
+		Data: workspaceList{Workspaces: ws, After: events.LatestID}})
 }
 
 type workspaceForm struct {

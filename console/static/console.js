@@ -29,7 +29,10 @@
     cell.dataset.phase = phase;
   }
 
-  // The workspace list: phase and reason from the live stream.
+  // The workspace list: follows the tenant's events (the server sends each
+  // as a row update): phase and reason, a row removed when its workspace is
+  // gone, a row added for a workspace made after the page was read. The
+  // browser resumes after the last id on reconnecting.
   const list = document.getElementById("workspaces");
   if (list && list.dataset.live && window.EventSource) {
     const es = new EventSource(list.dataset.live);
@@ -54,6 +57,12 @@
       }
       setPhase(row.querySelector(".phase"), u.phase);
       row.querySelector(".reason").textContent = u.reason || "";
+      if (u.row) {
+        row.cells[1].textContent = u.template || "";
+        row.cells[2].textContent = u.backend || "";
+        row.cells[5].textContent = u.pool || "";
+        row.cells[6].textContent = u.created || "";
+      }
     });
   }
 

@@ -1,0 +1,176 @@
+package console
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/models"
+)
+
+func TestListUpdate(t *testing.T) {
+	ev := func(typ, data string) models.Event {
+		return models.Event{ID: 9, WorkspaceID: "ws-1", Type: typ, Data: json.RawMessage(data)}
+	}
+	for _, tc := range []struct {
+		name    string
+		e       models.Event
+		want    phaseUpdate
+		needRow bool
+	}{
+		{"phase change", ev(models.EventPhaseChanged, `{"from":"running","to":"failed","reason":"sandbox gone"}`),
+			phaseUpdate{ID: "ws-1", Phase: "failed", Reason: "sandbox gone"}, false},
+		{"destroyed", ev(models.EventDestroyed, `{}`), phaseUpdate{ID: "ws-1", Phase: phaseGone}, false},
+		{"provisioned reads the row", ev(models.EventProvisioned, `{}`), phaseUpdate{ID: "ws-1"}, true},
+		{"leased reads the row", ev(models.EventLeased, `{"pool_id":"p"}`), phaseUpdate{ID: "ws-1"}, true},
+		{"a phase change without a phase reads the row", ev(models.EventPhaseChanged, `{}`), phaseUpdate{ID: "ws-1"}, true},
+	} {
+		u, needRow := listUpdate(tc.e)
+		if u != tc.want || needRow != tc.needRow {
+			t.Errorf("%s: %+v, %v; want %+v, %v", tc.name, u, needRow, tc.want, tc.needRow)
+		}
+	}
+}
+
+// fakeEventsAPI serves GET /v1/events as a stream of events after the
+// cursor, and GET /v1/workspaces/{id} from rows, counting the reads.
+type fakeEventsAPI struct {
+	events []models.Event
+	rows   map[string]models.Workspace
+
+	mu     sync.Mutex
+	cursor []string // Last-Event-ID of each stream request
+	reads  map[string]int
+}
+
+func (f *fakeEventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == "/v1/events" && r.URL.Query().Get("follow") == "true":
+		f.mu.Lock()
+		f.cursor = append(f.cursor, r.Header.Get("Last-Event-ID"))
+		f.mu.Unlock()
+		after, _ := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range f.events {
+			if e.ID > after {
+				b, _ := json.Marshal(e)
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b)
+				w.(http.Flusher).Flush()
+			}
+		}
+		<-r.Context().Done() // a tenant's stream stays open
+	case strings.HasPrefix(r.URL.Path, "/v1/workspaces/"):
+		id := strings.TrimPrefix(r.URL.Path, "/v1/workspaces/")
+		f.mu.Lock()
+		f.reads[id]++
+		f.mu.Unlock()
+		ws, ok := f.rows[id]
+		w.Header().Set("Content-Type", "application/json")
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":{"code":"not_found","message":"workspace %s: not found"}}`, id)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(ws)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// TestLiveList follows the list's stream through the in-process client: it
+// starts after the page's cursor, sends each event as its row update with
+// the event's id, and reads a row once per workspace, or when the event
+// does not say the phase.
+func TestLiveList(t *testing.T) {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	api := &fakeEventsAPI{
+		events: []models.Event{
+			{ID: 5, WorkspaceID: "ws-old", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"to":"running"}`)},
+			{ID: 6, WorkspaceID: "ws-a", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"from":"running","to":"failed","reason":"sandbox gone"}`)},
+			{ID: 7, WorkspaceID: "ws-a", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"from":"failed","to":"recovering","reason":""}`)},
+			{ID: 8, WorkspaceID: "ws-new", Type: models.EventLeased, Data: json.RawMessage(`{"pool_id":"p1"}`)},
+			{ID: 9, WorkspaceID: "ws-a", Type: models.EventDestroyed, Data: json.RawMessage(`{}`)},
+			{ID: 10, WorkspaceID: "ws-vanished", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"to":"running"}`)},
+		},
+		rows: map[string]models.Workspace{
+			"ws-a":   {ID: "ws-a", TemplateID: "plain", Backend: "local", Phase: "recovering", CreatedAt: created},
+			"ws-new": {ID: "ws-new", TemplateID: "code", Backend: "docker", Phase: "running", Reason: "r", PoolID: "p1", PoolState: "leased", CreatedAt: created},
+		},
+		reads: map[string]int{},
+	}
+	c, err := New(Config{API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &session{role: models.RoleViewer, api: c.client("k")}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.liveList(w, r, s) }))
+	defer srv.Close()
+
+	res, err := http.Get(srv.URL + "/live/workspaces?after=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	type msg struct {
+		id string
+		u  phaseUpdate
+	}
+	msgs := make(chan msg, 16)
+	go func() {
+		defer close(msgs)
+		sc := bufio.NewScanner(res.Body)
+		var m msg
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "id: "):
+				m.id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m.u)
+			case line == "" && m.id != "":
+				msgs <- m
+				m = msg{}
+			}
+		}
+	}()
+	at := since(created)
+	want := []msg{
+		{"6", phaseUpdate{ID: "ws-a", Phase: "failed", Reason: "sandbox gone", Row: true, Template: "plain", Backend: "local", Created: at}},
+		{"7", phaseUpdate{ID: "ws-a", Phase: "recovering"}},
+		{"8", phaseUpdate{ID: "ws-new", Phase: "running", Reason: "r", Row: true, Template: "code", Backend: "docker", Pool: "p1 (leased)", Created: at}},
+		{"9", phaseUpdate{ID: "ws-a", Phase: phaseGone}},
+		{"10", phaseUpdate{ID: "ws-vanished", Phase: phaseGone}},
+	}
+	for i, w := range want {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatalf("stream ended before message %d", i)
+			}
+			if m != w {
+				t.Errorf("message %d = %+v, want %+v", i, m, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no message %d within 10s", i)
+		}
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.cursor) != 1 || api.cursor[0] != "5" {
+		t.Errorf("stream requests resumed after %q, want once after 5", api.cursor)
+	}
+	if api.reads["ws-a"] != 1 || api.reads["ws-new"] != 1 || api.reads["ws-vanished"] != 1 {
+		t.Errorf("row reads = %v, want one each", api.reads)
+	}
+}
