@@ -25,6 +25,6 @@ func BenchmarkRenderWorkspaces(b *testing.B) {
 	r := httptest.NewRequest("GET", "/workspaces", nil)
 	for b.Loop() {
 		w := httptest.NewRecorder()
-		c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces", Data: workspaceList{Workspaces: ws, After: 1}})
+		c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces", Data: workspaceList{Rows: listRows(ws), After: 1}})
 	}
 }

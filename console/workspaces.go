@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,8 +14,8 @@ import (
 // workspaceList is the workspace list page: the rows, and the newest event
 // id read before them, where the page's live stream starts.
 type workspaceList struct {
-	Workspaces []models.Workspace
-	After      uint64
+	Rows  template.HTML // listRows
+	After uint64
 }
 
 func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session) {
@@ -31,7 +32,7 @@ func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session)
 		return
 	}
 	c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces",
-		Data: workspaceList{Workspaces: ws, After: events.LatestID}})
+		Data: workspaceList{Rows: listRows(ws), After: events.LatestID}})
 }
 
 type workspaceForm struct {
