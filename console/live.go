@@ -159,7 +159,8 @@ func (c *Console) liveWorkspaces(w http.ResponseWriter, r *http.Request, s *sess
 // liveList follows the tenant's events (GET /v1/events) for the list page
 // from ?after= (the newest event when the page was read, so nothing between
 // the page and the stream is lost) or Last-Event-ID (the browser
-// reconnecting), and sends each as the row update it makes. The first event
+// reconnecting), and sends each as the row update it makes (with ?phase=,
+// a workspace that leaves that phase leaves the list). The first event
 // of a workspace this stream has not read the row of reads it once, so a
 // workspace made after the page shows with its template and backend.
 func (c *Console) liveList(w http.ResponseWriter, r *http.Request, s *session) {
@@ -202,6 +203,9 @@ func (c *Console) liveList(w http.ResponseWriter, r *http.Request, s *session) {
 			case needRow:
 				return nil // nothing to say without the row; a later event will
 			}
+		}
+		if only := r.URL.Query().Get("phase"); only != "" && u.Phase != "" && u.Phase != only {
+			u = phaseUpdate{ID: u.ID, Phase: phaseGone} // not on a list of one phase
 		}
 		if u.Phase == phaseGone {
 			delete(read, u.ID)

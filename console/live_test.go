@@ -112,25 +112,60 @@ func TestLiveList(t *testing.T) {
 	}
 	s := &session{role: models.RoleViewer, api: c.client("k")}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.liveList(w, r, s) }))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the streams' own cleanups close them
 
-	res, err := http.Get(srv.URL + "/live/workspaces?after=5")
+	msgs := listStream(t, srv.URL+"/live/workspaces?after=5")
+	at := since(created)
+	want := []listMsg{
+		{"6", phaseUpdate{ID: "ws-a", Phase: "failed", Reason: "sandbox gone", Row: true, Template: "plain", Backend: "local", Created: at}},
+		{"7", phaseUpdate{ID: "ws-a", Phase: "recovering"}},
+		{"8", phaseUpdate{ID: "ws-new", Phase: "running", Reason: "r", Row: true, Template: "code", Backend: "docker", Pool: "p1 (leased)", Created: at}},
+		{"9", phaseUpdate{ID: "ws-a", Phase: phaseGone}},
+		{"10", phaseUpdate{ID: "ws-vanished", Phase: phaseGone}},
+	}
+	expectList(t, msgs, want)
+	api.mu.Lock()
+	if len(api.cursor) != 1 || api.cursor[0] != "5" {
+		t.Errorf("stream requests resumed after %q, want once after 5", api.cursor)
+	}
+	if api.reads["ws-a"] != 1 || api.reads["ws-new"] != 1 || api.reads["ws-vanished"] != 1 {
+		t.Errorf("row reads = %v, want one each", api.reads)
+	}
+	api.mu.Unlock()
+
+	// A list of one phase drops a workspace that leaves it. The browser
+	// reconnecting sends Last-Event-ID, which wins over ?after=.
+	msgs = listStream(t, srv.URL+"/live/workspaces?after=1&phase=failed", "Last-Event-ID", "5")
+	want[1] = listMsg{"7", phaseUpdate{ID: "ws-a", Phase: phaseGone}}
+	want[2].u = phaseUpdate{ID: "ws-new", Phase: phaseGone}
+	expectList(t, msgs, want)
+}
+
+type listMsg struct {
+	id string
+	u  phaseUpdate
+}
+
+// listStream opens the list's stream and returns its messages.
+func listStream(t *testing.T, url string, header ...string) <-chan listMsg {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	t.Cleanup(func() { res.Body.Close() })
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, %q", res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	type msg struct {
-		id string
-		u  phaseUpdate
-	}
-	msgs := make(chan msg, 16)
+	msgs := make(chan listMsg, 16)
 	go func() {
 		defer close(msgs)
 		sc := bufio.NewScanner(res.Body)
-		var m msg
+		var m listMsg
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
@@ -140,18 +175,15 @@ func TestLiveList(t *testing.T) {
 				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &m.u)
 			case line == "" && m.id != "":
 				msgs <- m
-				m = msg{}
+				m = listMsg{}
 			}
 		}
 	}()
-	at := since(created)
-	want := []msg{
-		{"6", phaseUpdate{ID: "ws-a", Phase: "failed", Reason: "sandbox gone", Row: true, Template: "plain", Backend: "local", Created: at}},
-		{"7", phaseUpdate{ID: "ws-a", Phase: "recovering"}},
-		{"8", phaseUpdate{ID: "ws-new", Phase: "running", Reason: "r", Row: true, Template: "code", Backend: "docker", Pool: "p1 (leased)", Created: at}},
-		{"9", phaseUpdate{ID: "ws-a", Phase: phaseGone}},
-		{"10", phaseUpdate{ID: "ws-vanished", Phase: phaseGone}},
-	}
+	return msgs
+}
+
+func expectList(t *testing.T, msgs <-chan listMsg, want []listMsg) {
+	t.Helper()
 	for i, w := range want {
 		select {
 		case m, ok := <-msgs:
@@ -164,13 +196,5 @@ func TestLiveList(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("no message %d within 10s", i)
 		}
-	}
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	if len(api.cursor) != 1 || api.cursor[0] != "5" {
-		t.Errorf("stream requests resumed after %q, want once after 5", api.cursor)
-	}
-	if api.reads["ws-a"] != 1 || api.reads["ws-new"] != 1 || api.reads["ws-vanished"] != 1 {
-		t.Errorf("row reads = %v, want one each", api.reads)
 	}
 }

@@ -16,6 +16,7 @@ import (
 type workspaceList struct {
 	Rows  template.HTML // listRows
 	After uint64
+	Phase string // ?phase=: only workspaces in this phase
 }
 
 func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session) {
@@ -26,13 +27,14 @@ func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, err)
 		return
 	}
-	ws, err := s.api.ListWorkspaces(r.Context(), client.WorkspaceListOptions{Phase: r.URL.Query().Get("phase")})
+	phase := r.URL.Query().Get("phase")
+	ws, err := s.api.ListWorkspaces(r.Context(), client.WorkspaceListOptions{Phase: phase})
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
 	c.render(w, r, s, 0, "workspaces", page{Title: "Workspaces", Section: "workspaces", Tab: "workspaces",
-		Data: workspaceList{Rows: listRows(ws), After: events.LatestID}})
+		Data: workspaceList{Rows: listRows(ws), After: events.LatestID, Phase: phase}})
 }
 
 type workspaceForm struct {
