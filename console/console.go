@@ -102,12 +102,18 @@ func Mount(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
-	for _, p := range []string{"/v1/", "/healthz", "/readyz", "/metrics"} {
-		mux.Handle(p, cfg.API)
-	}
-	mux.Handle("/", c.Handler())
-	return mux, nil
+	pages := c.Handler()
+	// Not a ServeMux: it would clean the API's paths and redirect them
+	// ("files/../../etc/passwd" to "/v1/workspaces/etc/passwd"), where
+	// the API itself refuses a path that leaves the workspace, naming it.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/v1" || strings.HasPrefix(p, "/v1/") || p == "/healthz" || p == "/readyz" || p == "/metrics":
+			cfg.API.ServeHTTP(w, r)
+		default:
+			pages.ServeHTTP(w, r)
+		}
+	}), nil
 }
 
 // Handler returns the console's routes.

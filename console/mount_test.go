@@ -1,0 +1,48 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// TestMount checks that the API's paths reach the API exactly as sent (a
+// path that leaves the workspace is the API's to refuse, not cleaned and
+// redirected on the way) and everything else reaches the console.
+func TestMount(t *testing.T) {
+	var got string
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.Path
+		w.WriteHeader(http.StatusTeapot)
+	})
+	h, err := Mount(Config{API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path  string
+		toAPI bool
+	}{
+		{"/v1/workspaces/ws-1/files/../../etc/passwd", true},
+		{"/v1/workspaces", true},
+		{"/v1", true},
+		{"/healthz", true},
+		{"/readyz", true},
+		{"/metrics", true},
+		{"/v1x", false},
+		{"/workspaces", false},
+		{"/signin", false},
+	} {
+		got = ""
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "http://primer.invalid/", nil)
+		req.URL.Path = tt.path
+		h.ServeHTTP(rec, req)
+		if tt.toAPI && (rec.Code != http.StatusTeapot || got != tt.path) {
+			t.Errorf("GET %s: status %d, API saw %q; want the API to get the path as sent", tt.path, rec.Code, got)
+		}
+		if !tt.toAPI && got != "" {
+			t.Errorf("GET %s reached the API; want the console", tt.path)
+		}
+	}
+}
