@@ -92,14 +92,7 @@ func afterID(c *gin.Context) (uint64, error) {
 // process, and a 200 ms poll of an indexed range query is cheap.
 func (s *server) follow(c *gin.Context, id string, after uint64) {
 	ctx := c.Request.Context()
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no") // no proxy buffering of the stream
-	c.Status(http.StatusOK)
-	c.Writer.WriteHeaderNow()
-	c.Writer.Flush()
+	startSSE(c)
 
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()
@@ -151,6 +144,19 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 			return
 		}
 	}
+}
+
+// startSSE answers 200 with the headers of a Server-Sent Events stream and
+// flushes them, so the client sees the stream open before its first event.
+func startSSE(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no") // no proxy buffering of the stream
+	c.Status(http.StatusOK)
+	c.Writer.WriteHeaderNow()
+	c.Writer.Flush()
 }
 
 // sseWait keeps a stream open between polls: it writes a keep-alive

@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -38,14 +37,7 @@ func (s *server) runEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	c.Writer.WriteHeaderNow()
-	c.Writer.Flush()
+	startSSE(c)
 
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()

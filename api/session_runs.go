@@ -160,13 +160,7 @@ func (s *server) sessionTranscript(c *gin.Context) {
 // it finished), in order, then an "end" event with the run when it ended.
 func (s *server) followTranscript(c *gin.Context, sessionID string) {
 	ctx := c.Request.Context()
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	c.Writer.WriteHeaderNow()
-	c.Writer.Flush()
+	startSSE(c)
 	after := 0
 	if v := c.GetHeader("Last-Event-ID"); v != "" {
 		after, _ = strconv.Atoi(v)

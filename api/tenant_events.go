@@ -74,14 +74,7 @@ func (s *server) tenantEventList(c *gin.Context) {
 // has no natural end: a destroyed workspace is one event among others.
 func (s *server) followTenant(c *gin.Context, tenant string, after uint64) {
 	ctx := c.Request.Context()
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	c.Writer.WriteHeaderNow()
-	c.Writer.Flush()
+	startSSE(c)
 
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()
