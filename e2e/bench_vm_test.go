@@ -43,7 +43,7 @@ func TestBenchVM(t *testing.T) {
 	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(config)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","root":"/srv/primer"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	hostName, port, _ := net.SplitHostPort(host.Addr)

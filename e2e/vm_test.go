@@ -120,10 +120,10 @@ func TestVMFaults(t *testing.T) {
 			t.Fatalf("create provider %s: %v", f.id, err)
 		}
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "recovers", ProviderID: "vm-a", Backend: raw(`{"kind":"vm","root":"/srv/primer","recovery":{"after":"1s"}}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "recovers", ProviderID: "vm-a", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws","recovery":{"after":"1s"}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "stays", ProviderID: "vm-b", Backend: raw(`{"kind":"vm","root":"/srv/primer","recovery":{"after":"10m"}}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "stays", ProviderID: "vm-b", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws","recovery":{"after":"10m"}}`)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -179,14 +179,14 @@ func TestVMBadInput(t *testing.T) {
 	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(vmProviderJSON(t, conn, host))}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "gpu", ProviderID: "fleet", Backend: raw(`{"kind":"vm","selector":{"gpu":"a100"}}`)})
+	_, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "gpu", ProviderID: "fleet", Backend: raw(`{"kind":"vm","user":"primer-ws","selector":{"gpu":"a100"}}`)})
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Field != "spec.backend.selector" {
 		t.Errorf("template whose selector matches no host = %v, want 400 naming spec.backend.selector", err)
 	}
 
 	// A host that cannot be reached: the workspace fails with the SSH error.
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","start_timeout":"15s"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","user":"primer-ws","start_timeout":"15s"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	host.Stop(t)

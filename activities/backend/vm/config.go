@@ -24,6 +24,7 @@ const DefaultMachinesTimeout = 5 * time.Minute
 //	  - {address: 10.0.0.5, labels: {gpu: a100}, max_workspaces: 8}
 //	machines:                           # ... or one machine per workspace
 //	  {create: [/opt/vm/create.sh], destroy: [/opt/vm/destroy.sh], timeout: 5m}
+//	allow_root_user: false              # templates may run workspaces as root (admin only)
 //
 // Exactly one of hosts and machines is set.
 type ProviderConfig struct {
@@ -31,6 +32,11 @@ type ProviderConfig struct {
 	Connection Connection   `json:"connection"`
 	Hosts      []HostConfig `json:"hosts,omitempty"`
 	Machines   *Machines    `json:"machines,omitempty"`
+	// AllowRootUser lets the provider's templates run workspaces as root or
+	// a user as powerful (see checkUser); without it they are refused when
+	// the template is stored and again at every provision. Only an admin
+	// sets it.
+	AllowRootUser bool `json:"allow_root_user,omitempty"`
 }
 
 // HostConfig is one host of a fixed fleet.

@@ -79,7 +79,7 @@ func TestMachines(t *testing.T) {
 	id, token := backendtest.NewID(t), backendtest.NewToken(t)
 	name := "primer-vmtest-m-" + id
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
-	req := backend.ProvisionRequest{WorkspaceID: id, Token: token, Template: json.RawMessage(`{"kind":"vm","root":"/srv/primer"}`)}
+	req := backend.ProvisionRequest{WorkspaceID: id, Token: token, Template: json.RawMessage(`{"kind":"vm","root":"/srv/primer","user":"primer-ws"}`)}
 	h, err := b.Provision(ctx, req)
 	if err != nil {
 		t.Fatalf("provision: %v", err)

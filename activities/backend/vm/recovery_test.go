@@ -26,7 +26,7 @@ func TestHostRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	token := backendtest.NewToken(t)
-	h := provision(t, b, `{"kind":"vm","root":"`+testRoot+`"}`, token, nil)
+	h := provision(t, b, `{"kind":"vm","root":"`+testRoot+`","user":"primer-ws"}`, token, nil)
 	c := backendtest.Dial(ctx, t, b, h, token)
 	if err := c.WriteFile(ctx, "kept.txt", []byte("survives a reboot"), 0o600); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestHostRestart(t *testing.T) {
 		t.Fatalf("teardown: %v", err)
 	}
 	newToken := backendtest.NewToken(t)
-	h2, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: h.WorkspaceID, Token: newToken, Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `"}`)})
+	h2, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: h.WorkspaceID, Token: newToken, Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","user":"primer-ws"}`)})
 	if err != nil {
 		t.Fatalf("provision after the restart: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestSSHDKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	token := backendtest.NewToken(t)
-	h := provision(t, b, `{"kind":"vm","root":"`+testRoot+`"}`, token, nil)
+	h := provision(t, b, `{"kind":"vm","root":"`+testRoot+`","user":"primer-ws"}`, token, nil)
 	host.KillSSHD(t)
 	_, err := b.Endpoint(ctx, h, token)
 	if !errs.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), host.Addr) {
@@ -84,7 +84,7 @@ func TestOneRuntimeAfterCutOffStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	token := backendtest.NewToken(t)
-	tmpl := `{"kind":"vm","root":"` + testRoot + `"}`
+	tmpl := `{"kind":"vm","root":"` + testRoot + `","user":"primer-ws"}`
 	h := provision(t, b, tmpl, token, nil)
 	host.Exec(t, "rm /var/lib/primer/ws/"+h.WorkspaceID+"/pid /var/lib/primer/ws/"+h.WorkspaceID+"/port")
 	h2, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: h.WorkspaceID, Token: token, Template: json.RawMessage(tmpl)})

@@ -108,14 +108,17 @@ func (b *Backend) runScript(ctx context.Context, c *Client, what string, s *scri
 		return "", errs.E(errs.Conflict, "%s on %s: %s", what, c.Addr(), msg)
 	case exitNoCaps:
 		return "", errs.E(errs.Invalid, "%s: host %s supports no CPU/memory caps: %s", what, c.Addr(), msg)
+	case exitPrivileged:
+		return "", &errs.Error{Kind: errs.Forbidden, Field: "spec.backend.user", Msg: fmt.Sprintf("%s on %s: %s", what, c.Addr(), msg)}
 	}
 	return "", errs.E(errs.Unavailable, "%s on %s: exit code %d: %s", what, c.Addr(), code, msg)
 }
 
 // Exit codes of the scripts.
 const (
-	exitConflict = 3
-	exitNoCaps   = 4
+	exitConflict   = 3
+	exitNoCaps     = 4
+	exitPrivileged = 5
 )
 
 // commonVars sets the paths every script uses.
@@ -146,7 +149,12 @@ const inspectBody = `
 root=$(cat "$state/root"); user=$(cat "$state/user"); dir="$root/$id"
 created=false; [ -f "$users/$user/created" ] && created=true
 pid=$(cat "$state/pid" 2>/dev/null || true); port=$(cat "$state/port" 2>/dev/null || true)
-if [ -n "$pid" ] && [ -n "$port" ] && tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--root=$dir"; then
+# The pid is the runtime's only while it runs as the workspace's user with
+# the workspace's directory (a pid reused by another user's process is not;
+# /proc/<pid> of the runtime is root's, as it makes itself undumpable: the
+# real uid is in status).
+if [ -n "$pid" ] && [ -n "$port" ] && [ "$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$pid/status" 2>/dev/null)" = "$(id -u "$user" 2>/dev/null)" ] &&
+  tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "--root=$dir"; then
   echo "running $pid $port $root $user $created"
 else
   echo "stopped - - $root $user $created"
@@ -156,11 +164,31 @@ fi
 // killRuntimes defines kill_runtimes DIR, which kills every process whose
 // command line holds --root=DIR: the workspace's runtimes, found without
 // their pid file (command lines are readable by anyone).
+//
+// It also defines the helpers that keep root from following a link the
+// workspace's user made (the user owns the workspace directory and, while a
+// runtime starts, its token directory; root writes into neither):
+//
+//   - drop_tok removes the token directory: first made root's again, so the
+//     user can add nothing while it goes, then removed by rm, which follows
+//     no link.
+//   - marked DIR reports whether DIR holds the workspace's marker, read as
+//     the workspace's user ($asuser) for at most 5 s: a link there leads
+//     nowhere the user could not read itself, and a FIFO cannot hang root.
 const killRuntimes = `
 kill_runtimes() {
   for p in $(grep -lzxF -- "--root=$1" /proc/[0-9]*/cmdline 2>/dev/null | sed 's,^/proc/\([0-9]*\)/cmdline$,\1,'); do
     [ "$p" = "$$" ] || kill -KILL "$p" 2>/dev/null || true
   done
+}
+drop_tok() {
+  if [ -L "$state/tok" ]; then rm -f -- "$state/tok"; fi
+  if [ -d "$state/tok" ]; then chown -h 0:0 "$state/tok"; chmod 0700 "$state/tok"; rm -rf -- "$state/tok"; fi
+  return 0
+}
+marked() {
+  [ -f "$1/.primer-workspace" ] && [ ! -L "$1/.primer-workspace" ] &&
+    timeout -s KILL 5 $asuser head -c 4096 -- "$1/.primer-workspace" 2>/dev/null | grep -qxF "workspace=$id"
 }
 `
 
@@ -211,7 +239,8 @@ while [ $n -lt 20 ]; do
   sleep 0.05; n=$((n+1))
 done
 [ -d "$cg" ] && rmdir "$cg" 2>/dev/null || true
-rm -f "$state/pid" "$state/port" "$state/tok/token"
+rm -f "$state/pid" "$state/port"
+drop_tok
 `
 
 // destroyBody stops the workspace (stopBody first), then removes its
@@ -221,8 +250,11 @@ rm -f "$state/pid" "$state/port" "$state/tok/token"
 const destroyBody = `
 [ -d "$state" ] || exit 0
 dir="$root/$id"
-if [ -d "$dir" ]; then
-  if [ -f "$dir/.primer-workspace" ] && grep -qxF "workspace=$id" "$dir/.primer-workspace"; then
+if [ -L "$dir" ]; then
+  echo "$dir is a link, not the workspace's directory; left in place" >&2
+elif [ -d "$dir" ]; then
+  # rm follows no link, and the workspace's processes are gone (stopBody).
+  if marked "$dir"; then
     rm -rf -- "$dir"
   else
     echo "directory $dir does not hold the workspace's marker; left in place" >&2
@@ -244,10 +276,39 @@ rm -rf -- "$state"
 // token to a file only the workspace's user can read (the runtime removes
 // it once read), starts the runtime detached in a session of its own and
 // prints "<pid> <port> <created_user>" once it listens.
+//
+// It runs as root on a host whose other users include the workspace's own
+// (which runs every command of the workspace) and other workspaces' users,
+// so it never follows a link one of them could make: its state directory
+// and every directory on the way to the workspace's are root's and only
+// root's to write; root writes nothing into a directory the workspace's user
+// owns (files go into a directory that is root's until they are in it, then
+// change owner with chown -h); and a user as powerful as root (uid 0, a
+// sudoer, a member of a group that gives root) runs the workspace only
+// where the provider allows it ($allow_root).
 const startBody = `
 umask 022
 mkdir -p /var/lib/primer/ws "$users"; chmod 0711 /var/lib/primer/ws; chmod 0700 "$users"
 dir="$root/$id"
+
+# A user the host has that is root in all but name is refused before
+# anything of the workspace is made.
+privileged() {
+  [ "$(id -u "$1")" != 0 ] || { echo "uid 0"; return 0; }
+  for g in $(id -G "$1"); do [ "$g" != 0 ] || { echo "in group 0"; return 0; }; done
+  for g in $(id -Gn "$1" 2>/dev/null); do
+    case "$g" in sudo|wheel|admin|docker|lxd|disk) echo "in group $g, which gives root"; return 0;; esac
+  done
+  if command -v sudo >/dev/null 2>&1 && sudo -n -l -U "$1" 2>/dev/null | grep -q 'may run the following'; then
+    echo "allowed commands by sudo"; return 0
+  fi
+  return 1
+}
+if [ "$allow_root" != true ] && id -u "$user" >/dev/null 2>&1 && why=$(privileged "$user"); then
+  echo "spec.backend.user: $user is $why on this host: a workspace runs as root, or as a user as powerful, only where its provider sets allow_root_user" >&2
+  exit 5
+fi
+
 if [ -d "$state" ] && [ "$(cat "$state/root" 2>/dev/null)" != "$root" ]; then
   echo "workspace $id already lives under $(cat "$state/root") on this host, not $root" >&2; exit 3
 fi
@@ -269,15 +330,45 @@ if [ -d "$users/$user" ]; then : > "$users/$user/$id"; fi
 flock -u 9
 created=false; [ -f "$users/$user/created" ] && created=true
 uid=$(id -u "$user"); gid=$(id -g "$user")
+asuser=
+[ "$uid" = "$(id -u)" ] || asuser="setpriv --reuid=$uid --regid=$gid --init-groups --"
+
+# The way to the directory: every directory on it root's, and writable by
+# nobody else (no world-writable /tmp, no user's home, no other workspace's
+# directory), so nobody can put a link where the workspace's directory
+# goes. Missing ones are made by root.
+p=
+for c in $(echo "${root#/}" | tr / ' '); do
+  p="$p/$c"
+  if [ ! -e "$p" ] && [ ! -L "$p" ]; then mkdir -m 0755 "$p"; fi
+  if [ -L "$p" ] || [ ! -d "$p" ]; then
+    echo "spec.backend.root: $p is not a directory (a link?): the way to a workspace's directory must be root's directories only" >&2; exit 3
+  fi
+  set -- $(stat -c '%u %a' -- "$p")
+  if [ "$1" != 0 ] || [ $((0$2 & 022)) != 0 ]; then
+    echo "spec.backend.root: $p is owned by uid $1 with mode $2: the way to a workspace's directory must be root's and writable by root only" >&2; exit 3
+  fi
+done
 
 # The directory: new, or the workspace's own (marked), never someone else's.
-mkdir -p "$root"
-if [ -e "$dir" ] && ! grep -qxF "workspace=$id" "$dir/.primer-workspace" 2>/dev/null; then
-  if [ -n "$(ls -A "$dir" 2>/dev/null)" ]; then echo "directory $dir exists and is not workspace $id's" >&2; exit 3; fi
+# An empty one (made by hand, or by a start cut off before its marker) is
+# taken, made root's first so nobody adds to it while the marker is
+# written; a marked one is left as its user keeps it.
+if [ -L "$dir" ] || { [ -e "$dir" ] && [ ! -d "$dir" ]; }; then
+  echo "$dir exists and is not a directory" >&2; exit 3
 fi
-mkdir -p "$dir"
-printf 'installation=%s\nworkspace=%s\n' "$installation" "$id" > "$dir/.primer-workspace"
-chown "$uid:$gid" "$dir" "$dir/.primer-workspace"; chmod 0700 "$dir"
+if [ ! -d "$dir" ] || ! marked "$dir"; then
+  if [ -d "$dir" ]; then
+    [ -z "$(ls -A "$dir")" ] || { echo "directory $dir exists and is not workspace $id's" >&2; exit 3; }
+    was=$(stat -c %u:%g -- "$dir")
+    chown -h 0:0 "$dir"; chmod 0700 "$dir"
+    if [ -n "$(ls -A "$dir")" ]; then chown -h "$was" "$dir"; echo "directory $dir exists and is not workspace $id's" >&2; exit 3; fi
+  else
+    mkdir -m 0700 "$dir"
+  fi
+  (set -C; printf 'installation=%s\nworkspace=%s\n' "$installation" "$id" > "$dir/.primer-workspace")
+fi
+chown -h "$uid:$gid" "$dir"; chmod 0700 "$dir"
 
 # Caps: a systemd scope, else a cgroup v2 directory, else refused.
 wrap=
@@ -307,14 +398,16 @@ if [ -n "$cpu_quota$mem_max" ]; then
 fi
 primer_cgroup() { cg=$1; shift; exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"; }
 
-# The token: a file only the user can read, in a directory only it can
-# write, which the runtime removes once read. printf is a shell builtin:
-# the token is on no command line.
-mkdir -p "$state/tok"; chown "$uid:$gid" "$state/tok"; chmod 0700 "$state/tok"
-(umask 077; printf '%s' "$token" > "$state/tok/token"); chown "$uid:$gid" "$state/tok/token"
+# The token: a file only the user can read, in a directory made new for
+# this start (whatever an earlier one left is removed, never followed),
+# root's until the file is in it, then the user's, as the runtime removes
+# the file once read; the directory goes once the runtime listens. printf
+# is a shell builtin: the token is on no command line.
+drop_tok
+mkdir -m 0700 "$state/tok"
+(umask 077; set -C; printf '%s' "$token" > "$state/tok/token")
+chown -h "$uid:$gid" "$state/tok/token" "$state/tok"
 
-asuser=
-[ "$uid" = "$(id -u)" ] || asuser="setpriv --reuid=$uid --regid=$gid --init-groups --"
 for v in $(env | sed -n 's/^\(SSH_[A-Za-z_]*\|SUDO_[A-Za-z_]*\|MAIL\|OLDPWD\)=.*/\1/p'); do unset "$v"; done
 export HOME="$dir" USER="$user" LOGNAME="$user" PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 export PRIMER_WORKSPACE_ID="$id"
@@ -335,20 +428,20 @@ while :; do
   [ -z "$port" ] || break
   if ! kill -0 "$pid" 2>/dev/null || [ $i -ge 300 ]; then
     kill -KILL "$pid" 2>/dev/null || true
-    rm -f "$state/tok/token" "$state/pid"
+    rm -f "$state/pid"; drop_tok
     echo "the runtime did not start: $(tail -n 5 "$state/runtime.log" | tr '\n' ' ')" >&2
     exit 1
   fi
   sleep 0.05; i=$((i+1))
 done
 echo "$port" > "$state/port"
-rm -f "$state/tok/token"
+drop_tok
 echo "$pid $port $created"
 `
 
 // startScript builds the start script of a workspace. env goes into the
 // runtime's environment (and so every command's) through export builtins.
-func startScript(id, installation, bin string, t Template, user, token string, env map[string]string) *script {
+func startScript(id, installation, bin string, t Template, user string, allowRoot bool, token string, env map[string]string) *script {
 	s := &script{}
 	commonVars(s, id)
 	s.set("root", t.Root)
@@ -359,6 +452,7 @@ func startScript(id, installation, bin string, t Template, user, token string, e
 	s.set("installation", installation)
 	s.set("bin", bin)
 	s.set("token", token)
+	s.set("allow_root", strconv.FormatBool(allowRoot))
 	quota, mem := "", ""
 	if t.CPU > 0 {
 		quota = strconv.FormatInt(int64(t.CPU*100000), 10)

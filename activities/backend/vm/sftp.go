@@ -70,7 +70,8 @@ func (c *Client) EnsureFile(ctx context.Context, remotePath string, data []byte,
 }
 
 // upload writes data to the new file p with mode over SFTP, making its
-// directory first.
+// directory first. The file is opened with O_EXCL (SSH_FXF_EXCL), which
+// follows no link: a name taken by anything fails the upload.
 func (c *Client) upload(ctx context.Context, p string, data []byte, mode os.FileMode) error {
 	sc, stop, err := c.sftpClient(ctx)
 	if err != nil {
@@ -99,10 +100,11 @@ func (c *Client) upload(ctx context.Context, p string, data []byte, mode os.File
 }
 
 // remoteSHA256 returns the sha256 and octal mode of the host's file p, or
-// "" when there is no such file.
+// "" when there is no such file. A link is no such file: the upload then
+// renames a new file over the link, and chmod never follows it.
 func (c *Client) remoteSHA256(ctx context.Context, p string) (sum, mode string, err error) {
 	q := shellQuote(p)
-	out, stderr, code, err := c.Run(ctx, "if [ -f "+q+" ]; then sha256sum -b -- "+q+" && stat -c %a -- "+q+"; fi", nil)
+	out, stderr, code, err := c.Run(ctx, "if [ -f "+q+" ] && [ ! -L "+q+" ]; then sha256sum -b -- "+q+" && stat -c %a -- "+q+"; fi", nil)
 	if err != nil {
 		return "", "", err
 	}

@@ -114,11 +114,15 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{Isolation: iso, PersistentAcrossRestart: true}
 }
 
-// ValidateTemplate implements backend.Backend: the document, and that its
-// selector matches a host of the fleet.
+// ValidateTemplate implements backend.Backend: the document, that its user
+// is not root unless the provider allows it, and that its selector matches
+// a host of the fleet.
 func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
 	t, err := ParseTemplate(tmpl)
 	if err != nil {
+		return err
+	}
+	if err := b.cfg.checkUser(t); err != nil {
 		return err
 	}
 	if b.cfg.Machines == nil {
@@ -161,6 +165,11 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if req.Token == "" {
 		return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: no runtime token", id)
 	}
+	// A template stored before its provider stopped allowing root (or
+	// before the rule) is refused here, before anything runs on a host.
+	if err := b.cfg.checkUser(t); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
 	bin, binPath, err := runtimeFile(b.opts.Runtime)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: %w", id, err)
@@ -199,10 +208,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: upload primer-runtime to %s: %w", id, host, err)
 	}
-	user := t.User
-	if user == "" {
-		user = b.cfg.Connection.User
-	}
+	user := b.cfg.workspaceUser(t)
 	h, err := b.start(ctx, c, host, id, binPath, t, user, req)
 	if err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
@@ -230,7 +236,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 func (b *Backend) start(ctx context.Context, c *Client, host, id, binPath string, t Template, user string, req backend.ProvisionRequest) (backend.Handle, error) {
 	sctx, cancel := context.WithTimeout(ctx, opTimeout+b.opts.ReadyTimeout)
 	defer cancel()
-	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, b.opts.Installation, binPath, t, user, req.Token, req.Env))
+	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, req.Token, req.Env))
 	if err != nil {
 		return backend.Handle{}, err
 	}

@@ -64,7 +64,7 @@ func TestConformance(t *testing.T) {
 	parent := t
 	backendtest.Run(t, backendtest.Harness{
 		New:      func(t *testing.T) backend.Backend { return newBackend(t, config, nil) },
-		Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `"}`),
+		Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","user":"primer-ws"}`),
 		Gone:     func(t *testing.T, h backend.Handle) bool { return gone(t, host, h.WorkspaceID) },
 		Timeout:  time.Minute,
 		Restart: func(_ *testing.T, old backend.Backend) backend.Backend {
@@ -159,7 +159,7 @@ func TestTokenHidden(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	token := backendtest.NewToken(t)
-	h := provision(t, b, `{"kind":"vm","root":"`+testRoot+`"}`, token, map[string]string{"SECRET_ENV": "env-value-" + token[:8]})
+	h := provision(t, b, `{"kind":"vm","root":"`+testRoot+`","user":"primer-ws"}`, token, map[string]string{"SECRET_ENV": "env-value-" + token[:8]})
 	c := backendtest.Dial(ctx, t, b, h, token)
 	res, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo $SECRET_ENV $PRIMER_RUNTIME_TOKEN"}}, nil, nil)
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "env-value-"+token[:8] {
@@ -191,7 +191,7 @@ func TestCapsRefused(t *testing.T) {
 	b := newBackend(t, providerConfig(t, host.Connection(t), host), nil)
 	id := backendtest.NewID(t)
 	_, err := b.Provision(t.Context(), backend.ProvisionRequest{WorkspaceID: id, Token: backendtest.NewToken(t),
-		Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","cpu":0.5,"memory":"256Mi"}`)})
+		Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","user":"primer-ws","cpu":0.5,"memory":"256Mi"}`)})
 	if !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "supports no CPU/memory caps") || !strings.Contains(err.Error(), host.Addr) {
 		t.Fatalf("provision with caps = %v (kind %v), want invalid naming the host and the caps", err, errs.KindOf(err))
 	}
