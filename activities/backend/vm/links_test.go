@@ -213,3 +213,41 @@ func TestRootUserRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestUserOfAnotherTenantRefused: a user Primer made for one tenant's
+// workspaces is not another tenant's to name (it would share the first's
+// files and processes): refused at the host before anything of the
+// workspace is made, naming spec.backend.user; the first tenant's
+// workspaces keep running as it, and the same tenant may name it again.
+func TestUserOfAnotherTenantRefused(t *testing.T) {
+	host := vmtest.Start(t, vmtest.Options{})
+	b := newBackend(t, providerConfig(t, host.Connection(t), host), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	tmpl := json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","user":"primer-team"}`)
+	prov := func(tenant string) (backend.Handle, string, error) {
+		id, token := backendtest.NewID(t), backendtest.NewToken(t)
+		h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: tenant, Template: tmpl, Token: token})
+		if err == nil {
+			t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+		}
+		return h, id, err
+	}
+	first, _, err := prov("alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, id, err := prov("beta")
+	if !errs.Is(err, errs.Forbidden) || errs.FieldOf(err) != "spec.backend.user" || !strings.Contains(err.Error(), "another tenant's workspaces") {
+		t.Fatalf("another tenant naming alpha's user: %v (kind %v, field %q); want forbidden on spec.backend.user", err, errs.KindOf(err), errs.FieldOf(err))
+	}
+	if left := host.Exec(t, "ls -d "+testRoot+"/"+id+" /var/lib/primer/ws/"+id+" /var/lib/primer/users/primer-team/"+id+" 2>/dev/null; true"); strings.TrimSpace(left) != "" {
+		t.Errorf("the refused provision left on the host:\n%s", left)
+	}
+	if _, _, err := prov("alpha"); err != nil {
+		t.Errorf("the same tenant naming its user again: %v", err)
+	}
+	if _, err := b.Endpoint(ctx, first, ""); err != nil {
+		t.Errorf("alpha's first workspace after the refusal: %v", err)
+	}
+}

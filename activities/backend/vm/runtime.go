@@ -25,10 +25,11 @@ const (
 	// runtime's pid, port and log. It is how the host tells which
 	// workspaces it has (List, placement) and what to remove (Destroy).
 	stateDir = "/var/lib/primer/ws"
-	// usersDir records the users Primer made (usersDir/<user>/created)
-	// and which workspaces use them (usersDir/<user>/<workspace id>), so a
-	// user is removed with the last of its workspaces, and only if Primer
-	// made it.
+	// usersDir records the users Primer made (usersDir/<user>/created,
+	// which holds the tenant it was made for: only that tenant's workspaces
+	// run as it) and which workspaces use them (usersDir/<user>/<workspace
+	// id>), so a user is removed with the last of its workspaces, and only
+	// if Primer made it.
 	usersDir = "/var/lib/primer/users"
 	// workspaceEnv is set in the runtime's environment and so in every
 	// command's: Destroy finds the processes a workspace left behind
@@ -308,6 +309,18 @@ if [ "$allow_root" != true ] && id -u "$user" >/dev/null 2>&1 && why=$(privilege
   echo "spec.backend.user: $user is $why on this host: a workspace runs as root, or as a user as powerful, only where its provider sets allow_root_user" >&2
   exit 5
 fi
+# A user Primer made runs one tenant's workspaces (its created file names
+# the tenant): another tenant's naming it would share its files and
+# processes. Checked again under the users lock.
+other_tenant() {
+  [ -f "$users/$user/created" ] || return 1
+  owner=$(cat "$users/$user/created"); [ -n "$owner" ] && [ "$owner" != "$tenant" ]
+}
+refuse_other_tenant() {
+  echo "spec.backend.user: $user runs another tenant's workspaces on this host (Primer made it for them); name another user" >&2
+  exit 5
+}
+if other_tenant; then refuse_other_tenant; fi
 
 if [ -d "$state" ] && [ "$(cat "$state/root" 2>/dev/null)" != "$root" ]; then
   echo "workspace $id already lives under $(cat "$state/root") on this host, not $root" >&2; exit 3
@@ -324,8 +337,11 @@ printf '%s\n' "$root" > "$state/root"; printf '%s\n' "$user" > "$state/user"; pr
 exec 9>"$users/.lock"; flock 9
 if ! id -u "$user" >/dev/null 2>&1; then
   useradd --system --user-group --no-create-home --home-dir "$dir" --shell /bin/sh "$user"
-  mkdir -p "$users/$user"; : > "$users/$user/created"
+  mkdir -p "$users/$user"; printf '%s\n' "$tenant" > "$users/$user/created"
 fi
+if other_tenant; then refuse_other_tenant; fi
+# A user made before tenants were recorded goes to the first that uses it.
+if [ -f "$users/$user/created" ] && [ ! -s "$users/$user/created" ]; then printf '%s\n' "$tenant" > "$users/$user/created"; fi
 if [ -d "$users/$user" ]; then : > "$users/$user/$id"; fi
 flock -u 9
 created=false; [ -f "$users/$user/created" ] && created=true
@@ -441,9 +457,10 @@ echo "$pid $port $created"
 
 // startScript builds the start script of a workspace. env goes into the
 // runtime's environment (and so every command's) through export builtins.
-func startScript(id, installation, bin string, t Template, user string, allowRoot bool, token string, env map[string]string) *script {
+func startScript(id, tenant, installation, bin string, t Template, user string, allowRoot bool, token string, env map[string]string) *script {
 	s := &script{}
 	commonVars(s, id)
+	s.set("tenant", tenant)
 	s.set("root", t.Root)
 	s.set("user", user)
 	if installation == "" {

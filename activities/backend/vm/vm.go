@@ -236,7 +236,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 func (b *Backend) start(ctx context.Context, c *Client, host, id, binPath string, t Template, user string, req backend.ProvisionRequest) (backend.Handle, error) {
 	sctx, cancel := context.WithTimeout(ctx, opTimeout+b.opts.ReadyTimeout)
 	defer cancel()
-	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, req.Token, req.Env))
+	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, tenantOf(req), b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, req.Token, req.Env))
 	if err != nil {
 		return backend.Handle{}, err
 	}
@@ -250,6 +250,15 @@ func (b *Backend) start(ctx context.Context, c *Client, host, id, binPath string
 		return backend.Handle{}, err
 	}
 	return h, nil
+}
+
+// tenantOf is the tenant a provision is for, as the host records it for the
+// users Primer makes.
+func tenantOf(req backend.ProvisionRequest) string {
+	if req.TenantID == "" {
+		return models.DefaultTenantID
+	}
+	return req.TenantID
 }
 
 // handle builds the handle of a workspace running on host.
