@@ -168,7 +168,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	// A template stored before its provider stopped allowing root (or
 	// before the rule) is refused here, before anything runs on a host.
 	if err := b.cfg.checkUser(t); err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+		return backend.Handle{}, err
 	}
 	bin, binPath, err := runtimeFile(b.opts.Runtime)
 	if err != nil {
