@@ -19,12 +19,16 @@ import (
 // of a `kind: llm_provider` document. The key is given as a value
 // (api_key) or as the name of an environment variable of the worker
 // (api_key_env), not both.
+//
+// The access tags are the rules of backend/access.go: api_key_env names
+// an environment variable of the platform's host, so only an admin may
+// set it.
 type llmProviderSpec struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind"`
-	BaseURL   string `json:"base_url"`
-	APIKey    string `json:"api_key"`
-	APIKeyEnv string `json:"api_key_env"`
+	ID        string `json:"id" access:"any"`
+	Kind      string `json:"kind" access:"any"`
+	BaseURL   string `json:"base_url" access:"any,endpoint"`
+	APIKey    string `json:"api_key" access:"secret"`
+	APIKeyEnv string `json:"api_key_env" access:"admin:env"`
 }
 
 // llmProviderView is a provider as the API answers it: the key, if one is
@@ -120,6 +124,10 @@ func (s *server) createLLMProvider(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if err := adminOnly(c, &spec, "spec"); err != nil {
+		s.fail(c, err)
+		return
+	}
 	p, err := llmProvider(spec, nil)
 	if err != nil {
 		s.fail(c, err)
@@ -171,6 +179,10 @@ func (s *server) updateLLMProvider(c *gin.Context) {
 	}
 	old, err := s.llmProviderOf(c, id)
 	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := adminOnly(c, &spec, "spec"); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -80,7 +80,11 @@ func (s *server) provider(c *gin.Context, spec providerSpec, old *models.Provide
 		}
 		shared = *spec.Shared
 	}
-	p := &models.Provider{ID: spec.ID, Provider: spec.Provider, Config: orEmptyObject(spec.Config), Shared: shared}
+	config, err := s.providerConfig(c, spec.Provider, orEmptyObject(spec.Config), old)
+	if err != nil {
+		return nil, err
+	}
+	p := &models.Provider{ID: spec.ID, Provider: spec.Provider, Config: config, Shared: shared}
 	if err := s.cfg.Backends.Validate(p); err != nil {
 		return nil, err
 	}
@@ -114,7 +118,7 @@ func (s *server) createProvider(c *gin.Context) {
 	}
 	s.log.Info("provider created", "provider_id", p.ID, "provider", p.Provider)
 	c.Header("Location", "/v1/providers/"+p.ID)
-	c.JSON(http.StatusCreated, p)
+	c.JSON(http.StatusCreated, s.providerOut(c, *p))
 }
 
 func (s *server) listProviders(c *gin.Context) {
@@ -126,7 +130,7 @@ func (s *server) listProviders(c *gin.Context) {
 	for i := range ps {
 		// The tenant's own and shared ones; the shared ones of others
 		// without their config.
-		ps[i] = providerView(c, ps[i])
+		ps[i] = s.providerOut(c, ps[i])
 	}
 	c.JSON(http.StatusOK, list(ps))
 }
@@ -137,7 +141,7 @@ func (s *server) getProvider(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, providerView(c, *p))
+	c.JSON(http.StatusOK, s.providerOut(c, *p))
 }
 
 func (s *server) updateProvider(c *gin.Context) {
@@ -158,6 +162,10 @@ func (s *server) updateProvider(c *gin.Context) {
 	ctx := c.Request.Context()
 	old, err := s.ownProviderOf(c, id)
 	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := sharedReadOnly(c, old, "change"); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -192,7 +200,7 @@ func (s *server) updateProvider(c *gin.Context) {
 		return
 	}
 	s.log.Info("provider updated", "provider_id", p.ID, "provider", p.Provider)
-	c.JSON(http.StatusOK, p)
+	c.JSON(http.StatusOK, s.providerOut(c, *p))
 }
 
 func (s *server) deleteProvider(c *gin.Context) {
@@ -201,7 +209,12 @@ func (s *server) deleteProvider(c *gin.Context) {
 		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be deleted", id))
 		return
 	}
-	if _, err := s.ownProviderOf(c, id); err != nil {
+	old, err := s.ownProviderOf(c, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := sharedReadOnly(c, old, "delete"); err != nil {
 		s.fail(c, err)
 		return
 	}

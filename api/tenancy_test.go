@@ -413,12 +413,20 @@ func tenancyHarness(t *testing.T) *harness {
 		c.Backends = backend.NewRegistry(map[string]backend.Factory{
 			models.BackendLocal:     local.Factory(host, nil),
 			models.BackendContainer: local.Factory(host, nil),
-		})
+		}).WithConfigs(map[string]any{models.BackendLocal: local.ProviderConfig{}, models.BackendContainer: localAsContainer{}})
 		c.Connector.Backends = c.Backends
 	})
 	h.backends = h.srv.cfg.Backends
 	h.srv.authFails = newFailLimiter(1<<30, 1e9)
 	return h
+}
+
+// localAsContainer is the tenancy harness's "container" provider config:
+// the local backend's, whose root_path members may set here (the host
+// rule is not what these tests are about; provider_access_test.go is).
+type localAsContainer struct {
+	Kind     string `json:"kind,omitempty" access:"any"`
+	RootPath string `json:"root_path" access:"any"`
 }
 
 // TestTenancyRouteMatrix runs every route of the router (enumerated, not
@@ -527,10 +535,17 @@ func TestSharedProviders(t *testing.T) {
 	h.doAs(memberB, "PUT", "/v1/providers/a-prov", `{"provider":"container",`+cfg+`}`).
 		expectError(t, 403, "forbidden", "", "only its owner")
 	h.doAs(memberB, "DELETE", "/v1/providers/a-prov", nil).expectError(t, 403, "forbidden", "", "only its owner")
-	// The owner's update keeps it shared (absent shared: unchanged).
-	h.doAs(memberA, "PUT", "/v1/providers/a-prov", `{"provider":"container",`+cfg+`}`).expect(t, 200).decode(t, &seen)
+	// Shared means read-only: its owner tenant's members may neither
+	// change nor delete it (an admin's providers live in the default
+	// tenant, whose members must not repoint them).
+	h.doAs(memberA, "PUT", "/v1/providers/a-prov", `{"provider":"container",`+cfg+`}`).
+		expectError(t, 403, "forbidden", "", "provider a-prov: shared; only an admin may change it")
+	h.doAs(memberA, "DELETE", "/v1/providers/a-prov", nil).
+		expectError(t, 403, "forbidden", "", "provider a-prov: shared; only an admin may delete it")
+	// An admin's update keeps it shared (absent shared: unchanged).
+	h.do("PUT", "/v1/providers/a-prov", `{"provider":"container",`+cfg+`}`).expect(t, 200).decode(t, &seen)
 	if seen["shared"] != true {
-		t.Fatalf("owner's update unshared the provider: %v", seen)
+		t.Fatalf("admin's update unshared the provider: %v", seen)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/activities/backend/configs"
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/kubernetes"
 	"github.com/primerhq/primer/activities/backend/local"
@@ -158,7 +159,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			Logger:       logger,
 			Installation: s.installation,
 		}),
-	})
+	}).WithConfigs(configs.Providers())
 	s.backends = registry
 	s.pool = rtclient.NewPool()
 	conn := &connector.Connector{Store: s.store, Backends: registry, Pool: s.pool}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"sync"
 
 	"github.com/primerhq/primer/errs"
@@ -20,6 +22,10 @@ type Factory func(config json.RawMessage) (Backend, error)
 type Registry struct {
 	factories map[string]Factory
 
+	// configs are the provider config types by backend type, for the
+	// access rules (access.go).
+	configs map[string]reflect.Type
+
 	mu    sync.Mutex
 	cache map[string]cached // provider id -> backend
 }
@@ -33,6 +39,43 @@ type cached struct {
 // the provider's `provider` field (local, worktree, container, kubernetes).
 func NewRegistry(factories map[string]Factory) *Registry {
 	return &Registry{factories: factories, cache: map[string]cached{}}
+}
+
+// WithConfigs records the provider config type of each backend type (a
+// value of it: container.ProviderConfig{}), so that the API can check the
+// access rules of a provider document (DecodeConfig, AdminSettings). It
+// returns r.
+func (r *Registry) WithConfigs(configs map[string]any) *Registry {
+	r.configs = map[string]reflect.Type{}
+	for kind, c := range configs {
+		t := reflect.TypeOf(c)
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		r.configs[kind] = t
+	}
+	return r
+}
+
+// ConfigTypes returns the provider config types by backend type.
+func (r *Registry) ConfigTypes() map[string]reflect.Type {
+	return maps.Clone(r.configs)
+}
+
+// DecodeConfig decodes a provider config of backend type kind into a new
+// value of its config type (a pointer), strictly and without defaults or
+// side effects: nothing is read from the host. ok is false when the
+// registry knows no config type for kind.
+func (r *Registry) DecodeConfig(kind string, config json.RawMessage) (v any, ok bool, err error) {
+	t, ok := r.configs[kind]
+	if !ok {
+		return nil, false, nil
+	}
+	p := reflect.New(t).Interface()
+	if err := DecodeStrict(config, "spec.config", p); err != nil {
+		return nil, true, err
+	}
+	return p, true, nil
 }
 
 // Validate checks that a provider row names a known backend type with a valid

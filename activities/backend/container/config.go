@@ -37,43 +37,52 @@ const (
 //	connection: {kind: socket, socket_path: /var/run/docker.sock}
 //	reachability: {kind: host_port, bind_host: 127.0.0.1}
 type ProviderConfig struct {
-	Kind         string       `json:"kind,omitempty"`
-	Runtime      string       `json:"runtime,omitempty"`
-	Connection   Connection   `json:"connection"`
-	Reachability Reachability `json:"reachability"`
+	Kind         string       `json:"kind,omitempty" access:"any"`
+	Runtime      string       `json:"runtime,omitempty" access:"any"`
+	Connection   Connection   `json:"connection" access:"any"`
+	Reachability Reachability `json:"reachability" access:"any"`
 }
 
 // Connection says how the platform reaches the engine's API.
 type Connection struct {
-	Kind string `json:"kind"`
-	// SocketPath is the engine's API socket (kind socket).
-	SocketPath string `json:"socket_path,omitempty"`
+	Kind string `json:"kind" access:"any,endpoint"`
+	// SocketPath is the engine's API socket (kind socket): a path on the
+	// platform's host, so admin only.
+	SocketPath string `json:"socket_path,omitempty" access:"admin:path,endpoint"`
 	// Host is host:port or tcp://host:port (kind tcp).
-	Host string `json:"host,omitempty"`
-	// TLS holds the client certificate files for a TLS engine (kind tcp).
-	TLS *TLSConfig `json:"tls,omitempty"`
+	Host string `json:"host,omitempty" access:"any,endpoint"`
+	// TLS holds the client certificate for a TLS engine (kind tcp).
+	TLS *TLSConfig `json:"tls,omitempty" access:"any"`
 }
 
-// TLSConfig names PEM files on the platform's host.
+// TLSConfig is the client certificate of a TLS engine: PEM files on the
+// platform's host (an admin's), or the PEM values themselves (secrets,
+// which members may give). Each of the three is given one way or the
+// other.
 type TLSConfig struct {
-	CAFile   string `json:"ca_file,omitempty"`
-	CertFile string `json:"cert_file,omitempty"`
-	KeyFile  string `json:"key_file,omitempty"`
+	CAFile   string `json:"ca_file,omitempty" access:"admin:path"`
+	CertFile string `json:"cert_file,omitempty" access:"admin:path"`
+	KeyFile  string `json:"key_file,omitempty" access:"admin:path"`
+	CA       string `json:"ca,omitempty" access:"secret"`
+	Cert     string `json:"cert,omitempty" access:"secret"`
+	Key      string `json:"key,omitempty" access:"secret"`
 }
 
 // Reachability says how the platform reaches a workspace's runtime.
 type Reachability struct {
-	Kind string `json:"kind"`
+	Kind string `json:"kind" access:"any"`
 	// BindHost is the host address published runtime ports bind to
 	// (host_port). Only that address listens; 127.0.0.1 keeps them local.
-	BindHost string `json:"bind_host,omitempty"`
+	BindHost string `json:"bind_host,omitempty" access:"any"`
 	// ConnectHost is the address the platform dials for a published port
 	// when it differs from BindHost (a remote engine bound to 0.0.0.0).
-	ConnectHost string `json:"connect_host,omitempty"`
+	ConnectHost string `json:"connect_host,omitempty" access:"any"`
 	// Network is the engine network workspaces join and the platform
 	// reaches them on by container address (network), for a platform that
-	// itself runs in a container on that network.
-	Network string `json:"network,omitempty"`
+	// itself runs in a container on that network. Admin only: every
+	// workspace of the provider, whatever its tenant, joins it, and it
+	// may never be a tenant's network (checked again at provision).
+	Network string `json:"network,omitempty" access:"admin:network"`
 }
 
 // ParseProviderConfig decodes and checks a container provider config.
@@ -113,8 +122,16 @@ func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 			return c, errs.Field("spec.config.connection.host", "spec.config.connection.host: %q must be host:port", conn.Host)
 		}
 		conn.Host = h
-		if t := conn.TLS; t != nil && (t.CAFile == "" || t.CertFile == "" || t.KeyFile == "") {
-			return c, errs.Field("spec.config.connection.tls", "spec.config.connection.tls: ca_file, cert_file and key_file are all required")
+		if t := conn.TLS; t != nil {
+			for _, p := range []struct{ name, file, value string }{{"ca", t.CAFile, t.CA}, {"cert", t.CertFile, t.Cert}, {"key", t.KeyFile, t.Key}} {
+				f := "spec.config.connection.tls." + p.name
+				switch {
+				case p.file != "" && p.value != "":
+					return c, errs.Field(f, "%s: give %s or %s_file, not both", f, f, p.name)
+				case p.file == "" && p.value == "":
+					return c, errs.Field(f, "%s: required (the PEM value, or %s_file naming a file on the Primer host)", f, p.name)
+				}
+			}
 		}
 	case "":
 		return c, errs.Field("spec.config.connection.kind", "spec.config.connection.kind: required, %q or %q", ConnSocket, ConnTCP)

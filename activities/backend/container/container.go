@@ -207,6 +207,11 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if req.Token == "" {
 		return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: no runtime token", req.WorkspaceID)
 	}
+	if b.cfg.Reachability.Kind == ReachNetwork {
+		if err := b.checkProviderNetwork(ctx, req.WorkspaceID, b.cfg.Reachability.Network); err != nil {
+			return backend.Handle{}, err
+		}
+	}
 	unlock := b.locks.Lock(req.WorkspaceID)
 	defer unlock()
 

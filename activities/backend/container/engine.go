@@ -57,10 +57,17 @@ func newClient(c Connection) (*dclient.Client, error) {
 	case ConnSocket:
 		opts = append(opts, dclient.WithHost("unix://"+c.SocketPath))
 	case ConnTCP:
-		opts = append(opts, dclient.WithHost("tcp://"+c.Host))
 		if c.TLS != nil {
-			opts = append(opts, dclient.WithTLSClientConfig(c.TLS.CAFile, c.TLS.CertFile, c.TLS.KeyFile))
+			// The HTTP client comes first: WithHost configures its
+			// transport's dialling, and a transport with a TLS config
+			// makes the engine client speak https.
+			tc, err := tlsConfig(c.TLS)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, dclient.WithHTTPClient(tlsClient(tc)))
 		}
+		opts = append(opts, dclient.WithHost("tcp://"+c.Host))
 	}
 	cli, err := dclient.NewClientWithOpts(opts...)
 	if err != nil {

@@ -240,3 +240,32 @@ func joinPrefixes(ps []netip.Prefix) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// checkProviderNetwork refuses a provider's reachability network that is
+// one of Primer's tenant networks (labelled as a tenant's, or named like
+// one of any installation): a provider joins every workspace it makes to
+// its network, so naming a tenant's would put workspaces of whichever
+// tenant uses the provider beside that tenant's. The API lets only an
+// admin set the network; this holds for rows written before that rule and
+// for admins' mistakes. A network that does not exist is left to the
+// engine to refuse.
+func (b *Backend) checkProviderNetwork(ctx context.Context, id, name string) error {
+	refuse := func() error {
+		return errs.E(errs.Forbidden, "workspace %s: provider network %q is a Primer tenant network; a provider may not join workspaces to it", id, name)
+	}
+	if strings.HasPrefix(name, "primer-") && strings.Contains(name, "-tenant-") {
+		return refuse()
+	}
+	n, err := b.cli.NetworkInspect(ctx, name, dnetwork.InspectOptions{})
+	switch {
+	case cerrdefs.IsNotFound(err):
+		return nil
+	case err != nil:
+		return b.engineErr(err, "workspace %s: inspect network %q", id, name)
+	case n.Labels[LabelTenant] != "" || n.Labels[LabelManaged] == "true" ||
+		(strings.HasPrefix(n.Name, "primer-") && strings.Contains(n.Name, "-tenant-")):
+		// By id, or by a prefix of it, the engine finds the network too.
+		return refuse()
+	}
+	return nil
+}

@@ -39,30 +39,49 @@ const (
 //	reachability: {kind: pod_ip}   # or service, or port_forward
 //	runtime_image: registry.example/primer/runtime:1.0   # optional
 type ProviderConfig struct {
-	Kind         string       `json:"kind,omitempty"`
-	Connection   Connection   `json:"connection"`
-	Namespace    string       `json:"namespace,omitempty"`
-	Reachability Reachability `json:"reachability"`
+	Kind         string       `json:"kind,omitempty" access:"any"`
+	Connection   Connection   `json:"connection" access:"any"`
+	Namespace    string       `json:"namespace,omitempty" access:"any"`
+	Reachability Reachability `json:"reachability" access:"any"`
 	// RuntimeImage is the image of the init container that puts
 	// primer-runtime into every workspace pod. It holds the binary at
 	// /.primer/primer-runtime and nothing else (`primer runtime-image`
 	// writes it). Default: primer/runtime:<the platform's runtime digest>,
 	// which the cluster must have (`make k8s-runtime-image` imports it into
 	// the test cluster).
-	RuntimeImage string `json:"runtime_image,omitempty"`
+	RuntimeImage string `json:"runtime_image,omitempty" access:"any"`
 	// ImagePullPolicy of the workspace and runtime images: IfNotPresent
 	// (default), Always or Never.
-	ImagePullPolicy string `json:"image_pull_policy,omitempty"`
+	ImagePullPolicy string `json:"image_pull_policy,omitempty" access:"any"`
 }
 
 // Connection says how the platform reaches the API server.
 type Connection struct {
-	Kind string `json:"kind"`
-	// Path is the kubeconfig file (kind kubeconfig); empty means the
-	// platform's KUBECONFIG or ~/.kube/config.
-	Path string `json:"path,omitempty"`
+	// Kind in_cluster uses the platform's own service account: admin only
+	// (HostEffects).
+	Kind string `json:"kind" access:"any,endpoint"`
+	// Path is the kubeconfig file on the platform's host (kind
+	// kubeconfig); empty, with no Kubeconfig either, means the platform's
+	// KUBECONFIG or ~/.kube/config. Both are admin only.
+	Path string `json:"path,omitempty" access:"admin:path,endpoint"`
+	// Kubeconfig is the kubeconfig itself (kind kubeconfig), YAML or
+	// JSON: a member's inline credential, stored as a secret.
+	Kubeconfig string `json:"kubeconfig,omitempty" access:"secret"`
 	// Context is the kubeconfig context; empty means its current one.
-	Context string `json:"context,omitempty"`
+	Context string `json:"context,omitempty" access:"any,endpoint"`
+}
+
+// HostEffects implements backend.HostEffecter: a connection with no
+// credentials of its own (in_cluster, or a kubeconfig connection that
+// names neither a file nor an inline kubeconfig) uses the platform's.
+func (c *ProviderConfig) HostEffects(prefix string) []backend.Setting {
+	switch {
+	case c.Connection.Kind == ConnInCluster:
+		return []backend.Setting{{Path: prefix + ".connection.kind", Why: "in_cluster uses the Primer host's own service account"}}
+	case c.Connection.Path == "" && c.Connection.Kubeconfig == "":
+		return []backend.Setting{{Path: prefix + ".connection.kubeconfig", Why: "left out, the platform's own kubeconfig is used"}}
+	}
+	return nil
 }
 
 // Reachability says how the platform reaches a workspace's runtime: by the
@@ -70,7 +89,7 @@ type Connection struct {
 // a ClusterIP Service per workspace, or through the API server's
 // port-forward (a platform outside the cluster).
 type Reachability struct {
-	Kind string `json:"kind"`
+	Kind string `json:"kind" access:"any"`
 }
 
 // ParseProviderConfig decodes and checks a kubernetes provider config.
@@ -85,10 +104,13 @@ func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 	c.Kind = Type
 	switch c.Connection.Kind {
 	case ConnInCluster:
-		if c.Connection.Path != "" || c.Connection.Context != "" {
-			return c, errs.Field("spec.config.connection", "spec.config.connection: path and context are for kind %s", ConnKubeconfig)
+		if c.Connection.Path != "" || c.Connection.Context != "" || c.Connection.Kubeconfig != "" {
+			return c, errs.Field("spec.config.connection", "spec.config.connection: path, kubeconfig and context are for kind %s", ConnKubeconfig)
 		}
 	case ConnKubeconfig:
+		if c.Connection.Path != "" && c.Connection.Kubeconfig != "" {
+			return c, errs.Field("spec.config.connection.kubeconfig", "spec.config.connection.kubeconfig: give the kubeconfig or spec.config.connection.path, not both")
+		}
 		if c.Connection.Path != "" {
 			p, err := backend.AbsPath("spec.config.connection.path", c.Connection.Path)
 			if err != nil {

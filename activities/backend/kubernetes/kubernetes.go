@@ -39,8 +39,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -193,9 +195,14 @@ func Factory(opts Options) backend.Factory {
 func restConfig(c Connection) (*rest.Config, error) {
 	var rc *rest.Config
 	var err error
-	switch c.Kind {
-	case ConnInCluster:
+	switch {
+	case c.Kind == ConnInCluster:
 		rc, err = rest.InClusterConfig()
+	case c.Kubeconfig != "":
+		if rc, err = inlineConfig(c); err != nil {
+			// Its messages name the field and quote nothing of it.
+			return nil, err
+		}
 	default:
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		if c.Path != "" {
@@ -211,6 +218,34 @@ func restConfig(c Connection) (*rest.Config, error) {
 	// queue a batch of evals' workspaces behind each other.
 	rc.QPS, rc.Burst = 100, 200
 	rc.UserAgent = "primer"
+	return rc, nil
+}
+
+// inlineConfig is the client config of an inline kubeconfig, a member's
+// credential: one that would read a file or run a program on the
+// platform's host is refused, and no error quotes the document (the
+// parser's messages may).
+func inlineConfig(c Connection) (*rest.Config, error) {
+	const f = "spec.config.connection.kubeconfig"
+	kc, err := clientcmd.Load([]byte(c.Kubeconfig))
+	if err != nil {
+		return nil, errs.Field(f, "%s: not a valid kubeconfig", f)
+	}
+	for _, name := range slices.Sorted(maps.Keys(kc.AuthInfos)) {
+		a := kc.AuthInfos[name]
+		if a.Exec != nil || a.AuthProvider != nil || a.ClientCertificate != "" || a.ClientKey != "" || a.TokenFile != "" {
+			return nil, errs.Field(f, "%s: user %q reads a file or runs a program on the Primer host; give its credentials inline (client-certificate-data, client-key-data, token)", f, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(kc.Clusters)) {
+		if kc.Clusters[name].CertificateAuthority != "" {
+			return nil, errs.Field(f, "%s: cluster %q reads a file on the Primer host; give certificate-authority-data inline", f, name)
+		}
+	}
+	rc, err := clientcmd.NewNonInteractiveClientConfig(*kc, c.Context, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, errs.Field(f, "%s: not a usable kubeconfig (context %q)", f, c.Context)
+	}
 	return rc, nil
 }
 

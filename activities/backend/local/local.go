@@ -78,8 +78,8 @@ func CheckHandle(h backend.Handle, kind, root string) (string, error) {
 // ProviderConfig is the provider document shared by the host backends:
 // {"kind": "local", "root_path": "/abs/path"}.
 type ProviderConfig struct {
-	Kind     string `json:"kind,omitempty"`
-	RootPath string `json:"root_path"`
+	Kind     string `json:"kind,omitempty" access:"any"`
+	RootPath string `json:"root_path" access:"admin:path"`
 }
 
 // ParseProviderConfig decodes and checks a host backend's provider config

@@ -28,37 +28,38 @@ const DefaultMachinesTimeout = 5 * time.Minute
 //
 // Exactly one of hosts and machines is set.
 type ProviderConfig struct {
-	Kind       string       `json:"kind,omitempty"`
-	Connection Connection   `json:"connection"`
-	Hosts      []HostConfig `json:"hosts,omitempty"`
-	Machines   *Machines    `json:"machines,omitempty"`
+	Kind       string       `json:"kind,omitempty" access:"any"`
+	Connection Connection   `json:"connection" access:"any"`
+	Hosts      []HostConfig `json:"hosts,omitempty" access:"any"`
+	Machines   *Machines    `json:"machines,omitempty" access:"any"`
 	// AllowRootUser lets the provider's templates run workspaces as root or
 	// a user as powerful (see checkUser); without it they are refused when
 	// the template is stored and again at every provision. Only an admin
 	// sets it.
-	AllowRootUser bool `json:"allow_root_user,omitempty"`
+	AllowRootUser bool `json:"allow_root_user,omitempty" access:"admin:root"`
 }
 
 // HostConfig is one host of a fixed fleet.
 type HostConfig struct {
 	// Address is host or host:port (the connection's port by default).
-	Address string            `json:"address"`
-	Labels  map[string]string `json:"labels,omitempty"`
+	Address string            `json:"address" access:"any,endpoint"`
+	Labels  map[string]string `json:"labels,omitempty" access:"any"`
 	// MaxWorkspaces bounds the workspaces placed on the host; nil means no
 	// bound.
-	MaxWorkspaces *int `json:"max_workspaces,omitempty"`
+	MaxWorkspaces *int `json:"max_workspaces,omitempty" access:"any"`
 }
 
 // Machines are the commands that make and remove one machine per
 // workspace, run on the platform's host. Each gets the workspace id as its
 // last argument and in PRIMER_WORKSPACE_ID; create prints
 // {"address":"host[:port]"} on stdout. Both are idempotent on the id.
+// They run on the platform's host with its environment: admin only.
 type Machines struct {
-	Create  []string `json:"create"`
-	Destroy []string `json:"destroy"`
+	Create  []string `json:"create" access:"admin:command,endpoint"`
+	Destroy []string `json:"destroy" access:"admin:command"`
 	// Timeout bounds one run, as a Go duration; default
 	// DefaultMachinesTimeout.
-	Timeout string `json:"timeout,omitempty"`
+	Timeout string `json:"timeout,omitempty" access:"any"`
 
 	timeout time.Duration
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -16,9 +17,11 @@ import (
 )
 
 // knownHosts verifies host keys against one known_hosts file, and, with
-// trust on first use, records the key of a host the file does not name.
+// trust on first use, records the key of a host the file does not name; or
+// against known_hosts lines given inline (data), which nothing records to.
 type knownHosts struct {
 	path string
+	data string
 	tofu bool
 
 	// mu serialises the recording of keys in this process, so two first
@@ -44,6 +47,9 @@ func (h *knownHosts) callback(addr string) (ssh.HostKeyCallback, []string, error
 // load parses the file. A missing file is empty when trust on first use may
 // create it.
 func (h *knownHosts) load() (ssh.HostKeyCallback, error) {
+	if h.data != "" {
+		return inlineKnownHosts(h.data)
+	}
 	cb, err := knownhosts.New(h.path)
 	if err == nil {
 		return cb, nil
@@ -64,13 +70,13 @@ func (h *knownHosts) check(cb ssh.HostKeyCallback, hostname string, remote net.A
 	case err == nil:
 		return nil
 	case errors.As(err, &re):
-		return &HostKeyError{Addr: hostname, KnownHosts: h.path, Changed: true}
+		return &HostKeyError{Addr: hostname, KnownHosts: h.source(), Changed: true}
 	case errors.As(err, &ke) && len(ke.Want) > 0:
-		return &HostKeyError{Addr: hostname, KnownHosts: h.path, Changed: true}
-	case errors.As(err, &ke) && h.tofu:
+		return &HostKeyError{Addr: hostname, KnownHosts: h.source(), Changed: true}
+	case errors.As(err, &ke) && h.tofu && h.data == "":
 		return h.record(hostname, remote, key)
 	case errors.As(err, &ke):
-		return &HostKeyError{Addr: hostname, KnownHosts: h.path}
+		return &HostKeyError{Addr: hostname, KnownHosts: h.source()}
 	}
 	return err
 }
@@ -90,7 +96,7 @@ func (h *knownHosts) record(hostname string, remote net.Addr, key ssh.PublicKey)
 	if err := cb(hostname, remote, key); err == nil {
 		return nil
 	} else if !errors.As(err, &ke) || len(ke.Want) > 0 {
-		return &HostKeyError{Addr: hostname, KnownHosts: h.path, Changed: true}
+		return &HostKeyError{Addr: hostname, KnownHosts: h.source(), Changed: true}
 	}
 	old, err := os.ReadFile(h.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -104,6 +110,58 @@ func (h *knownHosts) record(hostname string, remote net.Addr, key ssh.PublicKey)
 		return fmt.Errorf("record host key of %s in %s: %w", hostname, h.path, err)
 	}
 	return nil
+}
+
+// source names where the keys come from, for messages.
+func (h *knownHosts) source() string {
+	if h.data != "" {
+		return "known_hosts_data"
+	}
+	return h.path
+}
+
+// inlineKnownHosts is the callback of known_hosts lines given as a value.
+// The knownhosts package reads only files: the lines reach it through a
+// pipe (/dev/fd), so they are never written to the platform's disk.
+func inlineKnownHosts(data string) (ssh.HostKeyCallback, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("read known_hosts_data: %w", err)
+	}
+	defer func() { _ = r.Close() }()
+	go func() {
+		_, _ = w.WriteString(data)
+		_ = w.Close()
+	}()
+	cb, err := knownhosts.New(fmt.Sprintf("/dev/fd/%d", r.Fd()))
+	if err != nil {
+		// The package's messages may quote a line: say only which.
+		return nil, errors.New("read known_hosts_data: not valid known_hosts lines")
+	}
+	return cb, nil
+}
+
+// checkKnownHostsData checks that data is known_hosts lines holding at
+// least one key, without quoting it.
+func checkKnownHostsData(data string) error {
+	rest := []byte(data)
+	keys := 0
+	for len(rest) > 0 {
+		var err error
+		_, _, _, _, rest, err = ssh.ParseKnownHosts(rest)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errors.New("not valid known_hosts lines (host patterns, key type, base64 key)")
+		}
+		keys++
+	}
+	if keys == 0 {
+		return errors.New("holds no host key")
+	}
+	_, err := inlineKnownHosts(data)
+	return err
 }
 
 // writeAtomic replaces path with data through a temporary file in the same

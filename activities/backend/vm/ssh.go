@@ -20,23 +20,31 @@ import (
 
 // Connection is the provider's `connection` document: how the platform
 // reaches every host of a vm provider over SSH.
+//
+// The private key is one of private_key (the PEM itself, a member's
+// inline secret), private_key_file and private_key_env (a file or an
+// environment variable of the platform's host: an admin's); the host keys
+// are known_hosts_data (known_hosts lines, inline) or known_hosts (a file
+// of the platform's host, which trust_on_first_use writes to: an admin's).
 type Connection struct {
-	User            string    `json:"user"`
-	Port            int       `json:"port,omitempty"`             // default 22
-	PrivateKeyFile  string    `json:"private_key_file,omitempty"` // one of these two
-	PrivateKeyEnv   string    `json:"private_key_env,omitempty"`  // env var holding the PEM
-	KnownHosts      string    `json:"known_hosts"`                // path, required
-	TrustOnFirstUse bool      `json:"trust_on_first_use,omitempty"`
-	Jump            *JumpHost `json:"jump,omitempty"`
-	ConnectTimeout  string    `json:"connect_timeout,omitempty"` // Go duration, default 10s
+	User            string    `json:"user" access:"any"`
+	Port            int       `json:"port,omitempty" access:"any,endpoint"` // default 22
+	PrivateKey      string    `json:"private_key,omitempty" access:"secret"`
+	PrivateKeyFile  string    `json:"private_key_file,omitempty" access:"admin:path"`
+	PrivateKeyEnv   string    `json:"private_key_env,omitempty" access:"admin:env"` // env var holding the PEM
+	KnownHosts      string    `json:"known_hosts,omitempty" access:"admin:path"`
+	KnownHostsData  string    `json:"known_hosts_data,omitempty" access:"secret"`
+	TrustOnFirstUse bool      `json:"trust_on_first_use,omitempty" access:"admin:hostfile"`
+	Jump            *JumpHost `json:"jump,omitempty" access:"any"`
+	ConnectTimeout  string    `json:"connect_timeout,omitempty" access:"any"` // Go duration, default 10s
 }
 
 // JumpHost is a bastion the platform connects through to reach the hosts. It
 // is checked against the same known_hosts and authenticated with the same key.
 type JumpHost struct {
-	Address string `json:"address"`
-	User    string `json:"user,omitempty"` // default: Connection.User
-	Port    int    `json:"port,omitempty"` // default 22
+	Address string `json:"address" access:"any,endpoint"`
+	User    string `json:"user,omitempty" access:"any"`          // default: Connection.User
+	Port    int    `json:"port,omitempty" access:"any,endpoint"` // default 22
 }
 
 // defaultConnectTimeout bounds the TCP dial and the SSH handshake of one host.
@@ -66,10 +74,19 @@ func (c Connection) Validate(fieldPrefix string) error {
 	if c.Port < 0 || c.Port > 65535 {
 		return errs.Field(f("port"), "must be between 1 and 65535")
 	}
-	if c.KnownHosts == "" {
-		return errs.Field(f("known_hosts"), "is required: host keys are always verified")
+	switch {
+	case c.KnownHosts != "" && c.KnownHostsData != "":
+		return errs.Field(f("known_hosts_data"), "set either known_hosts_data or known_hosts, not both")
+	case c.KnownHosts == "" && c.KnownHostsData == "":
+		return errs.Field(f("known_hosts_data"), "is required (the hosts' known_hosts lines), or known_hosts: host keys are always verified")
+	case c.KnownHostsData != "" && c.TrustOnFirstUse:
+		return errs.Field(f("trust_on_first_use"), "records keys in the known_hosts file; it needs known_hosts, not known_hosts_data")
+	case c.KnownHostsData != "":
+		if err := checkKnownHostsData(c.KnownHostsData); err != nil {
+			return errs.Field(f("known_hosts_data"), "%v", err)
+		}
 	}
-	if !c.TrustOnFirstUse {
+	if c.KnownHosts != "" && !c.TrustOnFirstUse {
 		if _, err := os.Stat(c.KnownHosts); err != nil {
 			return errs.Field(f("known_hosts"), "cannot read %s: %v (set trust_on_first_use to create it)", c.KnownHosts, err)
 		}
@@ -97,9 +114,17 @@ func (c Connection) Validate(fieldPrefix string) error {
 // signer reads and parses the private key, with errors naming the field.
 func (c Connection) signer(fieldPrefix string) (ssh.Signer, error) {
 	var pem []byte
+	given := 0
+	for _, v := range []string{c.PrivateKey, c.PrivateKeyFile, c.PrivateKeyEnv} {
+		if v != "" {
+			given++
+		}
+	}
 	switch {
-	case c.PrivateKeyFile != "" && c.PrivateKeyEnv != "":
-		return nil, errs.Field(fieldPrefix+".private_key_file", "set either private_key_file or private_key_env, not both")
+	case given > 1:
+		return nil, errs.Field(fieldPrefix+".private_key", "set one of private_key, private_key_file and private_key_env")
+	case c.PrivateKey != "":
+		pem = []byte(c.PrivateKey)
 	case c.PrivateKeyFile != "":
 		b, err := os.ReadFile(c.PrivateKeyFile)
 		if err != nil {
@@ -113,13 +138,16 @@ func (c Connection) signer(fieldPrefix string) (ssh.Signer, error) {
 		}
 		pem = []byte(v)
 	default:
-		return nil, errs.Field(fieldPrefix+".private_key_file", "a private key is required: set private_key_file or private_key_env")
+		return nil, errs.Field(fieldPrefix+".private_key", "a private key is required: set private_key (the PEM), or private_key_file or private_key_env")
 	}
 	s, err := ssh.ParsePrivateKey(pem)
 	if err != nil {
 		// The parse error never quotes the key material.
-		field := fieldPrefix + ".private_key_file"
-		if c.PrivateKeyFile == "" {
+		field := fieldPrefix + ".private_key"
+		switch {
+		case c.PrivateKeyFile != "":
+			field = fieldPrefix + ".private_key_file"
+		case c.PrivateKeyEnv != "":
 			field = fieldPrefix + ".private_key_env"
 		}
 		return nil, errs.Field(field, "cannot parse the private key (an unencrypted OpenSSH or PEM key is needed): %v", err)
@@ -206,7 +234,7 @@ func NewDialer(c Connection, logger *slog.Logger) (*Dialer, error) {
 	d := &Dialer{
 		conn:     c,
 		signer:   s,
-		hosts:    &knownHosts{path: c.KnownHosts, tofu: c.TrustOnFirstUse},
+		hosts:    &knownHosts{path: c.KnownHosts, data: c.KnownHostsData, tofu: c.TrustOnFirstUse},
 		logger:   logger,
 		clients:  map[string]*Client{},
 		forwards: map[string]*forward{},

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+)
+
+// providerConfig applies the access rules of provider config fields
+// (backend/access.go) to a provider document of backend type kind and
+// returns the config to store. Only an admin may set a field whose effect
+// lands on the platform's host (a path, an environment variable, a
+// command, the platform's own credentials): anyone else gets a 403 naming
+// the field, before anything reads the host (validating a vm provider
+// reads its key file). Inline secrets sent as Redacted keep old's values
+// (old: the stored provider on update), unless an endpoint changed: then
+// they are dropped, so a stored credential never follows the provider to
+// an endpoint its sender did not give it for.
+func (s *server) providerConfig(c *gin.Context, kind string, raw json.RawMessage, old *models.Provider) (json.RawMessage, error) {
+	admin := callerOf(c).admin()
+	cfg, known, err := s.cfg.Backends.DecodeConfig(kind, raw)
+	switch {
+	case !known && !slices.Contains(s.cfg.Backends.Types(), kind):
+		return raw, nil // the registry's Validate names the unknown type
+	case !known && !admin:
+		return nil, errs.E(errs.Forbidden, "spec.provider: provider type %s has no access rules; only an admin may create one", kind)
+	case !known:
+		return raw, nil
+	case err != nil:
+		return nil, err
+	}
+	if err := adminOnly(c, cfg, "spec.config"); err != nil {
+		return nil, err
+	}
+	var stored any
+	if old != nil && old.Provider == kind {
+		if v, _, err := s.cfg.Backends.DecodeConfig(kind, old.Config); err == nil {
+			stored = v
+		}
+	}
+	changed, err := backend.RestoreSecrets(cfg, stored, "spec.config")
+	if err != nil || !changed {
+		return raw, err
+	}
+	// The placeholders are replaced: store the document as decoded.
+	return json.Marshal(cfg)
+}
+
+// providerOut is p as the caller may see it (providerView) with every
+// inline secret of its config Redacted. A stored config that no longer
+// decodes is left out rather than answered in clear.
+func (s *server) providerOut(c *gin.Context, p models.Provider) models.Provider {
+	p = providerView(c, p)
+	if len(p.Config) == 0 {
+		return p
+	}
+	cfg, known, err := s.cfg.Backends.DecodeConfig(p.Provider, p.Config)
+	switch {
+	case !known:
+		return p
+	case err != nil:
+		p.Config = nil
+		return p
+	}
+	if backend.RedactSecrets(cfg) {
+		doc, err := json.Marshal(cfg)
+		if err != nil {
+			doc = nil
+		}
+		p.Config = doc
+	}
+	return p
+}
+
+// sharedReadOnly refuses a caller that is not an admin a change to a
+// shared provider, even of its own tenant (an admin's providers live in
+// the default tenant, whose members must not repoint them): other tenants'
+// env values and runtime tokens go wherever it points.
+func sharedReadOnly(c *gin.Context, p *models.Provider, verb string) error {
+	if p.Shared && !callerOf(c).admin() {
+		return errs.E(errs.Forbidden, "provider %s: shared; only an admin may %s it", p.ID, verb)
+	}
+	return nil
+}
+
+// adminOnly refuses a caller that is not an admin a document v (a pointer
+// to a struct with access tags) that sets an admin-only field, naming it
+// under prefix.
+func adminOnly(c *gin.Context, v any, prefix string) error {
+	if callerOf(c).admin() {
+		return nil
+	}
+	if set := backend.AdminSettings(v, prefix); len(set) > 0 {
+		return set[0].Err()
+	}
+	return nil
+}
