@@ -2,6 +2,7 @@ package container_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/backendtest"
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/container/containertest"
+	"github.com/primerhq/primer/errs"
 	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
 )
@@ -132,6 +134,60 @@ func TestTenantsDoNotShareANetwork(t *testing.T) {
 			if a, bb := exists(tenantA), exists(tenantB); a != st.wantA || bb != st.wantB {
 				t.Errorf("after destroy %d: network of tenant A exists %v, of B %v; want %v, %v", i+1, a, bb, st.wantA, st.wantB)
 			}
+		}
+	})
+}
+
+// TestProviderNetworkIsNeverATenantNetwork: a provider whose reachability
+// network is a tenant's network (a row written before only admins could
+// set the network, or an admin's mistake), named or given by id, makes no
+// workspace: provision is refused before anything is created, and no
+// container joins that network.
+func TestProviderNetworkIsNeverATenantNetwork(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		base := containertest.Backend(t, e)
+		victim := "tv-" + strings.TrimPrefix(backendtest.NewID(t), "ws-")
+		name := container.TenantNetwork("", victim)
+		created, err := base.Client().NetworkCreate(ctx, name, dnetwork.CreateOptions{Driver: "bridge",
+			Labels: map[string]string{container.LabelManaged: "true", container.LabelTenant: victim}})
+		if err != nil {
+			t.Fatalf("create the victim's network: %v", err)
+		}
+		t.Cleanup(func() { _ = base.Client().NetworkRemove(context.Background(), name) })
+		// By name, by id and by a prefix of the id: the engine finds it
+		// by each.
+		for _, ref := range []string{name, created.ID, created.ID[:12]} {
+			raw, _ := json.Marshal(map[string]any{
+				"runtime":      e.Name,
+				"connection":   map[string]any{"kind": "socket", "socket_path": e.Socket},
+				"reachability": map[string]any{"kind": "network", "network": ref},
+			})
+			cfg, err := container.ParseProviderConfig(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := container.New(cfg, container.Options{Runtime: containertest.RuntimeBinary(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := backendtest.NewID(t)
+			_, err = b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: "attacker", Template: busyboxTemplate(nil), Token: backendtest.NewToken(t)})
+			if !errs.Is(err, errs.Forbidden) || !strings.Contains(err.Error(), "is a Primer tenant network") {
+				t.Errorf("network %s: Provision = %v; want Forbidden, a tenant network", ref, err)
+			}
+			if objs := containertest.Objects(t, b, id); len(objs) > 0 {
+				t.Errorf("network %s: refused provision left %v", ref, objs)
+			}
+			_ = b.Close()
+		}
+		n, err := base.Client().NetworkInspect(ctx, name, dnetwork.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(n.Containers) != 0 {
+			t.Fatalf("the victim's network has %d containers, want none", len(n.Containers))
 		}
 	})
 }

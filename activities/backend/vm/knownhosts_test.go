@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,4 +162,49 @@ func TestRefusedHostKeySendsNothing(t *testing.T) {
 
 func knownLine(addr string, key ssh.PublicKey) string {
 	return knownhosts.Line([]string{knownhosts.Normalize(addr)}, key) + "\n"
+}
+
+// TestInlineCredentials: a connection given its key and host keys as
+// values (a member's inline credentials) authenticates with that key and
+// checks host keys against those lines: a host they do not name, or name
+// with another key, is refused in the key exchange, and its error names
+// known_hosts_data, never a file.
+func TestInlineCredentials(t *testing.T) {
+	pem, err := os.ReadFile(vmtest.KeyFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	other, _ := ssh.NewPublicKey(otherPub)
+	tests := []struct {
+		name    string
+		known   func(s *sshServer) string
+		refused bool
+	}{
+		{"known", func(s *sshServer) string { return knownLine(s.addr, s.key) }, false},
+		{"changed", func(s *sshServer) string { return knownLine(s.addr, other) }, true},
+		{"another host's key", func(*sshServer) string { return knownLine("127.0.0.1:1", other) }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startSSHServer(t)
+			d := sshDialer(t, vm.Connection{User: "alice", PrivateKey: string(pem), KnownHostsData: tt.known(s)})
+			_, err := d.Client(sshCtx(t), s.addr)
+			var hk *vm.HostKeyError
+			switch {
+			case tt.refused && (!errors.As(err, &hk) || hk.KnownHosts != "known_hosts_data"):
+				t.Fatalf("Client = %v; want a *HostKeyError naming known_hosts_data", err)
+			case !tt.refused && err != nil:
+				t.Fatalf("Client: %v", err)
+			}
+			_ = d.Close()
+			auths, _ := s.seen()
+			if tt.refused != (len(auths) == 0) {
+				t.Errorf("server saw authentication attempts %q; refused %v", auths, tt.refused)
+			}
+			if !tt.refused && !slices.Contains(auths, "alice publickey") {
+				t.Errorf("server saw %q; want alice's key", auths)
+			}
+		})
+	}
 }
