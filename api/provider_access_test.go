@@ -101,7 +101,7 @@ func TestProviderFieldsHaveAccessRules(t *testing.T) {
 	for kind, paths := range map[string][]string{
 		models.BackendContainer:  {"connection.socket_path", "connection.tls.ca_file", "connection.tls.cert_file", "connection.tls.key_file", "reachability.network"},
 		models.BackendKubernetes: {"connection.path"},
-		models.BackendVM:         {"connection.private_key_file", "connection.private_key_env", "connection.known_hosts", "connection.trust_on_first_use", "machines.create", "machines.destroy"},
+		models.BackendVM:         {"connection.private_key_file", "connection.private_key_env", "connection.known_hosts", "connection.trust_on_first_use", "machines.create", "machines.destroy", "allow_root_user"},
 		models.BackendLocal:      {"root_path"},
 	} {
 		rules := backend.Rules(reflect.TypeOf(configs.Providers()[kind]))
