@@ -97,6 +97,11 @@ func (a *Activities) runCase(ctx context.Context, in RunCaseInput) (RunCaseOutpu
 		return RunCaseOutput{}, fmt.Errorf("run %s: case %s: start: %w", in.RunID, cr.CaseID, err)
 	}
 
+	// The run may reach this workspace (a leased pool member was made
+	// before the run; host_rule.go); a refusal is final.
+	if err := a.mayRunCase(ctx, in.RunID, in.WorkspaceID); err != nil {
+		return RunCaseOutput{}, err
+	}
 	x, err := a.execCase(ctx, in.WorkspaceID, c, reset)
 	if ctx.Err() != nil {
 		return RunCaseOutput{}, errs.E(errs.Canceled, "run %s: case %s: canceled", in.RunID, cr.CaseID)

@@ -93,6 +93,7 @@ func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*m
 		// another tenant, the schedule): its workspaces count against the
 		// suite's tenant.
 		TenantID:    su.TenantID,
+		ByAdmin:     su.AdminWritten,
 		SuiteID:     su.ID,
 		Status:      models.RunPending,
 		Trigger:     spec.Trigger,

@@ -68,6 +68,13 @@ func (a *Activities) acquireWorkspace(ctx context.Context, in AcquireWorkspaceIn
 		nctx := context.WithoutCancel(ctx)
 		switch {
 		case ss.PoolID != "":
+			pool, err := a.Store.GetPool(nctx, ss.PoolID)
+			if err != nil {
+				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: %w", run.ID, ss.PoolID, err)
+			}
+			if err := a.mayLeaseFor(nctx, run, pool); err != nil {
+				return AcquireWorkspaceOutput{}, err
+			}
 			// The run's labels are set by the lease itself: a workspace it
 			// leased always says so, and FinishRun finds it.
 			ws, err = a.Store.LeaseWorkspaceLabelled(nctx, ss.PoolID, labels)
@@ -84,12 +91,12 @@ func (a *Activities) acquireWorkspace(ctx context.Context, in AcquireWorkspaceIn
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: %w", run.ID, ss.PoolID, err)
 			}
-			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: p.TemplateID, Labels: labels})
+			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: p.TemplateID, Labels: labels, ByAdmin: run.ByAdmin})
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: create a cold workspace: %w", run.ID, ss.PoolID, err)
 			}
 		default:
-			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: ss.TemplateID, Labels: labels})
+			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: ss.TemplateID, Labels: labels, ByAdmin: run.ByAdmin})
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: %w", run.ID, err)
 			}

@@ -94,6 +94,15 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: template: %w", id, err)
 	}
+	// The rows as they are now decide, before anything is made: the host
+	// rule and the tenant's quota on the template's limits (host_rule.go).
+	at("checking the template")
+	if err := a.mayMake(ctx, ws, tmpl); err != nil {
+		return backend.Handle{}, err
+	}
+	if err := a.fitLimits(ctx, ws, tmpl); err != nil {
+		return backend.Handle{}, err
+	}
 	b, err := backendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)

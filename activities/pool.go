@@ -46,6 +46,11 @@ type CreateWorkspaceRequest struct {
 	// LeaseTTL, when set, makes the workspace a lease that is taken back
 	// (deleted, as it belongs to no pool) after it unless extended.
 	LeaseTTL time.Duration
+	// ByAdmin says the workspace is made on an admin's authority: an
+	// admin's request, or a pool or suite whose last write was an admin's
+	// (Workspace.ByAdmin). Only such a workspace may run on a host backend
+	// or be made from another tenant's template (host_rule.go).
+	ByAdmin bool
 }
 
 // ReconcilePoolInput names the pool to look at.
@@ -193,7 +198,8 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 		out.Removed++
 	}
 	for range create {
-		_, err := a.Lifecycle.CreateWorkspace(ctx, CreateWorkspaceRequest{TenantID: p.TenantID, TemplateID: p.TemplateID, PoolID: poolID})
+		_, err := a.Lifecycle.CreateWorkspace(ctx, CreateWorkspaceRequest{TenantID: p.TenantID, TemplateID: p.TemplateID, PoolID: poolID,
+			ByAdmin: p.AdminWritten})
 		if errs.Is(err, errs.Exhausted) {
 			// The tenant's quota is full: the pool stays short until
 			// something of the tenant goes. One warning per pass, and the

@@ -106,6 +106,11 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: replace: %w", id, err)
 	}
+	// Refused replacements leave the old sandbox alone; provision checks
+	// again (with the quota) before it makes the new one.
+	if err := a.mayMakeWorkspace(ctx, ws); err != nil {
+		return backend.Handle{}, err
+	}
 	b, err := backendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: replace: %w", id, err)
@@ -311,6 +316,11 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 // the template's files are written and its init commands run again. A
 // pool return (reset) and an eval case on a reused workspace share it.
 func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *models.Workspace, common backend.Common) (protocol.ResetResult, error) {
+	// The template's files and init run again, from the template as it is
+	// now: the host rule holds here as at a provision.
+	if err := a.mayMakeWorkspace(ctx, ws); err != nil {
+		return protocol.ResetResult{}, err
+	}
 	res, err := cl.Reset(ctx)
 	if err != nil {
 		return res, fmt.Errorf("workspace %s: reset: runtime: %w", ws.ID, err)

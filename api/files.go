@@ -38,6 +38,9 @@ func (s *server) runtimeFor(c *gin.Context, id string) (*models.Workspace, *clie
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := hostWorkspace(c, w); err != nil {
+		return nil, nil, err
+	}
 	if w.Phase != models.PhaseRunning {
 		return nil, nil, errs.E(errs.Precondition, "workspace %s: is %s, not running", w.ID, w.Phase)
 	}

@@ -174,8 +174,10 @@ func (s *server) createPool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// Who wrote it decides whether its refills may reach the host
+	// (activities/host_rule.go).
 	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
-		TenantID: callerTenant(c)}
+		TenantID: callerTenant(c), AdminWritten: callerOf(c).admin()}
 	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -250,7 +252,8 @@ func (s *server) updatePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL}
+	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
+		AdminWritten: callerOf(c).admin()}
 	if err := s.cfg.Store.UpdatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -331,12 +334,21 @@ func (s *server) leasePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if w != nil && models.IsHostBackend(w.Backend) && !callerOf(c).admin() {
+		// An idle member made before the template left the host: it goes
+		// back to the pool (which replaces it), not to a member.
+		if err := s.cfg.Store.SetPoolState(ctx, w.ID, models.PoolLeased, models.PoolIdle); err != nil {
+			s.log.Warn("pool: give back a host member", "pool_id", poolID, "workspace_id", w.ID, "error", err.Error())
+		}
+		s.fail(c, errs.E(errs.Forbidden, "pool %s: workspace %s is on host backend %s, which runs code on the Primer host; only an admin may lease it", poolID, w.ID, w.Backend))
+		return
+	}
 	source, status := LeaseWarm, http.StatusOK
 	if w == nil {
 		// A cold lease's workspace is the pool's tenant's, as its members are.
 		w, err = s.cfg.Starter.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{
 			TemplateID: p.TemplateID, Labels: spec.Labels, LeaseTTL: s.leaseTTL(ctx, p, leaseTTL, poolID),
-			TenantID: p.TenantID,
+			TenantID: p.TenantID, ByAdmin: callerOf(c).admin(),
 		})
 		if err != nil {
 			s.fail(c, err)

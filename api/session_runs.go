@@ -82,6 +82,9 @@ func (s *server) runSession(c *gin.Context) {
 		return
 	}
 	w, err := s.workspaceOf(c, ses.WorkspaceID)
+	if err == nil {
+		err = hostWorkspace(c, w)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return

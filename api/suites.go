@@ -218,6 +218,9 @@ func (s *server) createSuite(c *gin.Context) {
 		return
 	}
 	su.TenantID = callerTenant(c)
+	// Who wrote it decides whether its runs may reach the host
+	// (activities/host_rule.go).
+	su.AdminWritten = callerOf(c).admin()
 	if err := s.cfg.Store.CreateSuite(ctx, su, rows); err != nil {
 		s.fail(c, suiteError(err, spec))
 		return
@@ -359,6 +362,7 @@ func (s *server) updateSuite(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	su.AdminWritten = callerOf(c).admin()
 	if err := s.cfg.Starter.SyncSchedule(ctx, id, spec.Schedule); err != nil {
 		s.fail(c, err)
 		return

@@ -37,6 +37,10 @@ func (s *server) template(c *gin.Context, spec templateSpec, old *models.Templat
 	if err != nil {
 		return nil, asRef(err, "spec.provider_id", "provider", spec.ProviderID)
 	}
+	// A member's template never lands on the host (templates_rules.go).
+	if err := s.mayWriteTemplate(c, p, nil); err != nil {
+		return nil, err
+	}
 	if t := bytes.TrimSpace(spec.Backend); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, errs.Field("spec.backend", "spec.backend: required (an object with a kind)")
 	}
@@ -67,7 +71,10 @@ func (s *server) template(c *gin.Context, spec templateSpec, old *models.Templat
 	if err := b.ValidateTemplate(doc); err != nil {
 		return nil, err
 	}
-	return &models.Template{ID: spec.ID, ProviderID: p.ID, Description: spec.Description, Backend: doc}, nil
+	// Who made this write decides whether the template may reach the host
+	// (activities/host_rule.go).
+	return &models.Template{ID: spec.ID, ProviderID: p.ID, Description: spec.Description, Backend: doc,
+		AdminWritten: callerOf(c).admin()}, nil
 }
 
 // unredact replaces Redacted env values in doc with old's values. A
@@ -220,6 +227,10 @@ func (s *server) createTemplate(c *gin.Context) {
 		return
 	}
 	t.TenantID = callerTenant(c)
+	if err := s.templateFits(c.Request.Context(), t); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if err := s.cfg.Store.CreateTemplate(c.Request.Context(), t); err != nil {
 		s.fail(c, err)
 		return
@@ -268,8 +279,19 @@ func (s *server) updateTemplate(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if err := s.mayWriteTemplate(c, nil, old); err != nil {
+		s.fail(c, err)
+		return
+	}
 	t, err := s.template(c, spec, old)
 	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	// Its workspaces get the new limits when they are next provisioned or
+	// replaced: refused now if that would pass their tenants' quotas.
+	t.TenantID = old.TenantID
+	if err := s.templateFits(ctx, t); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -296,7 +318,12 @@ func (s *server) updateTemplate(c *gin.Context) {
 
 func (s *server) deleteTemplate(c *gin.Context) {
 	id := c.Param("id")
-	if _, err := s.templateOf(c, id); err != nil {
+	old, err := s.templateOf(c, id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.mayWriteTemplate(c, nil, old); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -106,7 +106,8 @@ func (s *server) createWorkspace(c *gin.Context) {
 		// workflow cannot be started it removes the row again (503).
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl, TenantID: tenant})
+			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl, TenantID: tenant,
+				ByAdmin: callerOf(c).admin()})
 		if err != nil {
 			s.fail(c, err)
 			return

@@ -41,8 +41,12 @@ type Suite struct {
 	PoolID      string          `gorm:"size:128;not null;default:'';index" json:"pool_id,omitempty"`
 	Spec        json.RawMessage `gorm:"serializer:json;type:text" json:"spec"`
 	CaseCount   int             `gorm:"not null;default:0" json:"case_count"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
+	// AdminWritten is true when an admin made the suite's last write: only
+	// then may its runs make (or lease) workspaces on a host backend, or of
+	// another tenant's template or pool (Run.ByAdmin carries it).
+	AdminWritten bool      `gorm:"not null;default:false" json:"-"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // SuiteCase is one case of a suite, in the suite's order (Ordinal from 0).
@@ -71,6 +75,9 @@ type Run struct {
 	Trigger     string          `gorm:"size:16;not null;default:''" json:"trigger"`
 	TriggeredBy string          `gorm:"size:200;not null;default:''" json:"triggered_by,omitempty"`
 	Spec        json.RawMessage `gorm:"serializer:json;type:text" json:"-"`
+	// ByAdmin is the suite's AdminWritten when the run was made: its
+	// workspaces carry it (Workspace.ByAdmin).
+	ByAdmin bool `gorm:"not null;default:false" json:"-"`
 	// Selection is the eval.Selection the run was made with, as JSON.
 	Selection  json.RawMessage `gorm:"serializer:json;type:text" json:"selection,omitempty"`
 	Total      int             `gorm:"not null;default:0" json:"total"`

@@ -134,12 +134,13 @@ func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 			return err
 		}
 		err := tx.Model(&Suite{}).Where("id = ?", su.ID).Updates(map[string]any{
-			"description": su.Description,
-			"template_id": su.TemplateID,
-			"pool_id":     su.PoolID,
-			"spec":        jsonColumn(su.Spec),
-			"case_count":  su.CaseCount,
-			"updated_at":  tx.NowFunc(),
+			"description":   su.Description,
+			"template_id":   su.TemplateID,
+			"pool_id":       su.PoolID,
+			"spec":          jsonColumn(su.Spec),
+			"case_count":    su.CaseCount,
+			"admin_written": su.AdminWritten,
+			"updated_at":    tx.NowFunc(),
 		}).Error
 		if err != nil {
 			return err

@@ -22,6 +22,12 @@ const (
 	BackendVM         = "vm"
 )
 
+// IsHostBackend reports whether a backend of kind runs a workspace's code
+// on the machine that runs Primer (local, worktree): only an admin's
+// template, asked for by an admin, may make a workspace there (the host
+// rule, docs/SECURITY.md).
+func IsHostBackend(kind string) bool { return kind == BackendLocal || kind == BackendWorktree }
+
 // Workspace phases (DESIGN.md).
 const (
 	PhasePending     = "pending"
@@ -110,9 +116,15 @@ type Template struct {
 	// Generation is 1 when the template is created and grows by one with
 	// every update, so a workspace made from an older recipe can be told
 	// apart (Workspace.TemplateGeneration). The store sets it.
-	Generation int64     `gorm:"not null;default:1" json:"generation"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Generation int64 `gorm:"not null;default:1" json:"generation"`
+	// AdminWritten is true when an admin made the template's last write
+	// (create or update; the API sets it). Only such a template may make
+	// workspaces on a host backend: the activities check it wherever a
+	// workspace is made, so a row written by a member, or before the rule
+	// existed, never reaches the host.
+	AdminWritten bool      `gorm:"not null;default:false" json:"-"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // Pool is a warm pool: Size running workspaces of a template kept idle so
@@ -129,6 +141,10 @@ type Pool struct {
 	// LeaseTTL is how long a lease lasts unless returned or extended, as
 	// a Go duration ("30m"); empty: until returned.
 	LeaseTTL string `gorm:"size:32;not null;default:''" json:"lease_ttl,omitempty"`
+	// AdminWritten is true when an admin made the pool's last write: only
+	// then may its refills make workspaces on a host backend (they carry
+	// it as Workspace.ByAdmin).
+	AdminWritten bool `gorm:"not null;default:false" json:"-"`
 }
 
 // Workspace is a live sandbox materialised from a template.
@@ -150,6 +166,11 @@ type Workspace struct {
 	// TemplateGeneration is the template's Generation when the workspace
 	// was created; CreateWorkspace sets it.
 	TemplateGeneration int64 `gorm:"not null;default:0" json:"template_generation"`
+	// ByAdmin is true when the workspace was made on an admin's authority:
+	// an admin's create or lease, or a pool or eval suite whose last write
+	// was an admin's. Only such a workspace may be provisioned on a host
+	// backend, or from another tenant's template.
+	ByAdmin bool `gorm:"not null;default:false" json:"-"`
 	// PoolID is the warm pool the workspace belongs to, empty if none.
 	PoolID string `gorm:"size:128;not null;default:'';index:idx_workspaces_pool,priority:1" json:"pool_id,omitempty"`
 	// PoolState is PoolIdle, PoolLeased or PoolReturning for a pool's

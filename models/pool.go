@@ -69,7 +69,7 @@ func (s *Store) ListPools(ctx context.Context, templateID, tenant string) ([]Poo
 	return ps, nil
 }
 
-// UpdatePool replaces template_id and size of an existing pool, with the
+// UpdatePool replaces template_id, size, lease_ttl and admin_written of an existing pool, with the
 // checks of CreatePool; NotFound if absent. On success p holds the stored row.
 func (s *Store) UpdatePool(ctx context.Context, p *Pool) error {
 	if err := checkPool(p); err != nil {
@@ -83,10 +83,11 @@ func (s *Store) UpdatePool(ctx context.Context, p *Pool) error {
 			return err
 		}
 		err := tx.Model(&Pool{}).Where("id = ?", p.ID).Updates(map[string]any{
-			"template_id": p.TemplateID,
-			"size":        p.Size,
-			"lease_ttl":   p.LeaseTTL,
-			"updated_at":  tx.NowFunc(),
+			"template_id":   p.TemplateID,
+			"size":          p.Size,
+			"lease_ttl":     p.LeaseTTL,
+			"admin_written": p.AdminWritten,
+			"updated_at":    tx.NowFunc(),
 		}).Error
 		if err != nil {
 			return err

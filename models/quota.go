@@ -174,3 +174,140 @@ func exhausted(tenantID, quota, limit, inUse, asked string) error {
 // fmtCores prints a core count without float noise: 1.5, and 0.3 for a sum
 // of 0.1 and 0.2 (millicores are the finest any backend takes).
 func fmtCores(c float64) string { return strconv.FormatFloat(math.Round(c*1000)/1000, 'f', -1, 64) }
+
+// SetWorkspaceLimits records cpu and mem as the limits workspace id runs
+// with, checked against its tenant's quota as if the workspace were made
+// with them now: provisioning and replacing a workspace make its sandbox
+// from the template as it is then, so the limits the tenant's quota sums
+// must be those, not the ones recorded at create. Nothing changes when
+// they are the recorded ones. Exhausted (naming the quota) when the new
+// limits would pass it, Invalid when the tenant limits CPU (memory) and
+// there is no such limit; NotFound if the workspace is gone.
+func (s *Store) SetWorkspaceLimits(ctx context.Context, id string, cpu float64, mem int64) error {
+	w, err := s.GetWorkspace(ctx, id)
+	if err != nil {
+		return err
+	}
+	if w.CPUCores == cpu && w.MemoryBytes == mem {
+		return nil
+	}
+	err = s.inQuota(ctx, w.TenantID, func(tx *gorm.DB, q Quota) error {
+		var cur []Workspace
+		if err := tx.Clauses(forUpdate).Where("id = ?", id).Limit(1).Find(&cur).Error; err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return notFound("workspace", id)
+		}
+		if err := checkLimitsQuota(tx, w.TenantID, q, &cur[0], cpu, mem); err != nil {
+			return err
+		}
+		return tx.Model(&Workspace{}).Where("id = ?", id).
+			Updates(map[string]any{"cpu_cores": cpu, "memory_bytes": mem, "updated_at": tx.NowFunc()}).Error
+	})
+	return writeError(ctx, err, "workspace", id, "set limits")
+}
+
+// checkLimitsQuota refuses the limits cpu and mem for w, whose recorded
+// limits already count in tenantID's usage, when they would pass q. It runs
+// in inQuota's transaction.
+func checkLimitsQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace, cpu float64, mem int64) error {
+	if !q.limited() {
+		return nil
+	}
+	switch {
+	case q.MaxCPUCores > 0 && cpu <= 0:
+		return errs.E(errs.Invalid, "tenant %s: quota max_cpu_cores: limit %s: workspace %s has no cpu limit; its template must set cpu_cores under this quota",
+			tenantID, fmtCores(q.MaxCPUCores), w.ID)
+	case q.MaxMemoryBytes > 0 && mem <= 0:
+		return errs.E(errs.Invalid, "tenant %s: quota max_memory_bytes: limit %d: workspace %s has no memory limit; its template must set memory_bytes under this quota",
+			tenantID, q.MaxMemoryBytes, w.ID)
+	}
+	u, err := usageOf(tx, tenantID)
+	if err != nil {
+		return err
+	}
+	others := Usage{CPUCores: u.CPUCores - w.CPUCores, MemoryBytes: u.MemoryBytes - w.MemoryBytes}
+	// Only a limit that grows is checked: a workspace moving to smaller
+	// limits is never refused, even in a tenant over a lowered quota.
+	switch {
+	case q.MaxCPUCores > 0 && cpu > w.CPUCores && others.CPUCores+cpu > q.MaxCPUCores+cpuSlack:
+		return exhausted(tenantID, "max_cpu_cores", fmtCores(q.MaxCPUCores), fmtCores(others.CPUCores), fmtCores(cpu))
+	case q.MaxMemoryBytes > 0 && mem > w.MemoryBytes && others.MemoryBytes+mem > q.MaxMemoryBytes:
+		return exhausted(tenantID, "max_memory_bytes", strconv.FormatInt(q.MaxMemoryBytes, 10), strconv.FormatInt(others.MemoryBytes, 10), strconv.FormatInt(mem, 10))
+	}
+	return nil
+}
+
+// CheckTemplateLimits says whether templateID's workspaces may run with
+// the limits cpu and mem: every tenant holding workspaces of the template
+// must stay within its quota with each of them at the new limits (as a
+// provision or replace would record them, SetWorkspaceLimits), and the
+// template's own tenant must have room for one workspace with them.
+// Exhausted or Invalid naming the tenant and quota, as at create. It is a
+// check before a template change, not a reservation: the provision
+// enforces it again.
+func (s *Store) CheckTemplateLimits(ctx context.Context, templateID, templateTenant string, cpu float64, mem int64) error {
+	db := s.r.WithContext(ctx)
+	var ws []Workspace
+	if err := db.Where("template_id = ?", templateID).Find(&ws).Error; err != nil {
+		return dbError(ctx, err, "template "+templateID+": workspaces")
+	}
+	byTenant := map[string][]Workspace{tenantOrDefault(templateTenant): nil}
+	for _, w := range ws {
+		byTenant[w.TenantID] = append(byTenant[w.TenantID], w)
+	}
+	for tenantID, held := range byTenant {
+		var ts []Tenant
+		if err := db.Where("id = ?", tenantID).Limit(1).Find(&ts).Error; err != nil {
+			return dbError(ctx, err, "tenant "+tenantID)
+		}
+		if len(ts) == 0 || !ts[0].Quota.limited() {
+			continue
+		}
+		q := ts[0].Quota
+		// A template without a limit under a quota that has one is
+		// refused only when workspaces of it would run that way now; with
+		// none, a create would refuse it (as before this check).
+		switch {
+		case len(held) > 0 && q.MaxCPUCores > 0 && cpu <= 0:
+			return errs.E(errs.Invalid, "tenant %s: quota max_cpu_cores: limit %s: workspace %s would have no cpu limit; the template must set one under this quota",
+				tenantID, fmtCores(q.MaxCPUCores), held[0].ID)
+		case len(held) > 0 && q.MaxMemoryBytes > 0 && mem <= 0:
+			return errs.E(errs.Invalid, "tenant %s: quota max_memory_bytes: limit %d: workspace %s would have no memory limit; the template must set one under this quota",
+				tenantID, q.MaxMemoryBytes, held[0].ID)
+		}
+		if len(held) == 0 {
+			// None yet: one alone must fit.
+			switch {
+			case q.MaxCPUCores > 0 && cpu > q.MaxCPUCores+cpuSlack:
+				return errs.E(errs.Exhausted, "tenant %s: quota max_cpu_cores: limit %s: a workspace of the template would need %s",
+					tenantID, fmtCores(q.MaxCPUCores), fmtCores(cpu))
+			case q.MaxMemoryBytes > 0 && mem > q.MaxMemoryBytes:
+				return errs.E(errs.Exhausted, "tenant %s: quota max_memory_bytes: limit %d: a workspace of the template would need %d",
+					tenantID, q.MaxMemoryBytes, mem)
+			}
+			continue
+		}
+		u, err := usageOf(db, tenantID)
+		if err != nil {
+			return dbError(ctx, err, "tenant "+tenantID+": usage")
+		}
+		// What the tenant would hold with its workspaces of the template
+		// at the new limits. Only a use that grows is refused.
+		next := Usage{CPUCores: u.CPUCores, MemoryBytes: u.MemoryBytes}
+		for _, w := range held {
+			next.CPUCores += cpu - w.CPUCores
+			next.MemoryBytes += mem - w.MemoryBytes
+		}
+		switch {
+		case q.MaxCPUCores > 0 && next.CPUCores > q.MaxCPUCores+cpuSlack && next.CPUCores > u.CPUCores+cpuSlack:
+			return errs.E(errs.Exhausted, "tenant %s: quota max_cpu_cores: limit %s, in use %s; its %d workspace(s) of the template at %s each would make it %s",
+				tenantID, fmtCores(q.MaxCPUCores), fmtCores(u.CPUCores), len(held), fmtCores(cpu), fmtCores(next.CPUCores))
+		case q.MaxMemoryBytes > 0 && next.MemoryBytes > q.MaxMemoryBytes && next.MemoryBytes > u.MemoryBytes:
+			return errs.E(errs.Exhausted, "tenant %s: quota max_memory_bytes: limit %d, in use %d; its %d workspace(s) of the template at %d each would make it %d",
+				tenantID, q.MaxMemoryBytes, u.MemoryBytes, len(held), mem, next.MemoryBytes)
+		}
+	}
+	return nil
+}

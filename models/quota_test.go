@@ -22,6 +22,8 @@ func TestQuota(t *testing.T) {
 				{"deleting counts until gone", testQuotaDeleting},
 				{"concurrent pools", testQuotaConcurrentPools},
 				{"tenants apart", testQuotaTenantsApart},
+				{"limits at provision", testQuotaSetLimits},
+				{"template limits", testQuotaTemplateLimits},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					s := d.open(t)
@@ -248,6 +250,93 @@ func TestQuotaTwoProcesses(t *testing.T) {
 			must(t, err)
 			if u.Workspaces != 10 {
 				t.Errorf("usage %+v, want 10 workspaces", u)
+			}
+		})
+	}
+}
+
+// testQuotaSetLimits: a workspace re-recorded with its template's limits
+// at provision or replace (SetWorkspaceLimits) is refused when they would
+// pass the tenant's quota, and its recorded limits stay; limits that fit,
+// or shrink, are recorded.
+func testQuotaSetLimits(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}))
+	a, b := tenantWorkspace("acme", 1, 256<<20), tenantWorkspace("acme", 0.5, 256<<20)
+	must(t, s.CreateWorkspace(ctx, a))
+	must(t, s.CreateWorkspace(ctx, b))
+	for _, tc := range []struct {
+		name     string
+		cpu      float64
+		mem      int64
+		wantKind errs.Kind // 0: recorded
+		wantMsg  string
+	}{
+		{"same", 1, 256 << 20, 0, ""},
+		{"64 cores", 64, 256 << 20, errs.Exhausted, "quota max_cpu_cores: limit 2, in use 0.5, requested 64"},
+		{"no cpu limit", 0, 256 << 20, errs.Invalid, "has no cpu limit"},
+		{"no memory limit", 1, 0, errs.Invalid, "has no memory limit"},
+		{"too much memory", 1, 1 << 30, errs.Exhausted, "quota max_memory_bytes"},
+		{"fits", 1.5, 512 << 20, 0, ""},
+		{"shrinks", 0.25, 64 << 20, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := s.GetWorkspace(ctx, a.ID)
+			must(t, err)
+			err = s.SetWorkspaceLimits(ctx, a.ID, tc.cpu, tc.mem)
+			after, gerr := s.GetWorkspace(ctx, a.ID)
+			must(t, gerr)
+			if tc.wantKind == 0 {
+				if err != nil || after.CPUCores != tc.cpu || after.MemoryBytes != tc.mem {
+					t.Fatalf("SetWorkspaceLimits(%v, %d) = %v; stored %v, %d", tc.cpu, tc.mem, err, after.CPUCores, after.MemoryBytes)
+				}
+				return
+			}
+			if !errs.Is(err, tc.wantKind) || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Fatalf("SetWorkspaceLimits(%v, %d) = %v; want %v saying %q", tc.cpu, tc.mem, err, tc.wantKind, tc.wantMsg)
+			}
+			if after.CPUCores != before.CPUCores || after.MemoryBytes != before.MemoryBytes {
+				t.Errorf("refused limits stored anyway: %v, %d (were %v, %d)", after.CPUCores, after.MemoryBytes, before.CPUCores, before.MemoryBytes)
+			}
+		})
+	}
+	if err := s.SetWorkspaceLimits(ctx, "ws-gone", 1, 1); !errs.Is(err, errs.NotFound) {
+		t.Errorf("SetWorkspaceLimits(gone) = %v, want NotFound", err)
+	}
+}
+
+// testQuotaTemplateLimits: a template change is checked against the quota
+// of every tenant holding its workspaces, at the new limits for each.
+func testQuotaTemplateLimits(t *testing.T, ctx context.Context, s *Store) {
+	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}))
+	must(t, s.CreateTemplate(ctx, &Template{ID: "empty", TenantID: "acme", ProviderID: "p"}))
+	must(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 0.5, 128<<20)))
+	must(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 0.5, 128<<20)))
+	for _, tc := range []struct {
+		name, template, tenant string
+		cpu                    float64
+		mem                    int64
+		wantKind               errs.Kind
+		wantMsg                string
+	}{
+		{"fits", "t", "", 1, 256 << 20, 0, ""},
+		{"two at 64 cores", "t", "", 64, 256 << 20, errs.Exhausted, "tenant acme: quota max_cpu_cores: limit 2, in use 1; its 2 workspace(s) of the template at 64 each would make it 128"},
+		{"no cpu limit", "t", "", 0, 256 << 20, errs.Invalid, "would have no cpu limit"},
+		{"memory", "t", "", 1, 1 << 30, errs.Exhausted, "quota max_memory_bytes"},
+		{"none yet, fits", "empty", "acme", 2, 1 << 30, 0, ""},
+		{"none yet, one alone too big", "empty", "acme", 3, 1 << 20, errs.Exhausted, "a workspace of the template would need 3"},
+		{"none yet, no limit", "empty", "acme", 0, 0, 0, ""},
+		{"tenant without quota", "empty", "default", 64, 0, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.CheckTemplateLimits(ctx, tc.template, tc.tenant, tc.cpu, tc.mem)
+			if tc.wantKind == 0 {
+				if err != nil {
+					t.Fatalf("CheckTemplateLimits = %v, want nil", err)
+				}
+				return
+			}
+			if !errs.Is(err, tc.wantKind) || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Fatalf("CheckTemplateLimits = %v; want %v saying %q", err, tc.wantKind, tc.wantMsg)
 			}
 		})
 	}

@@ -56,6 +56,9 @@ type localConfig struct {
 	RootPath string `json:"root_path"`
 }
 
+// seedTemplate is the backend document of the default template.
+const seedTemplate = `{"kind":"local"}`
+
 // EnsureDefaults creates the default tenant, the reserved local provider
 // (root_path given) and the default template on it when they do not exist. Idempotent: existing rows,
 // even changed ones, are left alone, and concurrent callers are safe because
@@ -73,8 +76,10 @@ func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 		ID:          DefaultTemplateID,
 		ProviderID:  LocalProviderID,
 		Description: "default template on the local provider",
-		Backend:     json.RawMessage(`{"kind":"local"}`),
+		Backend:     json.RawMessage(seedTemplate),
 		Generation:  1,
+		// The platform wrote it: the host rule lets it run on local.
+		AdminWritten: true,
 	}
 	tenant := &Tenant{ID: DefaultTenantID, Description: "the first tenant; owns what was made before tenants existed"}
 	var created []string
@@ -99,8 +104,15 @@ func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 		}
 		if res.RowsAffected > 0 {
 			created = append(created, "template "+t.ID)
+			return nil
 		}
-		return nil
+		// A default template stored before the host rule has no
+		// AdminWritten; one never changed since its seed (generation 1,
+		// the seed's document) is still the platform's own.
+		return tx.Model(&Template{}).
+			Where("id = ? AND generation = 1 AND provider_id = ? AND admin_written = ?", t.ID, LocalProviderID, false).
+			Where("backend = ?", seedTemplate).
+			Update("admin_written", true).Error
 	})
 	if err != nil {
 		return dbError(ctx, err, "provider "+LocalProviderID+": ensure defaults")

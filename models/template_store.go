@@ -53,7 +53,8 @@ func (s *Store) ListTemplates(ctx context.Context, providerID, tenant string) ([
 	return ts, nil
 }
 
-// UpdateTemplate replaces an existing template and increments its
+// UpdateTemplate replaces an existing template (AdminWritten included:
+// it says who made this write) and increments its
 // Generation in the same statement; NotFound if absent, Invalid (field
 // provider_id) if its provider does not exist. On success t holds the stored
 // row, new generation included.
@@ -69,11 +70,12 @@ func (s *Store) UpdateTemplate(ctx context.Context, t *Template) error {
 			return err
 		}
 		err := tx.Model(&Template{}).Where("id = ?", t.ID).Updates(map[string]any{
-			"provider_id": t.ProviderID,
-			"description": t.Description,
-			"backend":     jsonColumn(t.Backend),
-			"generation":  gorm.Expr("generation + 1"),
-			"updated_at":  tx.NowFunc(),
+			"provider_id":   t.ProviderID,
+			"description":   t.Description,
+			"backend":       jsonColumn(t.Backend),
+			"admin_written": t.AdminWritten,
+			"generation":    gorm.Expr("generation + 1"),
+			"updated_at":    tx.NowFunc(),
 		}).Error
 		if err != nil {
 			return err

@@ -100,6 +100,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		Labels:      req.Labels,
 		WorkflowID:  WorkflowID(id),
 		PoolID:      req.PoolID,
+		ByAdmin:     req.ByAdmin,
 	}
 	if req.PoolID != "" {
 		w.PoolState = models.PoolIdle
