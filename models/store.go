@@ -112,7 +112,7 @@ func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 		return tx.Model(&Template{}).
 			Where("id = ? AND generation = 1 AND provider_id = ? AND admin_written = ?", t.ID, LocalProviderID, false).
 			Where("backend = ?", seedTemplate).
-			Update("admin_written", true).Error
+			UpdateColumn("admin_written", true).Error
 	})
 	if err != nil {
 		return dbError(ctx, err, "provider "+LocalProviderID+": ensure defaults")
