@@ -165,8 +165,9 @@ func (s *server) routes() http.Handler {
 	metricsHandler := promhttp.HandlerFor(s.cfg.Metrics.Registry, promhttp.HandlerOpts{})
 	r.GET("/metrics", gin.WrapH(metricsHandler))
 
-	// audit runs first so it records what authenticate refuses too.
-	v1 := r.Group("/v1", s.audit, s.authenticate)
+	// audit runs first so it records what authenticate refuses too;
+	// auditBegin writes an authenticated request's entry before its handler.
+	v1 := r.Group("/v1", s.audit, s.authenticate, s.auditBegin)
 	v1.POST("/tenants", s.createTenant)
 	v1.GET("/tenants", s.listTenants)
 	v1.GET("/tenants/:id", s.getTenant)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,6 +24,11 @@ type createKeyRequest struct {
 	// ways to say when the key stops working; at most one. Neither: never.
 	ExpiresAt *time.Time `json:"expires_at"`
 	TTL       string     `json:"ttl"`
+	// Root (admins only) makes a key minted under no key: it outlives the
+	// admin key that made it, as a replacement admin key must. Without it
+	// the new key is the caller's child: it expires no later than the
+	// caller and stops working when the caller is revoked or expires.
+	Root bool `json:"root"`
 }
 
 // createdKey is the answer to POST /v1/apikeys: the only response that ever
@@ -53,6 +60,8 @@ func parseKeyTTL(v string) (time.Duration, error) {
 // createAPIKey makes a key. An admin may make any key for any tenant; a
 // member only member and viewer keys for its own tenant (another tenant is
 // not found, an admin key forbidden); a viewer none (the middleware's 403).
+// The new key is the calling key's child (unless an admin asks for a root):
+// an expiry after the caller's is 400, none takes the caller's.
 func (s *server) createAPIKey(c *gin.Context) {
 	var req createKeyRequest
 	if err := s.decodeJSON(c, &req, "", false); err != nil {
@@ -73,8 +82,14 @@ func (s *server) createAPIKey(c *gin.Context) {
 	case req.Role == models.RoleAdmin && !p.admin():
 		s.fail(c, errs.E(errs.Forbidden, "api key: role admin: only an admin key may create one"))
 		return
+	case req.Root && !p.admin():
+		s.fail(c, errs.E(errs.Forbidden, "api key: root: only an admin key may create a key that outlives it"))
+		return
 	case len(req.Name) > maxKeyName:
 		s.fail(c, errs.Field("name", "name: %d characters is over the limit of %d", len(req.Name), maxKeyName))
+		return
+	case !keyNamePrintable(req.Name):
+		s.fail(c, errs.Field("name", "name: control and formatting characters are not allowed"))
 		return
 	case req.ExpiresAt != nil && req.TTL != "":
 		s.fail(c, errs.Field("ttl", "ttl: give expires_at or ttl, not both"))
@@ -101,24 +116,48 @@ func (s *server) createAPIKey(c *gin.Context) {
 	}
 	id, key, hash := models.NewAPIKey()
 	k := &models.APIKey{ID: id, TenantID: req.TenantID, Role: req.Role, Name: req.Name, Hash: hash, CreatedBy: p.KeyID, ExpiresAt: expires}
+	if !req.Root {
+		k.ParentID = p.KeyID
+	}
 	if err := s.cfg.Store.CreateAPIKey(c.Request.Context(), k); err != nil {
 		s.fail(c, err)
 		return
 	}
 	auditResource(c, "apikeys/"+id)
-	s.log.Info("api key created", "key_id", id, "tenant_id", k.TenantID, "role", k.Role, "created_by", p.KeyID)
+	s.log.Info("api key created", "key_id", id, "tenant_id", k.TenantID, "role", k.Role, "created_by", p.KeyID, "parent_id", k.ParentID)
 	c.Header("Location", "/v1/apikeys/"+id)
 	// The response must not be cached anywhere: it holds the key.
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusCreated, createdKey{APIKey: *k, Key: key})
 }
 
+// keyNamePrintable reports whether name has no control or formatting character
+// (terminal escapes, bidi overrides, NUL): names are printed in tables and
+// logs as they are.
+func keyNamePrintable(name string) bool {
+	if !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
+}
+
 // listAPIKeys answers an admin's every key (or ?tenant=), anyone else's
-// own tenant's. Never the hashes.
+// own tenant's. Never the hashes. ?tree=1 answers the same keys as a key
+// tree, depth first, each with its depth.
 func (s *server) listAPIKeys(c *gin.Context) {
+	tree := boolQuery(c, "tree")
 	ks, err := s.cfg.Store.ListAPIKeys(c.Request.Context(), listTenant(c))
 	if err != nil {
 		s.fail(c, err)
+		return
+	}
+	if tree {
+		c.JSON(http.StatusOK, list(models.KeyTree(ks)))
 		return
 	}
 	c.JSON(http.StatusOK, list(ks))
@@ -145,10 +184,17 @@ func (s *server) getAPIKey(c *gin.Context) {
 	}
 }
 
+// revokedKey is the answer to a revoke: the key's row and how many keys of
+// its subtree this revoke marked revoked with it.
+type revokedKey struct {
+	models.APIKey
+	RevokedBelow int `json:"revoked_below"`
+}
+
 // revokeAPIKey answers POST /v1/apikeys/:id/revoke and DELETE
-// /v1/apikeys/:id: the key stops working at once, its row stays (the audit
-// log names it). A member may revoke its tenant's member and viewer keys,
-// its own included; an admin any key.
+// /v1/apikeys/:id: the key and every key minted under it stop working at
+// once, their rows stay (the audit log names them). A member may revoke its
+// tenant's member and viewer keys, its own included; an admin any key.
 func (s *server) revokeAPIKey(c *gin.Context) {
 	k, ok := s.visibleKey(c)
 	if !ok {
@@ -158,11 +204,11 @@ func (s *server) revokeAPIKey(c *gin.Context) {
 		s.fail(c, errs.E(errs.Forbidden, "api key %s: role admin: only an admin key may revoke it", k.ID))
 		return
 	}
-	k, err := s.cfg.Store.RevokeAPIKey(c.Request.Context(), k.ID)
+	k, below, err := s.cfg.Store.RevokeAPIKey(c.Request.Context(), k.ID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	s.log.Info("api key revoked", "key_id", k.ID, "tenant_id", k.TenantID, "revoked_by", callerOf(c).KeyID)
-	c.JSON(http.StatusOK, k)
+	s.log.Info("api key revoked", "key_id", k.ID, "tenant_id", k.TenantID, "revoked_by", callerOf(c).KeyID, "revoked_below", below)
+	c.JSON(http.StatusOK, revokedKey{APIKey: *k, RevokedBelow: below})
 }

@@ -19,6 +19,7 @@ import (
 const (
 	auditResourceKey = "primer.audit.resource"
 	auditSkipKey     = "primer.audit.skip"
+	auditEntryKey    = "primer.audit.entry"
 )
 
 // maxAuditLimit caps ?limit= of GET /v1/audit.
@@ -32,14 +33,15 @@ func auditResource(c *gin.Context, resource string) {
 	c.Set(auditResourceKey, resource)
 }
 
-// audit records every mutating /v1 request after its handler (and the
-// authentication before it) ran: key, tenant, action, resource, status,
-// result and address. Rejected requests (401, 403, 429) are recorded too,
-// except repeats from an address the throttle is already refusing. The
-// entry holds no body, header, file content or key: only what the route
-// and its path parameters say.
+// audit records every mutating /v1 request: key, tenant, action,
+// resource, status, result and address. A request that reached its handler
+// was written to the log before the handler ran (auditBegin) and gets its
+// outcome here; one refused before it (401, 403, 429 from authenticate) is
+// written here. Rejected requests are recorded too, except repeats from an
+// address the throttle is already refusing. The entry holds no body, header,
+// file content or key: only what the route and its path parameters say.
 func (s *server) audit(c *gin.Context) {
-	if readOnly(c.Request.Method) || c.Request.Method == http.MethodOptions {
+	if !audited(c) {
 		c.Next()
 		return
 	}
@@ -49,25 +51,71 @@ func (s *server) audit(c *gin.Context) {
 	if skip, _ := c.Get(auditSkipKey); skip == true {
 		return
 	}
-	p := callerOf(c)
 	status := c.Writer.Status()
-	e := &models.AuditEntry{
+	// Written before the response completes, so an acknowledged request
+	// has its outcome in the log; a client that went away does not cancel
+	// it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	if v, ok := c.Get(auditEntryKey); ok {
+		e := v.(*models.AuditEntry)
+		if err := s.cfg.Store.FinishAudit(ctx, e.ID, status, w.result(status), resourceOf(c)); err != nil {
+			// The entry is in the log, marked pending: not lost.
+			s.log.Error("audit: record the outcome of a request", "audit_id", e.ID, "action", e.Action,
+				"status", status, "error", err.Error())
+		}
+		return
+	}
+	e := s.auditEntry(c)
+	e.Status, e.Result = status, w.result(status)
+	if err := s.cfg.Store.AppendAudit(ctx, e); err != nil {
+		// Refused before its handler: nothing was done, but say so loudly.
+		s.log.Error("audit: record a refused request", "action", e.Action, "resource", e.Resource,
+			"key_id", e.KeyID, "status", e.Status, "error", err.Error())
+	}
+}
+
+// auditBegin writes the audit entry of an authenticated mutating request
+// before its handler runs, marked pending. If the log cannot take it the
+// request is refused with 503 and its handler never runs: nothing happens
+// that the audit log does not show.
+func (s *server) auditBegin(c *gin.Context) {
+	if !audited(c) {
+		c.Next()
+		return
+	}
+	e := s.auditEntry(c)
+	e.Result = models.AuditPending
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	if err := s.cfg.Store.AppendAudit(ctx, e); err != nil {
+		s.log.Error("audit: record a request; refusing it", "action", e.Action, "resource", e.Resource,
+			"key_id", e.KeyID, "error", err.Error())
+		s.fail(c, errs.E(errs.Unavailable, "audit: the request could not be recorded, so it was not carried out; retry later"))
+		c.Abort()
+		return
+	}
+	c.Set(auditEntryKey, e)
+	c.Next()
+}
+
+// audited reports whether the request is one the audit log records: every
+// method but the reads.
+func audited(c *gin.Context) bool {
+	return !readOnly(c.Request.Method) && c.Request.Method != http.MethodOptions
+}
+
+// auditEntry is the entry of the request as far as it is known: who, what,
+// from where, now.
+func (s *server) auditEntry(c *gin.Context) *models.AuditEntry {
+	p := callerOf(c)
+	return &models.AuditEntry{
 		KeyID:     p.KeyID,
 		TenantID:  p.TenantID,
 		Action:    auditAction(c),
 		Resource:  resourceOf(c),
-		Status:    status,
-		Result:    w.result(status),
 		Address:   c.ClientIP(),
 		CreatedAt: time.Now(),
-	}
-	// Written before the response completes, so an acknowledged request is
-	// in the log and the log's order is the requests'; a client that went
-	// away does not cancel it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-	defer cancel()
-	if err := s.cfg.Store.AppendAudit(ctx, e); err != nil {
-		s.log.Warn("audit: record request", "action", e.Action, "resource", e.Resource, "status", e.Status, "error", err.Error())
 	}
 }
 
@@ -209,11 +257,21 @@ func (w *codeWriter) result(status int) string {
 }
 
 // listAudit answers GET /v1/audit: an admin's every tenant (or ?tenant=),
-// anyone else's own tenant. ?after=<id> returns the entries after it, oldest
+// anyone else's own tenant since it was created. ?after=<id> returns the entries after it, oldest
 // first (to follow the log); otherwise the newest, newest first. ?limit=
 // caps the count (default 100, at most 1000).
 func (s *server) listAudit(c *gin.Context) {
 	f := models.AuditFilter{TenantID: listTenant(c), Limit: models.DefaultAuditLimit}
+	if p := callerOf(c); !p.admin() {
+		// A tenant made again with a deleted tenant's id does not see the
+		// old tenant's entries (an admin sees them all).
+		t, err := s.cfg.Store.GetTenant(c.Request.Context(), p.TenantID)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		f.Since = t.CreatedAt
+	}
 	if v := c.Query("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {

@@ -84,31 +84,30 @@ func bearerKey(c *gin.Context) (string, error) {
 	return strings.TrimSpace(key), nil
 }
 
-// resolveKey checks key against the stored keys: one primary-key read and
-// one SHA-256. Every failure is Unauthenticated with a message that never
-// echoes the key.
+// resolveKey checks key against the stored keys: one read of the key and
+// the keys above it (the key it was minted under, up to its root), and one
+// SHA-256. The key works only while every key of that chain does. Every
+// failure is Unauthenticated with a message that never echoes the key.
 func (s *server) resolveKey(ctx context.Context, key string) (principal, error) {
 	id, err := models.ParseAPIKey(key)
 	if err != nil {
 		return principal{}, err
 	}
-	k, err := s.cfg.Store.GetAPIKey(ctx, id)
+	chain, err := s.cfg.Store.APIKeyChain(ctx, id)
 	if errs.Is(err, errs.NotFound) {
 		return principal{}, errs.E(errs.Unauthenticated, "api key %s: unknown", id)
 	}
 	if err != nil {
 		return principal{}, err
 	}
+	k := &chain[0]
 	hash := models.HashAPIKey(key)
 	if subtle.ConstantTimeCompare([]byte(hash), []byte(k.Hash)) != 1 {
 		return principal{}, errs.E(errs.Unauthenticated, "api key %s: wrong secret", id)
 	}
 	now := time.Now()
-	switch {
-	case k.RevokedAt != nil:
-		return principal{}, errs.E(errs.Unauthenticated, "api key %s: revoked", id)
-	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
-		return principal{}, errs.E(errs.Unauthenticated, "api key %s: expired at %s", id, k.ExpiresAt.UTC().Format(time.RFC3339))
+	if err := models.ChainWorks(chain, now); err != nil {
+		return principal{}, err
 	}
 	s.authFails.vouch(hash)
 	s.touchKey(k, now)

@@ -232,6 +232,19 @@ var agentTools = map[string]bool{}
 // agent checks spec and returns the row it describes; the provider must be
 // one the caller may see.
 func (s *server) agent(c *gin.Context, spec agentSpec) (*models.Agent, error) {
+	a, err := agentRow(spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.llmProviderOf(c, a.Model.ProviderID); err != nil {
+		return nil, asRef(err, "spec.model.provider_id", "llm provider", a.Model.ProviderID)
+	}
+	return a, nil
+}
+
+// agentRow checks spec on its own (everything but whether its provider
+// exists) and returns the row it describes, defaults filled in.
+func agentRow(spec agentSpec) (*models.Agent, error) {
 	m := spec.Model
 	switch {
 	case m == nil:
@@ -248,9 +261,6 @@ func (s *server) agent(c *gin.Context, spec agentSpec) (*models.Agent, error) {
 		return nil, errs.Field("spec.model.max_tokens", "spec.model.max_tokens: %d is negative", m.MaxTokens)
 	case spec.MaxTurns < 0:
 		return nil, errs.Field("spec.max_turns", "spec.max_turns: %d is negative (0 or absent: %d)", spec.MaxTurns, models.DefaultAgentMaxTurns)
-	}
-	if _, err := s.llmProviderOf(c, m.ProviderID); err != nil {
-		return nil, asRef(err, "spec.model.provider_id", "llm provider", m.ProviderID)
 	}
 	seen := map[string]bool{}
 	for i, name := range spec.Tools {

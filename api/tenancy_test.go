@@ -370,7 +370,7 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 	revoked := h.newKey(tenantA, models.RoleAdmin)
 	revokedID, err := models.ParseAPIKey(revoked)
 	must(err)
-	_, err = h.store.RevokeAPIKey(ctx, revokedID)
+	_, _, err = h.store.RevokeAPIKey(ctx, revokedID)
 	must(err)
 	expiredID, expired, hash := models.NewAPIKey()
 	past := time.Now().Add(-time.Minute)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,14 +24,19 @@ func (a *app) apikeyCreateCommand() *cobra.Command {
 	var req client.CreateAPIKeyRequest
 	var expires string
 	cmd := &cobra.Command{
-		Use:   "create --role admin|member|viewer [--tenant ID] [--name TEXT] [--ttl DURATION | --expires TIME]",
+		Use:   "create --role admin|member|viewer [--tenant ID] [--name TEXT] [--ttl DURATION | --expires TIME] [--root]",
 		Short: "Create an API key; it is printed once and never shown again",
 		Long: `Create an API key. The key is printed on stdout this once: Primer keeps only its
 hash. Give it to its user, who sets PRIMER_TOKEN or puts it in the config file
 (~/.config/primer/config.yaml: "token: <key>", mode 0600).
 
 An admin key may create any key for any tenant; a member key only member and
-viewer keys of its own tenant; a viewer key none.`,
+viewer keys of its own tenant; a viewer key none.
+
+The new key lives inside the life of the key that creates it: it stops working
+when that key is revoked or expires, and may not expire later than it (without
+--ttl or --expires it expires with it). An admin replacing its own key gives
+--root, so the new key outlives the old one.`,
 		Example: `  primectl apikey create --tenant team-a --role member --name alice --ttl 90d
   export PRIMER_TOKEN=$(primectl apikey create --role viewer --name dashboard)`,
 		Args: args(cobra.NoArgs),
@@ -65,17 +71,31 @@ viewer keys of its own tenant; a viewer key none.`,
 	f.StringVar(&req.Name, "name", "", "who or what the key is for")
 	f.StringVar(&req.TTL, "ttl", "", "how long the key works, e.g. 720h or 90d (default: until revoked)")
 	f.StringVar(&expires, "expires", "", "when the key stops working, an RFC 3339 time")
+	f.BoolVar(&req.Root, "root", false, "admin keys: a key that outlives the key creating it (to replace an admin key)")
 	_ = cmd.MarkFlagRequired("role")
 	return cmd
 }
 
 func (a *app) apikeyListCommand() *cobra.Command {
 	var tenant string
+	var tree bool
 	cmd := &cobra.Command{
-		Use:   "list [--tenant ID]",
+		Use:   "list [--tenant ID] [--tree]",
 		Short: "List API keys (an admin sees every tenant's, anyone else its own tenant's)",
 		Args:  args(cobra.NoArgs),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
+			if tree {
+				ns, err := a.client().ListAPIKeyTree(cmd.Context(), tenant)
+				if err != nil {
+					return err
+				}
+				ks := make([]models.APIKey, len(ns))
+				for i, n := range ns {
+					ks[i] = n.APIKey
+					ks[i].ID = strings.Repeat("  ", min(n.Depth, models.MaxKeyDepth)) + n.ID
+				}
+				return a.printObject(list[models.APIKeyNode]{Items: ns}, a.apikeyTable(ks))
+			}
 			ks, err := a.client().ListAPIKeys(cmd.Context(), tenant)
 			if err != nil {
 				return err
@@ -84,6 +104,7 @@ func (a *app) apikeyListCommand() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's keys (admin keys)")
+	cmd.Flags().BoolVar(&tree, "tree", false, "as a tree: each key followed, indented, by the keys minted under it")
 	return cmd
 }
 
@@ -105,7 +126,7 @@ func (a *app) apikeyGetCommand() *cobra.Command {
 func (a *app) apikeyRevokeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke ID...",
-		Short: "Revoke API keys; they stop working at once",
+		Short: "Revoke API keys and every key minted under them; they stop working at once",
 		Args:  args(cobra.MinimumNArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			for _, id := range args {

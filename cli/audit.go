@@ -16,6 +16,10 @@ import (
 // auditPoll is how often audit --follow asks for new entries.
 var auditPoll = time.Second
 
+// auditPendingGrace is how long audit --follow waits for a pending entry
+// (a request still running) to complete before printing it as it is.
+const auditPendingGrace = 10 * time.Minute
+
 func (a *app) auditCommand() *cobra.Command {
 	var opts client.AuditOptions
 	var follow bool
@@ -41,13 +45,37 @@ come until interrupted.`,
 			if !follow {
 				return a.printObject(list[models.AuditEntry]{Items: es}, a.auditTable(es))
 			}
+			// An entry is written when its request starts and completed when
+			// it ends: --follow prints each once, completed, and asks again
+			// from below the oldest pending one (one pending for longer than
+			// auditPendingGrace is printed as it is: its server stopped).
 			var last uint64
+			printed := map[uint64]bool{}
 			emit := func(es []models.AuditEntry) error {
+				var pending uint64
 				for _, e := range es {
+					if e.Result == models.AuditPending && a.now().Sub(e.CreatedAt) < auditPendingGrace {
+						if pending == 0 {
+							pending = e.ID
+						}
+						continue
+					}
+					last = max(last, e.ID)
+					if printed[e.ID] {
+						continue
+					}
+					printed[e.ID] = true
 					if err := a.printStreamed(e, func() string { return auditLine(e) }); err != nil {
 						return err
 					}
-					last = max(last, e.ID)
+				}
+				if pending > 0 {
+					last = pending - 1
+				}
+				for id := range printed {
+					if id <= last {
+						delete(printed, id)
+					}
 				}
 				return nil
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/primerhq/primer/errs"
 )
 
@@ -42,8 +44,18 @@ func ParseAPIKey(key string) (string, error) {
 	return parts[1], nil
 }
 
+// MaxKeyDepth is how deep a key may sit under its root: a key at this
+// depth may not mint another. It bounds the chain authentication walks.
+const MaxKeyDepth = 16
+
 // CreateAPIKey inserts k; Conflict if the id exists, NotFound (field
 // tenant_id) if its tenant does not exist, Invalid for an unknown role.
+//
+// A key with a ParentID lives inside its parent's life: the parent must be
+// working (not revoked, not expired, nor any of its ancestors), an
+// ExpiresAt after the parent's is Invalid (field expires_at), and no
+// ExpiresAt takes the parent's. The parent's row is locked while the key is
+// inserted, so a revoke of the parent that races the insert sees the new key.
 func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 	switch k.Role {
 	case RoleAdmin, RoleMember, RoleViewer:
@@ -57,14 +69,139 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 		t := storedTime(*k.ExpiresAt)
 		k.ExpiresAt = &t
 	}
-	var n int64
-	if err := s.r.WithContext(ctx).Model(&Tenant{}).Where("id = ?", k.TenantID).Count(&n).Error; err != nil {
-		return dbError(ctx, err, "api key "+k.ID+": create")
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var n int64
+		if err := tx.Model(&Tenant{}).Where("id = ?", k.TenantID).Count(&n).Error; err != nil {
+			return dbError(ctx, err, "api key "+k.ID+": create")
+		}
+		if n == 0 {
+			return &errs.Error{Kind: errs.NotFound, Field: "tenant_id", Msg: "api key: tenant " + k.TenantID + ": not found"}
+		}
+		if k.ParentID != "" {
+			if err := lockRow(tx, forUpdate, &APIKey{}, "api key", k.ParentID); err != nil {
+				return err
+			}
+			chain, err := keyChain(tx, k.ParentID)
+			if err != nil {
+				return dbError(ctx, err, "api key "+k.ID+": create")
+			}
+			if err := boundByParent(k, chain, time.Now()); err != nil {
+				return err
+			}
+		}
+		return tx.Create(k).Error
+	})
+	return writeError(ctx, err, "api key", k.ID, "create")
+}
+
+// boundByParent checks that k may be minted under chain (its parent first,
+// then the parent's ancestors) at now, and gives k the parent's expiry when
+// it has none.
+func boundByParent(k *APIKey, chain []APIKey, now time.Time) error {
+	if why := chainProblem(chain, now); why != "" {
+		return errs.E(errs.Forbidden, "api key: the key %s minting it %s", k.ParentID, why)
 	}
-	if n == 0 {
-		return &errs.Error{Kind: errs.NotFound, Field: "tenant_id", Msg: "api key: tenant " + k.TenantID + ": not found"}
+	if len(chain) >= MaxKeyDepth {
+		return errs.E(errs.Forbidden, "api key: the key %s minting it is %d keys deep; a key that deep may not mint another", k.ParentID, len(chain))
 	}
-	return writeError(ctx, s.w.WithContext(ctx).Create(k).Error, "api key", k.ID, "create")
+	limit := ChainExpiry(chain)
+	switch {
+	case limit == nil:
+	case k.ExpiresAt == nil:
+		t := *limit
+		k.ExpiresAt = &t
+	case k.ExpiresAt.After(*limit):
+		return errs.Field("expires_at", "expires_at: %s is after %s, when the key minting it (%s) stops working; a key never outlives its parent",
+			k.ExpiresAt.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339), k.ParentID)
+	}
+	return nil
+}
+
+// ChainWorks returns nil if every key of chain (a key, then its ancestors
+// up to its root) is neither revoked nor expired at now, else an
+// Unauthenticated error saying which is, without echoing any secret.
+func ChainWorks(chain []APIKey, now time.Time) error {
+	if len(chain) == 0 {
+		return errs.E(errs.Unauthenticated, "api key: unknown")
+	}
+	if why := chainProblem(chain, now); why != "" {
+		return errs.E(errs.Unauthenticated, "api key %s: %s", chain[0].ID, why)
+	}
+	return nil
+}
+
+// chainProblem says why chain does not work at now ("" if it does): the
+// first key of it that is revoked or expired, or a missing ancestor.
+func chainProblem(chain []APIKey, now time.Time) string {
+	for i, k := range chain {
+		whose := ""
+		if i > 0 {
+			whose = " (the key " + k.ID + " above it)"
+		}
+		switch {
+		case k.RevokedAt != nil:
+			return "revoked" + whose
+		case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+			return "expired at " + k.ExpiresAt.UTC().Format(time.RFC3339) + whose
+		}
+	}
+	if last := chain[len(chain)-1]; last.ParentID != "" {
+		// The walk stopped below a root: a parent row is gone, or the
+		// chain is deeper than any mint allows.
+		return "minted under " + last.ParentID + ", which is unknown"
+	}
+	return ""
+}
+
+// ChainExpiry is the earliest expiry of chain: when the first key of it
+// stops working by time alone; nil if none of them expires.
+func ChainExpiry(chain []APIKey) *time.Time {
+	var at *time.Time
+	for _, k := range chain {
+		if k.ExpiresAt != nil && (at == nil || k.ExpiresAt.Before(*at)) {
+			at = k.ExpiresAt
+		}
+	}
+	return at
+}
+
+// keyChainSQL walks from a key up through its parents in one statement.
+// The depth bound keeps a corrupt cycle from looping.
+const keyChainSQL = `WITH RECURSIVE chain AS (
+	SELECT api_keys.*, 0 AS depth FROM api_keys WHERE id = ?
+	UNION ALL
+	SELECT k.*, c.depth + 1 FROM api_keys k JOIN chain c ON k.id = c.parent_id WHERE c.parent_id <> '' AND c.depth < ?
+) SELECT * FROM chain ORDER BY depth`
+
+// keyChain returns the key id and its ancestors, the key first, root last;
+// empty if id is unknown.
+func keyChain(db *gorm.DB, id string) ([]APIKey, error) {
+	var rows []struct {
+		APIKey
+		Depth int
+	}
+	if err := db.Raw(keyChainSQL, id, MaxKeyDepth+1).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	ks := make([]APIKey, len(rows))
+	for i, r := range rows {
+		ks[i] = r.APIKey
+	}
+	return ks, nil
+}
+
+// APIKeyChain returns the key id and every key above it (its parent, the
+// parent's parent, up to the root), the key first, in one read; NotFound
+// if id is unknown. Authentication checks the whole chain.
+func (s *Store) APIKeyChain(ctx context.Context, id string) ([]APIKey, error) {
+	ks, err := keyChain(s.r.WithContext(ctx), id)
+	if err != nil {
+		return nil, dbError(ctx, err, "api key "+id+": get chain")
+	}
+	if len(ks) == 0 {
+		return nil, notFound("api key", id)
+	}
+	return ks, nil
 }
 
 // GetAPIKey returns the key row; NotFound if absent.
@@ -100,16 +237,94 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey, error
 	return ks, nil
 }
 
-// RevokeAPIKey marks the key revoked now and returns it; NotFound if absent.
-// Revoking a revoked key keeps its first revocation time.
-func (s *Store) RevokeAPIKey(ctx context.Context, id string) (*APIKey, error) {
-	res := s.w.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).
-		Update("revoked_at", storedTime(time.Now()))
-	if res.Error != nil {
-		return nil, writeError(ctx, res.Error, "api key", id, "revoke")
+// RevokeAPIKey marks the key revoked now, with every key minted under it
+// (its whole subtree: they stop working with it), and returns the key and
+// how many keys of its subtree this call revoked; NotFound if absent.
+// Revoking a revoked key keeps its first revocation time and still revokes
+// what is left of its subtree.
+//
+// The subtree is walked one level per statement inside the transaction, so
+// on PostgreSQL each level reads what committed before it: a key minted
+// under a key of the subtree while this runs (its insert locked the parent
+// row, which this revoke waits for) is found by the next level.
+func (s *Store) RevokeAPIKey(ctx context.Context, id string) (*APIKey, int, error) {
+	now := storedTime(time.Now())
+	var below int
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
+			return err
+		}
+		level := []string{id}
+		for depth := 0; len(level) > 0 && depth <= MaxKeyDepth; depth++ {
+			var next []string
+			if err := tx.Model(&APIKey{}).Where("parent_id IN ?", level).Order("id").Pluck("id", &next).Error; err != nil {
+				return err
+			}
+			if len(next) == 0 {
+				break
+			}
+			res := tx.Model(&APIKey{}).Where("id IN ? AND revoked_at IS NULL", next).Update("revoked_at", now)
+			if res.Error != nil {
+				return res.Error
+			}
+			below += int(res.RowsAffected)
+			level = next
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, writeError(ctx, err, "api key", id, "revoke")
 	}
-	// Zero rows: already revoked, or absent (GetAPIKey tells which).
-	return s.GetAPIKey(ctx, id)
+	// Nothing revoked and no row: GetAPIKey says not found.
+	k, err := s.GetAPIKey(ctx, id)
+	return k, below, err
+}
+
+// APIKeyNode is one key of a key tree listing: the key and how deep it
+// sits under the first listed key above it (0: a root of the listing).
+type APIKeyNode struct {
+	APIKey
+	Depth int `json:"depth"`
+}
+
+// KeyTree orders ks as a forest, depth first: each key is followed by the
+// keys minted under it, oldest first. A key whose parent is not in ks
+// (a root, or a key minted by another tenant's admin key) starts a tree.
+func KeyTree(ks []APIKey) []APIKeyNode {
+	in := make(map[string]bool, len(ks))
+	for _, k := range ks {
+		in[k.ID] = true
+	}
+	children := map[string][]APIKey{}
+	var roots []APIKey
+	for _, k := range ks {
+		if k.ParentID != "" && in[k.ParentID] && k.ParentID != k.ID {
+			children[k.ParentID] = append(children[k.ParentID], k)
+		} else {
+			roots = append(roots, k)
+		}
+	}
+	out := make([]APIKeyNode, 0, len(ks))
+	seen := make(map[string]bool, len(ks))
+	var walk func(k APIKey, depth int)
+	walk = func(k APIKey, depth int) {
+		if seen[k.ID] {
+			return
+		}
+		seen[k.ID] = true
+		out = append(out, APIKeyNode{APIKey: k, Depth: depth})
+		for _, c := range children[k.ID] {
+			walk(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	// A cycle (impossible through the API) has no root: list it flat.
+	for _, k := range ks {
+		walk(k, 0)
+	}
+	return out
 }
 
 // TouchAPIKey records that the key id was used at at. It is a plain

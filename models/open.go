@@ -188,12 +188,18 @@ func openPostgres(ctx context.Context, url string) (*Store, error) {
 func (s *Store) migrate(ctx context.Context) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if s.dialect != DialectPostgres {
-			return migrateAdditive(tx, allModels)
+			if err := migrateAdditive(tx, allModels); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
+				return err
+			}
+			if err := tx.AutoMigrate(allModels...); err != nil {
+				return err
+			}
 		}
-		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
-			return err
-		}
-		return tx.AutoMigrate(allModels...)
+		return migrateKeyParents(tx)
 	})
 	if err != nil {
 		return dbError(ctx, err, "database: migrate")

@@ -49,8 +49,14 @@ type APIKey struct {
 	Role     string `gorm:"size:16;not null" json:"role"`
 	Name     string `gorm:"size:200;not null;default:''" json:"name,omitempty"`
 	// Hash is the hex SHA-256 of the whole key. Never returned.
-	Hash       string     `gorm:"size:64;not null" json:"-"`
-	CreatedBy  string     `gorm:"size:64;not null;default:''" json:"created_by,omitempty"`
+	Hash      string `gorm:"size:64;not null" json:"-"`
+	CreatedBy string `gorm:"size:64;not null;default:''" json:"created_by,omitempty"`
+	// ParentID is the key this one was minted under, whose life bounds
+	// it: it never expires after its parent and stops working when any
+	// ancestor is revoked or expired. Empty for a root key (the first admin
+	// key, one an admin minted with root, or one made before parents were
+	// recorded by an admin key).
+	ParentID   string     `gorm:"size:64;not null;default:'';index" json:"parent_id,omitempty"`
 	CreatedAt  time.Time  `json:"created_at"`
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`

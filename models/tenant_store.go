@@ -86,22 +86,53 @@ func (s *Store) UpdateTenant(ctx context.Context, t *Tenant) (*Tenant, error) {
 	return s.GetTenant(ctx, t.ID)
 }
 
-// tenantOwned lists the rows a tenant can own, with the name its Conflict
-// message uses. Events go with their workspace, so they are not listed.
-var tenantOwned = []struct {
-	model any
-	name  string
-}{
-	{&Provider{}, "providers"}, {&Template{}, "templates"}, {&Pool{}, "pools"},
-	{&Workspace{}, "workspaces"}, {&Session{}, "sessions"}, {&Suite{}, "suites"}, {&Run{}, "runs"},
+// tenantRows is what DeleteTenant does with one kind of row a tenant owns
+// (a model with a TenantID): Block selects the rows that refuse the delete
+// (Conflict naming them: live resources, which their own DELETE removes;
+// "" refuses on any row), Remove says the rest go with the tenant (history
+// no route deletes), and Keep says they stay (the audit log, which never
+// loses an entry; a tenant made again with the same id does not see the
+// old one's entries, ListAudit's Since). Every model with a TenantID has
+// one entry: TestTenantOwnedRowsAllRuled enumerates them.
+type tenantRows struct {
+	model  any
+	name   string
+	block  string
+	remove bool
+	keep   bool
+}
+
+// blockNone is the Block of rows that never refuse a tenant's delete.
+const blockNone = "1 = 0"
+
+// tenantOwned lists, in the order they are removed, the rows a tenant can
+// own. Transcript entries carry no tenant: they go with their session runs.
+var tenantOwned = []tenantRows{
+	{model: &Provider{}, name: "providers"},
+	{model: &Template{}, name: "templates"},
+	{model: &Pool{}, name: "pools"},
+	{model: &Workspace{}, name: "workspaces"},
+	{model: &Suite{}, name: "suites"},
+	{model: &Run{}, name: "runs"},
+	{model: &LLMProvider{}, name: "llm providers"},
+	{model: &Agent{}, name: "agents"},
+	{model: &SessionRun{}, name: "running session runs", block: "status <> 'ended'", remove: true},
+	{model: &Session{}, name: "open sessions", block: "status <> 'ended'", remove: true},
+	{model: &Event{}, name: "events", block: blockNone, remove: true},
+	{model: &APIKey{}, name: "active api keys (revoke them first)", block: "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", remove: true},
+	{model: &AuditEntry{}, name: "audit entries", keep: true},
 }
 
 // DeleteTenant deletes the tenant id. The default tenant cannot go
-// (Forbidden); a tenant that still owns a resource or an active key (not
-// revoked, not expired) is Conflict, naming what is left. The tenant row is
-// locked first, so a create that locks it to check its quota cannot slip a
-// row in between the check and the delete. Its revoked and expired keys
-// stay, for the audit log's key ids.
+// (Forbidden); a tenant that still owns a live resource (a provider,
+// template, pool, workspace, suite, run, LLM provider, agent, open session
+// or running session run) or an active key (not revoked, not expired) is
+// Conflict, naming what is left. Otherwise its history goes with it: its
+// events, ended sessions with their agent runs and transcripts, and its
+// revoked and expired keys, so a tenant made again with the same id starts
+// empty. Its audit entries stay. The tenant row is locked first, so a
+// create that locks it to check its quota cannot slip a row in between the
+// check and the delete.
 func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 	if id == DefaultTenantID {
 		return errs.E(errs.Forbidden, "tenant %s: the default tenant cannot be deleted", id)
@@ -111,27 +142,40 @@ func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 		if err := tx.Clauses(forUpdate).Take(&t, "id = ?", id).Error; err != nil {
 			return readError(ctx, err, "tenant", id)
 		}
+		now := storedTime(time.Now())
 		var left []string
 		for _, o := range tenantOwned {
+			if o.keep || o.block == blockNone {
+				continue
+			}
+			q := tx.Model(o.model).Where("tenant_id = ?", id)
+			switch {
+			case strings.Contains(o.block, "?"):
+				q = q.Where(o.block, now)
+			case o.block != "":
+				q = q.Where(o.block)
+			}
 			var n int64
-			if err := tx.Model(o.model).Where("tenant_id = ?", id).Count(&n).Error; err != nil {
+			if err := q.Count(&n).Error; err != nil {
 				return err
 			}
 			if n > 0 {
 				left = append(left, fmt.Sprintf("%d %s", n, o.name))
 			}
 		}
-		var keys int64
-		now := storedTime(time.Now())
-		if err := tx.Model(&APIKey{}).Where("tenant_id = ? AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", id, now).
-			Count(&keys).Error; err != nil {
-			return err
-		}
-		if keys > 0 {
-			left = append(left, fmt.Sprintf("%d active api keys (revoke them first)", keys))
-		}
 		if len(left) > 0 {
 			return errs.E(errs.Conflict, "tenant %s: still owns %s", id, strings.Join(left, ", "))
+		}
+		if err := tx.Where("session_id IN (?)", tx.Model(&SessionRun{}).Select("session_id").Where("tenant_id = ?", id)).
+			Delete(&TranscriptEntry{}).Error; err != nil {
+			return err
+		}
+		for _, o := range tenantOwned {
+			if o.remove {
+				if err := tx.Where("tenant_id = ?", id).Delete(o.model).Error; err != nil {
+					return err
+				}
+			}
 		}
 		return tx.Delete(&Tenant{}, "id = ?", id).Error
 	})

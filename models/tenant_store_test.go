@@ -18,6 +18,10 @@ var identityCases = []storeCase{
 	{"tenant delete", testTenantDelete},
 	{"api keys list, revoke, touch", testAPIKeys},
 	{"audit append and list", testAudit},
+	{"api key chains", testAPIKeyChain},
+	{"api key parents migration", testKeyParentsMigration},
+	{"tenant delete removes its history", testTenantDeleteHistory},
+	{"audit sanitises and finishes", testAuditSanitise},
 }
 
 func TestIdentityStore(t *testing.T) {
@@ -84,13 +88,13 @@ func testTenantDelete(t *testing.T, ctx context.Context, s *Store) {
 	past := time.Now().Add(-time.Hour)
 	newTestKey(t, ctx, s, "team", RoleViewer, &past)
 	revoked := newTestKey(t, ctx, s, "team", RoleViewer, nil)
-	_, err = s.RevokeAPIKey(ctx, revoked)
+	_, _, err = s.RevokeAPIKey(ctx, revoked)
 	must(t, err)
 
 	wantErr(t, s.DeleteTenant(ctx, "team"), errs.Conflict, "tenant team: still owns 1 providers, 1 active api keys")
 	must(t, s.DeleteProvider(ctx, "team-prov"))
 	wantErr(t, s.DeleteTenant(ctx, "team"), errs.Conflict, "1 active api keys")
-	_, err = s.RevokeAPIKey(ctx, active)
+	_, _, err = s.RevokeAPIKey(ctx, active)
 	must(t, err)
 	must(t, s.DeleteTenant(ctx, "team"))
 	if _, err := s.GetTenant(ctx, "team"); !errs.Is(err, errs.NotFound) {
@@ -133,18 +137,18 @@ func testAPIKeys(t *testing.T, ctx context.Context, s *Store) {
 		}
 	}
 
-	k, err := s.RevokeAPIKey(ctx, a2)
+	k, _, err := s.RevokeAPIKey(ctx, a2)
 	must(t, err)
 	if k.RevokedAt == nil {
 		t.Fatalf("RevokeAPIKey left revoked_at empty: %+v", k)
 	}
 	first := *k.RevokedAt
-	again, err := s.RevokeAPIKey(ctx, a2)
+	again, _, err := s.RevokeAPIKey(ctx, a2)
 	must(t, err)
 	if again.RevokedAt == nil || !again.RevokedAt.Equal(first) {
 		t.Errorf("second revoke moved revoked_at from %v to %v", first, again.RevokedAt)
 	}
-	_, err = s.RevokeAPIKey(ctx, "key-nope")
+	_, _, err = s.RevokeAPIKey(ctx, "key-nope")
 	wantErr(t, err, errs.NotFound, "api key key-nope: not found")
 
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)

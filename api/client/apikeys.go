@@ -18,6 +18,11 @@ type CreateAPIKeyRequest struct {
 	// neither, the key does not expire.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	TTL       string     `json:"ttl,omitempty"`
+	// Root (admin keys only) makes a key minted under no key, which
+	// outlives the key that made it. Without it the new key is the
+	// caller's child: it never expires after the caller and stops working
+	// when the caller is revoked.
+	Root bool `json:"root,omitempty"`
 }
 
 // CreatedAPIKey is a new key's row and, this once, the key itself.
@@ -40,13 +45,19 @@ func (c *Client) ListAPIKeys(ctx context.Context, tenant string) ([]models.APIKe
 	return listInto[models.APIKey](ctx, c, "/v1/apikeys", query("tenant", tenant))
 }
 
+// ListAPIKeyTree returns the same keys as ListAPIKeys as a key tree, depth
+// first: each key followed by the keys minted under it, with its depth.
+func (c *Client) ListAPIKeyTree(ctx context.Context, tenant string) ([]models.APIKeyNode, error) {
+	return listInto[models.APIKeyNode](ctx, c, "/v1/apikeys", query("tenant", tenant, "tree", "1"))
+}
+
 // GetAPIKey returns the key row id (never the key).
 func (c *Client) GetAPIKey(ctx context.Context, id string) (*models.APIKey, error) {
 	return doInto[models.APIKey](ctx, c, http.MethodGet, "/v1/apikeys/"+seg(id), nil, nil)
 }
 
-// RevokeAPIKey revokes the key id at once and returns its row; revoking a
-// revoked key changes nothing.
+// RevokeAPIKey revokes the key id and every key minted under it at once
+// and returns its row; revoking a revoked key changes nothing.
 func (c *Client) RevokeAPIKey(ctx context.Context, id string) (*models.APIKey, error) {
 	return doInto[models.APIKey](ctx, c, http.MethodPost, "/v1/apikeys/"+seg(id)+"/revoke", nil, nil)
 }
