@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -60,6 +61,27 @@ type Config struct {
 	// MaxFileBytes limits file bodies written through the files API
 	// (default 64 MiB).
 	MaxFileBytes int64
+	// MaxStreamsPerKey and MaxStreamsPerTenant cap the event streams
+	// (every SSE endpoint) one API key and one tenant hold open at once;
+	// past a cap a stream is refused 429 naming it (defaults
+	// DefaultMaxStreamsPerKey, DefaultMaxStreamsPerTenant).
+	MaxStreamsPerKey    int
+	MaxStreamsPerTenant int
+	// MaxUploadsPerTenant caps the file uploads (PUT .../files) one tenant
+	// has in flight; past it an upload is refused 429 (default
+	// DefaultMaxUploadsPerTenant).
+	MaxUploadsPerTenant int
+	// UploadDir is where an upload's body is spooled, checked against
+	// MaxFileBytes as it arrives, before it is sent to the workspace: no
+	// body is held in memory (default: the system's temporary directory).
+	UploadDir string
+	// TrustedProxies are the addresses (CIDRs or single IPs) of the proxies
+	// in front of the API. X-Forwarded-For (or X-Real-IP) is believed only
+	// from a peer in this list, and then the client is the right-most
+	// address in it that is not itself a trusted proxy; from any other peer
+	// the client is the peer. Empty (the default) trusts no proxy. The
+	// client address keys the failed-authentication throttle and is audited.
+	TrustedProxies []string
 	// Ready runs extra readiness checks for /readyz (Temporal); nil means none.
 	Ready func(ctx context.Context) error
 	// OpenAccess serves /v1 without API keys, every request acting as the
@@ -97,6 +119,11 @@ type server struct {
 	authFails *failLimiter
 	// keyTouched is when each key's last_used_at was last written (auth.go).
 	keyTouched sync.Map
+
+	// streams counts open event streams per key and tenant, uploads the
+	// uploads in flight per tenant (inflight.go).
+	streams *inflight
+	uploads *inflight
 }
 
 // New validates cfg, fills its defaults and returns the API's handler.
@@ -122,6 +149,11 @@ func newServer(cfg Config) (*server, error) {
 		return nil, errors.New("api: config: Metrics is required")
 	case cfg.MaxJSONBytes < 0 || cfg.MaxFileBytes < 0:
 		return nil, errors.New("api: config: body limits must not be negative")
+	case cfg.MaxStreamsPerKey < 0 || cfg.MaxStreamsPerTenant < 0 || cfg.MaxUploadsPerTenant < 0:
+		return nil, errors.New("api: config: stream and upload caps must not be negative")
+	}
+	if _, err := ParseTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("api: config: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -132,6 +164,21 @@ func newServer(cfg Config) (*server, error) {
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
+	if cfg.MaxStreamsPerKey == 0 {
+		cfg.MaxStreamsPerKey = DefaultMaxStreamsPerKey
+	}
+	if cfg.MaxStreamsPerTenant == 0 {
+		cfg.MaxStreamsPerTenant = DefaultMaxStreamsPerTenant
+	}
+	if cfg.MaxUploadsPerTenant == 0 {
+		cfg.MaxUploadsPerTenant = DefaultMaxUploadsPerTenant
+	}
+	if cfg.UploadDir == "" {
+		cfg.UploadDir = os.TempDir()
+	}
+	if err := prepareUploadDir(cfg.UploadDir); err != nil {
+		return nil, fmt.Errorf("api: config: %w", err)
+	}
 	return &server{
 		cfg:           cfg,
 		log:           cfg.Logger,
@@ -141,6 +188,8 @@ func newServer(cfg Config) (*server, error) {
 		maxExecOutput: 16 << 20,
 		maxSuiteBytes: eval.MaxSuiteBytes,
 		authFails:     newFailLimiter(DefaultAuthFailBurst, DefaultAuthFailRate),
+		streams:       newInflight(),
+		uploads:       newInflight(),
 	}, nil
 }
 
@@ -150,7 +199,7 @@ func (s *server) routes() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	_ = r.SetTrustedProxies(nil) // ClientIP is only logged; trust no forwarding header
+	s.trustProxies(r)
 	r.Use(s.observe, s.recoverPanic)
 	r.NoRoute(func(c *gin.Context) {
 		s.fail(c, errs.E(errs.NotFound, "route %s %s: not found", c.Request.Method, c.Request.URL.Path))

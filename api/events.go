@@ -92,7 +92,11 @@ func afterID(c *gin.Context) (uint64, error) {
 // process, and a 200 ms poll of an indexed range query is cheap.
 func (s *server) follow(c *gin.Context, id string, after uint64) {
 	ctx := c.Request.Context()
-	startSSE(c)
+	release, ok := s.startSSE(c)
+	if !ok {
+		return
+	}
+	defer release()
 
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()
@@ -146,9 +150,16 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 	}
 }
 
-// startSSE answers 200 with the headers of a Server-Sent Events stream and
-// flushes them, so the client sees the stream open before its first event.
-func startSSE(c *gin.Context) {
+// startSSE counts the stream against its key's and tenant's caps
+// (openStream: 429 and false when one is reached), then answers 200 with
+// the headers of a Server-Sent Events stream and flushes them, so the
+// client sees the stream open before its first event. Every stream starts
+// here; the caller defers release, which frees its place when it ends.
+func (s *server) startSSE(c *gin.Context) (release func(), ok bool) {
+	release, ok = s.openStream(c)
+	if !ok {
+		return nil, false
+	}
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -157,6 +168,7 @@ func startSSE(c *gin.Context) {
 	c.Status(http.StatusOK)
 	c.Writer.WriteHeaderNow()
 	c.Writer.Flush()
+	return release, true
 }
 
 // sseWait keeps a stream open between polls: it writes a keep-alive

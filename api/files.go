@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -196,21 +194,19 @@ func (s *server) putFile(c *gin.Context) {
 			fi, err = cl.Stat(ctx, p)
 		}
 	} else {
-		var body bytes.Buffer
-		if n := c.Request.ContentLength; n > 0 {
-			body.Grow(int(n)) // one allocation, not a doubling series
-		}
-		_, err = body.ReadFrom(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.fail(c, errs.E(errs.TooLarge, "file %s: over the limit of %d bytes", p, limit))
+		release, ok := s.openUpload(c)
+		if !ok {
 			return
 		}
+		defer release()
+		var up *spooled
+		up, err = s.spool(c, p, limit)
 		if err != nil {
-			s.fail(c, errs.E(errs.Invalid, "file %s: read request body: %w", p, err))
+			s.fail(c, err)
 			return
 		}
-		fi, err = cl.WriteFileInfo(ctx, p, body.Bytes(), mode)
+		defer up.Close()
+		fi, err = cl.WriteFileFrom(ctx, p, up, up.size, mode)
 	}
 	if err != nil {
 		s.fail(c, fileError(ws, err))

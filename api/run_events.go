@@ -37,7 +37,11 @@ func (s *server) runEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	startSSE(c)
+	release, ok := s.startSSE(c)
+	if !ok {
+		return
+	}
+	defer release()
 
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()

@@ -163,7 +163,11 @@ func (s *server) sessionTranscript(c *gin.Context) {
 // it finished), in order, then an "end" event with the run when it ended.
 func (s *server) followTranscript(c *gin.Context, sessionID string) {
 	ctx := c.Request.Context()
-	startSSE(c)
+	release, ok := s.startSSE(c)
+	if !ok {
+		return
+	}
+	defer release()
 	after := 0
 	if v := c.GetHeader("Last-Event-ID"); v != "" {
 		after, _ = strconv.Atoi(v)

@@ -74,7 +74,11 @@ func (s *server) tenantEventList(c *gin.Context) {
 // has no natural end: a destroyed workspace is one event among others.
 func (s *server) followTenant(c *gin.Context, tenant string, after uint64) {
 	ctx := c.Request.Context()
-	startSSE(c)
+	release, ok := s.startSSE(c)
+	if !ok {
+		return
+	}
+	defer release()
 
 	poll := time.NewTicker(s.eventPoll)
 	defer poll.Stop()

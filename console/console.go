@@ -29,6 +29,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/metrics"
 )
 
 //go:embed templates/*.html
@@ -49,8 +50,23 @@ type Config struct {
 	// SessionTTL is how long a console session lives after its last use
 	// (default 12h).
 	SessionTTL time.Duration
-	Logger     *slog.Logger
+	// SessionsPerKey caps the sessions one API key holds: signing in once
+	// more ends the key's least recently used session (default
+	// DefaultSessionsPerKey).
+	SessionsPerKey int
+	// MaxSessions caps the sessions of all keys together: past it a
+	// sign-in is refused until one expires (default DefaultMaxSessions).
+	MaxSessions int
+	// Metrics, when set, gets the number of sessions (primer_console_sessions).
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 }
+
+// Default session caps, applied by New to zero Config fields.
+const (
+	DefaultSessionsPerKey = 8
+	DefaultMaxSessions    = 10000
+)
 
 // Console serves the console's pages. Build it with New.
 type Console struct {
@@ -72,6 +88,16 @@ func New(cfg Config) (*Console, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 12 * time.Hour
 	}
+	if cfg.SessionsPerKey <= 0 {
+		cfg.SessionsPerKey = DefaultSessionsPerKey
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	var gauge func(int)
+	if cfg.Metrics != nil {
+		gauge = func(n int) { cfg.Metrics.ConsoleSessions.Set(float64(n)) }
+	}
 	if cfg.TemporalNamespace == "" {
 		cfg.TemporalNamespace = "default"
 	}
@@ -90,7 +116,7 @@ func New(cfg Config) (*Console, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		pages:    pages,
-		sessions: newSessionStore(cfg.SessionTTL),
+		sessions: newSessionStore(cfg.SessionTTL, cfg.SessionsPerKey, cfg.MaxSessions, gauge),
 		static:   http.StripPrefix("/static/", http.FileServerFS(sub)),
 	}, nil
 }

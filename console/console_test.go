@@ -113,6 +113,9 @@ func TestInprocStreams(t *testing.T) {
 		if r.RemoteAddr != "192.0.2.7:4321" {
 			t.Errorf("RemoteAddr = %q, want the browser's", r.RemoteAddr)
 		}
+		if got := r.Header.Values("X-Forwarded-For"); len(got) != 2 || got[0] != "198.51.100.1" || got[1] != "192.0.2.9" {
+			t.Errorf("X-Forwarded-For = %q, want the browser request's lines, in order", got)
+		}
 		w.Header().Set("X-Test", "1")
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write([]byte("first\n"))
@@ -121,7 +124,13 @@ func TestInprocStreams(t *testing.T) {
 		_, _ = w.Write([]byte("second\n"))
 	})
 	hc := &http.Client{Transport: inproc{h: h}}
-	req, _ := http.NewRequestWithContext(withRemote(t.Context(), "192.0.2.7:4321"), http.MethodGet, "http://x/stream", nil)
+	browser := httptest.NewRequest(http.MethodGet, "/live/workspaces", nil)
+	browser.RemoteAddr = "192.0.2.7:4321"
+	browser.Header.Add("X-Forwarded-For", "198.51.100.1")
+	browser.Header.Add("X-Forwarded-For", "192.0.2.9")
+	req, _ := http.NewRequestWithContext(withRemote(t.Context(), browser), http.MethodGet, "http://x/stream", nil)
+	// A forwarding header of the console's own request is never passed on.
+	req.Header.Set("X-Forwarded-For", "203.0.113.66")
 	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)

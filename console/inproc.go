@@ -12,8 +12,29 @@ import (
 // limits (failed sign-ins) count the browser, not the console.
 type remoteKey struct{}
 
-func withRemote(ctx context.Context, addr string) context.Context {
-	return context.WithValue(ctx, remoteKey{}, addr)
+// remote is the browser's connection as the console saw it: its peer
+// address and the forwarding headers a proxy in front may have set. The
+// API decides from them who the client is, by its own trusted proxies,
+// exactly as for a request sent to it directly.
+type remote struct {
+	addr         string
+	forwardedFor []string
+	realIP       []string
+}
+
+// forwardingHeaders are the headers the API reads the client address from
+// when the peer is a trusted proxy.
+const (
+	headerForwardedFor = "X-Forwarded-For"
+	headerRealIP       = "X-Real-IP"
+)
+
+func withRemote(ctx context.Context, r *http.Request) context.Context {
+	return context.WithValue(ctx, remoteKey{}, remote{
+		addr:         r.RemoteAddr,
+		forwardedFor: r.Header.Values(headerForwardedFor),
+		realIP:       r.Header.Values(headerRealIP),
+	})
 }
 
 // inproc is an http.RoundTripper that serves each request with the API's
@@ -27,8 +48,18 @@ func (t inproc) RoundTrip(req *http.Request) (*http.Response, error) {
 	sreq := req.Clone(ctx)
 	sreq.RequestURI = req.URL.RequestURI()
 	sreq.RemoteAddr = "127.0.0.1:0"
-	if a, ok := ctx.Value(remoteKey{}).(string); ok && a != "" {
-		sreq.RemoteAddr = a
+	// The API client never sets forwarding headers; only the browser's,
+	// passed on below, may reach the API.
+	sreq.Header.Del(headerForwardedFor)
+	sreq.Header.Del(headerRealIP)
+	if rm, ok := ctx.Value(remoteKey{}).(remote); ok && rm.addr != "" {
+		sreq.RemoteAddr = rm.addr
+		for _, v := range rm.forwardedFor {
+			sreq.Header.Add(headerForwardedFor, v)
+		}
+		for _, v := range rm.realIP {
+			sreq.Header.Add(headerRealIP, v)
+		}
 	}
 	if sreq.Body == nil {
 		sreq.Body = http.NoBody

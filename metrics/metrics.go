@@ -32,6 +32,10 @@ type Metrics struct {
 	HTTPRequests *prometheus.CounterVec
 	// HTTPDuration observes API request durations by method and route.
 	HTTPDuration *prometheus.HistogramVec
+	// OpenStreams is the number of event streams the API holds open.
+	OpenStreams prometheus.Gauge
+	// ConsoleSessions is the number of signed-in console sessions.
+	ConsoleSessions prometheus.Gauge
 }
 
 // New returns a fresh set of metrics registered on a new registry, with the
@@ -77,11 +81,20 @@ func New() *Metrics {
 			Help:    "API request durations by method and route.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"method", "route"}),
+		OpenStreams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "primer_api_open_streams",
+			Help: "Event streams (Server-Sent Events) the API holds open.",
+		}),
+		ConsoleSessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "primer_console_sessions",
+			Help: "Signed-in console sessions, expired ones not yet swept included.",
+		}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.ProbeLateness, m.ProbeDuration, m.Probes, m.PhaseChanges, m.OrphansRemoved, m.Leases, m.HTTPRequests, m.HTTPDuration,
+		m.OpenStreams, m.ConsoleSessions,
 	)
 	return m
 }

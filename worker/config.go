@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/primerhq/primer/api"
 	"github.com/primerhq/primer/errs"
 )
 
@@ -75,6 +76,25 @@ type Config struct {
 	LocalRoot string
 	// MaxFileBytes caps a file written or read through the API (PRIMER_MAX_FILE_BYTES).
 	MaxFileBytes int64
+	// MaxStreamsPerKey, MaxStreamsPerTenant and MaxUploadsPerTenant cap the
+	// event streams one key and one tenant hold open and the uploads one
+	// tenant has in flight (PRIMER_MAX_STREAMS_PER_KEY,
+	// PRIMER_MAX_STREAMS_PER_TENANT, PRIMER_MAX_UPLOADS_PER_TENANT); zero
+	// takes the API's defaults.
+	MaxStreamsPerKey    int
+	MaxStreamsPerTenant int
+	MaxUploadsPerTenant int
+	// TrustedProxies are the CIDRs or addresses of the proxies in front of
+	// the API whose X-Forwarded-For is believed (PRIMER_TRUSTED_PROXIES,
+	// comma-separated); empty trusts none (api.Config.TrustedProxies).
+	TrustedProxies []string
+	// ConsoleSessionTTL, ConsoleSessionsPerKey and ConsoleMaxSessions bound
+	// the console's sessions (PRIMER_CONSOLE_SESSION_TTL,
+	// PRIMER_CONSOLE_SESSIONS_PER_KEY, PRIMER_CONSOLE_MAX_SESSIONS); zero
+	// takes the console's defaults.
+	ConsoleSessionTTL     time.Duration
+	ConsoleSessionsPerKey int
+	ConsoleMaxSessions    int
 	// WorkerConcurrency caps concurrent activity and workflow task executions.
 	WorkerConcurrency int
 	// RuntimeBinary is the static primer-runtime the container backend copies
@@ -179,6 +199,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxFileBytes < 1 {
 		return errs.Field("max_file_bytes", "max file bytes must be positive")
+	}
+	if c.MaxStreamsPerKey < 0 || c.MaxStreamsPerTenant < 0 || c.MaxUploadsPerTenant < 0 {
+		return errs.Field("max_streams_per_key", "stream and upload caps must not be negative")
+	}
+	if c.ConsoleSessionTTL < 0 || c.ConsoleSessionsPerKey < 0 || c.ConsoleMaxSessions < 0 {
+		return errs.Field("console_session_ttl", "console session ttl and caps must not be negative")
+	}
+	if _, err := api.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		return err
 	}
 	return nil
 }

@@ -226,6 +226,12 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			MaxFileBytes: cfg.MaxFileBytes,
 			OpenAccess:   cfg.OpenAccess,
 			Ready:        ready,
+
+			MaxStreamsPerKey:    cfg.MaxStreamsPerKey,
+			MaxStreamsPerTenant: cfg.MaxStreamsPerTenant,
+			MaxUploadsPerTenant: cfg.MaxUploadsPerTenant,
+			UploadDir:           filepath.Join(cfg.DataDir, "uploads"),
+			TrustedProxies:      cfg.TrustedProxies,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("build api: %w", err)
@@ -233,6 +239,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		// The web console shares the API's port: /v1 stays the API's.
 		handler, err = console.Mount(console.Config{
 			API: handler, TemporalUI: s.TemporalUIAddress(), TemporalNamespace: cfg.TemporalNamespace, Logger: logger,
+			SessionTTL: cfg.ConsoleSessionTTL, SessionsPerKey: cfg.ConsoleSessionsPerKey, MaxSessions: cfg.ConsoleMaxSessions, Metrics: m,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("build console: %w", err)

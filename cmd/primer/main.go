@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	// Suite schedules name IANA time zones; the binary carries their data
@@ -19,6 +20,8 @@ import (
 
 	"github.com/primerhq/primer/activities/backend/container"
 	"github.com/primerhq/primer/activities/backend/kubernetes"
+	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/console"
 	"github.com/primerhq/primer/worker"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
@@ -58,6 +61,17 @@ func serve(args []string) int {
 	fs.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", envDuration("PRIMER_RECONCILE_INTERVAL", time.Minute), "time between reconciler passes (PRIMER_RECONCILE_INTERVAL)")
 	fs.DurationVar(&cfg.OrphanGrace, "orphan-grace", envDuration("PRIMER_ORPHAN_GRACE", 2*time.Minute), "age before the reconciler removes a sandbox no workspace owns (PRIMER_ORPHAN_GRACE)")
 	fs.Int64Var(&cfg.MaxFileBytes, "max-file-bytes", int64(envInt("PRIMER_MAX_FILE_BYTES", 64<<20)), "largest file read or written through the API (PRIMER_MAX_FILE_BYTES)")
+	fs.IntVar(&cfg.MaxStreamsPerKey, "max-streams-per-key", envInt("PRIMER_MAX_STREAMS_PER_KEY", api.DefaultMaxStreamsPerKey), "event streams one API key may hold open (PRIMER_MAX_STREAMS_PER_KEY)")
+	fs.IntVar(&cfg.MaxStreamsPerTenant, "max-streams-per-tenant", envInt("PRIMER_MAX_STREAMS_PER_TENANT", api.DefaultMaxStreamsPerTenant), "event streams one tenant may hold open (PRIMER_MAX_STREAMS_PER_TENANT)")
+	fs.IntVar(&cfg.MaxUploadsPerTenant, "max-uploads-per-tenant", envInt("PRIMER_MAX_UPLOADS_PER_TENANT", api.DefaultMaxUploadsPerTenant), "file uploads one tenant may have in flight (PRIMER_MAX_UPLOADS_PER_TENANT)")
+	fs.Func("trusted-proxies", "comma-separated CIDRs or addresses of proxies whose X-Forwarded-For is believed; empty trusts none (PRIMER_TRUSTED_PROXIES)", func(v string) error {
+		cfg.TrustedProxies = splitList(v)
+		return nil
+	})
+	cfg.TrustedProxies = splitList(env("PRIMER_TRUSTED_PROXIES", ""))
+	fs.DurationVar(&cfg.ConsoleSessionTTL, "console-session-ttl", envDuration("PRIMER_CONSOLE_SESSION_TTL", 12*time.Hour), "how long an idle console session lives (PRIMER_CONSOLE_SESSION_TTL)")
+	fs.IntVar(&cfg.ConsoleSessionsPerKey, "console-sessions-per-key", envInt("PRIMER_CONSOLE_SESSIONS_PER_KEY", console.DefaultSessionsPerKey), "console sessions one API key may hold; more end the oldest (PRIMER_CONSOLE_SESSIONS_PER_KEY)")
+	fs.IntVar(&cfg.ConsoleMaxSessions, "console-max-sessions", envInt("PRIMER_CONSOLE_MAX_SESSIONS", console.DefaultMaxSessions), "console sessions in all; more sign-ins are refused (PRIMER_CONSOLE_MAX_SESSIONS)")
 	fs.StringVar(&cfg.RuntimeBinary, "runtime-binary", env("PRIMER_RUNTIME_BINARY", ""), "static primer-runtime copied into containers (PRIMER_RUNTIME_BINARY; default: beside this executable)")
 	fs.StringVar(&level, "log-level", env("PRIMER_LOG_LEVEL", "info"), "debug, info, warn or error (PRIMER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
@@ -207,4 +221,15 @@ func envDuration(key string, def time.Duration) time.Duration {
 		os.Exit(2)
 	}
 	return d
+}
+
+// splitList splits a comma-separated setting, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -5,10 +5,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -191,14 +193,32 @@ func (c *Client) unregister(id uint64) {
 // that has not read for that long is stuck, and every call on it fails
 // rather than waits.
 func (c *Client) send(ctx context.Context, req *protocol.Request) error {
-	payload := req.Data
-	if len(payload) > 0 {
+	return c.sendBody(ctx, req, body{})
+}
+
+// body is a request's payload: req.Data, or size bytes read from r (a
+// spooled upload, sent without holding it in memory).
+type body struct {
+	data []byte
+	r    io.Reader
+	size int64
+}
+
+// sendBody is send with the payload read from b when b.r is set. The
+// payload goes out as it is read; a reader that fails or ends early breaks
+// the frame, which closes the connection, so b.r must be something that
+// delivers b.size bytes (a local file).
+func (c *Client) sendBody(ctx context.Context, req *protocol.Request, b body) error {
+	if b.r == nil && len(req.Data) > 0 {
+		b = body{data: req.Data, size: int64(len(req.Data))}
+	}
+	if b.size > 0 {
 		// Data travels raw in a binary frame, not base64 in the JSON.
 		hdr := *req
 		hdr.Data = nil
 		req = &hdr
 	}
-	b, err := json.Marshal(req)
+	hdr, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("runtime %s: %s: encode: %w", c.addr, req.Op, err)
 	}
@@ -210,12 +230,12 @@ func (c *Client) send(ctx context.Context, req *protocol.Request) error {
 		return ctxError(ctx, fmt.Sprintf("runtime %s: %s: wait to write", c.addr, req.Op))
 	}
 	defer func() { <-c.wmu }()
-	wctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout+writePerMiB*time.Duration(len(payload)>>20))
+	wctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout+writePerMiB*time.Duration(b.size>>20))
 	defer cancel()
-	if len(payload) > 0 {
-		err = c.writeBinary(wctx, b, payload)
+	if b.size > 0 {
+		err = c.writeBinary(wctx, hdr, b)
 	} else {
-		err = c.ws.Write(wctx, websocket.MessageText, b)
+		err = c.ws.Write(wctx, websocket.MessageText, hdr)
 	}
 	if err != nil {
 		c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
@@ -224,12 +244,23 @@ func (c *Client) send(ctx context.Context, req *protocol.Request) error {
 	return nil
 }
 
-func (c *Client) writeBinary(ctx context.Context, header, payload []byte) error {
+func (c *Client) writeBinary(ctx context.Context, header []byte, b body) error {
 	w, err := c.ws.Writer(ctx, websocket.MessageBinary)
 	if err != nil {
 		return err
 	}
-	if err := protocol.WriteBinary(w, header, payload); err != nil {
+	if b.r == nil {
+		err = protocol.WriteBinary(w, header, b.data)
+	} else {
+		// The length and header in one frame, then the payload as it is
+		// read: each write is a frame of its own.
+		var pre bytes.Buffer
+		_ = protocol.WriteBinary(&pre, header, nil)
+		if _, err = w.Write(pre.Bytes()); err == nil {
+			_, err = io.CopyN(w, b.r, b.size)
+		}
+	}
+	if err != nil {
 		_ = w.Close()
 		return err
 	}
@@ -257,13 +288,18 @@ func (ch call) fail(error) { close(ch) }
 
 // do sends req and waits for its result, decoding it into out when given.
 func (c *Client) do(ctx context.Context, req *protocol.Request, out any) error {
+	return c.doBody(ctx, req, body{}, out)
+}
+
+// doBody is do with the payload read from b (see sendBody).
+func (c *Client) doBody(ctx context.Context, req *protocol.Request, b body, out any) error {
 	ch := make(call, 1)
 	id, err := c.register(ch)
 	if err != nil {
 		return err
 	}
 	req.ID = id
-	if err := c.send(ctx, req); err != nil {
+	if err := c.sendBody(ctx, req, b); err != nil {
 		c.unregister(id)
 		return err
 	}
@@ -331,6 +367,23 @@ func (c *Client) WriteFileInfo(ctx context.Context, path string, data []byte, mo
 		return fi, err
 	}
 	err := c.do(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Data: data, Mode: unixMode(mode)}, &fi)
+	return fi, err
+}
+
+// WriteFileFrom is WriteFileInfo with the content read from r, which must
+// deliver exactly size bytes (a spooled upload: a local file). The content
+// is copied into the connection as it is read, never held in memory whole;
+// a reader that fails midway breaks the connection, failing every call on
+// it, which is why r must be local and already complete.
+func (c *Client) WriteFileFrom(ctx context.Context, path string, r io.Reader, size int64, mode os.FileMode) (protocol.FileInfo, error) {
+	var fi protocol.FileInfo
+	if size < 0 {
+		return fi, errs.E(errs.Invalid, "write %s: negative size %d", path, size)
+	}
+	if size > protocol.DefaultMaxFileBytes {
+		return fi, errs.E(errs.TooLarge, "write %s: %d bytes is over the %d byte limit", path, size, protocol.DefaultMaxFileBytes)
+	}
+	err := c.doBody(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Mode: unixMode(mode)}, body{r: r, size: size}, &fi)
 	return fi, err
 }
 

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/primerhq/primer/models"
+)
+
+// zeros is a body of n bytes that is never in memory whole (and has no
+// length the client could announce).
+type zeros struct{ n int64 }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	if z.n <= 0 {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), z.n)
+	clear(p[:k])
+	z.n -= k
+	return int(k), nil
+}
+
+// TestUploadSpooled checks an upload goes through a file on disk, not
+// memory: an oversized body of unknown length is refused 413 while the
+// server allocates far less than the limit, nothing reaches the
+// workspace and no spool file is left; a body under the limit arrives
+// whole, and its spool file is gone afterwards too.
+func TestUploadSpooled(t *testing.T) {
+	const limit = 16 << 20
+	spool := t.TempDir()
+	h := newHarness(t, func(c *Config) { c.MaxFileBytes = limit; c.UploadDir = spool })
+	w, dir := h.runningWorkspace()
+	member := h.newKey(models.DefaultTenantID, models.RoleMember)
+	base := "/v1/workspaces/" + w.ID + "/files/"
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	h.do("PUT", base+"big", &zeros{n: limit + 8<<20}, bearer(member)...).expectError(t, 413, "too_large", "", "over the limit of 16777216 bytes")
+	runtime.ReadMemStats(&after)
+	// Buffering the body would allocate at least the limit (twice, growing
+	// a buffer by doubling); spooling it, a few copy buffers.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > limit/4 {
+		t.Errorf("an oversized upload allocated %d bytes; the body is held in memory", grew)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "big")); !os.IsNotExist(err) {
+		t.Fatalf("the oversized upload was written: %v", err)
+	}
+
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	h.do("PUT", base+"fits", io.MultiReader(bytes.NewReader(data)), bearer(member)...).expect(t, 200)
+	if got, err := os.ReadFile(filepath.Join(dir, "fits")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("uploaded file: %d bytes (err %v), want the %d sent", len(got), err, len(data))
+	}
+	h.do("PUT", base+"empty", "", bearer(member)...).expect(t, 200)
+	if fi, err := os.Stat(filepath.Join(dir, "empty")); err != nil || fi.Size() != 0 {
+		t.Fatalf("empty upload: %v, %v", fi, err)
+	}
+	if left, _ := os.ReadDir(spool); len(left) != 0 {
+		t.Fatalf("spool dir holds %d files after the uploads, want none", len(left))
+	}
+}
+
+// TestUploadCap checks a tenant's uploads in flight are capped: past the
+// cap an upload is 429 naming it, with Retry-After; another tenant is not
+// held; when one finishes, the next is allowed.
+func TestUploadCap(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxUploadsPerTenant = 1 })
+	w, dir := h.runningWorkspace()
+	member := h.newKey(models.DefaultTenantID, models.RoleMember)
+	url := h.url + "/v1/workspaces/" + w.ID + "/files/slow"
+
+	// An upload whose body is still coming holds the tenant's one place.
+	pr, pw := io.Pipe()
+	// Before the harness's server closes (it waits for this request).
+	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
+	req, _ := http.NewRequest("PUT", url, pr)
+	req.Header.Set("Authorization", "Bearer "+member)
+	done := make(chan int, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	if _, err := pw.Write([]byte("first half ")); err != nil {
+		t.Fatal(err)
+	}
+	waitCount(t, h.srv.uploads, "tenant\x00"+models.DefaultTenantID, 1)
+
+	r := h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x", bearer(member)...)
+	r.expectError(t, 429, "resource_exhausted", "", "tenant default has 1 uploads in flight, the cap for one tenant")
+	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After = %q", r.header.Get("Retry-After"))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "other")); !os.IsNotExist(err) {
+		t.Fatal("the refused upload was written")
+	}
+	// A directory is not an upload.
+	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/d?mkdir=true", nil, bearer(member)...).expect(t, 200)
+
+	if _, err := pw.Write([]byte("second half")); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if status := <-done; status != 200 {
+		t.Fatalf("the slow upload: status %d", status)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "slow")); string(got) != "first half second half" {
+		t.Fatalf("slow upload wrote %q", got)
+	}
+	waitCount(t, h.srv.uploads, "tenant\x00"+models.DefaultTenantID, 0)
+	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x", bearer(member)...).expect(t, 200)
+}

@@ -1,0 +1,172 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/models"
+)
+
+// TestSafeNext is the sign-in's redirect target: a path of this origin
+// passes, everything a browser could read as another host becomes "/".
+func TestSafeNext(t *testing.T) {
+	for _, tc := range []struct{ next, want string }{
+		{"/workspaces", "/workspaces"},
+		{"/workspaces/ws-1/files?path=a%2Fb&notice=x", "/workspaces/ws-1/files?path=a%2Fb&notice=x"},
+		{"/runs/run-1/compare?with=run-2#top", "/runs/run-1/compare?with=run-2#top"},
+		{"/", "/"},
+		{"", "/"},
+		{"workspaces", "/"},                        // relative
+		{"//evil.example", "/"},                    // protocol-relative
+		{"//evil.example/path", "/"},               //
+		{"///evil.example", "/"},                   //
+		{"/\\evil.example", "/"},                   // backslash: a slash to browsers
+		{"\\\\evil.example", "/"},                  //
+		{"/\\/evil.example", "/"},                  //
+		{"/\t/evil.example", "/"},                  // %09 decoded: browsers drop tabs
+		{"/\n/evil.example", "/"},                  // %0A
+		{"/\r/evil.example", "/"},                  // %0D
+		{"\t//evil.example", "/"},                  // leading control
+		{" //evil.example", "/"},                   // leading space: browsers trim it
+		{"/ /evil.example", "/"},                   // any space
+		{"/\x00/evil.example", "/"},                // NUL
+		{"/\x7f/evil.example", "/"},                // DEL
+		{"/\u00a0/evil.example", "/"},              // non-ASCII
+		{"/\u3000/evil.example", "/"},              // ideographic space
+		{"/\uff0f/evil.example", "/"},              // fullwidth solidus
+		{"https://evil.example", "/"},              // absolute
+		{"https:evil.example", "/"},                // scheme without slashes
+		{"https:/evil.example", "/"},               //
+		{"javascript:alert(1)", "/"},               //
+		{"JavaScript:alert(1)", "/"},               //
+		{"data:text/html,hi", "/"},                 //
+		{"/%2F%2Fevil.example", "/"},               // encoded slashes: path "///evil.example"
+		{"/%2f/evil.example", "/"},                 //
+		{"/%5Cevil.example", "/%5Cevil.example"},   // an encoded backslash stays one: a path
+		{"/%09/evil.example", "/%09/evil.example"}, // an encoded tab stays encoded: a path
+		{"/@evil.example", "/@evil.example"},       // a path, not userinfo
+		{"/.//evil.example", "/.//evil.example"},   // cleaned to /evil.example by the redirect
+	} {
+		if got := safeNext(tc.next); got != tc.want {
+			t.Errorf("safeNext(%q) = %q, want %q", tc.next, got, tc.want)
+		}
+	}
+}
+
+// TestSignInRedirect signs in through the form with next= attempts as a
+// link would carry them (url-encoded, so %09 arrives as a tab) and checks
+// where the browser is sent.
+func TestSignInRedirect(t *testing.T) {
+	keyID, key, _ := models.NewAPIKey()
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/apikeys/"+keyID || r.Header.Get("Authorization") != "Bearer "+key {
+			http.Error(w, `{"error":{"code":"unauthenticated","message":"no","details":{}}}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(models.APIKey{ID: keyID, TenantID: "default", Role: models.RoleMember})
+	})
+	c, err := New(Config{API: api, SessionsPerKey: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ next, want string }{
+		{"/%09/evil.example", "/"},
+		{"/%0A/evil.example", "/"},
+		{"//evil.example", "/"},
+		{"/%5Cevil.example", "/"},
+		{"/%5C%5Cevil.example", "/"},
+		{"https:evil.example", "/"},
+		{"https%3A%2F%2Fevil.example", "/"},
+		{"%2F%2Fevil.example", "/"},
+		{"/%252F%252Fevil.example", "/"}, // double-encoded: still "//" once the path is decoded
+		{"%20//evil.example", "/"},
+		{"/workspaces%3Fphase%3Drunning", "/workspaces?phase=running"},
+	} {
+		form := "api_key=" + url.QueryEscape(key) + "&next=" + tc.next
+		req := httptest.NewRequest(http.MethodPost, "/signin", strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		c.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("next=%s: status %d, body %s", tc.next, rec.Code, rec.Body)
+		}
+		if loc := rec.Header().Get("Location"); loc != tc.want {
+			t.Errorf("next=%s: Location %q, want %q", tc.next, loc, tc.want)
+		}
+	}
+}
+
+// TestSessionStoreBounds checks the caps: a key's sessions past perKey end
+// its least recently used; past max in all, put refuses; an expired
+// session is swept by the timer, with nobody signing in, and the gauge
+// follows.
+func TestSessionStoreBounds(t *testing.T) {
+	var mu sync.Mutex
+	var gauge int
+	st := newSessionStore(time.Hour, 2, 3, func(n int) { mu.Lock(); gauge = n; mu.Unlock() })
+	mk := func(id, key string) *session { return &session{id: id, keyID: key} }
+	for _, s := range []*session{mk("a1", "a"), mk("a2", "a")} {
+		if err := st.put(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.get("a1") // a2 is now the least recently used
+	if err := st.put(mk("a3", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if st.get("a2") != nil || st.get("a1") == nil || st.get("a3") == nil {
+		t.Fatal("the key's third session did not end its least recently used one")
+	}
+	if err := st.put(mk("b1", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.put(mk("c1", "c")); err != errTooManySessions {
+		t.Fatalf("past the total cap: %v, want errTooManySessions", err)
+	}
+	// A key at its own cap still signs in: it ends one of its own.
+	if err := st.put(mk("a4", "a")); err != nil {
+		t.Fatalf("a key at its cap in a full store: %v", err)
+	}
+	if st.count() != 3 || st.get("a1") != nil {
+		t.Fatalf("count %d (want 3), a1 ended: %v", st.count(), st.get("a1") == nil)
+	}
+	st.drop("b1")
+	mu.Lock()
+	if gauge != 2 {
+		t.Errorf("gauge %d after a drop, want 2", gauge)
+	}
+	mu.Unlock()
+
+	// Expiry by the timer.
+	st = newSessionStore(40*time.Millisecond, 8, 100, func(n int) { mu.Lock(); gauge = n; mu.Unlock() })
+	for _, id := range []string{"x", "y", "z"} {
+		if err := st.put(mk(id, "k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for st.count() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions left after their ttl, never swept", st.count())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	if gauge != 0 {
+		t.Errorf("gauge %d after the sweep, want 0", gauge)
+	}
+	mu.Unlock()
+	st.mu.Lock()
+	armed := st.sweep != nil
+	st.mu.Unlock()
+	if armed {
+		t.Error("the sweep timer is still armed with no session left")
+	}
+}
