@@ -265,7 +265,7 @@ func (c *Console) client(key string) *client.Client {
 }
 
 func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, nil, http.StatusOK, "signin", page{Title: "Sign in", Data: r.URL.Query().Get("next")})
+	c.render(w, r, nil, http.StatusOK, "signin", page{Title: "Sign in", Data: safeNext(r.URL.Query().Get("next"))})
 }
 
 // signin checks the key against the API, then starts a session: the cookie
