@@ -28,6 +28,7 @@ import (
 
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/connector"
@@ -65,9 +66,12 @@ type Activities struct {
 	// first watch when Prober is nil (prober_worker.go).
 	proberMu   sync.Mutex
 	lazyProber *Prober
-	// HTTPClient delivers webhooks (default http.DefaultClient with a
-	// per-call timeout).
-	HTTPClient *http.Client
+	// Outbound is the policy every request to a user-chosen address
+	// passes (model calls, webhooks): nil refuses every internal address.
+	Outbound *outbound.Policy
+	// httpOnce builds httpClient, Outbound's HTTP client, at first use.
+	httpOnce   sync.Once
+	httpClient *http.Client
 
 	// ProbeTimeout bounds one probe's ping (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration
@@ -321,4 +325,12 @@ func keepAlive(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// outboundClient is the HTTP client for requests to user-chosen addresses:
+// every connection it opens passes a.Outbound (outbound.Policy.HTTPClient).
+// Calls bound their time with their context.
+func (a *Activities) outboundClient() *http.Client {
+	a.httpOnce.Do(func() { a.httpClient = a.Outbound.HTTPClient(0) })
+	return a.httpClient
 }

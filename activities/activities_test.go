@@ -17,6 +17,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/local"
 	"github.com/primerhq/primer/activities/backend/memory"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
@@ -54,6 +55,8 @@ func newRig(t *testing.T) *rig {
 		Metrics:      m,
 		ProbeTimeout: 2 * time.Second,
 		RuntimeWait:  3 * time.Second,
+		// The test model servers and webhook receivers listen on 127.0.0.1.
+		Outbound: loopbackPolicy(t),
 	}
 	if err := store.CreateProvider(ctx, &models.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
 		t.Fatal(err)
@@ -670,4 +673,14 @@ func TestClassify(t *testing.T) {
 	if classify(nil) != nil {
 		t.Error("classify(nil) != nil")
 	}
+}
+
+// loopbackPolicy allowlists 127.0.0.1, where the tests' fake servers listen.
+func loopbackPolicy(t *testing.T) *outbound.Policy {
+	t.Helper()
+	p, err := outbound.Parse("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -268,6 +268,11 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 	if err != nil {
 		return nil, classify(fmt.Errorf("agent %s: %w", ag.ID, err))
 	}
+	// An agent calls only with its own tenant's key: a provider of another
+	// tenant (made so by an admin, or left by a deleted tenant) is refused.
+	if prov.TenantID != ag.TenantID {
+		return nil, classify(errs.E(errs.Forbidden, "agent %s: llm provider %s belongs to another tenant", ag.ID, prov.ID))
+	}
 	key, err := prov.Key()
 	if err != nil {
 		return nil, classify(err)
@@ -281,7 +286,7 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 		Temperature: ag.Model.Temperature,
 		TopP:        ag.Model.TopP,
 	}
-	res, err := llm.Complete(ctx, a.HTTPClient, llm.Endpoint{Kind: prov.Kind, BaseURL: prov.BaseURL, APIKey: key}, req)
+	res, err := llm.Complete(ctx, a.outboundClient(), llm.Endpoint{Kind: prov.Kind, BaseURL: prov.BaseURL, APIKey: key}, req)
 	if err != nil {
 		var apiErr *llm.APIError
 		if !errors.As(err, &apiErr) {

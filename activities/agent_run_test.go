@@ -172,7 +172,8 @@ func TestToolCallStartedIsNotRunAgain(t *testing.T) {
 }
 
 // A 429 is retried after its Retry-After; a 400 and a malformed answer
-// fail for good with the reason; none carries the key.
+// fail for good with the status or reason; none carries the key or the
+// server's body.
 func TestModelCallErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -183,7 +184,7 @@ func TestModelCallErrors(t *testing.T) {
 	}{
 		{"429", llmtest.ErrorTurn(429, "7", "rate limited "+agentKey), true, 7 * time.Second, "429"},
 		{"500", llmtest.ErrorTurn(500, "", "overloaded"), true, 0, "500"},
-		{"400", llmtest.ErrorTurn(400, "", `model "m" does not exist`), false, 0, `model "m" does not exist`},
+		{"400", llmtest.ErrorTurn(400, "", `model "m" does not exist`), false, 0, "HTTP 400: Bad Request"},
 		{"malformed", llmtest.MalformedTurn(), false, 0, "malformed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,6 +200,9 @@ func TestModelCallErrors(t *testing.T) {
 			}
 			if strings.Contains(appErr.Error(), agentKey) {
 				t.Errorf("error carries the key: %v", err)
+			}
+			if tc.turn.Message != "" && strings.Contains(appErr.Error(), tc.turn.Message) {
+				t.Errorf("error carries the server's body: %v", err)
 			}
 			if es, _ := r.store.Transcript(context.Background(), r.ses.ID, 0); len(es) != 1 {
 				t.Errorf("transcript has %d entries after a failed call, want the instructions only", len(es))

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/models"
 )
 
@@ -62,11 +63,11 @@ func (a *Activities) notifyRun(ctx context.Context, run *models.Run, out FinishR
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "primer")
-	hc := a.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	resp, err := a.outboundClient().Do(req)
+	if err != nil && outbound.IsRefused(err) {
+		a.logger().Warn("run webhook: refused by the outbound policy", "run_id", run.ID, "host", host)
+		return
 	}
-	resp, err := hc.Do(req)
 	if err != nil {
 		// The client's error quotes the whole URL: say only the host.
 		a.logger().Warn("run webhook: not delivered", "run_id", run.ID, "host", host)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
@@ -233,11 +234,11 @@ func (a *Activities) notifyWebhook(ctx context.Context, in WebhookInput) (Webhoo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "primer")
-	hc := a.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	resp, err := a.outboundClient().Do(req)
+	if err != nil && outbound.IsRefused(err) {
+		// Refused again on every attempt: not retried.
+		return WebhookOutput{}, errs.E(errs.Forbidden, "workspace %s: webhook %s: refused by the outbound policy (%s)", ws.ID, host, outbound.Env)
 	}
-	resp, err := hc.Do(req)
 	if err != nil {
 		// The client's error quotes the whole URL: say only the host.
 		return WebhookOutput{}, errs.E(errs.Unavailable, "workspace %s: webhook %s: not delivered", ws.ID, host)

@@ -30,6 +30,7 @@ import (
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/connector"
@@ -88,6 +89,9 @@ type Config struct {
 	// default tenant's admin. Only for tests and benchmarks: `primer
 	// serve` never sets it.
 	OpenAccess bool
+	// Outbound says which addresses a user-chosen URL may name (model
+	// providers' base_url, webhooks); nil refuses every internal address.
+	Outbound *outbound.Policy
 }
 
 // server is the API's state: the filled-in Config and the knobs tests turn.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/activities/backend/local"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
@@ -72,6 +73,9 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 		Backends:     reg,
 		Metrics:      m,
 		MaxFileBytes: 64 << 10,
+		// The model providers the tests write name these two loopback
+		// ports (nothing listens); every other internal address is refused.
+		Outbound: testOutbound,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -258,3 +262,13 @@ func (h *harness) runningWorkspace() (*models.Workspace, string) {
 	w.Phase = models.PhaseRunning
 	return w, handle.Path
 }
+
+// testOutbound allowlists the loopback addresses the tests' model providers
+// name (llm_test.go, tenancy_test.go, session_runs_test.go).
+var testOutbound = func() *outbound.Policy {
+	p, err := outbound.Parse("127.0.0.1:9,127.0.0.1:1")
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()

@@ -32,7 +32,8 @@ type llmProviderSpec struct {
 }
 
 // llmProviderView is a provider as the API answers it: the key, if one is
-// stored, as Redacted. Sending Redacted back in a PUT keeps the stored key.
+// stored, as Redacted. Sending Redacted back in a PUT keeps the stored key
+// while base_url stays the same.
 type llmProviderView struct {
 	models.LLMProvider
 	APIKey string `json:"api_key,omitempty"`
@@ -53,7 +54,11 @@ var llmKinds = []string{models.LLMOpenAI, models.LLMAnthropic}
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // llmProvider checks spec and returns the row it describes. old is the
-// stored provider on update, whose key replaces a Redacted placeholder.
+// stored provider on update, whose key replaces a Redacted placeholder
+// while the base URL stays the same: a key goes only to the endpoint it
+// was given for, so an update that moves base_url must send the key again
+// (as backend.RestoreSecrets has it for workspace providers). Who may set
+// api_key_env is the access tags' rule (adminOnly).
 func llmProvider(spec llmProviderSpec, old *models.LLMProvider) (*models.LLMProvider, error) {
 	if !slices.Contains(llmKinds, spec.Kind) {
 		if spec.Kind == "" {
@@ -64,6 +69,7 @@ func llmProvider(spec llmProviderSpec, old *models.LLMProvider) (*models.LLMProv
 	if err := checkBaseURL(spec.BaseURL); err != nil {
 		return nil, err
 	}
+	base := strings.TrimRight(spec.BaseURL, "/")
 	switch {
 	case spec.APIKey != "" && spec.APIKeyEnv != "":
 		return nil, errs.Field("spec.api_key", "spec.api_key: give the key or spec.api_key_env, not both")
@@ -75,9 +81,12 @@ func llmProvider(spec llmProviderSpec, old *models.LLMProvider) (*models.LLMProv
 		if old == nil || old.APIKey == "" {
 			return nil, errs.Field("spec.api_key", "spec.api_key: %s is a placeholder, and the stored provider has no key", Redacted)
 		}
+		if old.BaseURL != base {
+			return nil, errs.Field("spec.api_key", "spec.api_key: %s keeps the stored value only while the endpoint stays; spec.base_url changed, so send the value again", Redacted)
+		}
 		spec.APIKey = old.APIKey
 	}
-	return &models.LLMProvider{ID: spec.ID, Kind: spec.Kind, BaseURL: strings.TrimRight(spec.BaseURL, "/"),
+	return &models.LLMProvider{ID: spec.ID, Kind: spec.Kind, BaseURL: base,
 		APIKey: spec.APIKey, APIKeyEnv: spec.APIKeyEnv}, nil
 }
 
@@ -129,6 +138,9 @@ func (s *server) createLLMProvider(c *gin.Context) {
 		return
 	}
 	p, err := llmProvider(spec, nil)
+	if err == nil {
+		err = s.cfg.Outbound.CheckURL(c.Request.Context(), "spec.base_url", p.BaseURL)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -187,6 +199,9 @@ func (s *server) updateLLMProvider(c *gin.Context) {
 		return
 	}
 	p, err := llmProvider(spec, old)
+	if err == nil {
+		err = s.cfg.Outbound.CheckURL(c.Request.Context(), "spec.base_url", p.BaseURL)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -229,15 +244,20 @@ type agentSpec struct {
 // workspace tools; none yet.
 var agentTools = map[string]bool{}
 
-// agent checks spec and returns the row it describes; the provider must be
-// one the caller may see.
-func (s *server) agent(c *gin.Context, spec agentSpec) (*models.Agent, error) {
+// agent checks spec and returns the row it describes, an agent of tenant;
+// the provider must be one the caller may see, and of the agent's own
+// tenant (an admin sees every tenant's, but an agent of one tenant never
+// calls with another tenant's key).
+func (s *server) agent(c *gin.Context, spec agentSpec, tenant string) (*models.Agent, error) {
 	a, err := agentRow(spec)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.llmProviderOf(c, a.Model.ProviderID); err != nil {
+	if p, err := s.llmProviderOf(c, a.Model.ProviderID); err != nil {
 		return nil, asRef(err, "spec.model.provider_id", "llm provider", a.Model.ProviderID)
+	} else if p.TenantID != tenant {
+		return nil, &errs.Error{Kind: errs.Forbidden, Field: "spec.model.provider_id", Msg: fmt.Sprintf(
+			"spec.model.provider_id: llm provider %s belongs to tenant %s, not to the agent's tenant %s", p.ID, p.TenantID, tenant)}
 	}
 	return a, nil
 }
@@ -300,7 +320,7 @@ func (s *server) createAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	a, err := s.agent(c, spec)
+	a, err := s.agent(c, spec, callerTenant(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -345,11 +365,12 @@ func (s *server) updateAgent(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if _, err := s.agentOf(c, id); err != nil {
+	old, err := s.agentOf(c, id)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	a, err := s.agent(c, spec)
+	a, err := s.agent(c, spec, old.TenantID)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -137,6 +137,91 @@ func TestLLMProviderBadInput(t *testing.T) {
 	}
 }
 
+// TestLLMProviderOutbound: the outbound rules for model providers. A
+// member may not name a platform environment variable (api_key_env); a
+// key goes only to the base_url it was given for (a PUT moving base_url
+// must send the key again); base_url may not name an internal address the
+// allowlist does not hold; an agent uses only its own tenant's provider.
+func TestLLMProviderOutbound(t *testing.T) {
+	h, _ := llmHarness(t)
+	ctx := context.Background()
+	if err := h.store.CreateTenant(ctx, &models.Tenant{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	member := h.newKey("acme", models.RoleMember)
+	as := func(key, method, path, body string) response {
+		return h.do(method, path, body, "Authorization", "Bearer "+key)
+	}
+	stored := func(id string) *models.LLMProvider {
+		t.Helper()
+		p, err := h.store.GetLLMProvider(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// api_key_env: an admin's only, on create and on update.
+	as(member, "POST", "/v1/llm-providers", `{"id":"env","kind":"openai","base_url":"http://h/v1","api_key_env":"PRIMER_DATABASE_URL"}`).
+		expectError(t, 403, "forbidden", "spec.api_key_env", "only an admin may set it")
+	as(member, "POST", "/v1/llm-providers", `{"id":"m","kind":"openai","base_url":"http://127.0.0.1:9/v1","api_key":"`+llmKey+`"}`).expect(t, 201)
+	as(member, "PUT", "/v1/llm-providers/m", `{"kind":"openai","base_url":"http://127.0.0.1:9/v1","api_key_env":"PRIMER_DATABASE_URL"}`).
+		expectError(t, 403, "forbidden", "spec.api_key_env", "only an admin may set it")
+	if p := stored("m"); p.APIKeyEnv != "" || p.APIKey != llmKey {
+		t.Fatalf("after the refused PUT: env %q, key kept %v", p.APIKeyEnv, p.APIKey == llmKey)
+	}
+
+	// The placeholder keeps the key only while base_url stays the same.
+	noKey(t, "same base_url", as(member, "PUT", "/v1/llm-providers/m", `{"kind":"openai","base_url":"http://127.0.0.1:9/v1/","api_key":"`+Redacted+`"}`).expect(t, 200))
+	if got := stored("m").APIKey; got != llmKey {
+		t.Fatalf("the key did not stay with base_url")
+	}
+	noKey(t, "moved base_url", as(member, "PUT", "/v1/llm-providers/m", `{"kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key":"`+Redacted+`"}`)).
+		expectError(t, 400, "invalid", "spec.api_key", "only while the endpoint stays")
+	if p := stored("m"); p.APIKey != llmKey || p.BaseURL != "http://127.0.0.1:9/v1" {
+		t.Fatalf("the refused move changed the provider: %s", p.BaseURL)
+	}
+	as(member, "PUT", "/v1/llm-providers/m", `{"kind":"openai","base_url":"http://127.0.0.1:1/v1","api_key":"sk-new"}`).expect(t, 200)
+	if got := stored("m").APIKey; got != "sk-new" {
+		t.Fatalf("stored key after a move with a new key: %q", got)
+	}
+
+	// Internal addresses: refused unless allowlisted (the harness allows
+	// 127.0.0.1:9 and 127.0.0.1:1 only).
+	for _, tc := range []struct{ base, msg string }{
+		{"http://127.0.0.1:5/v1", "127.0.0.1 is a loopback address"},
+		{"http://[::1]:9/v1", "::1 is a loopback address"},
+		{"http://169.254.169.254/latest", "169.254.169.254 is a cloud metadata address"},
+		{"http://[fe80::1]/v1", "a link-local address"},
+	} {
+		for _, key := range []string{member, h.adminKey} {
+			as(key, "POST", "/v1/llm-providers", `{"id":"internal","kind":"openai","base_url":"`+tc.base+`","api_key":"k"}`).
+				expectError(t, 403, "forbidden", "spec.base_url", tc.msg)
+		}
+		as(member, "PUT", "/v1/llm-providers/m", `{"kind":"openai","base_url":"`+tc.base+`","api_key":"k"}`).
+			expectError(t, 403, "forbidden", "spec.base_url", tc.msg)
+	}
+
+	// An agent of the default tenant may not use acme's provider, even
+	// when an admin (who sees every tenant's) makes it.
+	h.do("POST", "/v1/agents", `{"id":"cross","model":{"provider_id":"m","model_name":"x"}}`).
+		expectError(t, 403, "forbidden", "spec.model.provider_id", "belongs to tenant acme")
+	as(member, "POST", "/v1/agents", `{"id":"own","model":{"provider_id":"m","model_name":"x"}}`).expect(t, 201)
+}
+
+// TestWebhookOutbound: a suite's webhook_url and a template's recovery
+// webhook may not name an internal address the allowlist does not hold.
+func TestWebhookOutbound(t *testing.T) {
+	h := newHarness(t)
+	h.do("POST", "/v1/suites", `{"id":"s","template_id":"default","webhook_url":"http://127.0.0.1:8080/hook?token=x","cases":[{"id":"c","command":["true"]}]}`).
+		expectError(t, 403, "forbidden", "spec.webhook_url", "127.0.0.1 is a loopback address")
+	h.do("POST", "/v1/suites", `{"id":"s","template_id":"default","webhook_url":"http://169.254.169.254/","cases":[{"id":"c","command":["true"]}]}`).
+		expectError(t, 403, "forbidden", "spec.webhook_url", "a cloud metadata address")
+	h.do("POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local","recovery":{"webhook_url":"http://[::1]/hook"}}}`).
+		expectError(t, 403, "forbidden", "spec.backend.recovery.webhook_url", "::1 is a loopback address")
+	h.do("POST", "/v1/templates", `{"id":"t","provider_id":"local","backend":{"kind":"local","recovery":{"webhook_url":"https://hooks.invalid/x"}}}`).expect(t, 201)
+}
+
 const seedAgent = `{"id":"code-runner","description":"Runs a snippet","model":{"provider_id":"test-model","model_name":"test"},
 "system_prompt":["You run code in the workspace.","Report what it printed."],"tools":[]}`
 

@@ -67,13 +67,18 @@ func (s *server) readSuite(c *gin.Context) (*eval.SuiteSpec, error) {
 	return spec, nil
 }
 
-// checkSuite validates a suite document and that the template or pool it
-// runs on is the caller's (404 naming the field otherwise, as for an
-// unknown one) and may be used by the caller (a host backend needs an
-// admin).
+// checkSuite validates a suite document, that its webhook's host passes
+// the outbound policy, and that the template or pool it runs on is the
+// caller's (404 naming the field otherwise, as for an unknown one) and may
+// be used by the caller (a host backend needs an admin).
 func (s *server) checkSuite(c *gin.Context, spec *eval.SuiteSpec) error {
 	if err := spec.Check(); err != nil {
 		return err
+	}
+	if spec.WebhookURL != "" {
+		if err := s.cfg.Outbound.CheckURL(c.Request.Context(), "spec.webhook_url", spec.WebhookURL); err != nil {
+			return err
+		}
 	}
 	if spec.TemplateID != "" {
 		t, err := s.templateOf(c, spec.TemplateID)

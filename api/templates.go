@@ -71,6 +71,11 @@ func (s *server) template(c *gin.Context, spec templateSpec, old *models.Templat
 	if err := b.ValidateTemplate(doc); err != nil {
 		return nil, err
 	}
+	if _, _, hook, ok := webhookOf(doc); ok {
+		if err := s.cfg.Outbound.CheckURL(c.Request.Context(), "spec.backend.recovery.webhook_url", hook); err != nil {
+			return nil, err
+		}
+	}
 	// Who made this write decides whether the template may reach the host
 	// (activities/host_rule.go).
 	return &models.Template{ID: spec.ID, ProviderID: p.ID, Description: spec.Description, Backend: doc,

@@ -137,6 +137,8 @@ func startServe(t *testing.T) *serveProc {
 		"PRIMER_DATA_DIR="+s.dataDir,
 		"PRIMER_TEMPORAL_PORT="+strconv.Itoa(tport),
 		"PRIMER_TEMPORAL_UI_PORT=-1",
+		// The fake model servers the crash tests start (harness_test.go).
+		"PRIMER_OUTBOUND_ALLOW="+loopbackFakes,
 		"PRIMER_PROBE_INTERVAL=200ms",
 		"PRIMER_RUNTIME_BINARY="+containertest.RuntimeBinaryPath(t),
 		"PRIMER_RECONCILE_INTERVAL=1s",

@@ -49,6 +49,20 @@ func withPostgres(t *testing.T) option {
 	return func(c *worker.Config) { c.DatabaseURL = url }
 }
 
+// loopbackFakes is the allowlist every e2e platform starts with: the fake
+// model servers (llmtest) and webhook receivers (httptest) the tests start
+// listen on 127.0.0.1, on ports chosen after the platform is up. Loopback
+// by name (localhost), ::1, link-local and metadata addresses stay
+// refused; the attack tests start with withOutboundAllow instead.
+const loopbackFakes = "127.0.0.1"
+
+// withOutboundAllow sets the platform's outbound allowlist
+// (PRIMER_OUTBOUND_ALLOW) to list instead of loopbackFakes; "" allows no
+// internal address at all, as a platform without the setting.
+func withOutboundAllow(list string) option {
+	return func(c *worker.Config) { c.OutboundAllow = list }
+}
+
 func withUI() option {
 	return func(c *worker.Config) { c.TemporalUIPort = freePort(nil) }
 }
@@ -80,6 +94,7 @@ func startPrimerLog(t *testing.T, logTo io.Writer, opts ...option) *primer {
 		TemporalPort:   freePort(t),
 		TemporalUIPort: -1,
 		ProbeInterval:  200 * time.Millisecond,
+		OutboundAllow:  loopbackFakes,
 	}}
 	for _, o := range opts {
 		o(&p.cfg)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/primerhq/primer/api"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/internal/outbound"
 )
 
 // Role says which parts of Primer one `primer serve` process runs
@@ -106,6 +107,11 @@ type Config struct {
 	// only: it has no flag and no environment variable, so no deployment
 	// can turn it on.
 	OpenAccess bool
+	// OutboundAllow allowlists internal addresses for outbound requests to
+	// user-chosen URLs and hosts (PRIMER_OUTBOUND_ALLOW; outbound.Parse):
+	// loopback, link-local, metadata and this host's own addresses are
+	// refused unless listed here.
+	OutboundAllow string
 }
 
 // Defaults fills zero fields with their defaults.
@@ -196,6 +202,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TemporalUIPort < -1 || c.TemporalUIPort > 65535 {
 		return errs.Field("temporal_ui_port", "temporal ui port %d out of range", c.TemporalUIPort)
+	}
+	if _, err := outbound.Parse(c.OutboundAllow); err != nil {
+		return err
 	}
 	if c.MaxFileBytes < 1 {
 		return errs.Field("max_file_bytes", "max file bytes must be positive")

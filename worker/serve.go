@@ -26,6 +26,7 @@ import (
 	"github.com/primerhq/primer/activities/backend/worktree"
 	"github.com/primerhq/primer/api"
 	"github.com/primerhq/primer/console"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
@@ -139,6 +140,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	if err != nil {
 		return nil, fmt.Errorf("installation id: %w", err)
 	}
+	egress, err := outbound.Parse(cfg.OutboundAllow)
+	if err != nil {
+		return nil, err
+	}
 	s.host = local.NewHost(logger)
 	runtimeBin := container.FindRuntimeBinary(cfg.RuntimeBinary)
 	registry := backend.NewRegistry(map[string]backend.Factory{
@@ -180,6 +185,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		Metrics:   m,
 		Logger:    logger,
 		Lifecycle: starter,
+		Outbound:  egress,
 	}
 
 	// The API role runs no worker: it starts and signals workflows that
@@ -225,6 +231,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			Logger:       logger,
 			MaxFileBytes: cfg.MaxFileBytes,
 			OpenAccess:   cfg.OpenAccess,
+			Outbound:     egress,
 			Ready:        ready,
 
 			MaxStreamsPerKey:    cfg.MaxStreamsPerKey,

@@ -97,7 +97,7 @@ type Setting struct {
 
 // Err is the refusal of s to a caller that is not an admin.
 func (s Setting) Err() error {
-	return errs.E(errs.Forbidden, "%s: %s; only an admin may set it", s.Path, s.Why)
+	return &errs.Error{Kind: errs.Forbidden, Field: s.Path, Msg: fmt.Sprintf("%s: %s; only an admin may set it", s.Path, s.Why)}
 }
 
 // HostEffecter is a config whose effect on the host depends on values, not

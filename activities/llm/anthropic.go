@@ -57,13 +57,6 @@ type anResponse struct {
 	} `json:"usage"`
 }
 
-type anError struct {
-	Error struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // anMessages turns a conversation into the format's alternating turns:
 // tool results are user-role tool_result blocks, and consecutive messages
 // of one role join into one.
@@ -105,21 +98,20 @@ func completeAnthropic(ctx context.Context, hc *http.Client, e Endpoint, req Req
 	for _, t := range req.Tools {
 		body.Tools = append(body.Tools, anTool{Name: t.Name, Description: t.Description, InputSchema: objectOrEmpty(t.Parameters)})
 	}
-	headers := map[string]string{"x-api-key": e.APIKey, "anthropic-version": AnthropicVersion}
-	raw, status, err := post(ctx, hc, e, endpointURL(e.BaseURL, "/messages"), headers, body, func(b []byte) string {
-		var ae anError
-		_ = json.Unmarshal(b, &ae)
-		return ae.Error.Message
-	})
+	headers := map[string]string{"anthropic-version": AnthropicVersion}
+	if e.APIKey != "" {
+		headers["x-api-key"] = e.APIKey
+	}
+	raw, status, err := post(ctx, hc, e, endpointURL(e.BaseURL, "/messages"), headers, body)
 	if err != nil {
 		return Response{}, err
 	}
 	var ar anResponse
 	if err := json.Unmarshal(raw, &ar); err != nil {
-		return Response{}, malformed(status, raw, "not a message: "+err.Error(), e.APIKey)
+		return Response{}, malformed(status, "not a message")
 	}
 	if ar.Type != "message" {
-		return Response{}, malformed(status, raw, fmt.Sprintf("type %q, want \"message\"", ar.Type), e.APIKey)
+		return Response{}, malformed(status, `type is not "message"`)
 	}
 	out := Response{Message: Message{Role: RoleAssistant}}
 	for i, b := range ar.Content {
@@ -128,7 +120,7 @@ func completeAnthropic(ctx context.Context, hc *http.Client, e Endpoint, req Req
 			out.Message.Content += b.Text
 		case "tool_use":
 			if b.Name == "" {
-				return Response{}, malformed(status, raw, fmt.Sprintf("content block %d: tool_use without a name", i), e.APIKey)
+				return Response{}, malformed(status, fmt.Sprintf("content block %d: tool_use without a name", i))
 			}
 			args := b.Input
 			if len(args) == 0 || string(args) == "null" {

@@ -14,7 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/primerhq/primer/internal/outbound"
 )
 
 // Wire formats (models.LLMOpenAI, models.LLMAnthropic).
@@ -94,7 +95,9 @@ type Endpoint struct {
 
 // APIError is a call that did not give an answer: an HTTP error status, a
 // transport failure (Status 0) or a body that could not be read. Message
-// never holds the API key.
+// never holds the API key, nor any byte of the server's answer: the
+// server is the user's choice, and its answer (an internal service's page,
+// a secret) would otherwise reach the API, events and logs.
 type APIError struct {
 	Status     int
 	RetryAfter time.Duration // the server's Retry-After, 0 if none
@@ -112,16 +115,18 @@ func (e *APIError) Error() string {
 }
 
 // Retryable is true for 429, 5xx and a request that got no answer; other
-// errors fail the run.
+// errors (an address the outbound policy refuses among them) fail the run.
 func (e *APIError) Retryable() bool {
 	return e.transport || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
-// Complete sends req to e and returns the assistant's answer; errors are
-// *APIError, or ctx's error.
+// Complete sends req to e through hc and returns the assistant's answer;
+// errors are *APIError, or ctx's error. hc should be the outbound policy's
+// client (outbound.Policy.HTTPClient); nil is one that refuses every
+// internal address.
 func Complete(ctx context.Context, hc *http.Client, e Endpoint, req Request) (Response, error) {
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = (*outbound.Policy)(nil).HTTPClient(0)
 	}
 	switch e.Kind {
 	case KindOpenAI:
@@ -136,9 +141,9 @@ func Complete(ctx context.Context, hc *http.Client, e Endpoint, req Request) (Re
 const maxBody = 32 << 20
 
 // post sends body to url with headers and returns the answer's body for a
-// 2xx status; any other status is an *APIError carrying the server's
-// message, which errMessage finds in the body.
-func post(ctx context.Context, hc *http.Client, e Endpoint, url string, headers map[string]string, body any, errMessage func([]byte) string) ([]byte, int, error) {
+// 2xx status; any other status is an *APIError with the status and its
+// standard text, never the body.
+func post(ctx context.Context, hc *http.Client, e Endpoint, url string, headers map[string]string, body any) ([]byte, int, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, 0, &APIError{Message: "encode request: " + err.Error()}
@@ -156,7 +161,8 @@ func post(ctx context.Context, hc *http.Client, e Endpoint, url string, headers 
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
-		return nil, 0, &APIError{Message: scrub(err.Error(), e.APIKey), transport: true}
+		// A refused address is refused again: not worth retrying.
+		return nil, 0, &APIError{Message: scrub(err.Error(), e.APIKey), transport: !outbound.IsRefused(err)}
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -167,37 +173,23 @@ func post(ctx context.Context, hc *http.Client, e Endpoint, url string, headers 
 		return nil, resp.StatusCode, &APIError{Status: resp.StatusCode, Message: scrub("read answer: "+err.Error(), e.APIKey), transport: true}
 	}
 	if resp.StatusCode/100 != 2 {
-		msg := errMessage(raw)
+		msg := http.StatusText(resp.StatusCode)
 		if msg == "" {
-			msg = snippet(raw)
-		}
-		if msg == "" {
-			msg = http.StatusText(resp.StatusCode)
+			msg = "error status"
 		}
 		return nil, resp.StatusCode, &APIError{
 			Status:     resp.StatusCode,
 			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now()),
-			Message:    scrub(msg, e.APIKey),
+			Message:    msg + " (the answer's body is not shown)",
 		}
 	}
 	return raw, resp.StatusCode, nil
 }
 
 // malformed is the error for a 2xx answer that is not the wire format.
-func malformed(status int, raw []byte, why string, key string) *APIError {
-	return &APIError{Status: status, Message: scrub(fmt.Sprintf("malformed response: %s (body: %s)", why, snippet(raw)), key)}
-}
-
-// snippet is the start of a body, for an error message.
-func snippet(raw []byte) string {
-	s := strings.TrimSpace(string(raw))
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "?")
-	}
-	return s
+// why is a fixed phrase: it holds nothing read from the answer.
+func malformed(status int, why string) *APIError {
+	return &APIError{Status: status, Message: "malformed response: " + why}
 }
 
 // scrub removes the key from s: a server may echo it back.

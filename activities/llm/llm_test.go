@@ -10,6 +10,7 @@ import (
 
 	"github.com/primerhq/primer/activities/llm"
 	"github.com/primerhq/primer/activities/llm/llmtest"
+	"github.com/primerhq/primer/internal/outbound"
 )
 
 const testKey = "sk-test-5ecret-key-value"
@@ -35,7 +36,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 				Messages: []llm.Message{{Role: llm.RoleUser, Content: "Run this code: print(6 * 7)"}}}
 			wantCalls := []string{"workspace__write", "workspace__exec"}
 			for i, want := range wantCalls {
-				resp, err := llm.Complete(t.Context(), nil, e, req)
+				resp, err := llm.Complete(t.Context(), loopback(t), e, req)
 				if err != nil {
 					t.Fatalf("turn %d: %v", i, err)
 				}
@@ -62,7 +63,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 				req.Messages = append(req.Messages, resp.Message,
 					llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Content: `{"result":` + string(rune('0'+i)) + `}`})
 			}
-			resp, err := llm.Complete(t.Context(), nil, e, req)
+			resp, err := llm.Complete(t.Context(), loopback(t), e, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +114,7 @@ func TestSamplingAndUsage(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			srv := llmtest.Start(t, llmtest.Script{{Text: "hi", Usage: llm.Usage{InputTokens: 1234, OutputTokens: 56}}})
 			temp, topP := 0.25, 0.5
-			resp, err := llm.Complete(t.Context(), nil, endpoint(srv, kind), llm.Request{Model: "m", MaxTokens: 77,
+			resp, err := llm.Complete(t.Context(), loopback(t), endpoint(srv, kind), llm.Request{Model: "m", MaxTokens: 77,
 				Temperature: &temp, TopP: &topP, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
 			if err != nil {
 				t.Fatal(err)
@@ -148,8 +149,8 @@ func apiError(t *testing.T, err error) *llm.APIError {
 	return ae
 }
 
-// TestErrors: 429 with Retry-After and 500 are retryable, a 400 carries the
-// provider's message and is not, a malformed body is a clear non-retryable
+// TestErrors: 429 with Retry-After and 500 are retryable, a 400 is not and
+// says its status only (never the server's body), a malformed body is a clear non-retryable
 // error; no error holds the key, even when the server echoes it.
 func TestErrors(t *testing.T) {
 	for _, kind := range formats {
@@ -164,31 +165,33 @@ func TestErrors(t *testing.T) {
 			e := endpoint(srv, kind)
 			req := llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
 
-			_, err := llm.Complete(t.Context(), nil, e, req)
+			_, err := llm.Complete(t.Context(), loopback(t), e, req)
 			ae := apiError(t, err)
-			if ae.Status != 429 || !ae.Retryable() || ae.RetryAfter != 7*time.Second || ae.Message != "rate limited" {
+			if ae.Status != 429 || !ae.Retryable() || ae.RetryAfter != 7*time.Second || ae.Message != "Too Many Requests (the answer's body is not shown)" {
 				t.Fatalf("429: %+v retryable %v", ae, ae.Retryable())
 			}
 
-			_, err = llm.Complete(t.Context(), nil, e, req)
+			_, err = llm.Complete(t.Context(), loopback(t), e, req)
 			ae = apiError(t, err)
-			if ae.Status != 500 || !ae.Retryable() || ae.RetryAfter != 0 || ae.Message != "overloaded" {
+			if ae.Status != 500 || !ae.Retryable() || ae.RetryAfter != 0 || strings.Contains(ae.Message, "overloaded") {
 				t.Fatalf("500: %+v", ae)
 			}
 
-			_, err = llm.Complete(t.Context(), nil, e, req)
+			// The server's message is not repeated: the server is the
+			// user's choice, and its answer may be anything.
+			_, err = llm.Complete(t.Context(), loopback(t), e, req)
 			ae = apiError(t, err)
-			if ae.Status != 400 || ae.Retryable() || !strings.Contains(ae.Message, "model 'nope' does not exist") {
+			if ae.Status != 400 || ae.Retryable() || strings.Contains(ae.Message, "nope") || ae.Message != "Bad Request (the answer's body is not shown)" {
 				t.Fatalf("400: %+v", ae)
 			}
 
-			_, err = llm.Complete(t.Context(), nil, e, req)
+			_, err = llm.Complete(t.Context(), loopback(t), e, req)
 			ae = apiError(t, err)
 			if ae.Retryable() || !strings.HasPrefix(ae.Message, "malformed response: ") {
 				t.Fatalf("malformed: %+v", ae)
 			}
 
-			if resp, err := llm.Complete(t.Context(), nil, e, req); err != nil || resp.Message.Content != "ok" {
+			if resp, err := llm.Complete(t.Context(), loopback(t), e, req); err != nil || resp.Message.Content != "ok" {
 				t.Fatalf("after the errors: %+v, %v", resp, err)
 			}
 		})
@@ -201,12 +204,12 @@ func TestTransportErrors(t *testing.T) {
 	srv := llmtest.New(nil)
 	url := srv.URL()
 	srv.Close()
-	_, err := llm.Complete(t.Context(), nil, llm.Endpoint{Kind: llm.KindOpenAI, BaseURL: url, APIKey: testKey},
+	_, err := llm.Complete(t.Context(), loopback(t), llm.Endpoint{Kind: llm.KindOpenAI, BaseURL: url, APIKey: testKey},
 		llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	if ae := apiError(t, err); ae.Status != 0 || !ae.Retryable() {
 		t.Fatalf("refused connection: %+v retryable %v", ae, ae.Retryable())
 	}
-	_, err = llm.Complete(t.Context(), nil, llm.Endpoint{Kind: "gemini", BaseURL: url, APIKey: testKey}, llm.Request{})
+	_, err = llm.Complete(t.Context(), loopback(t), llm.Endpoint{Kind: "gemini", BaseURL: url, APIKey: testKey}, llm.Request{})
 	if ae := apiError(t, err); ae.Retryable() || !strings.Contains(ae.Message, "gemini") {
 		t.Fatalf("unknown kind: %+v", ae)
 	}
@@ -216,7 +219,7 @@ func TestTransportErrors(t *testing.T) {
 func TestRetryAfterDate(t *testing.T) {
 	when := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
 	srv := llmtest.Start(t, llmtest.Script{llmtest.ErrorTurn(http.StatusServiceUnavailable, when, "")})
-	_, err := llm.Complete(t.Context(), nil, endpoint(srv, llm.KindOpenAI),
+	_, err := llm.Complete(t.Context(), loopback(t), endpoint(srv, llm.KindOpenAI),
 		llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
 	ae := apiError(t, err)
 	if ae.RetryAfter < 80*time.Second || ae.RetryAfter > 91*time.Second {
@@ -236,7 +239,7 @@ func TestForever(t *testing.T) {
 	req := llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
 	ids := map[string]bool{}
 	for range 5 {
-		resp, err := llm.Complete(t.Context(), nil, e, req)
+		resp, err := llm.Complete(t.Context(), loopback(t), e, req)
 		if err != nil || len(resp.Message.ToolCalls) != 1 {
 			t.Fatalf("%+v, %v", resp, err)
 		}
@@ -246,8 +249,36 @@ func TestForever(t *testing.T) {
 		t.Fatalf("tool call ids not unique: %v", ids)
 	}
 	srv.SetScript(nil)
-	_, err := llm.Complete(t.Context(), nil, e, req)
-	if ae := apiError(t, err); ae.Status != 400 || !strings.Contains(ae.Message, "script exhausted") {
+	_, err := llm.Complete(t.Context(), loopback(t), e, req)
+	if ae := apiError(t, err); ae.Status != 400 || strings.Contains(ae.Message, "script exhausted") {
 		t.Fatalf("exhausted: %+v", ae)
+	}
+}
+
+// loopback is a client whose outbound policy allows the test servers on
+// 127.0.0.1.
+func loopback(t *testing.T) *http.Client {
+	t.Helper()
+	p, err := outbound.Parse("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.HTTPClient(0)
+}
+
+// TestRefusedAddress: without an allowlist, the test server on loopback is
+// refused at dial time, not retried, and receives nothing.
+func TestRefusedAddress(t *testing.T) {
+	srv := llmtest.Start(t, llmtest.Script{llmtest.TextTurn("ok")})
+	for _, hc := range []*http.Client{nil, (&outbound.Policy{}).HTTPClient(0)} {
+		_, err := llm.Complete(t.Context(), hc, endpoint(srv, llm.KindOpenAI),
+			llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+		ae := apiError(t, err)
+		if ae.Retryable() || !strings.Contains(ae.Message, "is a loopback address") {
+			t.Fatalf("refused dial: %+v retryable %v", ae, ae.Retryable())
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("the server received %d requests", n)
 	}
 }

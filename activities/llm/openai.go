@@ -56,13 +56,6 @@ type oaResponse struct {
 	} `json:"usage"`
 }
 
-// oaError is the body of an error answer.
-type oaError struct {
-	Error struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func completeOpenAI(ctx context.Context, hc *http.Client, e Endpoint, req Request) (Response, error) {
 	body := oaRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP}
 	if req.System != "" {
@@ -89,21 +82,21 @@ func completeOpenAI(ctx context.Context, hc *http.Client, e Endpoint, req Reques
 		ot.Function.Parameters = objectOrEmpty(t.Parameters)
 		body.Tools = append(body.Tools, ot)
 	}
-	headers := map[string]string{"Authorization": "Bearer " + e.APIKey}
-	raw, status, err := post(ctx, hc, e, endpointURL(e.BaseURL, "/chat/completions"), headers, body, func(b []byte) string {
-		var oe oaError
-		_ = json.Unmarshal(b, &oe)
-		return oe.Error.Message
-	})
+	// A provider without a key (a local model server) sends none.
+	headers := map[string]string{}
+	if e.APIKey != "" {
+		headers["Authorization"] = "Bearer " + e.APIKey
+	}
+	raw, status, err := post(ctx, hc, e, endpointURL(e.BaseURL, "/chat/completions"), headers, body)
 	if err != nil {
 		return Response{}, err
 	}
 	var or oaResponse
 	if err := json.Unmarshal(raw, &or); err != nil {
-		return Response{}, malformed(status, raw, "not a chat completion: "+err.Error(), e.APIKey)
+		return Response{}, malformed(status, "not a chat completion")
 	}
 	if len(or.Choices) == 0 {
-		return Response{}, malformed(status, raw, "no choices", e.APIKey)
+		return Response{}, malformed(status, "no choices")
 	}
 	ch := or.Choices[0]
 	out := Response{Message: Message{Role: RoleAssistant}}
@@ -116,10 +109,10 @@ func completeOpenAI(ctx context.Context, hc *http.Client, e Endpoint, req Reques
 			args = json.RawMessage(`{}`)
 		}
 		if !json.Valid(args) {
-			return Response{}, malformed(status, raw, fmt.Sprintf("tool call %d (%s): arguments are not JSON", i, tc.Function.Name), e.APIKey)
+			return Response{}, malformed(status, fmt.Sprintf("tool call %d: arguments are not JSON", i))
 		}
 		if tc.Function.Name == "" {
-			return Response{}, malformed(status, raw, fmt.Sprintf("tool call %d: no function name", i), e.APIKey)
+			return Response{}, malformed(status, fmt.Sprintf("tool call %d: no function name", i))
 		}
 		out.Message.ToolCalls = append(out.Message.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
 	}
