@@ -185,7 +185,6 @@ func TestAttackVMRootUser(t *testing.T) {
 	p := startPrimer(t, withContainers(t), withProbeInterval(300*time.Millisecond))
 	member := vmTenantMember(t, p, "acme")
 	vmSharedProvider(t, p, "fleet", host, nil)
-	rootSpec := vmSharedProvider(t, p, "fleet-root", host, map[string]any{"allow_root_user": true})
 	api := client.New(p.srv.URL(), client.WithToken(member))
 
 	refused := func(what string, a vmAnswer, want string) {
@@ -218,6 +217,7 @@ func TestAttackVMRootUser(t *testing.T) {
 
 	// A template written while root was allowed, then the admin takes the
 	// permission back: the stored template is refused at provision.
+	rootSpec := vmSharedProvider(t, p, "fleet-root", host, map[string]any{"allow_root_user": true})
 	if a := vmCall(t, p, member, "POST", "/v1/templates", map[string]any{"id": "was-root", "provider_id": "fleet-root", "backend": backendDoc("root")}); a.Status != http.StatusCreated {
 		t.Fatalf("member: create a root template on a provider that allows root: %d %s", a.Status, a.Body)
 	}
