@@ -84,8 +84,14 @@ func (s *server) sessionTool(c *gin.Context) {
 	if tool == ToolWrite {
 		// The content travels inside the JSON body, escaped (or base64):
 		// the body may be larger than the file it carries. The decoded
-		// content is held to MaxFileBytes by sessiontool.
+		// content is held to MaxFileBytes by sessiontool. It is read into
+		// memory, so it counts as an upload against the tenant's cap.
 		limit += 2 * s.cfg.MaxFileBytes
+		release, ok := s.openUpload(c)
+		if !ok {
+			return
+		}
+		defer release()
 	}
 	var raw json.RawMessage
 	if err := s.decodeJSONLimit(c, &raw, "", false, limit); err != nil {

@@ -37,13 +37,12 @@ func TestUploadSpooled(t *testing.T) {
 	spool := t.TempDir()
 	h := newHarness(t, func(c *Config) { c.MaxFileBytes = limit; c.UploadDir = spool })
 	w, dir := h.runningWorkspace()
-	member := h.newKey(models.DefaultTenantID, models.RoleMember)
 	base := "/v1/workspaces/" + w.ID + "/files/"
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	h.do("PUT", base+"big", &zeros{n: limit + 8<<20}, bearer(member)...).expectError(t, 413, "too_large", "", "over the limit of 16777216 bytes")
+	h.do("PUT", base+"big", &zeros{n: limit + 8<<20}).expectError(t, 413, "too_large", "", "over the limit of 16777216 bytes")
 	runtime.ReadMemStats(&after)
 	// Buffering the body would allocate at least the limit (twice, growing
 	// a buffer by doubling); spooling it, a few copy buffers.
@@ -55,11 +54,11 @@ func TestUploadSpooled(t *testing.T) {
 	}
 
 	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-	h.do("PUT", base+"fits", io.MultiReader(bytes.NewReader(data)), bearer(member)...).expect(t, 200)
+	h.do("PUT", base+"fits", io.MultiReader(bytes.NewReader(data))).expect(t, 200)
 	if got, err := os.ReadFile(filepath.Join(dir, "fits")); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("uploaded file: %d bytes (err %v), want the %d sent", len(got), err, len(data))
 	}
-	h.do("PUT", base+"empty", "", bearer(member)...).expect(t, 200)
+	h.do("PUT", base+"empty", "").expect(t, 200)
 	if fi, err := os.Stat(filepath.Join(dir, "empty")); err != nil || fi.Size() != 0 {
 		t.Fatalf("empty upload: %v, %v", fi, err)
 	}
@@ -68,13 +67,15 @@ func TestUploadSpooled(t *testing.T) {
 	}
 }
 
+// The uploads here are the admin's: members may not reach into the local
+// backend's workspaces, and the caps are the tenant's whatever the role.
+
 // TestUploadCap checks a tenant's uploads in flight are capped: past the
 // cap an upload is 429 naming it, with Retry-After; another tenant is not
 // held; when one finishes, the next is allowed.
 func TestUploadCap(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxUploadsPerTenant = 1 })
 	w, dir := h.runningWorkspace()
-	member := h.newKey(models.DefaultTenantID, models.RoleMember)
 	url := h.url + "/v1/workspaces/" + w.ID + "/files/slow"
 
 	// An upload whose body is still coming holds the tenant's one place.
@@ -82,7 +83,7 @@ func TestUploadCap(t *testing.T) {
 	// Before the harness's server closes (it waits for this request).
 	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
 	req, _ := http.NewRequest("PUT", url, pr)
-	req.Header.Set("Authorization", "Bearer "+member)
+	req.Header.Set("Authorization", "Bearer "+h.adminKey)
 	done := make(chan int, 1)
 	go func() {
 		res, err := http.DefaultClient.Do(req)
@@ -98,7 +99,7 @@ func TestUploadCap(t *testing.T) {
 	}
 	waitCount(t, h.srv.uploads, "tenant\x00"+models.DefaultTenantID, 1)
 
-	r := h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x", bearer(member)...)
+	r := h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x")
 	r.expectError(t, 429, "resource_exhausted", "", "tenant default has 1 uploads in flight, the cap for one tenant")
 	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
 		t.Errorf("Retry-After = %q", r.header.Get("Retry-After"))
@@ -106,8 +107,15 @@ func TestUploadCap(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "other")); !os.IsNotExist(err) {
 		t.Fatal("the refused upload was written")
 	}
+	// A session's write tool carries a file in its body: an upload too.
+	ses := h.session(w, "claude")
+	h.do("POST", "/v1/sessions/"+ses.ID+"/tools/"+ToolWrite, `{"path":"tool.txt","content":"x"}`).
+		expectError(t, 429, "resource_exhausted", "", "uploads in flight")
+	if _, err := os.Stat(filepath.Join(dir, "tool.txt")); !os.IsNotExist(err) {
+		t.Fatal("the refused tool write was written")
+	}
 	// A directory is not an upload.
-	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/d?mkdir=true", nil, bearer(member)...).expect(t, 200)
+	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/d?mkdir=true", nil).expect(t, 200)
 
 	if _, err := pw.Write([]byte("second half")); err != nil {
 		t.Fatal(err)
@@ -120,5 +128,6 @@ func TestUploadCap(t *testing.T) {
 		t.Fatalf("slow upload wrote %q", got)
 	}
 	waitCount(t, h.srv.uploads, "tenant\x00"+models.DefaultTenantID, 0)
-	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x", bearer(member)...).expect(t, 200)
+	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x").expect(t, 200)
+	h.do("POST", "/v1/sessions/"+ses.ID+"/tools/"+ToolWrite, `{"path":"tool.txt","content":"x"}`).expect(t, 200)
 }

@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/worker"
 )
@@ -99,10 +101,32 @@ func TestAttackStreamCaps(t *testing.T) {
 // 429; when one finishes the next goes through.
 func TestAttackUploadBounds(t *testing.T) {
 	const limit = 32 << 20
-	p := startPrimer(t, withBounds(func(c *worker.Config) { c.MaxFileBytes = limit; c.MaxUploadsPerTenant = 1 }))
+	// A container workspace: members may not reach into host backends.
+	e := containertest.Known()[0]
+	containertest.Require(t, e)
+	r := newFaultRig(t, e, withBounds(func(c *worker.Config) { c.MaxFileBytes = limit; c.MaxUploadsPerTenant = 1 }))
+	p := r.p
+	r.template("bounds", nil)
+	ws := r.running(t, "bounds")
 	ctx := ctxT(t, 3*time.Minute)
-	ws := boundsRunning(ctx, t, p)
 	m := boundsMember(ctx, t, p)
+	// exists asks the workspace (as the admin) whether name is there.
+	exists := func(name string) bool {
+		_, err := p.api.StatFile(ctx, ws.ID, name)
+		if err != nil && !errs.Is(err, errs.NotFound) {
+			t.Fatalf("stat %s: %v", name, err)
+		}
+		return err == nil
+	}
+	content := func(name string) string {
+		rc, err := p.api.OpenFile(ctx, ws.ID, name)
+		if err != nil {
+			t.Fatalf("read %s: %v", name, err)
+		}
+		defer rc.Close()
+		b, _ := io.ReadAll(rc)
+		return string(b)
+	}
 	hc := boundsHTTP("")
 	files := p.srv.URL() + "/v1/workspaces/" + ws.ID + "/files/"
 	spool := filepath.Join(p.cfg.DataDir, "uploads")
@@ -119,8 +143,8 @@ func TestAttackUploadBounds(t *testing.T) {
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > limit/2 {
 		t.Errorf("an oversized upload allocated %d MiB in the platform; the body is held in memory", grew>>20)
 	}
-	if _, err := os.Stat(filepath.Join(ws.Path, "big.bin")); !os.IsNotExist(err) {
-		t.Fatalf("the oversized upload reached the workspace: %v", err)
+	if exists("big.bin") {
+		t.Fatal("the oversized upload reached the workspace")
 	}
 	if left, err := os.ReadDir(spool); err != nil || len(left) != 0 {
 		t.Fatalf("spool dir %s: %d files left (%v), want none", spool, len(left), err)
@@ -150,8 +174,8 @@ func TestAttackUploadBounds(t *testing.T) {
 		return st == 429
 	})
 	boundsRefused(t, 429, refused, 429, "tenant default has 1 uploads in flight, the cap for one tenant")
-	if _, err := os.Stat(filepath.Join(ws.Path, name)); !os.IsNotExist(err) {
-		t.Fatalf("the refused upload reached the workspace: %v", err)
+	if exists(name) {
+		t.Fatal("the refused upload reached the workspace")
 	}
 	if _, err := pw.Write([]byte("second part")); err != nil {
 		t.Fatal(err)
@@ -160,14 +184,14 @@ func TestAttackUploadBounds(t *testing.T) {
 	if st := <-slow; st != 200 {
 		t.Fatalf("the slow upload: status %d", st)
 	}
-	if got, _ := os.ReadFile(filepath.Join(ws.Path, "slow.txt")); string(got) != "first part, second part" {
+	if got := content("slow.txt"); got != "first part, second part" {
 		t.Fatalf("slow upload wrote %q", got)
 	}
 	eventually(t, 10*time.Second, "an upload after the first finished", func() bool {
 		st, _, _ := boundsDo(t, hc, "PUT", files+"second.txt", m, strings.NewReader("second"))
 		return st == 200
 	})
-	if got, _ := os.ReadFile(filepath.Join(ws.Path, "second.txt")); string(got) != "second" {
+	if got := content("second.txt"); got != "second" {
 		t.Fatalf("second upload wrote %q", got)
 	}
 }
