@@ -165,7 +165,7 @@ func TestVMBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name, config, field string
 	}{
-		{"no known_hosts", vmProviderJSON(t, with(func(c *vm.Connection) { c.KnownHosts = "" }), host), "spec.config.connection.known_hosts"},
+		{"no known_hosts", vmProviderJSON(t, with(func(c *vm.Connection) { c.KnownHosts = "" }), host), "spec.config.connection.known_hosts_data"},
 		{"unreadable key file", vmProviderJSON(t, with(func(c *vm.Connection) { c.PrivateKeyFile = "/no/such/key" }), host), "spec.config.connection.private_key_file"},
 		{"empty host list", strings.Replace(vmProviderJSON(t, conn, host), `"hosts":[{"address":"`+host.Addr+`","max_workspaces":4}]`, `"hosts":[]`, 1), "spec.config.hosts"},
 	} {
