@@ -157,6 +157,7 @@ func TestAttackTemplates(t *testing.T) {
 	const hostRule = "on host backend local and its last write was not an admin's"
 
 	t.Run("QuotaRaiseThenRecover", func(t *testing.T) {
+		h := &recorder{t: t, url: p.srv.URL()}
 		if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: "q", ProviderID: "docker-shared", Backend: box("1")}); err != nil {
 			t.Fatal(err)
 		}
@@ -188,6 +189,7 @@ func TestAttackTemplates(t *testing.T) {
 	})
 
 	t.Run("PutOntoLocal", func(t *testing.T) {
+		h := &recorder{t: t, url: p.srv.URL()}
 		if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: "put", ProviderID: "docker-shared", Backend: box("0.5")}); err != nil {
 			t.Fatal(err)
 		}
@@ -200,6 +202,7 @@ func TestAttackTemplates(t *testing.T) {
 	})
 
 	t.Run("DefaultTemplateInit", func(t *testing.T) {
+		h := &recorder{t: t, url: p.srv.URL()}
 		before, err := p.api.GetTemplate(ctx, models.DefaultTemplateID)
 		if err != nil {
 			t.Fatal(err)
@@ -224,6 +227,7 @@ func TestAttackTemplates(t *testing.T) {
 	})
 
 	t.Run("RowForcedOntoLocal", func(t *testing.T) {
+		h := &recorder{t: t, url: p.srv.URL()}
 		if _, err := betaAPI.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "docker-shared", Backend: box("0.25")}); err != nil {
 			t.Fatal(err)
 		}
