@@ -52,7 +52,10 @@ func TestTemplateHostRule(t *testing.T) {
 	cfg := func(name string) string { return fmt.Sprintf(`"config":{"root_path":%q}`, filepath.Join(h.dir, name)) }
 	// B's own provider of a non-host type, an admin's shared local one, and
 	// a host template of B's written underneath (as before the rule).
-	h.doAs(memberB, "POST", "/v1/providers", `{"id":"b-box","provider":"container",`+cfg("box")+`}`).expect(t, 201)
+	// The stand-in container type has no access rules, so a member may not
+	// create a provider of it (fail closed): the row is B's, written below.
+	must(h.store.CreateProvider(ctx, &models.Provider{ID: "b-box", TenantID: tenantB, Provider: models.BackendContainer,
+		Config: json.RawMessage(fmt.Sprintf(`{"root_path":%q}`, filepath.Join(h.dir, "box")))}))
 	h.do("POST", "/v1/providers", `{"id":"shared-local","provider":"local",`+cfg("shared")+`,"shared":true}`).expect(t, 201)
 	must(h.store.CreateTemplate(ctx, &models.Template{ID: "b-old-host", TenantID: tenantB, ProviderID: "shared-local",
 		Backend: json.RawMessage(`{"kind":"local"}`)}))
