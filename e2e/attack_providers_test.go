@@ -351,7 +351,7 @@ func TestAttackEndpointChangeKeepsTheSecret(t *testing.T) {
 	}
 	// The same endpoint keeps the key through the placeholder.
 	call(t, p, member, "PUT", "/v1/providers/mine", map[string]any{"provider": "vm", "config": cfg(home, "(redacted)")}).expect(t, 200, "")
-	call(t, p, member, "POST", "/v1/templates", map[string]any{"id": "mine", "provider_id": "mine", "backend": map[string]any{"kind": "vm"}}).expect(t, 201, "")
+	call(t, p, member, "POST", "/v1/templates", map[string]any{"id": "mine", "provider_id": "mine", "backend": map[string]any{"kind": "vm", "user": "agent"}}).expect(t, 201, "")
 	r = call(t, p, member, "POST", "/v1/workspaces", map[string]any{"template_id": "mine"})
 	r.expect(t, 201, "")
 	eventually(t, time.Minute, "the workspace dials its provider's host", func() bool { return homeConns.Load() > 0 })
