@@ -11,6 +11,7 @@ import (
 
 	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/connector"
@@ -51,8 +52,14 @@ func realAPI(t *testing.T) (string, string, *models.Store) {
 		t.Fatal(err)
 	}
 	reg := backend.NewRegistry(map[string]backend.Factory{})
+	// The documents' model servers are on loopback: allowlisted, as an
+	// admin would (PRIMER_OUTBOUND_ALLOW).
+	allow, err := outbound.Parse("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := api.New(api.Config{Store: store, Starter: &workflows.Starter{Store: store},
-		Connector: &connector.Connector{Store: store, Backends: reg}, Backends: reg, Metrics: metrics.New()})
+		Connector: &connector.Connector{Store: store, Backends: reg}, Backends: reg, Metrics: metrics.New(), Outbound: allow})
 	if err != nil {
 		t.Fatal(err)
 	}
