@@ -2,7 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
+	"net"
 	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -36,6 +39,11 @@ func (s *server) providerConfig(c *gin.Context, kind string, raw json.RawMessage
 	}
 	if err := adminOnly(c, cfg, "spec.config"); err != nil {
 		return nil, err
+	}
+	if !admin {
+		if err := s.providerAddrs(c, cfg); err != nil {
+			return nil, err
+		}
 	}
 	var stored any
 	if old != nil && old.Provider == kind {
@@ -97,6 +105,27 @@ func adminOnly(c *gin.Context, v any, prefix string) error {
 	}
 	if set := backend.AdminSettings(v, prefix); len(set) > 0 {
 		return set[0].Err()
+	}
+	return nil
+}
+
+// providerAddrs checks the addresses a non-admin's provider config makes
+// the platform dial (a container engine's tcp host and connect_host, vm
+// hosts and the jump host) against the outbound policy: loopback,
+// link-local, metadata and the platform's own addresses are refused unless
+// an admin allowlisted them. An admin's providers are the host's own.
+func (s *server) providerAddrs(c *gin.Context, cfg any) error {
+	addrs := backend.Addresses(cfg, "spec.config")
+	for _, f := range slices.Sorted(maps.Keys(addrs)) {
+		a := strings.TrimPrefix(addrs[f], "tcp://")
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			// No port (a vm host on 22, a bare connect host): judge the
+			// host; an allowlist entry with a port does not match it.
+			a = net.JoinHostPort(strings.Trim(a, "[]"), "0")
+		}
+		if err := s.cfg.Outbound.CheckAddr(c.Request.Context(), f, a); err != nil {
+			return err
+		}
 	}
 	return nil
 }

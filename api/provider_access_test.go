@@ -413,3 +413,60 @@ func TestProviderInlineSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderAddressesOutbound: a member's container engine host,
+// connect host, vm host or jump host on a loopback, link-local, metadata
+// or unspecified address is refused (403 naming the field, no row), as an
+// LLM base_url is; an admin's provider is the host's own and may name one.
+func TestProviderAddressesOutbound(t *testing.T) {
+	h, built := accessHarness(t)
+	ctx := context.Background()
+	member := h.newKey(tenantB, models.RoleMember)
+	fx := map[string]secretsFixture{}
+	for _, f := range inlineSecretFixtures(t) {
+		fx[f.kind] = f
+	}
+	set := func(cfg map[string]any, path string, v any) map[string]any {
+		parts := strings.Split(path, ".")
+		cur := cfg
+		for _, p := range parts[:len(parts)-1] {
+			cur = cur[p].(map[string]any)
+		}
+		cur[parts[len(parts)-1]] = v
+		return cfg
+	}
+	for _, tc := range []struct {
+		name, kind, field string
+		cfg               map[string]any
+	}{
+		{"engine on loopback", models.BackendContainer, "spec.config.connection.host", fx[models.BackendContainer].config("tcp://127.0.0.1:2375")},
+		{"engine on metadata", models.BackendContainer, "spec.config.connection.host", fx[models.BackendContainer].config("169.254.169.254:2376")},
+		{"engine named localhost", models.BackendContainer, "spec.config.connection.host", fx[models.BackendContainer].config("localhost:2376")},
+		{"connect host on loopback", models.BackendContainer, "spec.config.reachability.connect_host",
+			set(fx[models.BackendContainer].config("10.0.0.1:2376"), "reachability.connect_host", "127.0.0.1")},
+		{"vm host on loopback", models.BackendVM, "spec.config.hosts.0.address", fx[models.BackendVM].config("127.0.0.1:2222")},
+		{"vm host unspecified", models.BackendVM, "spec.config.hosts.0.address", fx[models.BackendVM].config("0.0.0.0")},
+		{"vm jump on ipv6 loopback", models.BackendVM, "spec.config.connection.jump.address",
+			set(fx[models.BackendVM].config("10.0.0.5"), "connection.jump", map[string]any{"address": "::1"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := built.Load()
+			r := h.doAs(member, "POST", "/v1/providers", map[string]any{"id": "addr-b", "provider": tc.kind, "config": tc.cfg})
+			r.expect(t, 403)
+			if !strings.Contains(string(r.body), tc.field) || !strings.Contains(string(r.body), "PRIMER_OUTBOUND_ALLOW") {
+				t.Fatalf("refusal does not name %s and the allowlist: %s", tc.field, r.body)
+			}
+			if _, err := h.store.GetProvider(ctx, "addr-b"); err == nil {
+				t.Fatal("the refused provider was stored")
+			}
+			if built.Load() != before {
+				t.Fatal("a backend was built for the refused provider")
+			}
+		})
+	}
+	// A private address is a member's to use; an admin may name loopback.
+	h.doAs(member, "POST", "/v1/providers", map[string]any{"id": "addr-ok", "provider": models.BackendContainer,
+		"config": fx[models.BackendContainer].config("10.0.0.1:2376")}).expect(t, 201)
+	h.do("POST", "/v1/providers", map[string]any{"id": "addr-admin", "provider": models.BackendContainer,
+		"config": fx[models.BackendContainer].config("127.0.0.1:2376")}).expect(t, 201)
+}

@@ -55,6 +55,10 @@ type Rule struct {
 	Why string
 	// Endpoint marks a field that says where the platform connects.
 	Endpoint bool
+	// Addr marks an endpoint field holding an address the platform dials
+	// (host, host:port or tcp://host:port): a non-admin's is checked
+	// against the outbound policy (",addr" implies ",endpoint").
+	Addr bool
 }
 
 // ParseRule parses an access tag.
@@ -62,10 +66,14 @@ func ParseRule(tag string) (Rule, error) {
 	parts := strings.Split(tag, ",")
 	var r Rule
 	for _, o := range parts[1:] {
-		if o != "endpoint" {
+		switch o {
+		case "endpoint":
+			r.Endpoint = true
+		case "addr":
+			r.Endpoint, r.Addr = true, true
+		default:
 			return r, fmt.Errorf("access tag %q: unknown option %q", tag, o)
 		}
-		r.Endpoint = true
 	}
 	kind, why, _ := strings.Cut(parts[0], ":")
 	switch kind {
@@ -306,6 +314,18 @@ func Endpoints(config any) map[string]string {
 		if f.rule.Endpoint {
 			b, _ := json.Marshal(f.v.Interface())
 			out[f.path] = string(b)
+		}
+	}, nil)
+	return out
+}
+
+// Addresses returns the non-empty values of config's address fields (the
+// ",addr" option) by path under prefix, for the outbound policy.
+func Addresses(config any, prefix string) map[string]string {
+	out := map[string]string{}
+	walk(reflect.ValueOf(config), prefix, func(f field) {
+		if f.rule.Addr && f.v.Kind() == reflect.String && f.v.String() != "" {
+			out[f.path] = f.v.String()
 		}
 	}, nil)
 	return out

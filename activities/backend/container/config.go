@@ -50,7 +50,7 @@ type Connection struct {
 	// platform's host, so admin only.
 	SocketPath string `json:"socket_path,omitempty" access:"admin:path,endpoint"`
 	// Host is host:port or tcp://host:port (kind tcp).
-	Host string `json:"host,omitempty" access:"any,endpoint"`
+	Host string `json:"host,omitempty" access:"any,addr"`
 	// TLS holds the client certificate for a TLS engine (kind tcp).
 	TLS *TLSConfig `json:"tls,omitempty" access:"any"`
 }
@@ -76,7 +76,7 @@ type Reachability struct {
 	BindHost string `json:"bind_host,omitempty" access:"any"`
 	// ConnectHost is the address the platform dials for a published port
 	// when it differs from BindHost (a remote engine bound to 0.0.0.0).
-	ConnectHost string `json:"connect_host,omitempty" access:"any"`
+	ConnectHost string `json:"connect_host,omitempty" access:"any,addr"`
 	// Network is the engine network workspaces join and the platform
 	// reaches them on by container address (network), for a platform that
 	// itself runs in a container on that network. Admin only: every

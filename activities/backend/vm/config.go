@@ -42,7 +42,7 @@ type ProviderConfig struct {
 // HostConfig is one host of a fixed fleet.
 type HostConfig struct {
 	// Address is host or host:port (the connection's port by default).
-	Address string            `json:"address" access:"any,endpoint"`
+	Address string            `json:"address" access:"any,addr"`
 	Labels  map[string]string `json:"labels,omitempty" access:"any"`
 	// MaxWorkspaces bounds the workspaces placed on the host; nil means no
 	// bound.

@@ -42,7 +42,7 @@ type Connection struct {
 // JumpHost is a bastion the platform connects through to reach the hosts. It
 // is checked against the same known_hosts and authenticated with the same key.
 type JumpHost struct {
-	Address string `json:"address" access:"any,endpoint"`
+	Address string `json:"address" access:"any,addr"`
 	User    string `json:"user,omitempty" access:"any"`          // default: Connection.User
 	Port    int    `json:"port,omitempty" access:"any,endpoint"` // default 22
 }
