@@ -17,7 +17,7 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # would slow them several times over for code the unit and workflow packages
 # already cover, and a race build of the Temporal server alone costs a cold
 # machine about ten minutes. Every other package runs with -race.
-NORACE    ?= /e2e$$|/activities/backend/(container|kubernetes)(/|$$)|/cmd/primer(-runtime)?$$|/worker(/|$$)|/examples/
+NORACE    ?= /e2e$$|/backend/(container|kubernetes)(/|$$)|/cmd/primer(-runtime)?$$|/worker(/|$$)|/examples/
 RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
 OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 

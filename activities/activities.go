@@ -26,12 +26,12 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/connector"
 )
 
 // Defaults for the optional fields of Activities.

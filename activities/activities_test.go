@@ -13,15 +13,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/local"
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/local"
+	"github.com/primerhq/primer/backend/memory"
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
-	"github.com/primerhq/primer/runtime/connector"
 )
 
 // rig is a real Store on SQLite and a memory backend with real runtimes.

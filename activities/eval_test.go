@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"

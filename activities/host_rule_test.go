@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 )

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
 )
 

@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/models"

@@ -18,8 +18,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"

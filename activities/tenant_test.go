@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
 )

@@ -27,13 +27,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/connector"
 	"github.com/primerhq/primer/workflows"
 )
 

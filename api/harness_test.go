@@ -15,13 +15,13 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/local"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/local"
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
-	"github.com/primerhq/primer/runtime/connector"
 	"github.com/primerhq/primer/workflows"
 )
 

@@ -22,12 +22,12 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/configs"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/kubernetes"
-	"github.com/primerhq/primer/activities/backend/local"
-	"github.com/primerhq/primer/activities/backend/vm"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/configs"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/local"
+	"github.com/primerhq/primer/backend/vm"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 )

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/local"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/models"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/local"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )

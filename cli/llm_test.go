@@ -9,12 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/connector"
 	"github.com/primerhq/primer/workflows"
 )
 

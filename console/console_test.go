@@ -16,10 +16,10 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/kubernetes"
-	"github.com/primerhq/primer/activities/backend/local"
-	"github.com/primerhq/primer/activities/backend/vm"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/local"
+	"github.com/primerhq/primer/backend/vm"
 )
 
 // TestProviderConfigParses fills the New provider form for each type as a

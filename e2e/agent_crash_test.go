@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/models"
 )
 

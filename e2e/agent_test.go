@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
-	"github.com/primerhq/primer/activities/backend/kubernetes"
-	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )

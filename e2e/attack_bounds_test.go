@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/worker"

@@ -11,9 +11,9 @@ import (
 
 	tclient "go.temporal.io/sdk/client"
 
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )

@@ -11,10 +11,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/activities/llm"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )

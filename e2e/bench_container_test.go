@@ -22,9 +22,9 @@ import (
 	dclient "github.com/docker/docker/client"
 	"github.com/docker/go-units"
 
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"

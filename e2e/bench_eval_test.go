@@ -13,8 +13,8 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"

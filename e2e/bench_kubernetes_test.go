@@ -23,10 +23,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	kclient "k8s.io/client-go/kubernetes"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/kubernetes"
-	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/workflows"
 )
 

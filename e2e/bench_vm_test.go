@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/container/containertest"
-	"github.com/primerhq/primer/activities/backend/vm"
-	"github.com/primerhq/primer/activities/backend/vm/vmtest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/backend/vm"
+	"github.com/primerhq/primer/backend/vm/vmtest"
 	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/workflows"
 )

@@ -9,11 +9,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/models"
 )
 

@@ -18,10 +18,10 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/models"

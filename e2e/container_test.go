@@ -16,10 +16,10 @@ import (
 	dcontainer "github.com/docker/docker/api/types/container"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"

@@ -22,10 +22,10 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	tclient "go.temporal.io/sdk/client"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/worker"

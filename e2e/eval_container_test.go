@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
 )

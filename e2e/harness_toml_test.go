@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/activities/backend"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
 )
 
 // recipeConfigTOML is the config_toml the backend tests' templates carry

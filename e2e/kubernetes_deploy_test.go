@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kclient "k8s.io/client-go/kubernetes"
 
-	"github.com/primerhq/primer/activities/backend/kubernetes"
-	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/cli"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/testenv"

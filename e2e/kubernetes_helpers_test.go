@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/kubernetes"
-	"github.com/primerhq/primer/activities/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/errs"
 )
 

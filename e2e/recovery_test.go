@@ -23,10 +23,10 @@ import (
 	dimage "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/container/containertest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/worker"

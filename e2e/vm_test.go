@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities/backend/vm"
-	"github.com/primerhq/primer/activities/backend/vm/vmtest"
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/vm"
+	"github.com/primerhq/primer/backend/vm/vmtest"
 	"github.com/primerhq/primer/models"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
 )
 
 // historyCounter counts what a run adds to its history, to bound its

@@ -12,14 +12,14 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/activities/backend"
-	"github.com/primerhq/primer/activities/backend/local"
-	"github.com/primerhq/primer/activities/backend/memory"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/local"
+	"github.com/primerhq/primer/backend/memory"
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
-	"github.com/primerhq/primer/runtime/connector"
 )
 
 // TestLifecycleWithRealActivities runs the workflow (with time skipping)

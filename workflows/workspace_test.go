@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/models"
 )
 

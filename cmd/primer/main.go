@@ -18,9 +18,9 @@ import (
 	// so a minimal image without /usr/share/zoneinfo can load them.
 	_ "time/tzdata"
 
-	"github.com/primerhq/primer/activities/backend/container"
-	"github.com/primerhq/primer/activities/backend/kubernetes"
 	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/kubernetes"
 	"github.com/primerhq/primer/console"
 	"github.com/primerhq/primer/worker"
 	"github.com/primerhq/primer/worker/temporalserver"

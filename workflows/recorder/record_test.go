@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/activities/backend"
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"

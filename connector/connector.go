@@ -1,0 +1,165 @@
+// Package connector is the platform's data plane to workspace runtimes: it
+// finds a workspace's runtime through its backend and hands out the pooled
+// connection to it. The API's exec, file and session tool calls and the
+// activities' probes and provisions share one Connector, so a workspace has
+// one WebSocket whoever calls.
+//
+// The control plane reads API -> workflows -> activities -> backend; the
+// data plane reads API -> connector -> runtime.
+package connector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/client"
+)
+
+// Connector finds a workspace's runtime and hands out the pooled connection
+// to it. The activities (probe, provision) and the API (files, exec) share
+// one Connector, so a workspace has one WebSocket whoever calls.
+type Connector struct {
+	Store    *models.Store
+	Backends *backend.Registry
+	Pool     *client.Pool
+}
+
+// Client returns the connection to ws's runtime, dialing it when the pool
+// has none. It asks the backend for the endpoint every time: a backend whose
+// runtime lives in the platform process serves it again there after a
+// restart. A workspace without a handle yet is a Precondition error.
+func (c *Connector) Client(ctx context.Context, ws *models.Workspace) (*client.Client, error) {
+	h, ok, err := backend.DecodeHandle(ws.ID, ws.Handle)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errs.E(errs.Precondition, "workspace %s: not provisioned yet", ws.ID)
+	}
+	return c.ClientFor(ctx, ws, h)
+}
+
+// ClientFor is Client with the handle already known (a provision that has
+// not stored it yet).
+func (c *Connector) ClientFor(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	cl, err := c.Connect(ctx, ws, h)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", ws.ID, err)
+	}
+	return cl, nil
+}
+
+// Connect resolves the endpoint and gets the pooled client. Its errors name
+// the step that failed but not the workspace, so a probe can use them as its
+// miss reason as they are.
+func (c *Connector) Connect(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	if ws.RuntimeToken == "" {
+		return nil, errs.E(errs.Precondition, "no runtime token yet")
+	}
+	_, b, err := c.Backend(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	return c.ConnectBackend(ctx, b, ws, h)
+}
+
+// Backend reads ws's provider and returns it and its backend, with errors
+// worded as Connect's.
+func (c *Connector) Backend(ctx context.Context, ws *models.Workspace) (*models.Provider, backend.Backend, error) {
+	p, err := c.Store.GetProvider(ctx, ws.ProviderID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider: %w", err)
+	}
+	b, err := c.Backends.For(p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provider %s: %w", p.ID, err)
+	}
+	return p, b, nil
+}
+
+// ConnectBackend is Connect with ws's backend already resolved (Backend):
+// the liveness Prober holds it with the workspace's row, so a healthy
+// workspace's probe reads no row.
+func (c *Connector) ConnectBackend(ctx context.Context, b backend.Backend, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+	if ws.RuntimeToken == "" {
+		return nil, errs.E(errs.Precondition, "no runtime token yet")
+	}
+	var ep backend.Endpoint
+	var err error
+	rh, hosted := b.(backend.RuntimeHost)
+	if !hosted {
+		// A live connection needs no endpoint lookup (for a container, an
+		// engine call); a dead one is dropped and the endpoint asked again.
+		if cl, ok := c.Pool.Live(ws.ID, ws.RuntimeToken); ok {
+			return cl, nil
+		}
+	}
+	if hosted {
+		// The runtime lives in this process: after a restart it is served
+		// again, with the template's env, which the handle never holds. The
+		// template is read only then, not on every call.
+		ep, err = rh.ServeRuntime(ctx, h, ws.RuntimeToken, func(ctx context.Context) (map[string]string, error) {
+			return c.templateEnv(ctx, ws)
+		})
+	} else {
+		ep, err = b.Endpoint(ctx, h, ws.RuntimeToken)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime endpoint: %w", err)
+	}
+	cl, err := c.Pool.Get(ctx, ws.ID, ep.URL, ws.RuntimeToken)
+	if errs.Is(err, errs.Forbidden) {
+		if tk, ok := b.(backend.TokenKeeper); ok {
+			cl, err = c.reattach(ctx, ws, h, tk, ep, err)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime connect: %w", err)
+	}
+	return cl, nil
+}
+
+// reattach takes the runtime token the backend keeps when the runtime
+// refused the stored one, connects with it and stores it: the sandbox is
+// the truth about its own token. refused is returned when the backend's
+// token is the stored one or is refused too.
+func (c *Connector) reattach(ctx context.Context, ws *models.Workspace, h backend.Handle, tk backend.TokenKeeper, ep backend.Endpoint, refused error) (*client.Client, error) {
+	token, err := tk.RuntimeToken(ctx, h)
+	if err != nil || token == "" || token == ws.RuntimeToken {
+		return nil, refused
+	}
+	cl, err := c.Pool.Get(ctx, ws.ID, ep.URL, token)
+	if err != nil {
+		return nil, refused
+	}
+	if err := c.Store.SetWorkspaceRuntime(ctx, ws.ID, ws.Handle, ws.Path, token); err != nil {
+		c.Drop(ws.ID)
+		return nil, fmt.Errorf("store the runtime token kept by the backend: %w", err)
+	}
+	ws.RuntimeToken = token
+	return cl, nil
+}
+
+// templateEnv returns the env of the workspace's template.
+func (c *Connector) templateEnv(ctx context.Context, ws *models.Workspace) (map[string]string, error) {
+	t, err := c.Store.GetTemplate(ctx, ws.TemplateID)
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	var common backend.Common
+	if err := json.Unmarshal(t.Backend, &common); err != nil {
+		return nil, errs.E(errs.Invalid, "template %s: backend: %w", t.ID, err)
+	}
+	return common.Env, nil
+}
+
+// Drop closes the pooled connection of a workspace, if any.
+func (c *Connector) Drop(workspaceID string) {
+	if c != nil && c.Pool != nil {
+		c.Pool.Drop(workspaceID)
+	}
+}
