@@ -103,8 +103,12 @@ vet:
 workflowcheck:
 	$(GO) run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 ./workflows/...
 
-## lint: the gates make test runs first, each failing with what to fix: gofmt, go mod tidy, vet, staticcheck, workflowcheck.
-lint: fmt-check tidy-check vet staticcheck workflowcheck
+## lint: the gates make test runs first, each failing with what to fix: gofmt, go mod tidy, vet, staticcheck, workflowcheck, the import floors.
+lint: fmt-check tidy-check vet staticcheck workflowcheck layers
+
+## layers: fails on an import that goes up a floor (the allowed graph is deploy/ci/layers.txt).
+layers:
+	@bash deploy/ci/layers.sh
 
 fmt-check:
 	@files="$$(gofmt -l .)"; if [ -n "$$files" ]; then \
