@@ -21,7 +21,7 @@ NORACE    ?= /e2e$$|/backend/(container|kubernetes)(/|$$)|/cmd/primer(-runtime)?
 RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
 OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 
-.PHONY: all build run test test-short bench lint vet workflowcheck staticcheck fmt-check tidy-check fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
+.PHONY: all build run test test-short bench lint vet workflowcheck staticcheck fmt-check tidy-check layers fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
 
 all: build
 
