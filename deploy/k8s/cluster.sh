@@ -95,24 +95,54 @@ wait_for() {
 
 # pid_of NAME prints the PID of component NAME if it runs: the PID file must
 # name a live process whose command line mentions $STATE (so a reused PID is
-# never taken for ours).
+# never taken for ours). `start` writes the file only once the process runs
+# the component's program (see there).
 pid_of() {
 	local f="$RUN/$1.pid" pid
 	[ -s "$f" ] || return 1
 	pid="$(cat "$f")"
-	[ -r "/proc/$pid/cmdline" ] || return 1
-	local args
-	mapfile -d '' args 2>/dev/null <"/proc/$pid/cmdline" || return 1
-	[[ "${args[*]}" == *"$STATE"* ]] || return 1
+	ours "$pid" && alive "$pid" || return 1
 	echo "$pid"
 }
 
-# start NAME CMD... starts CMD in its own session, logging to $LOGS/NAME.log.
+# ours PID: the command line of process PID mentions $STATE.
+ours() {
+	[ -r "/proc/$1/cmdline" ] || return 1
+	local args
+	mapfile -d '' args 2>/dev/null <"/proc/$1/cmdline" || return 1
+	[[ "${args[*]}" == *"$STATE"* ]]
+}
+
+# start NAME CMD... starts CMD in its own session, logging to $LOGS/NAME.log,
+# and writes NAME's PID file once CMD runs.
+#
+# The PID that `&` gives is first a copy of this script, which becomes CMD
+# only when it has run exec: until then its command line is this script's
+# and does not mention $STATE, so pid_of would say that NAME is not running.
+# On a loaded machine that window lasts long enough for wait_started to see
+# it and take the component for dead ("etcd did not become ready" with
+# nothing but etcd's startup in its log). So start waits for the exec (or
+# the process's end) before it writes the PID file. setsid runs CMD in the
+# same process (a background job of a script is no process group leader, so
+# setsid does not fork).
 start() {
 	local name=$1; shift
 	log "starting $name"
+	echo "--- cluster.sh: starting $name at $(date -u +%H:%M:%S)" >>"$LOGS/$name.log"
 	setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
-	echo $! >"$RUN/$name.pid"
+	local pid=$! end=$((SECONDS + 30))
+	until ours "$pid"; do
+		if ! alive "$pid"; then
+			log "$name exited at once"
+			break
+		fi
+		if [ $SECONDS -ge $end ]; then
+			log "$name ($pid) has not run its program after 30 s"
+			break
+		fi
+		sleep 0.05
+	done
+	echo "$pid" >"$RUN/$name.pid"
 }
 
 # rotate_log NAME keeps NAME's log of the previous run as NAME.log.prev.
@@ -517,10 +547,15 @@ import_image() {
 # ---------------------------------------------------------------- health
 
 api_ok() {
-	curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+	curl -sSf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
 		"https://$NODE_IP:$API_PORT/readyz" >/dev/null
 }
-etcd_ok() { [[ "$(curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health")" == *'"health":"true"'* ]]; }
+# etcd_ok: etcd answers that it is healthy; else it prints what it said.
+etcd_ok() {
+	local body
+	body="$(curl -sS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>&1)" || { echo "$body"; return 1; }
+	[[ "$body" == *'"health":"true"'* ]] || { echo "/health answered $body"; return 1; }
+}
 node_ready() {
 	[ "$(kc get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
@@ -536,14 +571,22 @@ any_running() {
 	return 1
 }
 
-# wait_started NAME SECS DESC CHECK... waits for CHECK, failing with NAME's log
-# if NAME dies or CHECK does not succeed in time.
+# wait_started NAME SECS DESC CHECK... waits for CHECK, failing with why (the
+# process is gone, or what CHECK said last) and NAME's log if NAME dies or
+# CHECK does not succeed in time.
 wait_started() {
 	local name=$1 secs=$2 desc=$3; shift 3
-	local end=$((SECONDS + secs))
-	until "$@" >/dev/null 2>&1; do
-		if ! pid_of "$name" >/dev/null || [ $SECONDS -ge $end ]; then
-			log "$name did not become ready ($desc); last lines of $LOGS/$name.log:"
+	local end=$((SECONDS + secs)) out why
+	until out="$("$@" 2>&1)"; do
+		why=
+		if ! pid_of "$name" >/dev/null; then
+			why="its process is gone"
+		elif [ $SECONDS -ge $end ]; then
+			why="${secs} s passed"
+		fi
+		if [ -n "$why" ]; then
+			log "$name did not become ready ($desc): $why; the last check ($*) said: ${out:-nothing}"
+			log "last lines of $LOGS/$name.log:"
 			tail -n 25 "$LOGS/$name.log" >&2 || true
 			return 1
 		fi
@@ -551,7 +594,84 @@ wait_started() {
 	done
 }
 
+# TRIES is how many times `up` starts a component that does not become ready.
+TRIES="${PRIMER_K8S_START_TRIES:-3}"
+
+# ready NAME SECS DESC CHECK... waits for NAME as wait_started does and, when
+# NAME does not become ready, stops it and starts it again (run_NAME), up to
+# TRIES starts in all: a component that failed once on a loaded machine
+# (etcd's first election, the API server's first connection to etcd) most
+# often comes up the next time.
+ready() {
+	local name=$1 try
+	for ((try = 1; ; try++)); do
+		wait_started "$@" && return 0
+		[ "$try" -lt "$TRIES" ] || return 1
+		log "starting $name again (start $((try + 1)) of $TRIES)"
+		stop "$name"
+		"run_$name"
+	done
+}
+
 # ---------------------------------------------------------------- up
+
+# run_NAME starts component NAME (`up`, and `ready` when it starts one again).
+run_etcd() {
+	start etcd etcd --name "$NODE_NAME" --data-dir "$STATE/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
+		--initial-cluster "$NODE_NAME=http://127.0.0.1:$((ETCD_PORT + 1))" --initial-cluster-state new \
+		--logger zap --log-outputs stderr --log-level warn
+}
+run_containerd() {
+	start containerd containerd --config "$ETC/containerd.toml"
+}
+run_kube-apiserver() {
+	start kube-apiserver "$BIN/kube-apiserver" \
+		--advertise-address="$NODE_IP" --bind-address="$NODE_IP" --secure-port="$API_PORT" \
+		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+		--service-cluster-ip-range="$SERVICE_CIDR" \
+		--client-ca-file="$PKI/ca.crt" \
+		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+		--kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+		--kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+		--kubelet-certificate-authority="$PKI/ca.crt" \
+		--kubelet-preferred-address-types=InternalIP,Hostname \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+		--requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+		--requestheader-extra-headers-prefix=X-Remote-Extra- \
+		--proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+		--allow-privileged=true --profiling=false --v=1
+}
+run_kube-controller-manager() {
+	start kube-controller-manager "$BIN/kube-controller-manager" \
+		--kubeconfig="$ETC/controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$ETC/controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$ETC/controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false \
+		--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+		--cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+		--use-service-account-credentials=true \
+		--service-cluster-ip-range="$SERVICE_CIDR" --cluster-cidr="$CLUSTER_CIDR" --allocate-node-cidrs=false \
+		--enable-hostpath-provisioner=true \
+		--kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
+}
+run_kube-scheduler() {
+	start kube-scheduler "$BIN/kube-scheduler" \
+		--kubeconfig="$ETC/scheduler.kubeconfig" \
+		--authentication-kubeconfig="$ETC/scheduler.kubeconfig" \
+		--authorization-kubeconfig="$ETC/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false \
+		--kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
+}
+run_kubelet() { start_kubelet; }
+run_kube-proxy() {
+	start kube-proxy "$BIN/kube-proxy" --config="$ETC/kube-proxy.yaml" --v=1
+}
+
 
 # start_kubelet starts the kubelet on the configuration that `up` wrote. Both
 # `up` and `kubelet start` call it, so a restarted kubelet runs with the same
@@ -637,58 +757,22 @@ cmd_up() {
 	write_configs
 	setup_host
 
-	start etcd etcd --name "$NODE_NAME" --data-dir "$STATE/etcd" \
-		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-		--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
-		--initial-cluster "$NODE_NAME=http://127.0.0.1:$((ETCD_PORT + 1))" --initial-cluster-state new \
-		--logger zap --log-outputs stderr --log-level warn
-	start containerd containerd --config "$ETC/containerd.toml"
-	start kube-apiserver "$BIN/kube-apiserver" \
-		--advertise-address="$NODE_IP" --bind-address="$NODE_IP" --secure-port="$API_PORT" \
-		--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-		--service-cluster-ip-range="$SERVICE_CIDR" \
-		--client-ca-file="$PKI/ca.crt" \
-		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-		--kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
-		--kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-		--kubelet-certificate-authority="$PKI/ca.crt" \
-		--kubelet-preferred-address-types=InternalIP,Hostname \
-		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
-		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-		--requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-		--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-		--requestheader-extra-headers-prefix=X-Remote-Extra- \
-		--proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-		--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-		--allow-privileged=true --profiling=false --v=1
-	wait_started etcd 30 "health" etcd_ok
-	wait_started containerd 30 "socket" ctr_ version
+	run_etcd
+	run_containerd
+	run_kube-apiserver
+	ready etcd 60 "health" etcd_ok || die "etcd did not start"
+	ready containerd 60 "socket" ctr_ version || die "containerd did not start"
 	ctr_ images import "$IMAGES/pause.tar" >/dev/null
 	local img
 	for img in $EXTRA_IMAGES; do
 		import_image "$img" || log "image $img not found (neither a file nor in Docker): skipped"
 	done
-	wait_started kube-apiserver 60 "readyz" api_ok
+	ready kube-apiserver 90 "readyz" api_ok || die "the API server did not start"
 	log "API server ready ($(elapsed))"
-	start kube-controller-manager "$BIN/kube-controller-manager" \
-		--kubeconfig="$ETC/controller-manager.kubeconfig" \
-		--authentication-kubeconfig="$ETC/controller-manager.kubeconfig" \
-		--authorization-kubeconfig="$ETC/controller-manager.kubeconfig" \
-		--bind-address=127.0.0.1 --leader-elect=false \
-		--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
-		--cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-		--use-service-account-credentials=true \
-		--service-cluster-ip-range="$SERVICE_CIDR" --cluster-cidr="$CLUSTER_CIDR" --allocate-node-cidrs=false \
-		--enable-hostpath-provisioner=true \
-		--kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
-	start kube-scheduler "$BIN/kube-scheduler" \
-		--kubeconfig="$ETC/scheduler.kubeconfig" \
-		--authentication-kubeconfig="$ETC/scheduler.kubeconfig" \
-		--authorization-kubeconfig="$ETC/scheduler.kubeconfig" \
-		--bind-address=127.0.0.1 --leader-elect=false \
-		--kube-api-qps=100 --kube-api-burst=200 --profiling=false --v=1
-	start_kubelet
-	start kube-proxy "$BIN/kube-proxy" --config="$ETC/kube-proxy.yaml" --v=1
+	run_kube-controller-manager
+	run_kube-scheduler
+	run_kubelet
+	run_kube-proxy
 
 	kc apply -f - >/dev/null <<EOF
 apiVersion: storage.k8s.io/v1
@@ -701,10 +785,16 @@ provisioner: kubernetes.io/host-path
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 EOF
-	wait_started kubelet 90 "node $NODE_NAME Ready" node_ready
+	ready kubelet 90 "node $NODE_NAME Ready" node_ready || die "node $NODE_NAME did not become Ready"
 	log "node $NODE_NAME Ready ($(elapsed))"
 	for c in kube-controller-manager kube-scheduler kube-proxy; do
-		pid_of "$c" >/dev/null || { tail -n 25 "$LOGS/$c.log" >&2; die "$c exited"; }
+		pid_of "$c" >/dev/null && continue
+		log "$c exited; last lines of $LOGS/$c.log:"
+		tail -n 25 "$LOGS/$c.log" >&2 || true
+		log "starting $c again"
+		"run_$c"
+		sleep 2
+		pid_of "$c" >/dev/null || { tail -n 25 "$LOGS/$c.log" >&2; die "$c exited again"; }
 	done
 	if [ "$SMOKE" = 1 ]; then
 		# Pods need the namespace's service account, and the kubelet the CA
