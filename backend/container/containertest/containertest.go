@@ -152,7 +152,7 @@ func RuntimeBinaryPath(t testing.TB) string {
 		buildPath = filepath.Join(dir, "primer-runtime")
 		tmp := fmt.Sprintf("%s.%d", buildPath, os.Getpid())
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..", "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, "./cmd/primer-runtime")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")

@@ -227,7 +227,7 @@ func importRuntime(t testing.TB) (string, error) {
 // ClusterScript is the path of deploy/k8s/cluster.sh.
 func ClusterScript() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "deploy", "k8s", "cluster.sh")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "deploy", "k8s", "cluster.sh")
 }
 
 // ProviderConfig returns a provider document for namespace ns reached by
