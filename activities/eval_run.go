@@ -35,7 +35,7 @@ type CreateRunSpec struct {
 // CreateRun stores a pending run of a suite with one pending case result
 // per selected case, each resolved with the suite's defaults (Ordinal is
 // the case's index in the run, 0..n-1). The API (through
-// workflows.Starter.CreateRun) and the first activity of a scheduled run
+// starter.Starter.CreateRun) and the first activity of a scheduled run
 // share it, so every run belongs to its suite's tenant. NotFound if the
 // suite does not exist; Invalid (field cases)
 // for a selection naming unknown cases or picking none.

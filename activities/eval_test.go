@@ -22,7 +22,7 @@ import (
 	"github.com/primerhq/primer/models"
 )
 
-// evalLifecycle makes workspaces the way workflows.Starter does, minus
+// evalLifecycle makes workspaces the way starter.Starter does, minus
 // the workflow: a row, provisioned at once and running. Deletes destroy
 // the sandbox and the row; returns put a leased workspace back to idle.
 type evalLifecycle struct {

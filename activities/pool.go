@@ -12,7 +12,7 @@ import (
 
 // Lifecycle creates and deletes workspaces the way the API does: a row
 // and its workflow. The pool activities use it; the workflows package
-// implements it (workflows.Starter), since activities cannot import the
+// implements it (starter.Starter), since activities cannot import the
 // workflows that call them.
 type Lifecycle interface {
 	// CreateWorkspace stores a workspace and starts its workflow.

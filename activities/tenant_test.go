@@ -15,7 +15,7 @@ import (
 )
 
 // tenantLifecycle creates rows in the tenant the request names, as
-// workflows.Starter does, and records the requests.
+// starter.Starter does, and records the requests.
 type tenantLifecycle struct {
 	fakeLifecycle
 	mu   sync.Mutex

@@ -34,7 +34,7 @@ import (
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
+	"github.com/primerhq/primer/starter"
 )
 
 // Default limits, applied by New to zero Config fields.
@@ -52,7 +52,7 @@ type Config struct {
 	// Starter creates, deletes and signals workspaces and pools: the API
 	// and the pool workflow share it, so a workspace is made the same way
 	// whoever asks. Required.
-	Starter   *workflows.Starter
+	Starter   *starter.Starter
 	Connector *connector.Connector
 	Backends  *backend.Registry
 	Metrics   *metrics.Metrics

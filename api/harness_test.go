@@ -22,6 +22,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -68,7 +69,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	cfg := Config{
 		Store:        store,
 		Temporal:     tc,
-		Starter:      &workflows.Starter{Temporal: tc, Store: store, ProbeInterval: 7 * time.Second},
+		Starter:      &starter.Starter{Temporal: tc, Store: store, ProbeInterval: 7 * time.Second},
 		Connector:    &connector.Connector{Store: store, Backends: reg, Pool: pool},
 		Backends:     reg,
 		Metrics:      m,

@@ -10,7 +10,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
+	"github.com/primerhq/primer/starter"
 )
 
 // defaultTriggeredBy is who made a run through the API when the request
@@ -95,7 +95,7 @@ func (s *server) createRun(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	run, err := s.cfg.Starter.CreateRun(ctx, workflows.CreateRunRequest{
+	run, err := s.cfg.Starter.CreateRun(ctx, starter.CreateRunRequest{
 		SuiteID:     su.ID,
 		Selection:   eval.Selection{Cases: req.Cases, Labels: req.Labels},
 		Trigger:     models.TriggerUser,

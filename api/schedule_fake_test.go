@@ -13,7 +13,7 @@ import (
 
 // fakeSchedules is an in-memory Temporal schedule client: enough of
 // Create, Update, Describe, Pause, Unpause, Trigger and Delete for the API
-// tests to see what the Starter asked for. workflows/schedule_test.go runs
+// tests to see what the Starter asked for. e2e/suite_schedule_test.go runs
 // the same calls against a real server.
 type fakeSchedules struct {
 	mu     sync.Mutex

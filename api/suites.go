@@ -13,7 +13,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
+	"github.com/primerhq/primer/starter"
 )
 
 // Media types of a JSONL body or answer: one JSON value a line.
@@ -27,7 +27,7 @@ const (
 // the schedule's live state from Temporal.
 type suiteView struct {
 	models.Suite
-	ScheduleStatus *workflows.ScheduleStatus `json:"schedule_status,omitempty"`
+	ScheduleStatus *starter.ScheduleStatus `json:"schedule_status,omitempty"`
 	// ScheduleError says why the schedule's state could not be read
 	// (Temporal unreachable); the suite is shown anyway.
 	ScheduleError string `json:"schedule_error,omitempty"`

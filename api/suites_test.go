@@ -15,6 +15,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -219,7 +220,7 @@ func TestSuiteBadInput(t *testing.T) {
 func TestSuiteSchedule(t *testing.T) {
 	h := newHarness(t)
 	fs := h.withSchedules()
-	id := workflows.ScheduleID("nightly")
+	id := starter.ScheduleID("nightly")
 
 	// Create makes the schedule: cron, time zone, overlap, and the action
 	// that starts a run of the suite.
@@ -303,7 +304,7 @@ func TestSuiteSchedule(t *testing.T) {
 	// A create whose schedule cannot be made leaves nothing behind.
 	h.do("POST", "/v1/suites", suiteJSON("later", 1, `"schedule":{"cron":"@daily"}`)).expectError(t, 503, "unavailable", "", "")
 	h.noSuite(t, "later")
-	if fs.get(workflows.ScheduleID("later")) != nil {
+	if fs.get(starter.ScheduleID("later")) != nil {
 		t.Fatal("schedule of a failed create exists")
 	}
 

@@ -15,7 +15,7 @@ import (
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
+	"github.com/primerhq/primer/starter"
 )
 
 // agentYAML is the seed's model provider and code-runner agent.
@@ -58,7 +58,7 @@ func realAPI(t *testing.T) (string, string, *models.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{Store: store, Starter: &workflows.Starter{Store: store},
+	h, err := api.New(api.Config{Store: store, Starter: &starter.Starter{Store: store},
 		Connector: &connector.Connector{Store: store, Backends: reg}, Backends: reg, Metrics: metrics.New(), Outbound: allow})
 	if err != nil {
 		t.Fatal(err)

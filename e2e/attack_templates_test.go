@@ -15,7 +15,7 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
+	"github.com/primerhq/primer/starter"
 )
 
 // apiError is the error envelope of a refused request.
@@ -271,7 +271,7 @@ func TestAttackTemplates(t *testing.T) {
 
 		// The suite's schedule fires (as its cron would): the run's
 		// workspace is refused and the run fails.
-		if err := p.srv.TemporalClient().ScheduleClient().GetHandle(ctx, workflows.ScheduleID("boxsuite")).Trigger(ctx, tclient.ScheduleTriggerOptions{}); err != nil {
+		if err := p.srv.TemporalClient().ScheduleClient().GetHandle(ctx, starter.ScheduleID("boxsuite")).Trigger(ctx, tclient.ScheduleTriggerOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var run models.Run

@@ -580,7 +580,7 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 // clusterCutOffCreates checks that the workspaces of creates cut off by a
 // replica's death, which the client found by their labels, run too. A
 // replica killed between storing the row and starting the workflow
-// (workflows.Starter.CreateWorkspace) leaves a pending row without a
+// (starter.Starter.CreateWorkspace) leaves a pending row without a
 // workflow: the reconciler adopts it (activities/reconcile_adopt.go) once
 // it is older than the grace, so every one of them must run too.
 func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, ids []string) {

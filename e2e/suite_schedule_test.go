@@ -19,6 +19,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
 )
@@ -66,7 +67,7 @@ func scheduleTemporal(t *testing.T, ctx context.Context) client.Client {
 	return c
 }
 
-// TestSuiteSchedule (workflows.Starter's schedule methods) drives a suite's schedule through its life on a real
+// TestSuiteSchedule (starter.Starter's schedule methods) drives a suite's schedule through its life on a real
 // Temporal server: created from a cron document, updated to an interval
 // and paused, resumed, paused again, triggered, described, and deleted.
 func TestSuiteSchedule(t *testing.T) {
@@ -76,9 +77,9 @@ func TestSuiteSchedule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := scheduleTemporal(t, ctx)
-	s := &workflows.Starter{Temporal: c}
+	s := &starter.Starter{Temporal: c}
 	const suite = "nightly"
-	handle := c.ScheduleClient().GetHandle(ctx, workflows.ScheduleID(suite))
+	handle := c.ScheduleClient().GetHandle(ctx, starter.ScheduleID(suite))
 	describe := func() *client.ScheduleDescription {
 		t.Helper()
 		d, err := handle.Describe(ctx)

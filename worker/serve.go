@@ -31,6 +31,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
 )
@@ -171,7 +172,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	m := metrics.New()
 	s.metrics = m
 	s.connect = conn
-	starter := &workflows.Starter{
+	st := &starter.Starter{
 		Temporal:      s.client,
 		Store:         s.store,
 		Logger:        logger,
@@ -184,7 +185,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		Connector: conn,
 		Metrics:   m,
 		Logger:    logger,
-		Lifecycle: starter,
+		Lifecycle: st,
 		Outbound:  egress,
 	}
 
@@ -210,7 +211,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		if err := s.worker.Start(); err != nil {
 			return nil, fmt.Errorf("start worker: %w", err)
 		}
-		if err := s.startBackground(ctx, starter); err != nil {
+		if err := s.startBackground(ctx, st); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +225,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		handler, err = api.New(api.Config{
 			Store:        s.store,
 			Temporal:     s.client,
-			Starter:      starter,
+			Starter:      st,
 			Connector:    conn,
 			Backends:     registry,
 			Metrics:      m,
@@ -267,8 +268,8 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 // startBackground makes sure the long-lived workflows run: the reconciler
 // and one workflow per pool. Starting one that runs already changes nothing,
 // so every worker of a cluster may do it.
-func (s *Server) startBackground(ctx context.Context, starter *workflows.Starter) error {
-	if err := starter.StartReconciler(ctx, workflows.ReconcilerInput{
+func (s *Server) startBackground(ctx context.Context, st *starter.Starter) error {
+	if err := st.StartReconciler(ctx, workflows.ReconcilerInput{
 		Interval: s.cfg.ReconcileInterval,
 		Grace:    s.cfg.OrphanGrace,
 	}); err != nil {
@@ -279,7 +280,7 @@ func (s *Server) startBackground(ctx context.Context, starter *workflows.Starter
 		return fmt.Errorf("list pools: %w", err)
 	}
 	for _, p := range pools {
-		if err := starter.StartPool(ctx, p.ID); err != nil {
+		if err := st.StartPool(ctx, p.ID); err != nil {
 			return err
 		}
 	}

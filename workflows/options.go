@@ -122,14 +122,14 @@ func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
 			SearchAttrTemplate.ValueSet(in.TemplateID),
 			SearchAttrProvider.ValueSet(in.ProviderID),
 			SearchAttrBackend.ValueSet(in.Backend),
-			SearchAttrTenant.ValueSet(tenantOf(in.TenantID)),
+			SearchAttrTenant.ValueSet(TenantOf(in.TenantID)),
 		),
 	}
 }
 
-// tenantOf is the PrimerTenant value of a resource of tenantID: rows with
+// TenantOf is the PrimerTenant value of a resource of tenantID: rows with
 // no tenant belong to the default one.
-func tenantOf(tenantID string) string {
+func TenantOf(tenantID string) string {
 	if tenantID == "" {
 		return models.DefaultTenantID
 	}

@@ -55,7 +55,7 @@ func PoolStartOptions(poolID, tenantID string) client.StartWorkflowOptions {
 		TaskQueue:                TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(tenantOf(tenantID))),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(TenantOf(tenantID))),
 	}
 }
 

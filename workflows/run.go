@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -36,8 +38,20 @@ var (
 // RunSearchAttributes are the search attributes of a run's workflow: its
 // tenant (its suite's), suite and id.
 func RunSearchAttributes(tenantID, suiteID, runID string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(tenantOf(tenantID)),
+	return temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(TenantOf(tenantID)),
 		searchKeySuite.ValueSet(suiteID), searchKeyRun.ValueSet(runID))
+}
+
+// RunStartOptions returns the options a run's workflow starts with: its
+// id is the run's id, never reused, with the tenant, suite and run as
+// search attributes.
+func RunStartOptions(tenantID, suiteID, runID string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                    runID,
+		TaskQueue:             TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: RunSearchAttributes(tenantID, suiteID, runID),
+	}
 }
 
 // Run tuning. Like the workspace constants they change what running

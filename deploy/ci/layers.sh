@@ -24,7 +24,7 @@ go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | awk -v mod="
       if (gt == "") { printf "layers: %s is on no floor: add its prefix to deploy/ci/layers.txt\n", to; bad++; continue }
       if (gt == gf) continue
       if (floor[gt] + 0 <= floor[gf] + 0) {
-        printf "layers: %s (floor %d, %s) imports %s (floor %d, %s): an import may only go down\n", from, floor[gf], gf, to, floor[gt], gt
+        printf "layers: %s (floor %s, %s) imports %s (floor %s, %s): an import may only go down\n", from, floor[gf], gf, to, floor[gt], gt
         bad++
       }
     }

@@ -1,10 +1,11 @@
-package workflows
+package starter
 
 import (
 	"context"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // StartSessionRun records an agent run of the open session ses, with the
@@ -16,7 +17,7 @@ func (s *Starter) StartSessionRun(ctx context.Context, ses *models.Session, agen
 	if err := s.Store.CreateSessionRun(ctx, run, instructions); err != nil {
 		return nil, err
 	}
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, SessionRunStartOptions(ses.ID), SessionRunWorkflowName, SessionRunInput{SessionID: ses.ID}); err != nil {
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.SessionRunStartOptions(ses.ID), workflows.SessionRunWorkflowName, workflows.SessionRunInput{SessionID: ses.ID}); err != nil {
 		// No workflow will end it: end it here, saying why.
 		msg := "start run workflow: " + err.Error()
 		if _, eerr := s.Store.EndSessionRun(context.WithoutCancel(ctx), ses.ID, models.AgentFailed, msg, 0); eerr != nil {
@@ -38,7 +39,7 @@ func (s *Starter) CancelSessionRun(ctx context.Context, sessionID string) error 
 	if run.Status != models.AgentRunning {
 		return errs.E(errs.Precondition, "session %s: the run already ended (%s)", sessionID, run.EndReason)
 	}
-	if err := s.Temporal.SignalWorkflow(ctx, SessionRunID(sessionID), "", SignalCancelRun, nil); err != nil {
+	if err := s.Temporal.SignalWorkflow(ctx, workflows.SessionRunID(sessionID), "", workflows.SignalCancelRun, nil); err != nil {
 		return errs.E(errs.Unavailable, "session %s: cancel run: %w", sessionID, err)
 	}
 	s.logger().Info("agent run cancel requested", "session_id", sessionID)

@@ -1,4 +1,11 @@
-package workflows
+// Package starter is the Temporal client side of Primer's workflows: it
+// creates workspaces and runs (a row, then the workflow that owns it),
+// signals, cancels and adopts them, and keeps each suite's schedule in step
+// with its document. The API and the pool activities share one Starter, so a
+// workspace is made the same way whoever asks. It sits between api/ and
+// workflows/: workflows/ holds only the deterministic workflow code and the
+// options their starts use.
+package starter
 
 import (
 	"context"
@@ -14,6 +21,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // cleanupTimeout bounds the store calls that undo a half-done create after
@@ -47,15 +55,15 @@ func (s *Starter) logger() *slog.Logger {
 // WorkspaceInput is what every start of a workspace's workflow carries: ids
 // and the template's policy, never the token or template env. t may be nil
 // (the template is gone): the policy defaults then.
-func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) WorkspaceInput {
-	in := WorkspaceInput{
+func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) workflows.WorkspaceInput {
+	in := workflows.WorkspaceInput{
 		WorkspaceID:   w.ID,
 		TemplateID:    w.TemplateID,
 		ProviderID:    w.ProviderID,
 		Backend:       w.Backend,
 		ProbeInterval: s.ProbeInterval,
 		PoolID:        w.PoolID,
-		TenantID:      tenantOf(w.TenantID),
+		TenantID:      workflows.TenantOf(w.TenantID),
 	}
 	if t != nil {
 		var common backend.Common
@@ -90,7 +98,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 	cpu, mem := templateLimits(t.Backend)
 	w := &models.Workspace{
 		ID:          id,
-		TenantID:    tenantOf(req.TenantID),
+		TenantID:    workflows.TenantOf(req.TenantID),
 		CPUCores:    cpu,
 		MemoryBytes: mem,
 		TemplateID:  t.ID,
@@ -98,7 +106,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		Backend:     p.Provider,
 		Phase:       models.PhasePending,
 		Labels:      req.Labels,
-		WorkflowID:  WorkflowID(id),
+		WorkflowID:  workflows.WorkflowID(id),
 		PoolID:      req.PoolID,
 		ByAdmin:     req.ByAdmin,
 	}
@@ -112,7 +120,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		return nil, err
 	}
 	in := s.WorkspaceInput(w, t)
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, StartOptions(in), WorkspaceWorkflowName, in); err != nil {
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.StartOptions(in), workflows.WorkspaceWorkflowName, in); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if derr := s.Store.DeleteWorkspace(cctx, id); derr != nil && !errs.Is(derr, errs.NotFound) {
@@ -130,7 +138,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 // run): a fresh run starts, sees the delete signal, and destroys what is
 // left.
 func (s *Starter) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
-	return s.signalWithStart(ctx, w, SignalDelete, DeleteSignal{Reason: reason})
+	return s.signalWithStart(ctx, w, workflows.SignalDelete, workflows.DeleteSignal{Reason: reason})
 }
 
 // SignalWorkspace sends signal with arg to the workspace's workflow,
@@ -146,7 +154,7 @@ func (s *Starter) signalWithStart(ctx context.Context, w *models.Workspace, sign
 		t = got
 	}
 	in := s.WorkspaceInput(w, t)
-	opts := StartOptions(in)
+	opts := workflows.StartOptions(in)
 	// The row still exists, so whatever closed the previous run (a failure,
 	// a termination by an operator) did not destroy the workspace: a new run
 	// is needed, even though creates never reuse the id. It must not
@@ -154,7 +162,7 @@ func (s *Starter) signalWithStart(ctx context.Context, w *models.Workspace, sign
 	// row's state instead.
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
 	in.State = resumedState(w)
-	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, w.WorkflowID, signal, arg, opts, WorkspaceWorkflowName, in); err != nil {
+	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, w.WorkflowID, signal, arg, opts, workflows.WorkspaceWorkflowName, in); err != nil {
 		return errs.E(errs.Unavailable, "workspace %s: signal %s: %w", w.ID, signal, err)
 	}
 	return nil
@@ -162,8 +170,8 @@ func (s *Starter) signalWithStart(ctx context.Context, w *models.Workspace, sign
 
 // resumedState is the state a new run starts from when the previous run of
 // a workspace's workflow is gone: the row's phase and handle.
-func resumedState(w *models.Workspace) *WorkspaceState {
-	st := &WorkspaceState{Phase: w.Phase, Reason: w.Reason}
+func resumedState(w *models.Workspace) *workflows.WorkspaceState {
+	st := &workflows.WorkspaceState{Phase: w.Phase, Reason: w.Reason}
 	if st.Phase == "" {
 		st.Phase = models.PhasePending
 	}
@@ -179,12 +187,12 @@ func resumedState(w *models.Workspace) *WorkspaceState {
 
 // StartPool starts the workflow of a pool unless it runs already.
 func (s *Starter) StartPool(ctx context.Context, poolID string) error {
-	in := PoolInput{PoolID: poolID, Interval: s.PoolInterval}
+	in := workflows.PoolInput{PoolID: poolID, Interval: s.PoolInterval}
 	tenant, err := s.poolTenant(ctx, poolID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, PoolStartOptions(poolID, tenant), PoolWorkflowName, in); err != nil {
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.PoolStartOptions(poolID, tenant), workflows.PoolWorkflowName, in); err != nil {
 		return errs.E(errs.Unavailable, "pool %s: start workflow: %w", poolID, err)
 	}
 	return nil
@@ -194,13 +202,13 @@ func (s *Starter) StartPool(ctx context.Context, poolID string) error {
 // its pool now: a workspace was leased or returned, or the pool or its
 // template changed.
 func (s *Starter) NotifyPool(ctx context.Context, poolID string) error {
-	in := PoolInput{PoolID: poolID, Interval: s.PoolInterval}
+	in := workflows.PoolInput{PoolID: poolID, Interval: s.PoolInterval}
 	tenant, err := s.poolTenant(ctx, poolID)
 	if err != nil {
 		return err
 	}
-	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, PoolWorkflowID(poolID), SignalPoolChanged,
-		PoolChanged{}, PoolStartOptions(poolID, tenant), PoolWorkflowName, in); err != nil {
+	if _, err := s.Temporal.SignalWithStartWorkflow(ctx, workflows.PoolWorkflowID(poolID), workflows.SignalPoolChanged,
+		workflows.PoolChanged{}, workflows.PoolStartOptions(poolID, tenant), workflows.PoolWorkflowName, in); err != nil {
 		return errs.E(errs.Unavailable, "pool %s: signal: %w", poolID, err)
 	}
 	return nil
@@ -217,18 +225,18 @@ func (s *Starter) poolTenant(ctx context.Context, poolID string) (string, error)
 	case err != nil:
 		return "", fmt.Errorf("pool %s: start workflow: %w", poolID, err)
 	}
-	return tenantOf(p.TenantID), nil
+	return workflows.TenantOf(p.TenantID), nil
 }
 
 // StartReconciler starts the reconciler workflow unless it runs already.
-func (s *Starter) StartReconciler(ctx context.Context, in ReconcilerInput) error {
+func (s *Starter) StartReconciler(ctx context.Context, in workflows.ReconcilerInput) error {
 	opts := client.StartWorkflowOptions{
-		ID:                       ReconcilerWorkflowID,
-		TaskQueue:                TaskQueue,
+		ID:                       workflows.ReconcilerWorkflowID,
+		TaskQueue:                workflows.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, opts, ReconcilerWorkflowName, in); err != nil {
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, opts, workflows.ReconcilerWorkflowName, in); err != nil {
 		return errs.E(errs.Unavailable, "reconciler: start workflow: %w", err)
 	}
 	return nil
@@ -238,5 +246,5 @@ func (s *Starter) StartReconciler(ctx context.Context, in ReconcilerInput) error
 // already returning, back to its workflow: it is reset and goes back to
 // its pool, or is replaced.
 func (s *Starter) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
-	return s.SignalWorkspace(ctx, w, SignalReturn, ReturnSignal{})
+	return s.SignalWorkspace(ctx, w, workflows.SignalReturn, workflows.ReturnSignal{})
 }

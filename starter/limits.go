@@ -1,4 +1,4 @@
-package workflows
+package starter
 
 import (
 	"encoding/json"

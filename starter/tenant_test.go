@@ -1,4 +1,4 @@
-package workflows
+package starter
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // Every workflow Primer starts carries its tenant as PrimerTenant: a
@@ -24,7 +25,7 @@ func TestTenantSearchAttribute(t *testing.T) {
 	s := &Starter{}
 	ws := func(tenant string) temporal.SearchAttributes {
 		in := s.WorkspaceInput(&models.Workspace{ID: "ws-1", TenantID: tenant, TemplateID: "t"}, nil)
-		return StartOptions(in).TypedSearchAttributes
+		return workflows.StartOptions(in).TypedSearchAttributes
 	}
 	for _, tc := range []struct {
 		name  string
@@ -33,19 +34,19 @@ func TestTenantSearchAttribute(t *testing.T) {
 	}{
 		{"workspace", ws("acme"), "acme"},
 		{"workspace without tenant", ws(""), models.DefaultTenantID},
-		{"pool", PoolStartOptions("warm", "acme").TypedSearchAttributes, "acme"},
-		{"pool without tenant", PoolStartOptions("warm", "").TypedSearchAttributes, models.DefaultTenantID},
-		{"run", RunStartOptions("acme", "nightly", "run-1").TypedSearchAttributes, "acme"},
-		{"run without tenant", RunStartOptions("", "nightly", "run-1").TypedSearchAttributes, models.DefaultTenantID},
+		{"pool", workflows.PoolStartOptions("warm", "acme").TypedSearchAttributes, "acme"},
+		{"pool without tenant", workflows.PoolStartOptions("warm", "").TypedSearchAttributes, models.DefaultTenantID},
+		{"run", workflows.RunStartOptions("acme", "nightly", "run-1").TypedSearchAttributes, "acme"},
+		{"run without tenant", workflows.RunStartOptions("", "nightly", "run-1").TypedSearchAttributes, models.DefaultTenantID},
 		{"scheduled run", scheduleAction("nightly", "acme").TypedSearchAttributes, "acme"},
 	} {
-		got, ok := tc.attrs.GetKeyword(SearchAttrTenant)
+		got, ok := tc.attrs.GetKeyword(workflows.SearchAttrTenant)
 		if !ok || got != tc.want {
 			t.Errorf("%s: PrimerTenant = %q (set %v), want %q", tc.name, got, ok, tc.want)
 		}
 	}
-	if _, ok := SearchAttributes()[SearchAttrTenant.GetName()]; !ok {
-		t.Errorf("%s is not registered", SearchAttrTenant.GetName())
+	if _, ok := workflows.SearchAttributes()[workflows.SearchAttrTenant.GetName()]; !ok {
+		t.Errorf("%s is not registered", workflows.SearchAttrTenant.GetName())
 	}
 }
 
@@ -127,17 +128,17 @@ func TestStarterTenant(t *testing.T) {
 	}
 
 	for id, want := range map[string]string{
-		WorkflowID(w.ID):       "acme",
-		WorkflowID(def.ID):     models.DefaultTenantID,
-		PoolWorkflowID("warm"): "acme",
-		run.ID:                 "acme",
+		workflows.WorkflowID(w.ID):       "acme",
+		workflows.WorkflowID(def.ID):     models.DefaultTenantID,
+		workflows.PoolWorkflowID("warm"): "acme",
+		run.ID:                           "acme",
 	} {
 		o, ok := started[id]
 		if !ok {
 			t.Errorf("workflow %s not started", id)
 			continue
 		}
-		if got, _ := o.TypedSearchAttributes.GetKeyword(SearchAttrTenant); got != want {
+		if got, _ := o.TypedSearchAttributes.GetKeyword(workflows.SearchAttrTenant); got != want {
 			t.Errorf("workflow %s: PrimerTenant %q, want %q", id, got, want)
 		}
 	}

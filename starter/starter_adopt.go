@@ -1,4 +1,4 @@
-package workflows
+package starter
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // AdoptWorkspace starts the workflow of a pending, never provisioned
@@ -34,7 +35,7 @@ func (s *Starter) AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool
 	in := s.WorkspaceInput(w, t)
 	// StartOptions: a start racing the original create's (or another
 	// reconciler's) gets the workflow already running, not a second one.
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, StartOptions(in), WorkspaceWorkflowName, in); err != nil {
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.StartOptions(in), workflows.WorkspaceWorkflowName, in); err != nil {
 		return false, errs.E(errs.Unavailable, "workspace %s: start workflow: %w", w.ID, err)
 	}
 	s.logger().Warn("workspace adopted: its create stopped before its workflow started", "workspace_id", w.ID)

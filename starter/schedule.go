@@ -1,4 +1,4 @@
-package workflows
+package starter
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // A suite's schedule is a Temporal Schedule whose action starts the run
@@ -84,10 +85,10 @@ func scheduleSpec(sch *eval.Schedule) client.ScheduleSpec {
 func scheduleAction(suiteID, tenantID string) *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{
 		ID:                    "run-" + suiteID,
-		Workflow:              RunWorkflowName,
-		Args:                  []any{RunInput{SuiteID: suiteID, TriggeredBy: ScheduleTriggeredBy(suiteID)}},
-		TaskQueue:             TaskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(SearchAttrTenant.ValueSet(tenantOf(tenantID))),
+		Workflow:              workflows.RunWorkflowName,
+		Args:                  []any{workflows.RunInput{SuiteID: suiteID, TriggeredBy: ScheduleTriggeredBy(suiteID)}},
+		TaskQueue:             workflows.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SearchAttrTenant.ValueSet(workflows.TenantOf(tenantID))),
 	}
 }
 
@@ -104,7 +105,7 @@ func (s *Starter) suiteTenant(ctx context.Context, suiteID string) (string, erro
 	case err != nil:
 		return "", err
 	}
-	return tenantOf(su.TenantID), nil
+	return workflows.TenantOf(su.TenantID), nil
 }
 
 // SyncSchedule makes the Temporal Schedule of a suite match sch: it is

@@ -1,4 +1,4 @@
-package workflows
+package starter
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // AdoptWorkspace starts a workflow only for a row whose workflow Temporal
@@ -21,18 +22,18 @@ func TestStarterAdoptWorkspace(t *testing.T) {
 	s, tc := starterWithSuite(t)
 	ctx := context.Background()
 	orphan := &models.Workspace{ID: "ws-orphan", TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: models.PhasePending, WorkflowID: WorkflowID("ws-orphan")}
+		Backend: models.BackendLocal, Phase: models.PhasePending, WorkflowID: workflows.WorkflowID("ws-orphan")}
 	alive := &models.Workspace{ID: "ws-alive", TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: models.PhasePending, WorkflowID: WorkflowID("ws-alive")}
+		Backend: models.BackendLocal, Phase: models.PhasePending, WorkflowID: workflows.WorkflowID("ws-alive")}
 	tc.On("DescribeWorkflowExecution", mock.Anything, orphan.WorkflowID, "").
 		Return(nil, serviceerror.NewNotFound("workflow not found"))
 	tc.On("DescribeWorkflowExecution", mock.Anything, alive.WorkflowID, "").
 		Return(&workflowservice.DescribeWorkflowExecutionResponse{}, nil)
 	var started []client.StartWorkflowOptions
-	var inputs []WorkspaceInput
-	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, WorkspaceWorkflowName, mock.Anything).Run(func(args mock.Arguments) {
+	var inputs []workflows.WorkspaceInput
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).Run(func(args mock.Arguments) {
 		started = append(started, args.Get(1).(client.StartWorkflowOptions))
-		inputs = append(inputs, args.Get(3).(WorkspaceInput))
+		inputs = append(inputs, args.Get(3).(workflows.WorkspaceInput))
 	}).Return(&mocks.WorkflowRun{}, nil)
 
 	got, err := s.AdoptWorkspace(ctx, orphan)

@@ -1,4 +1,4 @@
-package workflows
+package starter
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // starterWithSuite is a Starter on a real store holding suite "s" (two
@@ -52,10 +53,10 @@ func TestStarterCreateRun(t *testing.T) {
 	s, tc := starterWithSuite(t)
 	ctx := context.Background()
 	var opts client.StartWorkflowOptions
-	var in RunInput
-	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, RunWorkflowName, mock.Anything).Run(func(args mock.Arguments) {
+	var in workflows.RunInput
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Run(func(args mock.Arguments) {
 		opts = args.Get(1).(client.StartWorkflowOptions)
-		in = args.Get(3).(RunInput)
+		in = args.Get(3).(workflows.RunInput)
 	}).Return(&mocks.WorkflowRun{}, nil).Once()
 	run, err := s.CreateRun(ctx, CreateRunRequest{SuiteID: "s", Selection: eval.Selection{Labels: map[string]string{"kind": "slow"}}, TriggeredBy: "ann"})
 	if err != nil {
@@ -77,7 +78,7 @@ func TestStarterCreateRun(t *testing.T) {
 		t.Errorf("case 0 = %+v, spec %+v", cr, c)
 	}
 
-	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, RunWorkflowName, mock.Anything).Return(nil, errors.New("frontend down")).Once()
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Return(nil, errors.New("frontend down")).Once()
 	if _, err := s.CreateRun(ctx, CreateRunRequest{SuiteID: "s"}); !errs.Is(err, errs.Unavailable) {
 		t.Fatalf("create with Temporal down = %v, want unavailable", err)
 	}
@@ -98,7 +99,7 @@ func TestStarterCreateRun(t *testing.T) {
 func TestStarterCancelRun(t *testing.T) {
 	s, tc := starterWithSuite(t)
 	ctx := context.Background()
-	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, RunWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
 	run, err := s.CreateRun(ctx, CreateRunRequest{SuiteID: "s"})
 	if err != nil {
 		t.Fatal(err)

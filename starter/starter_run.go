@@ -1,15 +1,13 @@
-package workflows
+package starter
 
 import (
 	"context"
-
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/workflows"
 )
 
 // CreateRunRequest is a run to make of a suite.
@@ -18,18 +16,6 @@ type CreateRunRequest struct {
 	Selection   eval.Selection
 	Trigger     string // models.TriggerUser or models.TriggerSchedule
 	TriggeredBy string
-}
-
-// RunStartOptions returns the options a run's workflow starts with: its
-// id is the run's id, never reused, with the tenant, suite and run as
-// search attributes.
-func RunStartOptions(tenantID, suiteID, runID string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                    runID,
-		TaskQueue:             TaskQueue,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: RunSearchAttributes(tenantID, suiteID, runID),
-	}
 }
 
 // CreateRun stores a run of a suite (its cases resolved and pending) and
@@ -53,8 +39,8 @@ func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.
 	if err != nil {
 		return nil, err
 	}
-	in := RunInput{RunID: id, SuiteID: run.SuiteID, TriggeredBy: req.TriggeredBy}
-	if _, err := s.Temporal.ExecuteWorkflow(ctx, RunStartOptions(run.TenantID, run.SuiteID, id), RunWorkflowName, in); err != nil {
+	in := workflows.RunInput{RunID: id, SuiteID: run.SuiteID, TriggeredBy: req.TriggeredBy}
+	if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.RunStartOptions(run.TenantID, run.SuiteID, id), workflows.RunWorkflowName, in); err != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		if derr := s.Store.DeleteRun(cctx, id); derr != nil && !errs.Is(derr, errs.NotFound) {
