@@ -89,6 +89,9 @@ func bearerKey(c *gin.Context) (string, error) {
 // SHA-256. The key works only while every key of that chain does. Every
 // failure is Unauthenticated with a message that never echoes the key.
 func (s *server) resolveKey(ctx context.Context, key string) (principal, error) {
+	if models.IsConsoleToken(key) {
+		return s.resolveConsoleSession(ctx, key)
+	}
 	id, err := models.ParseAPIKey(key)
 	if err != nil {
 		return principal{}, err
@@ -112,6 +115,24 @@ func (s *server) resolveKey(ctx context.Context, key string) (principal, error) 
 	s.authFails.vouch(hash)
 	s.touchKey(k, now)
 	return principal{KeyID: k.ID, TenantID: k.TenantID, Role: k.Role}, nil
+}
+
+// resolveConsoleSession resolves a console session token (the console's
+// cookie, which the console sends as its bearer): the stored session acts
+// as the key it was made with, only while that key's chain works and until
+// the session expires (models.Store.ConsoleSession). Every failure is
+// Unauthenticated, never echoing the token.
+func (s *server) resolveConsoleSession(ctx context.Context, tok string) (principal, error) {
+	hash := models.HashAPIKey(tok)
+	cs, err := s.cfg.Store.ConsoleSession(ctx, hash)
+	if errs.Is(err, errs.NotFound) {
+		return principal{}, errs.E(errs.Unauthenticated, "console session: unknown, expired or ended; sign in again")
+	}
+	if err != nil {
+		return principal{}, err
+	}
+	s.authFails.vouch(hash)
+	return principal{KeyID: cs.KeyID, TenantID: cs.TenantID, Role: cs.Role}, nil
 }
 
 // touchKey records that k was used, at most once per touchEvery per key and

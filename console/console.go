@@ -3,7 +3,9 @@
 // /v1. It follows the seeds' walkthroughs: Workspaces (Providers, Templates,
 // Workspaces and Pools tabs), Compute (Agents), Eval suites and Sessions.
 //
-// The console holds no platform logic and no store access. Every page calls
+// The console holds no platform logic and no store access beyond its own
+// session rows (session.go: a hashed token with an expiry, so a sign-in
+// survives a restart and works on every replica). Every page calls
 // the REST API in process (inproc.go) with the signed-in user's own API key,
 // so what a page shows and may change is exactly what that key may through
 // /v1: tenant scoping, roles and validation stay in one place.
@@ -57,6 +59,8 @@ type Config struct {
 	// MaxSessions caps the sessions of all keys together: past it a
 	// sign-in is refused until one expires (default DefaultMaxSessions).
 	MaxSessions int
+	// Sessions keeps the console's sessions (models.Store). Required.
+	Sessions SessionStore
 	// Metrics, when set, gets the number of sessions (primer_console_sessions).
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -81,6 +85,9 @@ type Console struct {
 func New(cfg Config) (*Console, error) {
 	if cfg.API == nil {
 		return nil, errors.New("console: config: API is required")
+	}
+	if cfg.Sessions == nil {
+		return nil, errors.New("console: config: Sessions is required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -116,10 +123,13 @@ func New(cfg Config) (*Console, error) {
 		cfg:      cfg,
 		log:      cfg.Logger,
 		pages:    pages,
-		sessions: newSessionStore(cfg.SessionTTL, cfg.SessionsPerKey, cfg.MaxSessions, gauge),
+		sessions: newSessionStore(cfg.Sessions, cfg.SessionTTL, cfg.SessionsPerKey, cfg.MaxSessions, gauge, cfg.Logger),
 		static:   http.StripPrefix("/static/", http.FileServerFS(sub)),
 	}, nil
 }
+
+// Close stops the session sweep timer.
+func (c *Console) Close() { c.sessions.close() }
 
 // Mount returns a handler that sends /v1, /healthz, /readyz and /metrics to
 // the API and everything else to the console.
@@ -279,7 +289,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err e
 	}
 	if status == http.StatusUnauthorized {
 		// The key was revoked or expired since sign-in.
-		c.sessions.drop(s.id)
+		c.sessions.drop(r.Context(), s.hash)
 		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 		return
 	}

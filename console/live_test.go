@@ -106,7 +106,7 @@ func TestLiveList(t *testing.T) {
 		},
 		reads: map[string]int{},
 	}
-	c, err := New(Config{API: api})
+	c, err := New(Config{API: api, Sessions: testSessions(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

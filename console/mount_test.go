@@ -15,7 +15,7 @@ func TestMount(t *testing.T) {
 		got = r.URL.Path
 		w.WriteHeader(http.StatusTeapot)
 	})
-	h, err := Mount(Config{API: api})
+	h, err := Mount(Config{API: api, Sessions: testSessions(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

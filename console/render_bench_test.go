@@ -13,7 +13,7 @@ import (
 // BenchmarkRenderWorkspaces times the workspace list page's template alone
 // with 1,000 rows (e2e TestBenchConsole times the whole request).
 func BenchmarkRenderWorkspaces(b *testing.B) {
-	c, err := New(Config{API: http.NotFoundHandler()})
+	c, err := New(Config{API: http.NotFoundHandler(), Sessions: testSessions(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

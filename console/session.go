@@ -2,172 +2,168 @@ package console
 
 import (
 	"context"
-	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 )
 
-// cookieName is the console's session cookie. Its value is an opaque random
-// id; the API key it stands for stays in this process's memory.
+// cookieName is the console's session cookie. Its value is the session
+// token (models.NewConsoleToken); the store keeps only its hash, and the
+// API key it stands for is never stored or put in a cookie.
 const cookieName = "primer_console"
 
-// session is one signed-in browser: the API key it acts with, what the key
-// is (read from /v1/apikeys/<own id> at sign-in) and its CSRF token.
+// session is one signed-in browser: its token (the console's bearer toward
+// the API, which resolves it to the key it was made with), what the key is
+// (read from /v1/apikeys/<own id> at sign-in) and its CSRF token.
 type session struct {
-	id     string
-	key    string // the API key; never rendered, logged or put in a cookie
+	hash   string // the token's hash: the stored row's key
+	token  string // never rendered or logged; the cookie's value
 	keyID  string
 	tenant string
 	role   string
 	csrf   string
 	api    *client.Client
-
-	mu       sync.Mutex
-	lastUsed time.Time
 }
 
 // canWrite reports whether the key may change anything: viewers only read.
 func (s *session) canWrite() bool { return s.role != models.RoleViewer }
 
-// sessionStore maps session ids to sessions, within bounds: a session
-// expires ttl after its last use, one key holds at most perKey sessions
-// (signing in once more ends its least recently used one), all keys
-// together at most max (past it a sign-in is refused until one expires).
-// Expired sessions are swept on a timer, armed while any session lives,
-// so the map shrinks without anyone signing in.
+// SessionStore keeps console sessions (models.Store implements it): rows
+// keyed by the token's hash, so a sign-in survives a restart and works on
+// every replica sharing the store.
+type SessionStore interface {
+	CreateConsoleSession(ctx context.Context, cs *models.ConsoleSession, perKey, max int) error
+	ConsoleSession(ctx context.Context, hash string) (*models.ConsoleSession, error)
+	TouchConsoleSession(ctx context.Context, hash string, expires time.Time) error
+	DeleteConsoleSession(ctx context.Context, hash string) error
+	SweepConsoleSessions(ctx context.Context, now time.Time) (int64, error)
+}
+
+// sessionStore bounds the stored sessions: a session expires ttl after its
+// last use, one key holds at most perKey sessions (signing in once more
+// ends its least recently used one), all keys together at most max (past
+// it a sign-in is refused until one expires). Expired sessions are swept
+// on a timer, armed while any session lives, so the table shrinks without
+// anyone signing in.
 type sessionStore struct {
+	db     SessionStore
 	ttl    time.Duration
 	perKey int
 	max    int
-	// gauge, when set, is told the number of sessions after every change.
+	log    *slog.Logger
+	// gauge, when set, is told the number of sessions after every sweep,
+	// sign-in and sign-out.
 	gauge func(n int)
 
-	mu    sync.Mutex
-	m     map[string]*session
-	sweep *time.Timer // armed while m is not empty
+	mu     sync.Mutex
+	sweep  *time.Timer // armed while sessions remain
+	closed bool
 }
 
-func newSessionStore(ttl time.Duration, perKey, max int, gauge func(int)) *sessionStore {
-	return &sessionStore{ttl: ttl, perKey: perKey, max: max, gauge: gauge, m: map[string]*session{}}
+func newSessionStore(db SessionStore, ttl time.Duration, perKey, max int, gauge func(int), log *slog.Logger) *sessionStore {
+	st := &sessionStore{db: db, ttl: ttl, perKey: perKey, max: max, gauge: gauge, log: log}
+	// Sessions stored before a restart are swept too.
+	st.arm()
+	return st
 }
 
-// sweepEvery is how often expired sessions are swept: a quarter of the
-// ttl, so a session outlives its expiry by at most that, between 10 ms
-// and a minute.
+// sweepEvery is how often expired sessions are swept, and how often a used
+// session's expiry is written at most: a quarter of the ttl, so a session
+// outlives its expiry by at most that, between 10 ms and a minute.
 func (st *sessionStore) sweepEvery() time.Duration {
 	return min(max(st.ttl/4, 10*time.Millisecond), time.Minute)
 }
 
-func (st *sessionStore) get(id string) *session {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	s, ok := st.m[id]
-	if !ok {
+// get returns the live session of token, or nil, moving its expiry forward
+// (at most once per sweepEvery, so a page view is not a write).
+func (st *sessionStore) get(ctx context.Context, token string) *models.ConsoleSession {
+	if !models.IsConsoleToken(token) {
+		return nil
+	}
+	hash := models.HashAPIKey(token)
+	cs, err := st.db.ConsoleSession(ctx, hash)
+	if err != nil {
+		if !errs.Is(err, errs.NotFound) {
+			st.log.Warn("console: read session", "error", err.Error())
+		}
 		return nil
 	}
 	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if now.Sub(s.lastUsed) > st.ttl {
-		st.deleteLocked(id)
-		return nil
+	if cs.ExpiresAt.Sub(now) < st.ttl-st.sweepEvery() {
+		if err := st.db.TouchConsoleSession(ctx, hash, now.Add(st.ttl)); err != nil {
+			st.log.Warn("console: touch session", "key_id", cs.KeyID, "error", err.Error())
+		}
 	}
-	s.lastUsed = now
-	return s
+	return cs
 }
 
 // errTooManySessions refuses a sign-in when the store is full.
 var errTooManySessions = errors.New("console: too many sessions are signed in; try again later")
 
-// put adds s. Past perKey sessions of s's key the least recently used of
-// them ends; past max sessions in all, put refuses with errTooManySessions
-// (after that eviction, so a key at its own cap is never refused).
-func (st *sessionStore) put(s *session) error {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	now := time.Now()
-	st.sweepLocked(now)
-	var same []*session
-	for _, o := range st.m {
-		if o.keyID == s.keyID {
-			same = append(same, o)
-		}
-	}
-	// A key at its cap makes room among its own sessions first, so it
-	// signs in even when the store is full: it does not grow it.
-	if len(same) >= st.perKey {
-		sort.Slice(same, func(i, j int) bool { return lastUsed(same[i]).Before(lastUsed(same[j])) })
-		for _, o := range same[:len(same)-st.perKey+1] {
-			st.deleteLocked(o.id)
-		}
-	}
-	if len(st.m) >= st.max {
+// put stores cs. Past perKey sessions of its key the least recently used
+// of them ends; past max sessions in all, put refuses with
+// errTooManySessions (after that eviction, so a key at its own cap is
+// never refused).
+func (st *sessionStore) put(ctx context.Context, cs *models.ConsoleSession) error {
+	cs.ExpiresAt = time.Now().Add(st.ttl)
+	err := st.db.CreateConsoleSession(ctx, cs, st.perKey, st.max)
+	if errs.Is(err, errs.Exhausted) {
 		return errTooManySessions
 	}
-	s.lastUsed = now
-	st.m[s.id] = s
-	st.changedLocked()
+	if err != nil {
+		return err
+	}
+	st.changed(ctx)
 	return nil
 }
 
-// lastUsed reads s.lastUsed under its lock.
-func lastUsed(s *session) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastUsed
-}
-
-func (st *sessionStore) drop(id string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.deleteLocked(id)
-}
-
-// count is the number of sessions held, expired ones not yet swept included.
-func (st *sessionStore) count() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return len(st.m)
-}
-
-func (st *sessionStore) deleteLocked(id string) {
-	if _, ok := st.m[id]; ok {
-		delete(st.m, id)
-		st.changedLocked()
+func (st *sessionStore) drop(ctx context.Context, hash string) {
+	if err := st.db.DeleteConsoleSession(ctx, hash); err != nil {
+		st.log.Warn("console: end session", "error", err.Error())
 	}
+	st.changed(ctx)
 }
 
-// sweepLocked drops every session idle for longer than ttl.
-func (st *sessionStore) sweepLocked(now time.Time) {
-	for id, o := range st.m {
-		if now.Sub(lastUsed(o)) > st.ttl {
-			st.deleteLocked(id)
-		}
+// changed sweeps, reports the count and arms the sweep timer while
+// sessions live (stopping it when none does, so an idle console holds no
+// timer).
+func (st *sessionStore) changed(ctx context.Context) {
+	n, err := st.db.SweepConsoleSessions(ctx, time.Now())
+	if err != nil {
+		st.log.Warn("console: sweep sessions", "error", err.Error())
+		return
 	}
-}
-
-// changedLocked reports the count and arms the sweep timer while sessions
-// live (stopping it when none does, so an idle console holds no timer).
-func (st *sessionStore) changedLocked() {
 	if st.gauge != nil {
-		st.gauge(len(st.m))
+		st.gauge(int(n))
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	switch {
-	case len(st.m) > 0 && st.sweep == nil:
+	case n > 0 && st.sweep == nil && !st.closed:
 		st.sweep = time.AfterFunc(st.sweepEvery(), st.onSweep)
-	case len(st.m) == 0 && st.sweep != nil:
+	case n == 0 && st.sweep != nil:
 		st.sweep.Stop()
 		st.sweep = nil
+	}
+}
+
+// arm starts the sweep timer unless it runs.
+func (st *sessionStore) arm() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.sweep == nil && !st.closed {
+		st.sweep = time.AfterFunc(st.sweepEvery(), st.onSweep)
 	}
 }
 
@@ -175,19 +171,30 @@ func (st *sessionStore) changedLocked() {
 // remain.
 func (st *sessionStore) onSweep() {
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	st.sweep = nil
-	st.sweepLocked(time.Now())
-	if len(st.m) > 0 && st.sweep == nil {
-		st.sweep = time.AfterFunc(st.sweepEvery(), st.onSweep)
+	st.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st.changed(ctx)
+}
+
+// close stops the sweep timer for good.
+func (st *sessionStore) close() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.closed = true
+	if st.sweep != nil {
+		st.sweep.Stop()
+		st.sweep = nil
 	}
 }
 
-// randomToken is 32 random bytes, base64url.
-func randomToken() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return base64.RawURLEncoding.EncodeToString(b)
+// csrfOf is the CSRF token of a session: derived from its token, so any
+// replica computes the same one without storing it, and a page that never
+// saw the HttpOnly cookie cannot.
+func csrfOf(token string) string {
+	sum := sha256.Sum256([]byte("primer console csrf\x00" + token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // handlerFunc is a console handler with its session.
@@ -200,7 +207,10 @@ func (c *Console) auth(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var s *session
 		if ck, err := r.Cookie(cookieName); err == nil {
-			s = c.sessions.get(ck.Value)
+			if cs := c.sessions.get(r.Context(), ck.Value); cs != nil {
+				s = &session{hash: cs.Hash, token: ck.Value, keyID: cs.KeyID, tenant: cs.TenantID, role: cs.Role,
+					csrf: csrfOf(ck.Value), api: c.client(ck.Value)}
+			}
 		}
 		if s == nil {
 			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/live/") {
@@ -269,7 +279,8 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // signin checks the key against the API, then starts a session: the cookie
-// carries only the session's random id.
+// carries the session's token, the store its hash; the key itself is
+// forgotten once the request ends.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	if !sameOrigin(r) {
 		http.Error(w, "console: cross-site request refused", http.StatusForbidden)
@@ -293,14 +304,18 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		fail("Sign-in failed: " + err.Error())
 		return
 	}
-	s := &session{id: randomToken(), key: key, keyID: k.ID, tenant: k.TenantID, role: k.Role, csrf: randomToken(), api: api}
-	if err := c.sessions.put(s); err != nil {
+	token, hash := models.NewConsoleToken()
+	if err := c.sessions.put(ctx, &models.ConsoleSession{Hash: hash, KeyID: k.ID, TenantID: k.TenantID, Role: k.Role}); err != nil {
 		c.log.Warn("console: sign-in refused", "key_id", k.ID, "error", err.Error())
-		c.render(w, r, nil, http.StatusServiceUnavailable, "signin", page{Title: "Sign in", Error: "Too many console sessions are signed in; try again later.", Data: next})
+		msg := "Sign-in failed: " + err.Error()
+		if errors.Is(err, errTooManySessions) {
+			msg = "Too many console sessions are signed in; try again later."
+		}
+		c.render(w, r, nil, http.StatusServiceUnavailable, "signin", page{Title: "Sign in", Error: msg, Data: next})
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: s.id, Path: "/",
+		Name: cookieName, Value: token, Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		MaxAge: int(c.cfg.SessionTTL / time.Second),
 	})
@@ -309,7 +324,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) signout(w http.ResponseWriter, r *http.Request, s *session) {
-	c.sessions.drop(s.id)
+	c.sessions.drop(r.Context(), s.hash)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)

@@ -1,7 +1,10 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
+	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -72,7 +75,7 @@ func TestSignInRedirect(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(models.APIKey{ID: keyID, TenantID: "default", Role: models.RoleMember})
 	})
-	c, err := New(Config{API: api, SessionsPerKey: 100})
+	c, err := New(Config{API: api, Sessions: testSessions(t), SessionsPerKey: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,70 +106,69 @@ func TestSignInRedirect(t *testing.T) {
 	}
 }
 
-// TestSessionStoreBounds checks the caps: a key's sessions past perKey end
-// its least recently used; past max in all, put refuses; an expired
-// session is swept by the timer, with nobody signing in, and the gauge
-// follows.
+// TestSessionStoreBounds checks the console's side of the caps (the store
+// enforces them, models testConsoleSessions): past max a sign-in is
+// errTooManySessions; an expired session is swept by the timer, with
+// nobody signing in, the gauge follows and the timer stops.
 func TestSessionStoreBounds(t *testing.T) {
+	db := testSessions(t)
 	var mu sync.Mutex
-	var gauge int
-	st := newSessionStore(time.Hour, 2, 3, func(n int) { mu.Lock(); gauge = n; mu.Unlock() })
-	mk := func(id, key string) *session { return &session{id: id, keyID: key} }
-	for _, s := range []*session{mk("a1", "a"), mk("a2", "a")} {
-		if err := st.put(s); err != nil {
+	gauge := -1
+	setGauge := func(n int) { mu.Lock(); gauge = n; mu.Unlock() }
+	row := func(key string) *models.ConsoleSession {
+		_, hash := models.NewConsoleToken()
+		return &models.ConsoleSession{Hash: hash, KeyID: key, TenantID: "default", Role: models.RoleMember}
+	}
+	st := newSessionStore(db, time.Hour, 2, 2, setGauge, slog.New(slog.DiscardHandler))
+	t.Cleanup(st.close)
+	for _, k := range []string{"key-a", "key-b"} {
+		if err := st.put(t.Context(), row(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	st.get("a1") // a2 is now the least recently used
-	if err := st.put(mk("a3", "a")); err != nil {
-		t.Fatal(err)
-	}
-	if st.get("a2") != nil || st.get("a1") == nil || st.get("a3") == nil {
-		t.Fatal("the key's third session did not end its least recently used one")
-	}
-	if err := st.put(mk("b1", "b")); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.put(mk("c1", "c")); err != errTooManySessions {
+	if err := st.put(t.Context(), row("key-c")); err != errTooManySessions {
 		t.Fatalf("past the total cap: %v, want errTooManySessions", err)
 	}
-	// A key at its own cap still signs in: it ends one of its own.
-	if err := st.put(mk("a4", "a")); err != nil {
-		t.Fatalf("a key at its cap in a full store: %v", err)
-	}
-	if st.count() != 3 || st.get("a1") != nil {
-		t.Fatalf("count %d (want 3), a1 ended: %v", st.count(), st.get("a1") == nil)
-	}
-	st.drop("b1")
 	mu.Lock()
 	if gauge != 2 {
-		t.Errorf("gauge %d after a drop, want 2", gauge)
+		t.Errorf("gauge %d after two sign-ins, want 2", gauge)
 	}
 	mu.Unlock()
 
 	// Expiry by the timer.
-	st = newSessionStore(40*time.Millisecond, 8, 100, func(n int) { mu.Lock(); gauge = n; mu.Unlock() })
-	for _, id := range []string{"x", "y", "z"} {
-		if err := st.put(mk(id, "k")); err != nil {
+	db = testSessions(t)
+	st = newSessionStore(db, 40*time.Millisecond, 8, 100, setGauge, slog.New(slog.DiscardHandler))
+	t.Cleanup(st.close)
+	for range 3 {
+		if err := st.put(t.Context(), row("key-k")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for st.count() != 0 {
+	for {
+		mu.Lock()
+		g := gauge
+		mu.Unlock()
+		st.mu.Lock()
+		armed := st.sweep != nil
+		st.mu.Unlock()
+		if g == 0 && !armed {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions left after their ttl, never swept", st.count())
+			t.Fatalf("gauge %d, timer armed %v after the sessions' ttl: never swept", g, armed)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	mu.Lock()
-	if gauge != 0 {
-		t.Errorf("gauge %d after the sweep, want 0", gauge)
+}
+
+// testSessions is a fresh SQLite store for console sessions.
+func testSessions(t testing.TB) *models.Store {
+	t.Helper()
+	st, err := models.Open(context.Background(), models.Config{SQLitePath: filepath.Join(t.TempDir(), "primer.db")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	mu.Unlock()
-	st.mu.Lock()
-	armed := st.sweep != nil
-	st.mu.Unlock()
-	if armed {
-		t.Error("the sweep timer is still armed with no session left")
-	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }

@@ -46,7 +46,7 @@ const (
 // allModels are migrated by Open, parents first.
 var allModels = []any{&Installation{}, &Tenant{}, &APIKey{}, &AuditEntry{}, &Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{},
 	&Suite{}, &SuiteCase{}, &Run{}, &CaseResult{}, &LLMProvider{}, &Agent{},
-	&SessionRun{}, &TranscriptEntry{}}
+	&SessionRun{}, &TranscriptEntry{}, &ConsoleSession{}}
 
 // Open connects to the database and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

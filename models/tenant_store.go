@@ -119,6 +119,7 @@ var tenantOwned = []tenantRows{
 	{model: &SessionRun{}, name: "running session runs", block: "status <> 'ended'", remove: true},
 	{model: &Session{}, name: "open sessions", block: "status <> 'ended'", remove: true},
 	{model: &Event{}, name: "events", block: blockNone, remove: true},
+	{model: &ConsoleSession{}, name: "console sessions", block: blockNone, remove: true},
 	{model: &APIKey{}, name: "active api keys (revoke them first)", block: "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", remove: true},
 	{model: &AuditEntry{}, name: "audit entries", keep: true},
 }

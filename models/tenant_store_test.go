@@ -22,6 +22,7 @@ var identityCases = []storeCase{
 	{"api key parents migration", testKeyParentsMigration},
 	{"tenant delete removes its history", testTenantDeleteHistory},
 	{"audit sanitises and finishes", testAuditSanitise},
+	{"console sessions", testConsoleSessions},
 }
 
 func TestIdentityStore(t *testing.T) {

@@ -246,7 +246,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		}
 		// The web console shares the API's port: /v1 stays the API's.
 		handler, err = console.Mount(console.Config{
-			API: handler, TemporalUI: s.TemporalUIAddress(), TemporalNamespace: cfg.TemporalNamespace, Logger: logger,
+			API: handler, Sessions: s.store, TemporalUI: s.TemporalUIAddress(), TemporalNamespace: cfg.TemporalNamespace, Logger: logger,
 			SessionTTL: cfg.ConsoleSessionTTL, SessionsPerKey: cfg.ConsoleSessionsPerKey, MaxSessions: cfg.ConsoleMaxSessions, Metrics: m,
 		})
 		if err != nil {
