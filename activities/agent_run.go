@@ -186,7 +186,7 @@ func (a *Activities) sessionTarget(ctx context.Context, ses *models.Session) (se
 	if err != nil {
 		return sessiontool.Target{}, errs.E(errs.Unavailable, "session %s: workspace %s: runtime: %w", ses.ID, ws.ID, err)
 	}
-	return sessiontool.Target{Session: ses, Workspace: ws, Client: cl}, nil
+	return sessiontool.Target{Session: ses, Workspace: ws, Client: cl, History: a.Store}, nil
 }
 
 // ModelCall makes turn in.Turn's model call: the request is built from the

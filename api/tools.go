@@ -108,7 +108,9 @@ func (s *server) sessionTool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	res, _, err := call.Run(c.Request.Context(), t.target())
+	tg := t.target()
+	tg.History = s.cfg.Store
+	res, _, err := call.Run(c.Request.Context(), tg)
 	if err != nil {
 		s.fail(c, err)
 		return

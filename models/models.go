@@ -64,6 +64,10 @@ const (
 	EventRecovered       = "workspace.recovered"
 	EventRecoveryFailed  = "workspace.recovery_failed"
 	EventEscalated       = "workspace.escalated"
+	// EventHistoryRewritten (session_id, expected, head): a session's last
+	// recorded commit is no longer on the .state history's line, so a
+	// command rewrote the history (git reset, commit --amend).
+	EventHistoryRewritten = "session.history_rewritten"
 	// EventSandboxMissing: the backend no longer has the workspace's sandbox.
 	EventSandboxMissing = "workspace.sandbox_missing"
 
@@ -212,10 +216,19 @@ type Session struct {
 	// ResumedFrom is the id of the lost session this one resumes
 	// (ResumeLostSessions), empty otherwise. A session is resumed at most
 	// once: the partial unique index enforces it on both databases.
-	ResumedFrom string     `gorm:"size:64;not null;default:'';uniqueIndex:idx_sessions_resumed_from,where:resumed_from <> ''" json:"resumed_from,omitempty"`
-	EndReason   string     `json:"end_reason,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	EndedAt     *time.Time `json:"ended_at,omitempty"`
+	ResumedFrom string `gorm:"size:64;not null;default:'';uniqueIndex:idx_sessions_resumed_from,where:resumed_from <> ''" json:"resumed_from,omitempty"`
+	EndReason   string `json:"end_reason,omitempty"`
+	// StateHead is the last commit this session recorded in its
+	// workspace's .state history, kept outside the sandbox: its next
+	// commit checks the commit is still on the history's line, so a
+	// command that rewrote the history is reported
+	// (EventHistoryRewritten).
+	StateHead string `gorm:"size:64;not null;default:''" json:"state_head,omitempty"`
+	// HistoryBytes is the size of the workspace's .state history after
+	// this session's last commit.
+	HistoryBytes int64      `gorm:"not null;default:0" json:"history_bytes"`
+	CreatedAt    time.Time  `json:"created_at"`
+	EndedAt      *time.Time `json:"ended_at,omitempty"`
 }
 
 // Event is one stored workspace event. ID increases monotonically, so a

@@ -204,3 +204,11 @@ func (s *Store) ResumeLostSessions(ctx context.Context, workspaceID string, sinc
 	}
 	return created, nil
 }
+
+// SetSessionStateHead records the session's last .state commit and the
+// history's size after it.
+func (s *Store) SetSessionStateHead(ctx context.Context, id, commit string, bytes int64) error {
+	err := s.w.WithContext(ctx).Model(&Session{}).Where("id = ?", id).
+		Updates(map[string]any{"state_head": commit, "history_bytes": bytes}).Error
+	return writeError(ctx, err, "session", id, "record history head")
+}

@@ -41,9 +41,16 @@ func RecordAssistant(ctx context.Context, t Target, turn int, text string, toolC
 
 func commit(ctx context.Context, t Target, tool, msg string) (string, error) {
 	name, email := Author(t.Session)
-	res, err := t.Client.StateCommit(ctx, protocol.StateCommitParams{AuthorName: name, AuthorEmail: email, Message: msg})
+	p := protocol.StateCommitParams{AuthorName: name, AuthorEmail: email, Message: msg}
+	if t.History != nil {
+		p.Expect = t.Session.StateHead
+	}
+	res, err := t.Client.StateCommit(ctx, p)
 	if err != nil {
 		return "", fmt.Errorf("session %s: %s ran, but recording it in the history failed: %w", t.Session.ID, tool, err)
+	}
+	if err := checkHead(ctx, t, p.Expect, res); err != nil {
+		return "", err
 	}
 	return res.Commit, nil
 }

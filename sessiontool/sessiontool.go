@@ -52,6 +52,9 @@ type Target struct {
 	Session   *models.Session
 	Workspace *models.Workspace
 	Client    *client.Client
+	// History, when set, keeps the session's last commit outside the
+	// sandbox and hears of a rewritten history (integrity.go).
+	History History
 }
 
 // ExecArgs are workspace__exec's arguments: args or command, not both.

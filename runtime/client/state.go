@@ -16,6 +16,7 @@ func (c *Client) StateCommit(ctx context.Context, p protocol.StateCommitParams) 
 		AuthorEmail: p.AuthorEmail,
 		Message:     p.Message,
 		Time:        p.Time,
+		Expect:      p.Expect,
 	}, &res)
 	return res, err
 }

@@ -126,6 +126,9 @@ type Request struct {
 	// Time is that commit's date; zero means now. Git keeps whole seconds
 	// and the time zone offset.
 	Time time.Time `json:"time,omitzero"`
+	// Expect is a commit state.commit's caller recorded earlier (40 hex
+	// digits): the result says whether it is still on the history's line.
+	Expect string `json:"expect,omitempty"`
 	// Commit is the commit state.restore brings back (40 hex digits).
 	Commit string `json:"commit,omitempty"`
 	// Limit bounds the commits state.log returns; zero means all.
@@ -269,6 +272,12 @@ type StateCommitResult struct {
 	// size limit, sockets, FIFOs, devices and unreadable entries (a
 	// directory with a final "/").
 	Skipped []string `json:"skipped"`
+	// ExpectMissing is true when the params' Expect is not Parent nor an
+	// ancestor of it along first parents: the history was rewritten (a
+	// reset or an amend run on .state) since the caller recorded it.
+	ExpectMissing bool `json:"expect_missing,omitempty"`
+	// Bytes is the size of the history (.state) after the commit.
+	Bytes int64 `json:"bytes"`
 }
 
 // StateCommit is one commit of state.log.
@@ -378,6 +387,9 @@ type StateCommitParams struct {
 	Message string
 	// Time is the commit date; zero means now.
 	Time time.Time
+	// Expect is the commit the caller recorded last (optional): the
+	// result's ExpectMissing says whether it is still in the history.
+	Expect string
 }
 
 // StateLogParams selects the commits state.log returns.

@@ -55,6 +55,9 @@ type Config struct {
 	// process (the local backend runs it inside the platform) it would kill
 	// everything the user runs.
 	KillAllOnReset bool
+	// StateGCEvery is how many state commits pass between two packs of the
+	// history (state_gc.go); zero means 100.
+	StateGCEvery int
 }
 
 // Server serves the runtime protocol over WebSocket. It is safe for
@@ -73,6 +76,10 @@ type Server struct {
 	// until first used, after a reset, or when there is none).
 	stateMu sync.Mutex
 	state   *stateRepo
+	// stateCommits counts the commits since the history was last packed
+	// (state_gc.go); gcEvery is how many trigger the next pack.
+	stateCommits int
+	gcEvery      int
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -135,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 		env:       env,
 		maxFile:   cfg.MaxFileBytes,
 		killAll:   cfg.KillAllOnReset,
+		gcEvery:   cfg.StateGCEvery,
 		conns:     map[*conn]struct{}{},
 	}, nil
 }

@@ -86,7 +86,20 @@ func (s *Server) stateCommit(req *protocol.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.record(op, r, sig, msg)
+	var expect plumbing.Hash
+	if req.Expect != "" {
+		if expect, err = parseCommitID(op, "expect", req.Expect); err != nil {
+			return nil, err
+		}
+	}
+	missing := !expect.IsZero() && !r.onLine(expect)
+	res, err := s.record(op, r, sig, msg)
+	if err != nil {
+		return nil, err
+	}
+	res.ExpectMissing = missing
+	s.afterCommit(r, &res)
+	return res, nil
 }
 
 // record commits the work tree on top of the head.
