@@ -17,7 +17,7 @@ import (
 	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/workflows"
+	"github.com/primerhq/primer/starter"
 )
 
 // replica is one primer API process with its console, on a store of its own
@@ -35,7 +35,7 @@ func startReplica(t *testing.T, cfg models.Config) *replica {
 		t.Fatal(err)
 	}
 	reg := backend.NewRegistry(map[string]backend.Factory{})
-	h, err := api.New(api.Config{Store: store, Starter: &workflows.Starter{Store: store},
+	h, err := api.New(api.Config{Store: store, Starter: &starter.Starter{Store: store},
 		Connector: &connector.Connector{Store: store, Backends: reg}, Backends: reg, Metrics: metrics.New()})
 	if err != nil {
 		t.Fatal(err)
