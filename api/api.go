@@ -59,8 +59,8 @@ type Config struct {
 	Logger    *slog.Logger
 	// MaxJSONBytes limits JSON request bodies (default 1 MiB).
 	MaxJSONBytes int64
-	// MaxFileBytes limits file bodies written through the files API
-	// (default 64 MiB).
+	// MaxFileBytes limits files written and read through the files API
+	// (default 64 MiB). Both stream, so it bounds disk, not memory.
 	MaxFileBytes int64
 	// MaxStreamsPerKey and MaxStreamsPerTenant cap the event streams
 	// (every SSE endpoint) one API key and one tenant hold open at once;

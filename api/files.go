@@ -103,7 +103,13 @@ func (s *server) getFile(c *gin.Context) {
 		s.list(c, ws, cl, p)
 		return
 	}
-	data, err := cl.ReadFile(ctx, p)
+	if !fi.IsSymlink && fi.Size > s.cfg.MaxFileBytes {
+		s.fail(c, fileError(ws, errs.E(errs.TooLarge, "file %s: %d bytes is over the limit of %d", p, fi.Size, s.cfg.MaxFileBytes)))
+		return
+	}
+	// The file streams from the runtime a few chunks at a time: memory per
+	// download is constant whatever the file's size.
+	r, err := cl.OpenFile(ctx, p)
 	if err != nil && fi.IsSymlink && errs.Is(err, errs.Invalid) {
 		// A symlink to a directory inside the workspace lists like one; a
 		// symlink that leads out fails the listing the same way it failed
@@ -117,9 +123,21 @@ func (s *server) getFile(c *gin.Context) {
 		s.fail(c, fileError(ws, err))
 		return
 	}
+	defer r.Close()
+	if r.Size() > s.cfg.MaxFileBytes {
+		s.fail(c, fileError(ws, errs.E(errs.TooLarge, "file %s: %d bytes is over the limit of %d", p, r.Size(), s.cfg.MaxFileBytes)))
+		return
+	}
 	c.Header(FileModeHeader, fmt.Sprintf("%04o", fi.Mode))
 	c.Header("Last-Modified", fi.ModTime.UTC().Format(http.TimeFormat))
-	c.Data(http.StatusOK, "application/octet-stream", data)
+	c.Header("Content-Type", "application/octet-stream")
+	c.Header("Content-Length", strconv.FormatInt(r.Size(), 10))
+	c.Status(http.StatusOK)
+	if _, err := r.WriteTo(c.Writer); err != nil && ctx.Err() == nil {
+		// The status is sent: the response ends short of its
+		// Content-Length, which the client sees as a broken download.
+		s.log.Warn("files: download broken off", "workspace_id", ws.ID, "path", p, "error", err.Error())
+	}
 }
 
 func (s *server) list(c *gin.Context, ws *models.Workspace, cl *client.Client, p string) {

@@ -7,6 +7,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,10 @@ type Client struct {
 	wmu chan struct{}
 	// writeTimeout bounds a write once it has the socket (see send).
 	writeTimeout time.Duration
+
+	// noRange is set once the runtime answered a ranged file operation
+	// with "unknown op": it predates them, and whole-file frames are used.
+	noRange atomic.Bool
 }
 
 // Write bounds (see send). A runtime that stops reading fills the socket's
@@ -109,40 +115,130 @@ func Dial(ctx context.Context, url, token string) (*Client, error) {
 
 // readLoop routes frames to their waiters until the connection ends.
 func (c *Client) readLoop() {
+	var scratch []byte // the JSON of the frame being read, reused
 	for {
 		// A background context: the library would otherwise arm a timer per
 		// read. Close unblocks the read by closing the socket.
-		typ, data, err := c.ws.Read(context.Background())
+		typ, r, err := c.ws.Reader(context.Background())
 		if err != nil {
 			c.fail(errs.E(errs.Unavailable, "runtime %s: connection lost: %w", c.addr, err))
 			return
 		}
-		var f protocol.Frame
-		var payload []byte
-		if typ == websocket.MessageBinary {
-			data, payload, err = protocol.SplitBinary(data)
-		}
-		if err == nil {
-			err = json.Unmarshal(data, &f)
-			f.Payload = payload
-		}
+		f, w, err := c.readFrame(typ, r, &scratch)
 		if err != nil {
 			c.fail(errs.E(errs.Unavailable, "runtime %s: malformed frame: %w", c.addr, err))
 			_ = c.ws.CloseNow()
 			return
 		}
-		c.mu.Lock()
-		w := c.calls[f.ID]
-		c.mu.Unlock()
 		if w == nil {
 			continue // a call that gave up, or an answer nobody waits for
 		}
-		if w.frame(&f) {
+		if w.frame(f) {
 			c.mu.Lock()
 			if c.calls[f.ID] == w {
 				delete(c.calls, f.ID)
 			}
 			c.mu.Unlock()
+		}
+	}
+}
+
+// scratchKeep bounds the frame buffer readLoop keeps between frames: a
+// rare large text frame does not pin its size for the connection's life.
+const scratchKeep = 1 << 20
+
+// readFrame reads one message and finds its waiter. A binary frame's
+// payload is read straight into a buffer the waiter lends (a ranged read's
+// pooled chunk) or a new one, so a large download allocates nothing per
+// chunk; the payload of a frame nobody waits for is discarded unread.
+func (c *Client) readFrame(typ websocket.MessageType, r io.Reader, scratch *[]byte) (*protocol.Frame, waiter, error) {
+	f := &protocol.Frame{}
+	buf := (*scratch)[:0]
+	defer func() {
+		if cap(buf) <= scratchKeep {
+			*scratch = buf[:0]
+		}
+	}()
+	if typ != websocket.MessageBinary {
+		var err error
+		if buf, err = readAll(r, buf); err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(buf, f); err != nil {
+			return nil, nil, err
+		}
+		return f, c.waiterOf(f.ID), nil
+	}
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, nil, fmt.Errorf("binary frame: length prefix: %w", err)
+	}
+	hl := binary.BigEndian.Uint32(n[:])
+	if hl > protocol.MaxHeader {
+		return nil, nil, fmt.Errorf("binary frame: header length %d over %d", hl, protocol.MaxHeader)
+	}
+	buf = slices.Grow(buf, int(hl))[:hl]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, nil, fmt.Errorf("binary frame: header: %w", err)
+	}
+	if err := json.Unmarshal(buf, f); err != nil {
+		return nil, nil, err
+	}
+	w := c.waiterOf(f.ID)
+	if w == nil {
+		_, err := io.Copy(io.Discard, r)
+		return f, nil, err
+	}
+	var payload []byte
+	if l, ok := w.(payloadLender); ok {
+		payload = l.payloadBuf()
+	}
+	payload, err := readAll(r, payload[:0])
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Payload = payload
+	return f, w, nil
+}
+
+// payloadLender is a waiter that lends the buffer its binary payload is
+// read into.
+type payloadLender interface {
+	payloadBuf() []byte
+}
+
+func (c *Client) waiterOf(id uint64) waiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[id]
+}
+
+// readAll appends the rest of r to buf. A full buffer grows only when more
+// than its end remains, so a payload that fits its lent buffer exactly
+// allocates nothing.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			var probe [512]byte
+			n, err := r.Read(probe[:])
+			if n > 0 {
+				buf = append(buf, probe[:n]...)
+			}
+			if err == io.EOF {
+				return buf, nil
+			}
+			if err != nil {
+				return buf, err
+			}
+			continue
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
 		}
 	}
 }
@@ -372,16 +468,26 @@ func (c *Client) WriteFileInfo(ctx context.Context, path string, data []byte, mo
 
 // WriteFileFrom is WriteFileInfo with the content read from r, which must
 // deliver exactly size bytes (a spooled upload: a local file). The content
-// is copied into the connection as it is read, never held in memory whole;
-// a reader that fails midway breaks the connection, failing every call on
-// it, which is why r must be local and already complete.
+// is copied into the connection as it is read, one chunk at a time
+// (write.range), never held in memory whole, so its size is bounded by the
+// caller, not by the runtime's frame limit. A runtime that predates
+// write.range gets it in one frame, within that runtime's limit. A reader
+// that fails midway fails the write and may leave part of the file written.
 func (c *Client) WriteFileFrom(ctx context.Context, path string, r io.Reader, size int64, mode os.FileMode) (protocol.FileInfo, error) {
 	var fi protocol.FileInfo
 	if size < 0 {
 		return fi, errs.E(errs.Invalid, "write %s: negative size %d", path, size)
 	}
+	if size > protocol.DefaultChunkBytes && !c.noRange.Load() {
+		fi, taken, handled, err := c.writeRange(ctx, path, r, size, unixMode(mode))
+		if handled {
+			return fi, err
+		}
+		c.noRange.Store(true)
+		r = io.MultiReader(bytes.NewReader(taken), r)
+	}
 	if size > protocol.DefaultMaxFileBytes {
-		return fi, errs.E(errs.TooLarge, "write %s: %d bytes is over the %d byte limit", path, size, protocol.DefaultMaxFileBytes)
+		return fi, errs.E(errs.TooLarge, "write %s: %d bytes is over the %d byte limit of a runtime without write.range", path, size, protocol.DefaultMaxFileBytes)
 	}
 	err := c.doBody(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Mode: unixMode(mode)}, body{r: r, size: size}, &fi)
 	return fi, err

@@ -17,8 +17,8 @@ import (
 // result's "data"). Either side may send any frame as text; a frame with
 // data is sent binary.
 
-// maxHeader bounds a binary frame's JSON header.
-const maxHeader = 1 << 20
+// MaxHeader bounds a binary frame's JSON header.
+const MaxHeader = 1 << 20
 
 // WriteBinary writes a binary frame to w: header is marshalled JSON.
 func WriteBinary(w io.Writer, header, payload []byte) error {
@@ -41,7 +41,7 @@ func SplitBinary(msg []byte) (header, payload []byte, err error) {
 		return nil, nil, fmt.Errorf("binary frame of %d bytes: shorter than its length prefix", len(msg))
 	}
 	n := binary.BigEndian.Uint32(msg)
-	if n > maxHeader || int(n) > len(msg)-4 {
+	if n > MaxHeader || int(n) > len(msg)-4 {
 		return nil, nil, fmt.Errorf("binary frame: header length %d does not fit in %d bytes", n, len(msg)-4)
 	}
 	return msg[4 : 4+n], msg[4+n:], nil
@@ -54,3 +54,6 @@ type PayloadSetter interface {
 
 // SetPayload implements PayloadSetter.
 func (r *ReadResult) SetPayload(b []byte) { r.Data = b }
+
+// SetPayload implements PayloadSetter.
+func (r *ReadRangeResult) SetPayload(b []byte) { r.Data = b }

@@ -24,6 +24,15 @@ const Version = "primer.runtime.v1"
 // unless the server is configured otherwise.
 const DefaultMaxFileBytes int64 = 64 << 20
 
+// DefaultChunkBytes is the size of one read.range or write.range chunk
+// the Go client uses; MaxChunkBytes is the largest a runtime accepts. A
+// chunk is far below any frame limit, so chunks are never refused as too
+// large, whatever the file's size.
+const (
+	DefaultChunkBytes int64 = 512 << 10
+	MaxChunkBytes     int64 = 8 << 20
+)
+
 // FrameLimit is the largest frame a side must accept to carry a file of
 // maxFileBytes: base64 grows data by 4/3, plus room for the envelope.
 func FrameLimit(maxFileBytes int64) int64 {
@@ -43,6 +52,12 @@ const (
 	OpExec       = "exec"
 	OpExecStdin  = "exec.stdin"
 	OpExecCancel = "exec.cancel"
+
+	// OpReadRange and OpWriteRange move a file in chunks, so a file of any
+	// size crosses the connection in constant memory on both sides (see
+	// PROTOCOL.md). A runtime that predates them answers invalid.
+	OpReadRange  = "read.range"
+	OpWriteRange = "write.range"
 
 	// State operations keep the workspace's history in a git repository
 	// at <root>/.state (see PROTOCOL.md).
@@ -103,6 +118,15 @@ type Request struct {
 	// From and To are the rename source and destination.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+
+	// Offset is where read.range and write.range start, in bytes.
+	Offset int64 `json:"offset,omitempty"`
+	// Length is how many bytes read.range returns at most; zero means
+	// DefaultChunkBytes.
+	Length int64 `json:"length,omitempty"`
+	// Final makes write.range end the file after its data, apply Mode and
+	// answer with the file's description.
+	Final bool `json:"final,omitempty"`
 
 	// Exec holds the command for exec.
 	Exec *ExecParams `json:"exec,omitempty"`
@@ -241,6 +265,14 @@ type PingResult struct {
 // ReadResult answers read.
 type ReadResult struct {
 	Data []byte `json:"data"`
+}
+
+// ReadRangeResult answers read.range: Size is the file's size when it was
+// opened for this chunk, Data the bytes from the request's offset (fewer
+// than asked at the end of the file, none at or past it).
+type ReadRangeResult struct {
+	Size int64  `json:"size"`
+	Data []byte `json:"data,omitempty"`
 }
 
 // ListResult answers list.

@@ -98,6 +98,17 @@ func (c *conn) dispatch(req *protocol.Request) {
 		return
 	case protocol.OpRead:
 		h = c.s.read
+	case protocol.OpReadRange:
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			res, release, err := c.s.readRange(req)
+			c.reply(req.ID, res, err)
+			release()
+		}()
+		return
+	case protocol.OpWriteRange:
+		h = c.s.writeRange
 	case protocol.OpWrite:
 		h = c.s.write
 	case protocol.OpStat:
@@ -140,8 +151,13 @@ func (c *conn) reply(id uint64, result any, err error) {
 		resp.Error = protocol.ErrorOf(err)
 		resp.Result = nil
 	}
-	if rr, ok := resp.Result.(protocol.ReadResult); ok && err == nil {
+	switch rr := resp.Result.(type) {
+	case protocol.ReadResult:
 		resp.Result = protocol.ReadResult{}
+		c.sendBinary(&resp, rr.Data)
+		return
+	case protocol.ReadRangeResult:
+		resp.Result = protocol.ReadRangeResult{Size: rr.Size}
 		c.sendBinary(&resp, rr.Data)
 		return
 	}
