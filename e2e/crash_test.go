@@ -104,9 +104,9 @@ type serveProc struct {
 
 // startServe starts `primer serve` with the container runtime, a 200ms
 // probe interval and a fast reconciler (1s passes, 2s orphan grace), on
-// free ports and a fresh data dir. The process is stopped with SIGTERM when
-// the test ends.
-func startServe(t *testing.T) *serveProc {
+// free ports and a fresh data dir, plus env (KEY=value) as a user would
+// set it. The process is stopped with SIGTERM when the test ends.
+func startServe(t *testing.T, env ...string) *serveProc {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: runs without -short")
@@ -145,6 +145,7 @@ func startServe(t *testing.T) *serveProc {
 		"PRIMER_ORPHAN_GRACE=2s",
 		"PRIMER_LOG_LEVEL="+level,
 	)
+	s.env = append(s.env, env...)
 	t.Cleanup(func() {
 		s.stop()
 		if t.Failed() {
