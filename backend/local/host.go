@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -29,12 +32,17 @@ type Host struct {
 	base    string // ws://127.0.0.1:PORT
 	closed  bool
 	served  map[string]*served // workspace id -> its runtime
+	// cgroups is where each workspace gets a cgroup of its own ("" where
+	// the host has no writable cgroup v2), found on first use.
+	cgroups    string
+	cgroupOnce sync.Once
 }
 
 type served struct {
-	srv   *server.Server
-	token string
-	root  string
+	srv    *server.Server
+	token  string
+	root   string
+	cgroup string // the workspace's cgroup, "" without one
 }
 
 // NewHost returns a host that has not started listening yet.
@@ -78,6 +86,9 @@ func (h *Host) Serve(ctx context.Context, id string, cfg server.Config) (string,
 	}
 	h.mu.Unlock()
 
+	if cfg.Cgroup == "" {
+		cfg.Cgroup = h.cgroupFor(id)
+	}
 	// server.New may do I/O (resolving the root); keep it outside the lock
 	// so one slow workspace does not hold up the others.
 	srv, err := server.New(cfg)
@@ -99,7 +110,7 @@ func (h *Host) Serve(ctx context.Context, id string, cfg server.Config) (string,
 		srv.Close()
 		return url, nil
 	}
-	h.served[id] = &served{srv: srv, token: cfg.Token, root: cfg.Root}
+	h.served[id] = &served{srv: srv, token: cfg.Token, root: cfg.Root, cgroup: cfg.Cgroup}
 	url := h.urlLocked(id)
 	h.mu.Unlock()
 
@@ -186,7 +197,38 @@ func (h *Host) Stop(id string) {
 	h.mu.Unlock()
 	if s != nil {
 		s.srv.Close()
+		h.removeCgroup(id, s.cgroup)
 		h.logger.Debug("runtime stopped", "workspace_id", id)
+	}
+}
+
+// cgroupFor makes workspace id's cgroup and returns its path, or "" where
+// the host has no writable cgroup v2 (cgroup.go says what that leaves).
+func (h *Host) cgroupFor(id string) string {
+	h.cgroupOnce.Do(func() {
+		h.cgroups = cgroupBase()
+		if h.cgroups == "" {
+			h.logger.Info("no writable cgroup v2: a workspace's reset and delete kill its commands' process groups only")
+		}
+	})
+	if h.cgroups == "" {
+		return ""
+	}
+	p := filepath.Join(h.cgroups, id)
+	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		h.logger.Warn("workspace cgroup: create", "workspace_id", id, "error", err.Error())
+		return ""
+	}
+	return p
+}
+
+// removeCgroup kills what is left in workspace id's cgroup and removes it.
+func (h *Host) removeCgroup(id, p string) {
+	if p == "" {
+		return
+	}
+	if err := server.RemoveCgroup(p); err != nil {
+		h.logger.Warn("workspace cgroup: remove", "workspace_id", id, "error", err.Error())
 	}
 }
 
@@ -200,8 +242,11 @@ func (h *Host) Close() error {
 	h.mu.Unlock()
 
 	var wg sync.WaitGroup
-	for _, s := range all {
-		wg.Go(func() { s.srv.Close() })
+	for id, s := range all {
+		wg.Go(func() {
+			s.srv.Close()
+			h.removeCgroup(id, s.cgroup)
+		})
 	}
 	wg.Wait()
 	if srv == nil {

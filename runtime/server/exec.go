@@ -184,6 +184,9 @@ func (p *proc) run(x *protocol.ExecParams) {
 	cmd.Stdout = &outWriter{p: p, stream: 0}
 	cmd.Stderr = &outWriter{p: p, stream: 1}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if s.cg != nil {
+		s.cg.attr(cmd.SysProcAttr)
+	}
 	cmd.WaitDelay = waitDelay
 	var stdin io.WriteCloser
 	if len(x.Stdin) > 0 || x.StdinOpen {

@@ -52,6 +52,13 @@ func (s *Server) reset(*protocol.Request) (any, error) {
 			return nil, err
 		}
 	}
+	if s.cg != nil {
+		// What left its process group (setsid, daemons) is still in the
+		// workspace's cgroup.
+		if err := s.cg.kill(deadline); err != nil {
+			return nil, err
+		}
+	}
 	s.dropState()
 	if err := s.emptyRoot(); err != nil {
 		return nil, err

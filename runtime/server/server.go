@@ -55,6 +55,12 @@ type Config struct {
 	// process (the local backend runs it inside the platform) it would kill
 	// everything the user runs.
 	KillAllOnReset bool
+	// Cgroup is an existing cgroup v2 directory that every exec starts in,
+	// so reset kills what a command left running outside its process group
+	// (setsid, daemons) too; its owner removes it with RemoveCgroup when
+	// the workspace stops for good. Empty, or one that cannot be opened
+	// (logged), means process groups only (cgroup.go).
+	Cgroup string
 	// StateGCEvery is how many state commits pass between two packs of the
 	// history (state_gc.go); zero means 100.
 	StateGCEvery int
@@ -80,6 +86,9 @@ type Server struct {
 	// (state_gc.go); gcEvery is how many trigger the next pack.
 	stateCommits int
 	gcEvery      int
+
+	// cg is the workspace's cgroup, nil without one (cgroup.go).
+	cg *cgroup
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -134,7 +143,14 @@ func New(cfg Config) (*Server, error) {
 		env[k] = v
 	}
 	delete(env, TokenEnv)
+	var cg *cgroup
+	if cfg.Cgroup != "" {
+		if cg, err = openCgroup(cfg.Cgroup); err != nil {
+			cfg.Logger.Warn("runtime: no cgroup; reset kills process groups only", "error", err.Error())
+		}
+	}
 	return &Server{
+		cg:        cg,
 		log:       cfg.Logger,
 		root:      root,
 		rootPath:  real,
@@ -244,6 +260,9 @@ func (s *Server) Close() error {
 	s.stateMu.Lock()
 	s.dropState()
 	s.stateMu.Unlock()
+	if s.cg != nil {
+		_ = s.cg.dir.Close()
+	}
 	return s.root.Close()
 }
 
