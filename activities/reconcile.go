@@ -69,7 +69,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 		}
 		present := make(map[string]bool, len(listed))
 		for _, l := range listed {
-			present[l.WorkspaceID] = true
+			present[l.WorkspaceID] = present[l.WorkspaceID] || !l.Remnant
 			if time.Since(l.Created) < in.Grace {
 				continue
 			}

@@ -103,6 +103,11 @@ type Listed struct {
 	// primer-ws-1a2b", "volume primer-ws-1a2b", "directory /srv/ws-1a2b"),
 	// for logs and events.
 	Objects []string `json:"objects,omitempty"`
+	// Remnant is set when only part of a sandbox is left (a worktree
+	// branch whose directory is gone): removed like any orphan when no
+	// workspace has its id, but a running workspace with only a remnant
+	// still misses its sandbox.
+	Remnant bool `json:"remnant,omitempty"`
 }
 
 // workspaceIDPattern is the form of the ids the server mints

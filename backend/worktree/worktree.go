@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/primerhq/primer/backend"
@@ -84,6 +85,8 @@ type Backend struct {
 	logger *slog.Logger
 	ids    keylock.Map // workspace id
 	repos  keylock.Map // repository path: git's worktree and ref updates
+	// reposMu serialises writes of repositoriesFile (branches.go).
+	reposMu sync.Mutex
 }
 
 var (
@@ -182,6 +185,11 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	defer unlock()
 	if err := local.EnsureRoot(b.root); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
+	// Before the add makes a branch, so a crash cannot leave one in a
+	// repository the reconciler does not know (branches.go).
+	if err := b.rememberRepo(t.Repository); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: record repository: %w", id, err)
 	}
 	if err := b.addWorktree(ctx, t, id, dir); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
@@ -295,6 +303,11 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	if repo == "" {
 		repo = repositoryOf(dir)
 	}
+	if repo == "" {
+		// The directory is gone (or never was): a branch a crashed add
+		// left in a repository the backend added worktrees to.
+		repo = b.repoWithBranch(ctx, id)
+	}
 	if repo != "" {
 		if err := b.removeWorktree(ctx, repo, id, dir); err != nil {
 			return fmt.Errorf("workspace %s: destroy: %w", id, err)
@@ -326,9 +339,8 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 
 // List implements backend.Lister: the workspace directories under root
 // (see local.ListDirs), each with its branch when its repository can be
-// told from the worktree. A branch primer/<id> whose worktree directory is
-// gone is not found: the provider does not know the templates'
-// repositories.
+// told from the worktree, and the branches primer/<id> of the repositories
+// the backend added worktrees to whose directory is gone (branches.go).
 func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
 	out, err := local.ListDirs(ctx, b.root)
 	if err != nil {
@@ -339,7 +351,7 @@ func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
 			out[i].Objects = append(out[i].Objects, "branch "+Branch(l.WorkspaceID)+" of "+repo)
 		}
 	}
-	return out, nil
+	return append(out, b.strayBranches(ctx)...), nil
 }
 
 // repositoryOf returns the repository a worktree directory belongs to, read
