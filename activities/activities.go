@@ -1,12 +1,14 @@
-// Package activities holds the I/O the workspace workflow calls: provisioning
-// and destroying sandboxes through their backend, probing their runtime, and
-// writing phases and events to the database.
+// Package activities holds the I/O the workspace, pool and reconciler
+// workflows call: provisioning and destroying sandboxes through their
+// backend, probing their runtime, and writing phases and events to the
+// database. The eval run's activities are in activities/evalrun and the
+// agent run's in activities/agentrun; both build on this package.
 //
-// Activities are methods on one struct that holds their dependencies; the
+// Activities are methods on a struct that holds their dependencies; the
 // workflow references them through a nil *Activities. Every activity takes one
 // struct in and returns one struct out, so fields can be added without
-// breaking replay. This package is the one place where an errs.Kind becomes
-// retryable or not (see classify).
+// breaking replay. Classify, here, is the one place where an errs.Kind
+// becomes retryable or not, for the three packages.
 //
 // Nothing that enters workflow history here carries a secret: runtime tokens
 // and template env values stay in the database and the backend request.
@@ -45,8 +47,8 @@ const (
 	DefaultRuntimeWait = 30 * time.Second
 )
 
-// stderrTail is how much of a failing init command's stderr an error keeps.
-const stderrTail = 2048
+// StderrTail is how much of a failing init command's stderr an error keeps.
+const StderrTail = 2048
 
 // Activities holds what every workspace activity needs. Its zero-valued
 // optional fields take the Default* values.
@@ -187,11 +189,11 @@ func (a *Activities) runtimeWait() time.Duration {
 	return DefaultRuntimeWait
 }
 
-// classify turns an error into the Temporal error the workflow sees: the
+// Classify turns an error into the Temporal error the workflow sees: the
 // errs kind becomes the error type, and bad input, missing objects and
 // forbidden changes are not retried because a retry cannot fix them. The
 // cause is flattened into the message so history holds one readable line.
-func classify(err error) error {
+func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -218,16 +220,16 @@ func retryable(k errs.Kind) bool {
 	return true
 }
 
-// redact removes a secret from a message bound for history, events or logs.
-func redact(msg, secret string) string {
+// Redact removes a secret from a message bound for history, events or logs.
+func Redact(msg, secret string) string {
 	if secret == "" {
 		return msg
 	}
 	return strings.ReplaceAll(msg, secret, "[redacted]")
 }
 
-// backendFor resolves the backend of a workspace's provider.
-func backendFor(ctx context.Context, store *models.Store, reg *backend.Registry, ws *models.Workspace) (backend.Backend, error) {
+// BackendFor resolves the backend of a workspace's provider.
+func BackendFor(ctx context.Context, store *models.Store, reg *backend.Registry, ws *models.Workspace) (backend.Backend, error) {
 	p, err := store.GetProvider(ctx, ws.ProviderID)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: provider: %w", ws.ID, err)
@@ -256,11 +258,11 @@ func (a *Activities) recordEvent(ctx context.Context, workspaceID, typ string, d
 // workspace.provision_failed with it).
 func (a *Activities) RecordEvent(ctx context.Context, in RecordEventInput) (RecordEventOutput, error) {
 	if in.WorkspaceID == "" || in.Type == "" {
-		return RecordEventOutput{}, classify(errs.E(errs.Invalid, "record event: workspace id and type are required"))
+		return RecordEventOutput{}, Classify(errs.E(errs.Invalid, "record event: workspace id and type are required"))
 	}
 	id, err := a.recordEvent(ctx, in.WorkspaceID, in.Type, in.Data)
 	if err != nil {
-		return RecordEventOutput{}, classify(err)
+		return RecordEventOutput{}, Classify(err)
 	}
 	return RecordEventOutput{EventID: id}, nil
 }
@@ -270,20 +272,20 @@ func (a *Activities) RecordEvent(ctx context.Context, in RecordEventInput) (Reco
 // sessions with reason workspace_lost.
 func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOutput, error) {
 	if err := a.Store.SetWorkspacePhase(ctx, in.WorkspaceID, in.To, in.Reason); err != nil {
-		return SetPhaseOutput{}, classify(fmt.Errorf("workspace %s: set phase %s: %w", in.WorkspaceID, in.To, err))
+		return SetPhaseOutput{}, Classify(fmt.Errorf("workspace %s: set phase %s: %w", in.WorkspaceID, in.To, err))
 	}
 	ended := 0
 	if in.To == models.PhaseFailed {
 		ids, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, models.ReasonWorkspaceLost)
 		if err != nil {
-			return SetPhaseOutput{}, classify(fmt.Errorf("workspace %s: end sessions: %w", in.WorkspaceID, err))
+			return SetPhaseOutput{}, Classify(fmt.Errorf("workspace %s: end sessions: %w", in.WorkspaceID, err))
 		}
 		ended = len(ids)
 	}
 	if _, err := a.recordEvent(ctx, in.WorkspaceID, models.EventPhaseChanged, map[string]any{
 		"from": in.From, "to": in.To, "reason": in.Reason,
 	}); err != nil {
-		return SetPhaseOutput{}, classify(err)
+		return SetPhaseOutput{}, Classify(err)
 	}
 	if a.Metrics != nil {
 		a.Metrics.PhaseChanges.WithLabelValues(in.To).Inc()
@@ -293,13 +295,13 @@ func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOu
 	return SetPhaseOutput{}, nil
 }
 
-// keepAlive heartbeats the running activity until the returned stop is
+// KeepAlive heartbeats the running activity until the returned stop is
 // called: a worker that dies mid-activity (kill -9 of primer serve) is then
 // noticed within the activity's heartbeat timeout and the work retried on
 // another worker, instead of after its whole start-to-close timeout (up to
 // the template's start timeout for a provisioning). Outside an activity, or
 // without a heartbeat timeout, it does nothing.
-func keepAlive(ctx context.Context) (stop func()) {
+func KeepAlive(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}

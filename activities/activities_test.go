@@ -668,10 +668,10 @@ func TestClassify(t *testing.T) {
 		{errors.New("plain"), "internal", true},
 	}
 	for _, tc := range tests {
-		appError(t, classify(tc.err), tc.wantType, tc.wantRetryable)
+		appError(t, Classify(tc.err), tc.wantType, tc.wantRetryable)
 	}
-	if classify(nil) != nil {
-		t.Error("classify(nil) != nil")
+	if Classify(nil) != nil {
+		t.Error("Classify(nil) != nil")
 	}
 }
 

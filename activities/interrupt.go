@@ -19,12 +19,12 @@ import (
 // keepAlive.
 const CancelCheckInterval = time.Second
 
-// keepAliveInterruptible is keepAlive for the steps a delete interrupts:
+// KeepAliveInterruptible is keepAlive for the steps a delete interrupts:
 // it heartbeats every CancelCheckInterval from the start, so a delete's
 // cancellation cancels ctx within about that long, and the step (its
 // backend calls, its init commands through the runtime) stops. Outside an
 // activity, or without a heartbeat timeout, it does nothing.
-func keepAliveInterruptible(ctx context.Context) (stop func()) {
+func KeepAliveInterruptible(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).HeartbeatTimeout <= 0 {
 		return func() {}
 	}

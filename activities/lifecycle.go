@@ -29,7 +29,7 @@ import (
 // same runtime with the same token, and backends are idempotent on the
 // workspace id.
 func (a *Activities) Provision(ctx context.Context, in ProvisionInput) (ProvisionOutput, error) {
-	defer keepAliveInterruptible(ctx)()
+	defer KeepAliveInterruptible(ctx)()
 	var step string
 	dctx, cancel, ranOut := beforeDeadline(ctx)
 	defer cancel()
@@ -64,7 +64,7 @@ func beforeDeadline(ctx context.Context) (_ context.Context, cancel context.Canc
 // final start-timeout error naming the step.
 func timedOut(err error, ranOut bool, id, what, step string) error {
 	if !ranOut || step == "" {
-		return classify(err)
+		return Classify(err)
 	}
 	msg := fmt.Sprintf("workspace %s: %s: still %s when the start timeout ran out", id, what, step)
 	// A backend that said why it was still waiting (a pod the scheduler
@@ -103,7 +103,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	if err := a.fitLimits(ctx, ws, tmpl); err != nil {
 		return backend.Handle{}, err
 	}
-	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
 	}
@@ -133,7 +133,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 		Token:       token,
 	})
 	if err != nil {
-		return backend.Handle{}, redactErr(fmt.Errorf("workspace %s: provision: %w", id, err), secrets...)
+		return backend.Handle{}, RedactErr(fmt.Errorf("workspace %s: provision: %w", id, err), secrets...)
 	}
 	raw, err := json.Marshal(h)
 	if err != nil {
@@ -148,10 +148,10 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 		at("waiting for the runtime to answer")
 		cl, err := a.waitRuntime(ctx, ws, h)
 		if err != nil {
-			return backend.Handle{}, redactErr(err, secrets...)
+			return backend.Handle{}, RedactErr(err, secrets...)
 		}
 		if err := a.prepare(ctx, cl, ws.ID, common, replacement, at); err != nil {
-			return backend.Handle{}, redactErr(err, secrets...)
+			return backend.Handle{}, RedactErr(err, secrets...)
 		}
 	}
 
@@ -235,7 +235,7 @@ func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, 
 	}
 	for i, cmd := range common.Init {
 		at(fmt.Sprintf("running init[%d] %q", i, cmd))
-		stderr := &tailBuffer{max: stderrTail}
+		stderr := &TailBuffer{max: StderrTail}
 		res, err := cl.Exec(ctx, protocol.ExecRequest{
 			Args:    []string{"sh", "-c", cmd},
 			Timeout: a.initTimeout(),
@@ -261,10 +261,10 @@ func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, 
 // nothing on the backend to remove. A second call after success finds no
 // row and does nothing. With KeepRow it only cleans up the backend.
 func (a *Activities) Destroy(ctx context.Context, in DestroyInput) (DestroyOutput, error) {
-	defer keepAlive(ctx)()
+	defer KeepAlive(ctx)()
 	out, err := a.destroy(ctx, in)
 	if err != nil {
-		return DestroyOutput{}, classify(err)
+		return DestroyOutput{}, Classify(err)
 	}
 	return out, nil
 }
@@ -298,7 +298,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 	}
 	if found {
 		if err := a.destroyBackend(ctx, ws, h); err != nil {
-			err = redactErr(fmt.Errorf("workspace %s: destroy: %w", id, err), ws.RuntimeToken)
+			err = RedactErr(fmt.Errorf("workspace %s: destroy: %w", id, err), ws.RuntimeToken)
 			if !in.KeepRow && lastAttempt(ctx, err) {
 				// Say so in the event stream once, when retries are over.
 				if _, evErr := a.recordEvent(ctx, id, models.EventDestroyed, map[string]any{
@@ -334,7 +334,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 }
 
 func (a *Activities) destroyBackend(ctx context.Context, ws *models.Workspace, h backend.Handle) error {
-	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
 		return err
 	}
@@ -356,14 +356,14 @@ func lastAttempt(ctx context.Context, err error) bool {
 	return rp != nil && rp.MaximumAttempts > 0 && info.Attempt >= rp.MaximumAttempts
 }
 
-// redactErr removes every secret from err's message, keeping its kind.
-func redactErr(err error, secrets ...string) error {
+// RedactErr removes every secret from err's message, keeping its kind.
+func RedactErr(err error, secrets ...string) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	for _, s := range secrets {
-		msg = redact(msg, s)
+		msg = Redact(msg, s)
 	}
 	if msg == err.Error() {
 		return err
@@ -385,13 +385,17 @@ func provisionSecrets(token string, env map[string]string) []string {
 	return out
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// TailBuffer keeps the last max bytes written to it.
+type TailBuffer struct {
 	max int
 	buf []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer keeps the last max bytes (an eval case's setup commands
+// report their stderr as init commands do).
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.max; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)
@@ -400,7 +404,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns the kept bytes, trimmed, marking a cut.
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	s := strings.TrimSpace(string(t.buf))
 	if len(t.buf) >= t.max {
 		s = "..." + s

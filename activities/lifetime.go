@@ -57,7 +57,7 @@ func (a *Activities) CheckLifetime(ctx context.Context, in CheckLifetimeInput) (
 		return CheckLifetimeOutput{Gone: true}, nil
 	}
 	if err != nil {
-		return CheckLifetimeOutput{}, classify(fmt.Errorf("workspace %s: check lifetime: %w", in.WorkspaceID, err))
+		return CheckLifetimeOutput{}, Classify(fmt.Errorf("workspace %s: check lifetime: %w", in.WorkspaceID, err))
 	}
 	return CheckLifetimeOutput{Lifetime: *lifetimeOf(ws)}, nil
 }
@@ -83,7 +83,7 @@ type ExpireLeaseOutput struct {
 func (a *Activities) ExpireLease(ctx context.Context, in ExpireLeaseInput) (ExpireLeaseOutput, error) {
 	out, err := a.expireLease(ctx, in.WorkspaceID)
 	if err != nil {
-		return ExpireLeaseOutput{}, classify(err)
+		return ExpireLeaseOutput{}, Classify(err)
 	}
 	return out, nil
 }

@@ -11,15 +11,13 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/models"
 )
 
 // TestOutboundRefusedAtDial: with no allowlist (the zero policy) a webhook
-// and a model call to loopback are refused when dialed, not retried, and
-// the receiver hears nothing; an agent whose provider is another tenant's
-// is refused before any call.
+// to loopback is refused when dialed, not retried, and the receiver hears
+// nothing (agentrun's TestModelCallOutbound does the same for model calls).
 func TestOutboundRefusedAtDial(t *testing.T) {
 	ctx := context.Background()
 	var hits atomic.Int32
@@ -45,42 +43,6 @@ func TestOutboundRefusedAtDial(t *testing.T) {
 		}
 	})
 
-	t.Run("model call", func(t *testing.T) {
-		r := newAgentRig(t, llmtest.Script{llmtest.TextTurn("never")})
-		r.a.Outbound = nil // nil refuses too
-		_, err := r.a.ModelCall(ctx, ModelCallInput{SessionID: r.ses.ID, Turn: 1})
-		nonRetryable(t, "model call to loopback", err, "127.0.0.1 is a loopback address")
-		if n := len(r.llm.Requests()); n != 0 {
-			t.Errorf("the model server received %d requests", n)
-		}
-	})
-
-	t.Run("another tenant's provider", func(t *testing.T) {
-		r := newAgentRig(t, llmtest.Script{llmtest.TextTurn("never")})
-		if err := r.store.CreateTenant(ctx, &models.Tenant{ID: "other"}); err != nil {
-			t.Fatal(err)
-		}
-		p, err := r.store.GetLLMProvider(ctx, "test-model")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.store.CreateLLMProvider(ctx, &models.LLMProvider{ID: "theirs", TenantID: "other", Kind: p.Kind, BaseURL: p.BaseURL, APIKey: "sk-theirs"}); err != nil {
-			t.Fatal(err)
-		}
-		ag, err := r.store.GetAgent(ctx, "code-runner")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ag.Model.ProviderID = "theirs"
-		if err := r.store.UpdateAgent(ctx, ag); err != nil {
-			t.Fatal(err)
-		}
-		_, err = r.a.ModelCall(ctx, ModelCallInput{SessionID: r.ses.ID, Turn: 1})
-		nonRetryable(t, "another tenant's provider", err, "belongs to another tenant")
-		if n := len(r.llm.Requests()); n != 0 {
-			t.Errorf("the model server received %d requests", n)
-		}
-	})
 	if n := hits.Load(); n != 0 {
 		t.Errorf("the webhook receiver received %d requests", n)
 	}

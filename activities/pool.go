@@ -87,7 +87,7 @@ type ReconcilePoolOutput struct {
 func (a *Activities) ReconcilePool(ctx context.Context, in ReconcilePoolInput) (ReconcilePoolOutput, error) {
 	out, err := a.reconcilePool(ctx, in.PoolID)
 	if err != nil {
-		return ReconcilePoolOutput{}, classify(err)
+		return ReconcilePoolOutput{}, Classify(err)
 	}
 	return out, nil
 }

@@ -57,7 +57,7 @@ func (a *Activities) probeTargetOf(ctx context.Context, id string) (*probeTarget
 		return t, ""
 	}
 	if t.provider, t.backend, err = a.Connector.Backend(ctx, ws); err != nil {
-		return t, redact(err.Error(), ws.RuntimeToken)
+		return t, Redact(err.Error(), ws.RuntimeToken)
 	}
 	return t, ""
 }
@@ -175,7 +175,7 @@ func (a *Activities) ping(ctx context.Context, in ProbeInput, t *probeTarget) (s
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (probe timeout %s)", err, a.probeTimeout())
 		}
-		return redact(err.Error(), ws.RuntimeToken), t
+		return Redact(err.Error(), ws.RuntimeToken), t
 	}
 	return "", t
 }

@@ -44,11 +44,11 @@ type ReconcileOutput struct {
 // workflow are adopted (reconcile_adopt.go). Each backend that keeps shared
 // objects beside its sandboxes removes those no sandbox uses (tidy).
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
-	defer keepAlive(ctx)()
+	defer KeepAlive(ctx)()
 	var out ReconcileOutput
 	providers, err := a.Store.ListProviders(ctx, "")
 	if err != nil {
-		return out, classify(fmt.Errorf("reconcile: list providers: %w", err))
+		return out, Classify(fmt.Errorf("reconcile: list providers: %w", err))
 	}
 	for i := range providers {
 		p := &providers[i]

@@ -75,8 +75,9 @@ type ResetOutput struct {
 	SessionsEnded int
 }
 
-// webhookTimeout bounds one webhook delivery.
-const webhookTimeout = 10 * time.Second
+// WebhookTimeout bounds one webhook delivery (a workspace's escalation, an
+// eval run's end).
+const WebhookTimeout = 10 * time.Second
 
 // lostSlack widens the window of lost sessions to resume: the workflow's
 // clock and the database's may differ a little.
@@ -90,7 +91,7 @@ const lostSlack = 10 * time.Second
 // the workspace went with the old sandbox). It is safe to retry: every try
 // tears down whatever the last one left and provisions again.
 func (a *Activities) Replace(ctx context.Context, in ReplaceInput) (ProvisionOutput, error) {
-	defer keepAliveInterruptible(ctx)()
+	defer KeepAliveInterruptible(ctx)()
 	var step string
 	dctx, cancel, ranOut := beforeDeadline(ctx)
 	defer cancel()
@@ -112,7 +113,7 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string)
 	if err := a.mayMakeWorkspace(ctx, ws); err != nil {
 		return backend.Handle{}, err
 	}
-	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: replace: %w", id, err)
 	}
@@ -129,7 +130,7 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string)
 		err = b.Destroy(ctx, h)
 	}
 	if err != nil {
-		return backend.Handle{}, redactErr(fmt.Errorf("workspace %s: replace: tear down: %w", id, err), ws.RuntimeToken)
+		return backend.Handle{}, RedactErr(fmt.Errorf("workspace %s: replace: tear down: %w", id, err), ws.RuntimeToken)
 	}
 	// A new token: whoever held the old one (the old sandbox's processes)
 	// cannot reach the replacement.
@@ -167,7 +168,7 @@ func (a *Activities) Recovered(ctx context.Context, in RecoveredInput) (Recovere
 	}
 	ss, err := a.Store.ResumeLostSessions(ctx, in.WorkspaceID, since)
 	if err != nil {
-		return RecoveredOutput{}, classify(fmt.Errorf("workspace %s: resume sessions: %w", in.WorkspaceID, err))
+		return RecoveredOutput{}, Classify(fmt.Errorf("workspace %s: resume sessions: %w", in.WorkspaceID, err))
 	}
 	out := RecoveredOutput{Sessions: make([]ResumedSession, 0, len(ss))}
 	for _, s := range ss {
@@ -177,7 +178,7 @@ func (a *Activities) Recovered(ctx context.Context, in RecoveredInput) (Recovere
 		"attempt":  in.Attempt,
 		"sessions": out.Sessions,
 	}); err != nil {
-		return RecoveredOutput{}, classify(err)
+		return RecoveredOutput{}, Classify(err)
 	}
 	a.logger().Info("workspace recovered", "workspace_id", in.WorkspaceID, "attempt", in.Attempt, "sessions_resumed", len(ss))
 	return out, nil
@@ -190,7 +191,7 @@ func (a *Activities) Recovered(ctx context.Context, in RecoveredInput) (Recovere
 func (a *Activities) NotifyWebhook(ctx context.Context, in WebhookInput) (WebhookOutput, error) {
 	out, err := a.notifyWebhook(ctx, in)
 	if err != nil {
-		return WebhookOutput{}, classify(err)
+		return WebhookOutput{}, Classify(err)
 	}
 	return out, nil
 }
@@ -200,7 +201,7 @@ func (a *Activities) notifyWebhook(ctx context.Context, in WebhookInput) (Webhoo
 	if err != nil {
 		return WebhookOutput{}, fmt.Errorf("workspace %s: webhook: %w", in.WorkspaceID, err)
 	}
-	common, err := templateCommon(ctx, a.Store, ws.TemplateID)
+	common, err := TemplateCommon(ctx, a.Store, ws.TemplateID)
 	if err != nil {
 		return WebhookOutput{}, fmt.Errorf("workspace %s: webhook: %w", in.WorkspaceID, err)
 	}
@@ -226,7 +227,7 @@ func (a *Activities) notifyWebhook(ctx context.Context, in WebhookInput) (Webhoo
 	if err != nil {
 		return WebhookOutput{}, errs.E(errs.Invalid, "workspace %s: webhook: encode: %w", ws.ID, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, webhookTimeout)
+	ctx, cancel := context.WithTimeout(ctx, WebhookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
@@ -261,10 +262,10 @@ func (a *Activities) notifyWebhook(ctx context.Context, in WebhookInput) (Webhoo
 // commands are applied again, the lessee's sessions end
 // (workspace_returned), and the workspace is idle in its pool again.
 func (a *Activities) Reset(ctx context.Context, in ResetInput) (ResetOutput, error) {
-	defer keepAliveInterruptible(ctx)()
+	defer KeepAliveInterruptible(ctx)()
 	out, err := a.reset(ctx, in)
 	if err != nil {
-		return ResetOutput{}, interrupted(ctx, classify(err))
+		return ResetOutput{}, interrupted(ctx, Classify(err))
 	}
 	return out, nil
 }
@@ -278,7 +279,7 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	if ws.PoolID == "" {
 		return ResetOutput{}, errs.E(errs.Invalid, "workspace %s: reset: not in a pool", id)
 	}
-	common, err := templateCommon(ctx, a.Store, ws.TemplateID)
+	common, err := TemplateCommon(ctx, a.Store, ws.TemplateID)
 	if err != nil {
 		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
 	}
@@ -327,13 +328,13 @@ func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *mo
 		return res, fmt.Errorf("workspace %s: reset: runtime: %w", ws.ID, err)
 	}
 	if err := a.prepare(ctx, cl, ws.ID, common, false, nil); err != nil {
-		return res, redactErr(err, provisionSecrets(ws.RuntimeToken, common.Env)...)
+		return res, RedactErr(err, provisionSecrets(ws.RuntimeToken, common.Env)...)
 	}
 	return res, nil
 }
 
-// templateCommon reads the common part of a template's backend document.
-func templateCommon(ctx context.Context, store *models.Store, templateID string) (backend.Common, error) {
+// TemplateCommon reads the common part of a template's backend document.
+func TemplateCommon(ctx context.Context, store *models.Store, templateID string) (backend.Common, error) {
 	var common backend.Common
 	tmpl, err := store.GetTemplate(ctx, templateID)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/backend/memory"
-	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
 )
 
@@ -93,38 +92,5 @@ func TestPoolRefillAtQuota(t *testing.T) {
 	out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})
 	if err != nil || out.Created != 2 {
 		t.Errorf("pass after the quota grew = %+v, %v; want 2 created", out, err)
-	}
-}
-
-// An eval run's workspaces belong to its suite's tenant, and count
-// against its quota.
-func TestRunWorkspacesInSuiteTenant(t *testing.T) {
-	r := newEvalRig(t)
-	ctx := context.Background()
-	lc := &tenantLifecycle{fakeLifecycle: fakeLifecycle{store: r.store}}
-	r.a.Lifecycle = lc
-	if err := r.store.CreateTenant(ctx, &models.Tenant{ID: "acme"}); err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := json.Marshal(eval.SuiteSpec{ID: "acme-suite", TemplateID: "et"})
-	raw, _ := json.Marshal(eval.Case{ID: "a", Command: script("true")})
-	if err := r.store.CreateSuite(ctx, &models.Suite{ID: "acme-suite", TenantID: "acme", TemplateID: "et", Spec: spec},
-		[]models.SuiteCase{{SuiteID: "acme-suite", CaseID: "a", Spec: raw}}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := CreateRun(ctx, r.store, CreateRunSpec{RunID: "run-acme", SuiteID: "acme-suite", Trigger: models.TriggerUser, TriggeredBy: "admin"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.TenantID != "acme" {
-		t.Errorf("run tenant %q, want acme", run.TenantID)
-	}
-	ws := r.acquire(t, "run-acme", 0)
-	w, err := r.store.GetWorkspace(ctx, ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.TenantID != "acme" || len(lc.reqs) != 1 || lc.reqs[0].TenantID != "acme" {
-		t.Errorf("run workspace tenant %q, requests %+v; want acme", w.TenantID, lc.reqs)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
@@ -64,7 +64,7 @@ func runWorkspaces(t *testing.T, api *client.Client, runID string) []string {
 	}
 	var out []string
 	for _, w := range ws {
-		if w.Labels[activities.LabelRun] == runID {
+		if w.Labels[evalrun.LabelRun] == runID {
 			out = append(out, w.ID+" ("+w.Phase+")")
 		}
 	}

@@ -1,6 +1,6 @@
 // Package sessiontool runs a session's workspace tools (write, exec, read):
 // the one code path of POST /v1/sessions/{id}/tools/{tool} (api/tools.go)
-// and of an agent run's tool calls (activities/agent_run.go). Prepare
+// and of an agent run's tool calls (activities/agentrun). Prepare
 // checks a call's arguments, Run runs it and records it as a commit of the
 // workspace's .state history (a summary, Tool/Arguments/Result lines and
 // Primer-Session and Primer-Tool trailers), so GET /v1/sessions/{id}/history

@@ -3,7 +3,7 @@ package starter
 import (
 	"context"
 
-	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
@@ -20,7 +20,7 @@ type CreateRunRequest struct {
 
 // CreateRun stores a run of a suite (its cases resolved and pending) and
 // starts its workflow. The run belongs to its suite's tenant, whoever
-// triggers it (activities.CreateRun); if the workflow cannot be started the run's rows are
+// triggers it (evalrun.CreateRun); if the workflow cannot be started the run's rows are
 // removed again. NotFound if the suite does not exist; Invalid (field
 // cases) for a selection naming unknown cases or picking none.
 func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.Run, error) {
@@ -29,7 +29,7 @@ func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.
 		trigger = models.TriggerUser
 	}
 	id := models.NewID("run")
-	run, err := activities.CreateRun(ctx, s.Store, activities.CreateRunSpec{
+	run, err := evalrun.CreateRun(ctx, s.Store, evalrun.CreateRunSpec{
 		RunID:       id,
 		SuiteID:     req.SuiteID,
 		Selection:   req.Selection,

@@ -17,6 +17,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/agentrun"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/api"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/configs"
@@ -188,6 +190,11 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		Lifecycle: st,
 		Outbound:  egress,
 	}
+	evalActs := &evalrun.Activities{
+		Store: s.store, Backends: registry, Connector: conn, Logger: logger,
+		Lifecycle: st, Workspaces: acts, Outbound: egress,
+	}
+	agentActs := &agentrun.Activities{Store: s.store, Connector: conn, Logger: logger, Outbound: egress}
 
 	// The API role runs no worker: it starts and signals workflows that
 	// the workers run, and reaches runtimes itself for exec and files.
@@ -207,7 +214,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			// heartbeat, which the SDK would otherwise hold back for up to 16 s.
 			MaxHeartbeatThrottleInterval: activities.CancelCheckInterval,
 		})
-		workflows.Register(s.worker, acts)
+		workflows.Register(s.worker, acts, evalActs, agentActs)
 		if err := s.worker.Start(); err != nil {
 			return nil, fmt.Errorf("start worker: %w", err)
 		}

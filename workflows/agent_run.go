@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/agentrun"
 	"github.com/primerhq/primer/models"
 )
 
@@ -97,11 +97,11 @@ type agentRun struct {
 }
 
 func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
-	var a *activities.Activities
+	var a *agentrun.Activities
 	if r.in.Deadline.IsZero() {
-		var start activities.StartRunOutput
+		var start agentrun.StartRunOutput
 		actx := workflow.WithActivityOptions(ctx, recordActivityOptions())
-		if err := workflow.ExecuteActivity(actx, a.StartRun, activities.StartRunInput{SessionID: r.in.SessionID}).Get(ctx, &start); err != nil {
+		if err := workflow.ExecuteActivity(actx, a.StartRun, agentrun.StartRunInput{SessionID: r.in.SessionID}).Get(ctx, &start); err != nil {
 			return r.end(ctx, models.AgentFailed, errorMessage(err))
 		}
 		if start.Ended != "" {
@@ -172,8 +172,8 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		if turns >= RunTurnsPerHistory {
 			return SessionRunOutput{}, workflow.NewContinueAsNewError(ctx, SessionRunWorkflowName, r.in)
 		}
-		var mo activities.ModelCallOutput
-		err := workflow.ExecuteActivity(mctx, a.ModelCall, activities.ModelCallInput{SessionID: r.in.SessionID, Turn: r.in.Turn + 1}).Get(loopCtx, &mo)
+		var mo agentrun.ModelCallOutput
+		err := workflow.ExecuteActivity(mctx, a.ModelCall, agentrun.ModelCallInput{SessionID: r.in.SessionID, Turn: r.in.Turn + 1}).Get(loopCtx, &mo)
 		if why := stopped(); why != "" {
 			return r.end(ctx, why, "")
 		}
@@ -190,8 +190,8 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 			return r.end(ctx, models.AgentCompleted, "")
 		}
 		for _, tc := range mo.ToolCalls {
-			var to activities.ToolCallOutput
-			err := workflow.ExecuteActivity(tctx, a.ToolCall, activities.ToolCallInput{SessionID: r.in.SessionID, Seq: tc.Seq}).Get(loopCtx, &to)
+			var to agentrun.ToolCallOutput
+			err := workflow.ExecuteActivity(tctx, a.ToolCall, agentrun.ToolCallInput{SessionID: r.in.SessionID, Seq: tc.Seq}).Get(loopCtx, &to)
 			if why := stopped(); why != "" {
 				return r.end(ctx, why, "")
 			}
@@ -215,11 +215,11 @@ func (r *agentRun) ended(ctx, loopCtx workflow.Context, reason string) (SessionR
 	if err != nil || reason != models.ReasonWorkspaceLost {
 		return out, err
 	}
-	var a *activities.Activities
+	var a *agentrun.Activities
 	actx := workflow.WithActivityOptions(loopCtx, recordActivityOptions())
 	for loopCtx.Err() == nil {
-		var res activities.ResumeRunOutput
-		if err := workflow.ExecuteActivity(actx, a.ResumeRun, activities.ResumeRunInput{SessionID: r.in.SessionID}).Get(loopCtx, &res); err != nil {
+		var res agentrun.ResumeRunOutput
+		if err := workflow.ExecuteActivity(actx, a.ResumeRun, agentrun.ResumeRunInput{SessionID: r.in.SessionID}).Get(loopCtx, &res); err != nil {
 			r.log.Warn("resume run", "session_id", r.in.SessionID, "error", errorMessage(err))
 		} else if res.Successor != "" {
 			next := r.in
@@ -243,11 +243,11 @@ func (r *agentRun) ended(ctx, loopCtx workflow.Context, reason string) (SessionR
 // end records the run's end (on a context that outlives a cancel) and
 // returns it.
 func (r *agentRun) end(ctx workflow.Context, reason, msg string) (SessionRunOutput, error) {
-	var a *activities.Activities
+	var a *agentrun.Activities
 	out := SessionRunOutput{Reason: reason, Error: msg, Turns: r.in.Turn, Usage: r.in.Usage}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	dctx = workflow.WithActivityOptions(dctx, recordActivityOptions())
-	err := workflow.ExecuteActivity(dctx, a.EndRun, activities.EndRunInput{SessionID: r.in.SessionID, Reason: reason, Error: msg, Turns: r.in.Turn}).Get(dctx, nil)
+	err := workflow.ExecuteActivity(dctx, a.EndRun, agentrun.EndRunInput{SessionID: r.in.SessionID, Reason: reason, Error: msg, Turns: r.in.Turn}).Get(dctx, nil)
 	if err != nil {
 		r.log.Warn("record run end", "session_id", r.in.SessionID, "error", errorMessage(err))
 	}

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/agentrun"
 	"github.com/primerhq/primer/models"
 )
 
@@ -22,10 +22,10 @@ import (
 type agentFakes struct {
 	mu     sync.Mutex
 	env    *testsuite.TestWorkflowEnvironment
-	script []func(attempt int) (activities.ModelCallOutput, error)
+	script []func(attempt int) (agentrun.ModelCallOutput, error)
 	// modelTime and toolTime are how long each call takes (simulated).
 	modelTime, toolTime time.Duration
-	toolErr             func(attempt int) (activities.ToolCallOutput, error)
+	toolErr             func(attempt int) (agentrun.ToolCallOutput, error)
 	// successorAfter is how many ResumeRun calls find no successor
 	// before one finds ses-2; -1: never.
 	successorAfter int
@@ -35,17 +35,17 @@ type agentFakes struct {
 	turns      []int
 	tools      []int
 	toolTries  int
-	ended      []activities.EndRunInput
+	ended      []agentrun.EndRunInput
 }
 
-func toolTurn(seq int) func(int) (activities.ModelCallOutput, error) {
-	return func(int) (activities.ModelCallOutput, error) {
-		return activities.ModelCallOutput{ToolCalls: []activities.ToolCallRef{{Seq: seq, Name: "workspace__exec"}}, InputTokens: 10, OutputTokens: 5}, nil
+func toolTurn(seq int) func(int) (agentrun.ModelCallOutput, error) {
+	return func(int) (agentrun.ModelCallOutput, error) {
+		return agentrun.ModelCallOutput{ToolCalls: []agentrun.ToolCallRef{{Seq: seq, Name: "workspace__exec"}}, InputTokens: 10, OutputTokens: 5}, nil
 	}
 }
 
-func finalTurn(int) (activities.ModelCallOutput, error) {
-	return activities.ModelCallOutput{InputTokens: 20, OutputTokens: 7}, nil
+func finalTurn(int) (agentrun.ModelCallOutput, error) {
+	return agentrun.ModelCallOutput{InputTokens: 20, OutputTokens: 7}, nil
 }
 
 func (f *agentFakes) run(t *testing.T, maxTurns int, timeout time.Duration, during func(env *testsuite.TestWorkflowEnvironment)) (SessionRunOutput, error) {
@@ -54,10 +54,10 @@ func (f *agentFakes) run(t *testing.T, maxTurns int, timeout time.Duration, duri
 	env := s.NewTestWorkflowEnvironment()
 	f.env = env
 	env.RegisterWorkflowWithOptions(SessionRunWorkflow, workflow.RegisterOptions{Name: SessionRunWorkflowName})
-	var a *activities.Activities
-	env.OnActivity(a.StartRun, mock.Anything, mock.Anything).Return(activities.StartRunOutput{MaxTurns: maxTurns, Timeout: timeout}, nil)
+	var a *agentrun.Activities
+	env.OnActivity(a.StartRun, mock.Anything, mock.Anything).Return(agentrun.StartRunOutput{MaxTurns: maxTurns, Timeout: timeout}, nil)
 	env.OnActivity(a.ModelCall, mock.Anything, mock.Anything).After(f.modelTime).Return(
-		func(ctx context.Context, in activities.ModelCallInput) (activities.ModelCallOutput, error) {
+		func(ctx context.Context, in agentrun.ModelCallInput) (agentrun.ModelCallOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.modelCalls = append(f.modelCalls, env.Now())
@@ -74,7 +74,7 @@ func (f *agentFakes) run(t *testing.T, maxTurns int, timeout time.Duration, duri
 			return toolTurn(100 + in.Turn)(n + 1)
 		})
 	env.OnActivity(a.ToolCall, mock.Anything, mock.Anything).After(f.toolTime).Return(
-		func(ctx context.Context, in activities.ToolCallInput) (activities.ToolCallOutput, error) {
+		func(ctx context.Context, in agentrun.ToolCallInput) (agentrun.ToolCallOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.toolTries++
@@ -85,24 +85,24 @@ func (f *agentFakes) run(t *testing.T, maxTurns int, timeout time.Duration, duri
 				}
 			}
 			f.tools = append(f.tools, in.Seq)
-			return activities.ToolCallOutput{}, nil
+			return agentrun.ToolCallOutput{}, nil
 		})
 	env.OnActivity(a.ResumeRun, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.ResumeRunInput) (activities.ResumeRunOutput, error) {
+		func(ctx context.Context, in agentrun.ResumeRunInput) (agentrun.ResumeRunOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.resumeCalls++
 			if f.successorAfter < 0 || f.resumeCalls <= f.successorAfter {
-				return activities.ResumeRunOutput{}, nil
+				return agentrun.ResumeRunOutput{}, nil
 			}
-			return activities.ResumeRunOutput{Successor: "ses-2"}, nil
+			return agentrun.ResumeRunOutput{Successor: "ses-2"}, nil
 		})
 	env.OnActivity(a.EndRun, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in activities.EndRunInput) (activities.EndRunOutput, error) {
+		func(ctx context.Context, in agentrun.EndRunInput) (agentrun.EndRunOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.ended = append(f.ended, in)
-			return activities.EndRunOutput{}, nil
+			return agentrun.EndRunOutput{}, nil
 		})
 	if during != nil {
 		during(env)
@@ -121,7 +121,7 @@ func (f *agentFakes) run(t *testing.T, maxTurns int, timeout time.Duration, duri
 	return out, err
 }
 
-func (f *agentFakes) endedWith(t *testing.T, reason string) activities.EndRunInput {
+func (f *agentFakes) endedWith(t *testing.T, reason string) agentrun.EndRunInput {
 	t.Helper()
 	if len(f.ended) != 1 || f.ended[0].Reason != reason {
 		t.Fatalf("EndRun calls = %+v, want one with reason %s", f.ended, reason)
@@ -130,9 +130,9 @@ func (f *agentFakes) endedWith(t *testing.T, reason string) activities.EndRunInp
 }
 
 func TestSessionRunCompleted(t *testing.T) {
-	f := &agentFakes{script: []func(int) (activities.ModelCallOutput, error){
-		func(int) (activities.ModelCallOutput, error) {
-			return activities.ModelCallOutput{ToolCalls: []activities.ToolCallRef{{Seq: 3, Name: "workspace__write"}, {Seq: 4, Name: "workspace__exec"}},
+	f := &agentFakes{script: []func(int) (agentrun.ModelCallOutput, error){
+		func(int) (agentrun.ModelCallOutput, error) {
+			return agentrun.ModelCallOutput{ToolCalls: []agentrun.ToolCallRef{{Seq: 3, Name: "workspace__write"}, {Seq: 4, Name: "workspace__exec"}},
 				InputTokens: 10, OutputTokens: 5}, nil
 		},
 		finalTurn,
@@ -196,10 +196,10 @@ func TestSessionRunTimeout(t *testing.T) {
 
 // A 429 is retried after its Retry-After, not the policy's first backoff.
 func TestSessionRunModelRetryAfter(t *testing.T) {
-	f := &agentFakes{script: []func(int) (activities.ModelCallOutput, error){
-		func(attempt int) (activities.ModelCallOutput, error) {
+	f := &agentFakes{script: []func(int) (agentrun.ModelCallOutput, error){
+		func(attempt int) (agentrun.ModelCallOutput, error) {
 			if attempt == 1 {
-				return activities.ModelCallOutput{}, temporal.NewApplicationErrorWithOptions("HTTP 429: slow down", activities.ErrModelRetryable,
+				return agentrun.ModelCallOutput{}, temporal.NewApplicationErrorWithOptions("HTTP 429: slow down", agentrun.ErrModelRetryable,
 					temporal.ApplicationErrorOptions{NextRetryDelay: 7 * time.Second})
 			}
 			return finalTurn(attempt)
@@ -218,9 +218,9 @@ func TestSessionRunModelRetryAfter(t *testing.T) {
 }
 
 func TestSessionRunModelFails(t *testing.T) {
-	f := &agentFakes{script: []func(int) (activities.ModelCallOutput, error){
-		func(int) (activities.ModelCallOutput, error) {
-			return activities.ModelCallOutput{}, temporal.NewNonRetryableApplicationError("llm provider p: model call: HTTP 400: model \"x\" does not exist", activities.ErrModelFailed, nil)
+	f := &agentFakes{script: []func(int) (agentrun.ModelCallOutput, error){
+		func(int) (agentrun.ModelCallOutput, error) {
+			return agentrun.ModelCallOutput{}, temporal.NewNonRetryableApplicationError("llm provider p: model call: HTTP 400: model \"x\" does not exist", agentrun.ErrModelFailed, nil)
 		},
 	}}
 	out, err := f.run(t, 50, 30*time.Minute, nil)
@@ -254,11 +254,11 @@ func TestSessionRunCancelSignal(t *testing.T) {
 func TestSessionRunWorkspaceLost(t *testing.T) {
 	// The first attempt fails (the workspace is going); the next sees the
 	// session ended.
-	f := &agentFakes{successorAfter: 2, script: []func(int) (activities.ModelCallOutput, error){toolTurn(2), finalTurn}, toolErr: func(try int) (activities.ToolCallOutput, error) {
+	f := &agentFakes{successorAfter: 2, script: []func(int) (agentrun.ModelCallOutput, error){toolTurn(2), finalTurn}, toolErr: func(try int) (agentrun.ToolCallOutput, error) {
 		if try == 1 {
-			return activities.ToolCallOutput{}, temporal.NewApplicationError("workspace ws-1: is failed, not running", "Unavailable")
+			return agentrun.ToolCallOutput{}, temporal.NewApplicationError("workspace ws-1: is failed, not running", "Unavailable")
 		}
-		return activities.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
+		return agentrun.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
 	}}
 	out, err := f.run(t, 50, 30*time.Minute, nil)
 	if err != nil {
@@ -269,8 +269,8 @@ func TestSessionRunWorkspaceLost(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.ended) != 2 || f.ended[0] != (activities.EndRunInput{SessionID: "ses-1", Reason: models.ReasonWorkspaceLost, Turns: 1}) ||
-		f.ended[1] != (activities.EndRunInput{SessionID: "ses-2", Reason: models.AgentCompleted, Turns: 2}) {
+	if len(f.ended) != 2 || f.ended[0] != (agentrun.EndRunInput{SessionID: "ses-1", Reason: models.ReasonWorkspaceLost, Turns: 1}) ||
+		f.ended[1] != (agentrun.EndRunInput{SessionID: "ses-2", Reason: models.AgentCompleted, Turns: 2}) {
 		t.Fatalf("runs ended %+v; want ses-1 workspace_lost after 1 turn, then ses-2 completed after 2", f.ended)
 	}
 	if len(f.turns) != 2 || f.turns[1] != 2 {

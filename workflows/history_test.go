@@ -51,7 +51,7 @@ func TestHistoryStaysSmallOver24Hours(t *testing.T) {
 		s.SetLogger(newTestLogger(t))
 		env := s.NewTestWorkflowEnvironment()
 		env.SetTestTimeout(time.Minute)
-		Register(env, &activities.Activities{})
+		Register(env, &activities.Activities{}, nil, nil)
 		var a *activities.Activities
 		var c historyCounter
 		env.SetOnTimerScheduledListener(func(string, time.Duration) { c.timers++ })

@@ -73,7 +73,7 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	// failure's workflow time (LostAt) comes before the sessions it ended,
 	// as it does when both clocks are the wall clock.
 	env.SetStartTime(time.Now().Add(-time.Hour))
-	Register(env, acts)
+	Register(env, acts, nil, nil)
 
 	// Probes at 0, 30, 60, ... s. Killed from 45 s: misses at 60, 90, 120
 	// (failed). Revived at 135 s: hits at 150, 180, 210 (running). Delete at 225 s.

@@ -23,6 +23,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/agentrun"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/models"
 )
 
@@ -137,14 +139,26 @@ func TenantOf(tenantID string) string {
 }
 
 // Register registers Primer's workflows (workspace, pool, reconciler, eval
-// run, by their names) and a's activities on w.
-func Register(w worker.Registry, a *activities.Activities) {
+// run, session run, by their names) and their activities on w: a's for the
+// workspace, pool and reconciler workflows, e's for eval runs and g's for
+// agent runs. Temporal names each activity by its method name, which
+// history records, so the three structs' method names never clash. A nil
+// e or g registers an empty struct (tests that mock those activities).
+func Register(w worker.Registry, a *activities.Activities, e *evalrun.Activities, g *agentrun.Activities) {
+	if e == nil {
+		e = &evalrun.Activities{}
+	}
+	if g == nil {
+		g = &agentrun.Activities{}
+	}
 	w.RegisterWorkflowWithOptions(WorkspaceWorkflow, workflow.RegisterOptions{Name: WorkspaceWorkflowName})
 	w.RegisterWorkflowWithOptions(PoolWorkflow, workflow.RegisterOptions{Name: PoolWorkflowName})
 	w.RegisterWorkflowWithOptions(ReconcilerWorkflow, workflow.RegisterOptions{Name: ReconcilerWorkflowName})
 	w.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: RunWorkflowName})
 	w.RegisterWorkflowWithOptions(SessionRunWorkflow, workflow.RegisterOptions{Name: SessionRunWorkflowName})
 	w.RegisterActivity(a)
+	w.RegisterActivity(e)
+	w.RegisterActivity(g)
 }
 
 // heartbeatTimeout is how soon the server retries a long activity whose

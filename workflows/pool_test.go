@@ -21,7 +21,7 @@ func TestPoolWorkflow(t *testing.T) {
 	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
-	Register(env, &activities.Activities{})
+	Register(env, &activities.Activities{}, nil, nil)
 	var a *activities.Activities
 	var passes []time.Duration
 	start := env.Now()
@@ -69,7 +69,7 @@ func TestPoolWorkflowContinuesAsNew(t *testing.T) {
 	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
-	Register(env, &activities.Activities{})
+	Register(env, &activities.Activities{}, nil, nil)
 	var a *activities.Activities
 	n := 0
 	env.OnActivity(a.ReconcilePool, mock.Anything, mock.Anything).Return(
@@ -94,7 +94,7 @@ func TestReconcilerWorkflow(t *testing.T) {
 	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
-	Register(env, &activities.Activities{})
+	Register(env, &activities.Activities{}, nil, nil)
 	var a *activities.Activities
 	n := 0
 	env.OnActivity(a.Reconcile, mock.Anything, mock.Anything).Return(

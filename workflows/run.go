@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/models"
 )
 
@@ -255,15 +255,15 @@ type runner struct {
 // prepare runs PrepareRun and fills the state. final is the run's status
 // when it was final already.
 func (r *runner) prepare(ctx workflow.Context) (final string, err error) {
-	var a *activities.Activities
-	var p activities.PrepareRunOutput
+	var a *evalrun.Activities
+	var p evalrun.PrepareRunOutput
 	wid := workflow.GetInfo(ctx).WorkflowExecution.ID
 	r.st.RunID = r.in.RunID
 	if r.st.RunID == "" {
 		r.st.RunID = wid
 	}
 	actx := workflow.WithActivityOptions(ctx, prepareRunOptions)
-	if err := workflow.ExecuteActivity(actx, a.PrepareRun, activities.PrepareRunInput{
+	if err := workflow.ExecuteActivity(actx, a.PrepareRun, evalrun.PrepareRunInput{
 		RunID: r.in.RunID, SuiteID: r.in.SuiteID, TriggeredBy: r.in.TriggeredBy, WorkflowID: wid,
 	}).Get(ctx, &p); err != nil {
 		return "", err
@@ -361,7 +361,7 @@ func (r *runner) take(ctx workflow.Context) (int, bool) {
 // runCase runs one case to its final result: on the slot's workspace, and
 // after an infrastructure failure on another, up to Retries more times.
 func (r *runner) runCase(ctx workflow.Context, s *RunSlot, ord int) {
-	var a *activities.Activities
+	var a *evalrun.Activities
 	for attempt := 1; ; attempt++ {
 		final := attempt > r.st.Retries
 		if s.WorkspaceID == "" {
@@ -391,8 +391,8 @@ func (r *runner) runCase(ctx workflow.Context, s *RunSlot, ord int) {
 		opts := runCaseOptions
 		opts.StartToCloseTimeout = r.st.CaseTimeout + runCaseMargin
 		actx := workflow.WithActivityOptions(ctx, opts)
-		var out activities.RunCaseOutput
-		err := workflow.ExecuteActivity(actx, a.RunCase, activities.RunCaseInput{
+		var out evalrun.RunCaseOutput
+		err := workflow.ExecuteActivity(actx, a.RunCase, evalrun.RunCaseInput{
 			RunID:       r.st.RunID,
 			Ordinal:     ord,
 			WorkspaceID: s.WorkspaceID,
@@ -407,7 +407,7 @@ func (r *runner) runCase(ctx workflow.Context, s *RunSlot, ord int) {
 		if err != nil {
 			// RunCase itself failed (its store, its worker): the attempt
 			// is lost, and so is trust in the workspace.
-			out = activities.RunCaseOutput{Infra: true, Reason: "run case: " + errorMessage(err)}
+			out = evalrun.RunCaseOutput{Infra: true, Reason: "run case: " + errorMessage(err)}
 			r.failCase(ctx, ord, attempt, s.WorkspaceID, out.Reason, final)
 		}
 		if out.Skipped {
@@ -427,12 +427,12 @@ func (r *runner) runCase(ctx workflow.Context, s *RunSlot, ord int) {
 
 // acquire gets a running workspace for slot.
 func (r *runner) acquire(ctx workflow.Context, slot int) (string, error) {
-	var a *activities.Activities
+	var a *evalrun.Activities
 	opts := acquireOptions
 	opts.StartToCloseTimeout = r.st.StartTimeout + time.Minute
 	actx := workflow.WithActivityOptions(ctx, opts)
-	var out activities.AcquireWorkspaceOutput
-	err := workflow.ExecuteActivity(actx, a.AcquireWorkspace, activities.AcquireWorkspaceInput{
+	var out evalrun.AcquireWorkspaceOutput
+	err := workflow.ExecuteActivity(actx, a.AcquireWorkspace, evalrun.AcquireWorkspaceInput{
 		RunID: r.st.RunID, Slot: slot,
 	}).Get(ctx, &out)
 	return out.WorkspaceID, err
@@ -441,9 +441,9 @@ func (r *runner) acquire(ctx workflow.Context, slot int) (string, error) {
 // release gives a workspace up; failing to does not stop the run: its
 // labels still name the run, so FinishRun releases it.
 func (r *runner) release(ctx workflow.Context, workspaceID string, broken bool) {
-	var a *activities.Activities
+	var a *evalrun.Activities
 	actx := workflow.WithActivityOptions(ctx, releaseOptions)
-	if err := workflow.ExecuteActivity(actx, a.ReleaseWorkspace, activities.ReleaseWorkspaceInput{
+	if err := workflow.ExecuteActivity(actx, a.ReleaseWorkspace, evalrun.ReleaseWorkspaceInput{
 		RunID: r.st.RunID, WorkspaceID: workspaceID, Broken: broken,
 	}).Get(ctx, nil); err != nil && ctx.Err() == nil {
 		r.log.Warn("release workspace", "run_id", r.st.RunID, "workspace_id", workspaceID, "error", errorMessage(err))
@@ -452,9 +452,9 @@ func (r *runner) release(ctx workflow.Context, workspaceID string, broken bool) 
 
 // failCase records an attempt that never reached RunCase's end.
 func (r *runner) failCase(ctx workflow.Context, ord, attempt int, workspaceID, reason string, final bool) {
-	var a *activities.Activities
+	var a *evalrun.Activities
 	actx := workflow.WithActivityOptions(ctx, failCaseOptions)
-	if err := workflow.ExecuteActivity(actx, a.FailCase, activities.FailCaseInput{
+	if err := workflow.ExecuteActivity(actx, a.FailCase, evalrun.FailCaseInput{
 		RunID: r.st.RunID, Ordinal: ord, Attempt: attempt, WorkspaceID: workspaceID, Reason: reason, Final: final,
 	}).Get(ctx, nil); err != nil && ctx.Err() == nil {
 		r.log.Warn("record a failed attempt", "run_id", r.st.RunID, "ordinal", ord, "error", errorMessage(err))
@@ -463,10 +463,10 @@ func (r *runner) failCase(ctx workflow.Context, ord, attempt int, workspaceID, r
 
 // finish ends the run with status.
 func (r *runner) finish(ctx workflow.Context, status, reason string) (RunOutput, error) {
-	var a *activities.Activities
+	var a *evalrun.Activities
 	actx := workflow.WithActivityOptions(ctx, finishRunOptions)
-	var out activities.FinishRunOutput
-	if err := workflow.ExecuteActivity(actx, a.FinishRun, activities.FinishRunInput{
+	var out evalrun.FinishRunOutput
+	if err := workflow.ExecuteActivity(actx, a.FinishRun, evalrun.FinishRunInput{
 		RunID: r.st.RunID, Status: status, Reason: reason,
 	}).Get(ctx, &out); err != nil {
 		return RunOutput{Status: status}, fmt.Errorf("run %s: finish: %w", r.st.RunID, err)

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/models"
 )
 
@@ -31,17 +32,17 @@ type runFakes struct {
 	// caseTime is how long each RunCase takes (simulated time).
 	caseTime time.Duration
 	// outcome answers a RunCase; nil passes every case.
-	outcome func(in activities.RunCaseInput) activities.RunCaseOutput
+	outcome func(in evalrun.RunCaseInput) evalrun.RunCaseOutput
 	// acquireErr, when set, answers the n-th acquire (1-based).
 	acquireErr func(n int) error
 
-	prepared []activities.PrepareRunInput
+	prepared []evalrun.PrepareRunInput
 	acquires int
-	cases    []activities.RunCaseInput
+	cases    []evalrun.RunCaseInput
 	verdicts map[int]string
-	released []activities.ReleaseWorkspaceInput
-	failed   []activities.FailCaseInput
-	finished []activities.FinishRunInput
+	released []evalrun.ReleaseWorkspaceInput
+	failed   []evalrun.FailCaseInput
+	finished []evalrun.FinishRunInput
 	canceled int // RunCase activities that saw their cancellation
 
 	inflight, maxInflight int
@@ -64,9 +65,9 @@ func (f *runFakes) runs() map[int]int {
 }
 
 func (f *runFakes) register(env *testsuite.TestWorkflowEnvironment) {
-	var a *activities.Activities
+	var a *evalrun.Activities
 	env.OnActivity(a.PrepareRun, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.PrepareRunInput) (activities.PrepareRunOutput, error) {
+		func(_ context.Context, in evalrun.PrepareRunInput) (evalrun.PrepareRunOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.prepared = append(f.prepared, in)
@@ -74,25 +75,25 @@ func (f *runFakes) register(env *testsuite.TestWorkflowEnvironment) {
 			if id == "" {
 				id = in.WorkflowID
 			}
-			return activities.PrepareRunOutput{RunID: id, Total: f.total, Concurrency: f.concurrency, Retries: f.retries,
+			return evalrun.PrepareRunOutput{RunID: id, Total: f.total, Concurrency: f.concurrency, Retries: f.retries,
 				TemplateID: "tmpl", CaseTimeout: time.Minute, StartTimeout: time.Minute}, nil
 		})
 	env.OnActivity(a.AcquireWorkspace, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.AcquireWorkspaceInput) (activities.AcquireWorkspaceOutput, error) {
+		func(_ context.Context, in evalrun.AcquireWorkspaceInput) (evalrun.AcquireWorkspaceOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.acquires++
 			if f.acquireErr != nil {
 				if err := f.acquireErr(f.acquires); err != nil {
-					return activities.AcquireWorkspaceOutput{}, err
+					return evalrun.AcquireWorkspaceOutput{}, err
 				}
 			}
-			return activities.AcquireWorkspaceOutput{WorkspaceID: fmt.Sprintf("ws-%d", f.acquires)}, nil
+			return evalrun.AcquireWorkspaceOutput{WorkspaceID: fmt.Sprintf("ws-%d", f.acquires)}, nil
 		})
 	// Each case takes caseTime of the workflow's clock, so cases overlap.
 	env.OnActivity(a.RunCase, mock.Anything, mock.Anything).After(f.caseTime).Return(
-		func(_ context.Context, in activities.RunCaseInput) (activities.RunCaseOutput, error) {
-			out := activities.RunCaseOutput{Verdict: "pass"}
+		func(_ context.Context, in evalrun.RunCaseInput) (evalrun.RunCaseOutput, error) {
+			out := evalrun.RunCaseOutput{Verdict: "pass"}
 			if f.outcome != nil {
 				out = f.outcome(in)
 			}
@@ -101,7 +102,7 @@ func (f *runFakes) register(env *testsuite.TestWorkflowEnvironment) {
 			f.cases = append(f.cases, in)
 			if !out.Infra || in.Final {
 				if v, done := f.verdicts[in.Ordinal]; done {
-					return activities.RunCaseOutput{Verdict: v, Skipped: true}, nil
+					return evalrun.RunCaseOutput{Verdict: v, Skipped: true}, nil
 				}
 				f.verdicts[in.Ordinal] = out.Verdict
 			}
@@ -133,28 +134,28 @@ func (f *runFakes) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 	})
 	env.OnActivity(a.ReleaseWorkspace, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ReleaseWorkspaceInput) (activities.ReleaseWorkspaceOutput, error) {
+		func(_ context.Context, in evalrun.ReleaseWorkspaceInput) (evalrun.ReleaseWorkspaceOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.released = append(f.released, in)
-			return activities.ReleaseWorkspaceOutput{Released: true}, nil
+			return evalrun.ReleaseWorkspaceOutput{Released: true}, nil
 		})
 	env.OnActivity(a.FailCase, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FailCaseInput) (activities.FailCaseOutput, error) {
+		func(_ context.Context, in evalrun.FailCaseInput) (evalrun.FailCaseOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.failed = append(f.failed, in)
 			if in.Final {
 				f.verdicts[in.Ordinal] = "error"
 			}
-			return activities.FailCaseOutput{Verdict: "error"}, nil
+			return evalrun.FailCaseOutput{Verdict: "error"}, nil
 		})
 	env.OnActivity(a.FinishRun, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishRunInput) (activities.FinishRunOutput, error) {
+		func(_ context.Context, in evalrun.FinishRunInput) (evalrun.FinishRunOutput, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.finished = append(f.finished, in)
-			out := activities.FinishRunOutput{Status: in.Status, Total: f.total}
+			out := evalrun.FinishRunOutput{Status: in.Status, Total: f.total}
 			for _, v := range f.verdicts {
 				switch v {
 				case "pass":
@@ -176,7 +177,7 @@ func newRunEnv(t *testing.T, f *runFakes) *testsuite.TestWorkflowEnvironment {
 	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
-	Register(env, &activities.Activities{})
+	Register(env, &activities.Activities{}, nil, nil)
 	f.register(env)
 	return env
 }
@@ -249,16 +250,16 @@ func TestRunAllCasesOnceWithBoundedConcurrency(t *testing.T) {
 // released; a failing case is never retried.
 func TestRunRetriesInfraNotFailures(t *testing.T) {
 	f := newRunFakes(6, 2, 2)
-	f.outcome = func(in activities.RunCaseInput) activities.RunCaseOutput {
+	f.outcome = func(in evalrun.RunCaseInput) evalrun.RunCaseOutput {
 		switch {
 		case in.Ordinal == 1: // lost on every workspace
-			return activities.RunCaseOutput{Verdict: "error", Infra: true, Reason: "workspace gone"}
+			return evalrun.RunCaseOutput{Verdict: "error", Infra: true, Reason: "workspace gone"}
 		case in.Ordinal == 3 && in.Attempt == 1: // lost once
-			return activities.RunCaseOutput{Verdict: "error", Infra: true, Reason: "connection lost"}
+			return evalrun.RunCaseOutput{Verdict: "error", Infra: true, Reason: "connection lost"}
 		case in.Ordinal == 4:
-			return activities.RunCaseOutput{Verdict: "fail", Reason: "exit code 1, want 0"}
+			return evalrun.RunCaseOutput{Verdict: "fail", Reason: "exit code 1, want 0"}
 		}
-		return activities.RunCaseOutput{Verdict: "pass"}
+		return evalrun.RunCaseOutput{Verdict: "pass"}
 	}
 	env := newRunEnv(t, f)
 	out := runResult(t, env, RunInput{RunID: "run-2", SuiteID: "s"})
@@ -266,7 +267,7 @@ func TestRunRetriesInfraNotFailures(t *testing.T) {
 		t.Errorf("output = %+v, want 4 pass, 1 fail, 1 error", out)
 	}
 
-	var tries = map[int][]activities.RunCaseInput{}
+	var tries = map[int][]evalrun.RunCaseInput{}
 	for _, in := range f.cases {
 		tries[in.Ordinal] = append(tries[in.Ordinal], in)
 	}
@@ -327,8 +328,8 @@ func TestRunFailsWhenWorkspacesCannotBeHad(t *testing.T) {
 		}
 		return nil
 	}
-	f.outcome = func(in activities.RunCaseInput) activities.RunCaseOutput {
-		return activities.RunCaseOutput{Verdict: "error", Infra: true, Reason: "lost"}
+	f.outcome = func(in evalrun.RunCaseInput) evalrun.RunCaseOutput {
+		return evalrun.RunCaseOutput{Verdict: "error", Infra: true, Reason: "lost"}
 	}
 	env := newRunEnv(t, f)
 	out := runResult(t, env, RunInput{RunID: "run-3", SuiteID: "s"})

@@ -106,7 +106,7 @@ func newEnv(t *testing.T, f *fakes) *testsuite.TestWorkflowEnvironment {
 	s.SetLogger(newTestLogger(t))
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
-	Register(env, &activities.Activities{})
+	Register(env, &activities.Activities{}, nil, nil)
 	var a *activities.Activities
 
 	env.SetOnTimerScheduledListener(func(string, time.Duration) {

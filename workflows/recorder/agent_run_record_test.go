@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/agentrun"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/workflows"
 )
@@ -44,44 +44,44 @@ type agentFakes struct {
 	looks    map[string]int
 }
 
-func (f *agentFakes) ResumeRun(_ context.Context, in activities.ResumeRunInput) (activities.ResumeRunOutput, error) {
+func (f *agentFakes) ResumeRun(_ context.Context, in agentrun.ResumeRunInput) (agentrun.ResumeRunOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.looks[in.SessionID]++
 	if f.looks[in.SessionID] < 2 {
-		return activities.ResumeRunOutput{}, nil
+		return agentrun.ResumeRunOutput{}, nil
 	}
-	return activities.ResumeRunOutput{Successor: f.lost[in.SessionID]}, nil
+	return agentrun.ResumeRunOutput{Successor: f.lost[in.SessionID]}, nil
 }
 
-func (f *agentFakes) StartRun(_ context.Context, in activities.StartRunInput) (activities.StartRunOutput, error) {
+func (f *agentFakes) StartRun(_ context.Context, in agentrun.StartRunInput) (agentrun.StartRunOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return activities.StartRunOutput{MaxTurns: f.maxTurns[in.SessionID], Timeout: 10 * time.Minute}, nil
+	return agentrun.StartRunOutput{MaxTurns: f.maxTurns[in.SessionID], Timeout: 10 * time.Minute}, nil
 }
 
-func (f *agentFakes) ModelCall(_ context.Context, in activities.ModelCallInput) (activities.ModelCallOutput, error) {
+func (f *agentFakes) ModelCall(_ context.Context, in agentrun.ModelCallInput) (agentrun.ModelCallOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.attempts[in.SessionID]++
 	if f.rateLimited[in.SessionID] && f.attempts[in.SessionID] == 1 {
-		return activities.ModelCallOutput{}, temporal.NewApplicationErrorWithOptions("llm provider p: model call: HTTP 429: slow down",
-			activities.ErrModelRetryable, temporal.ApplicationErrorOptions{NextRetryDelay: time.Second})
+		return agentrun.ModelCallOutput{}, temporal.NewApplicationErrorWithOptions("llm provider p: model call: HTTP 429: slow down",
+			agentrun.ErrModelRetryable, temporal.ApplicationErrorOptions{NextRetryDelay: time.Second})
 	}
-	out := activities.ModelCallOutput{InputTokens: 100, OutputTokens: 20}
+	out := agentrun.ModelCallOutput{InputTokens: 100, OutputTokens: 20}
 	if n := f.toolTurns[in.SessionID]; n < 0 || in.Turn <= n {
-		out.ToolCalls = []activities.ToolCallRef{{Seq: 2 * in.Turn, Name: "workspace__write"}, {Seq: 2*in.Turn + 1, Name: "workspace__exec"}}
+		out.ToolCalls = []agentrun.ToolCallRef{{Seq: 2 * in.Turn, Name: "workspace__write"}, {Seq: 2*in.Turn + 1, Name: "workspace__exec"}}
 	}
 	return out, nil
 }
 
-func (f *agentFakes) ToolCall(ctx context.Context, in activities.ToolCallInput) (activities.ToolCallOutput, error) {
+func (f *agentFakes) ToolCall(ctx context.Context, in agentrun.ToolCallInput) (agentrun.ToolCallOutput, error) {
 	f.mu.Lock()
 	slow := f.slowTools[in.SessionID]
 	_, lost := f.lost[in.SessionID]
 	f.mu.Unlock()
 	if lost {
-		return activities.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
+		return agentrun.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
 	}
 	if slow {
 		select {
@@ -89,11 +89,11 @@ func (f *agentFakes) ToolCall(ctx context.Context, in activities.ToolCallInput) 
 		case <-time.After(2 * time.Second):
 		}
 	}
-	return activities.ToolCallOutput{}, nil
+	return agentrun.ToolCallOutput{}, nil
 }
 
-func (f *agentFakes) EndRun(context.Context, activities.EndRunInput) (activities.EndRunOutput, error) {
-	return activities.EndRunOutput{}, nil
+func (f *agentFakes) EndRun(context.Context, agentrun.EndRunInput) (agentrun.EndRunOutput, error) {
+	return agentrun.EndRunOutput{}, nil
 }
 
 // TestRecordAgentRunHistories records SessionRunWorkflow histories:

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/worker/temporalserver"
@@ -224,38 +225,38 @@ func (f *fakes) Reconcile(context.Context, activities.ReconcileInput) (activitie
 // The eval run's activities: five cases on two slots; case 2 loses its
 // workspace once and passes on another, case 3 fails.
 
-func (f *fakes) PrepareRun(_ context.Context, in activities.PrepareRunInput) (activities.PrepareRunOutput, error) {
-	return activities.PrepareRunOutput{RunID: in.RunID, Total: 5, Concurrency: 2, Retries: 1, TemplateID: models.DefaultTemplateID,
+func (f *fakes) PrepareRun(_ context.Context, in evalrun.PrepareRunInput) (evalrun.PrepareRunOutput, error) {
+	return evalrun.PrepareRunOutput{RunID: in.RunID, Total: 5, Concurrency: 2, Retries: 1, TemplateID: models.DefaultTemplateID,
 		CaseTimeout: time.Minute, StartTimeout: time.Minute}, nil
 }
 
-func (f *fakes) AcquireWorkspace(_ context.Context, in activities.AcquireWorkspaceInput) (activities.AcquireWorkspaceOutput, error) {
+func (f *fakes) AcquireWorkspace(_ context.Context, in evalrun.AcquireWorkspaceInput) (evalrun.AcquireWorkspaceOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acquired++
-	return activities.AcquireWorkspaceOutput{WorkspaceID: fmt.Sprintf("ws-run-%d", f.acquired)}, nil
+	return evalrun.AcquireWorkspaceOutput{WorkspaceID: fmt.Sprintf("ws-run-%d", f.acquired)}, nil
 }
 
-func (f *fakes) RunCase(_ context.Context, in activities.RunCaseInput) (activities.RunCaseOutput, error) {
+func (f *fakes) RunCase(_ context.Context, in evalrun.RunCaseInput) (evalrun.RunCaseOutput, error) {
 	switch {
 	case in.Ordinal == 2 && in.Attempt == 1:
-		return activities.RunCaseOutput{Verdict: "error", Infra: true, Reason: "workspace " + in.WorkspaceID + ": runtime connect: connection refused"}, nil
+		return evalrun.RunCaseOutput{Verdict: "error", Infra: true, Reason: "workspace " + in.WorkspaceID + ": runtime connect: connection refused"}, nil
 	case in.Ordinal == 3:
-		return activities.RunCaseOutput{Verdict: "fail", Reason: "exit code 1, want 0"}, nil
+		return evalrun.RunCaseOutput{Verdict: "fail", Reason: "exit code 1, want 0"}, nil
 	}
-	return activities.RunCaseOutput{Verdict: "pass"}, nil
+	return evalrun.RunCaseOutput{Verdict: "pass"}, nil
 }
 
-func (f *fakes) ReleaseWorkspace(context.Context, activities.ReleaseWorkspaceInput) (activities.ReleaseWorkspaceOutput, error) {
-	return activities.ReleaseWorkspaceOutput{Released: true}, nil
+func (f *fakes) ReleaseWorkspace(context.Context, evalrun.ReleaseWorkspaceInput) (evalrun.ReleaseWorkspaceOutput, error) {
+	return evalrun.ReleaseWorkspaceOutput{Released: true}, nil
 }
 
-func (f *fakes) FailCase(context.Context, activities.FailCaseInput) (activities.FailCaseOutput, error) {
-	return activities.FailCaseOutput{Verdict: "error"}, nil
+func (f *fakes) FailCase(context.Context, evalrun.FailCaseInput) (evalrun.FailCaseOutput, error) {
+	return evalrun.FailCaseOutput{Verdict: "error"}, nil
 }
 
-func (f *fakes) FinishRun(_ context.Context, in activities.FinishRunInput) (activities.FinishRunOutput, error) {
-	return activities.FinishRunOutput{Status: in.Status, Total: 5, Pass: 4, Fail: 1, Released: 2}, nil
+func (f *fakes) FinishRun(_ context.Context, in evalrun.FinishRunInput) (evalrun.FinishRunOutput, error) {
+	return evalrun.FinishRunOutput{Status: in.Status, Total: 5, Pass: 4, Fail: 1, Released: 2}, nil
 }
 
 func handle(id string) backend.Handle {

@@ -1,4 +1,4 @@
-package activities
+package evalrun
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
@@ -63,10 +64,10 @@ type RunCaseOutput struct {
 // runs each case once. It heartbeats; when canceled, the running command
 // is killed before it returns.
 func (a *Activities) RunCase(ctx context.Context, in RunCaseInput) (RunCaseOutput, error) {
-	defer keepAlive(ctx)()
+	defer activities.KeepAlive(ctx)()
 	out, err := a.runCase(ctx, in)
 	if err != nil {
-		return RunCaseOutput{}, classify(err)
+		return RunCaseOutput{}, activities.Classify(err)
 	}
 	return out, nil
 }
@@ -241,17 +242,17 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 	}
 	cl, err := a.Connector.Client(ctx, ws)
 	if err != nil {
-		x.infra = redactErr(err, ws.RuntimeToken)
+		x.infra = activities.RedactErr(err, ws.RuntimeToken)
 		return x, nil
 	}
 	if reset {
-		common, err := templateCommon(ctx, a.Store, ws.TemplateID)
+		common, err := activities.TemplateCommon(ctx, a.Store, ws.TemplateID)
 		if err != nil {
 			x.infra = fmt.Errorf("workspace %s: reset: %w", wsID, err)
 			return x, nil
 		}
-		rctx, cancel := context.WithTimeout(ctx, caseOpTimeout+a.initTimeout()*time.Duration(len(common.Init)))
-		_, err = a.resetSandbox(rctx, cl, ws, common)
+		rctx, cancel := context.WithTimeout(ctx, caseOpTimeout+activities.InitBudget(a.Workspaces, common))
+		_, err = activities.ResetSandbox(rctx, a.Workspaces, cl, ws, common)
 		cancel()
 		if err != nil {
 			x.infra = err
@@ -260,7 +261,7 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 	}
 	infra := func(err error) bool {
 		if err != nil && runtimeInfra(err) {
-			x.infra = redactErr(fmt.Errorf("workspace %s: %w", wsID, err), ws.RuntimeToken)
+			x.infra = activities.RedactErr(fmt.Errorf("workspace %s: %w", wsID, err), ws.RuntimeToken)
 			return true
 		}
 		return false
@@ -352,7 +353,7 @@ func setupCase(ctx context.Context, cl *client.Client, procs *caseProcs, c eval.
 		if left <= 0 {
 			return fmt.Sprintf("setup[%d]: timed out after %s", i, timeout)
 		}
-		stderr := &tailBuffer{max: stderrTail}
+		stderr := activities.NewTailBuffer(activities.StderrTail)
 		res, err := procs.exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", cmd}, Env: c.Env, Timeout: left}, io.Discard, stderr)
 		if ctx.Err() != nil || infra(err) {
 			return ""
@@ -458,7 +459,7 @@ func envSecrets(env map[string]string) []string {
 // redactAll removes every secret from msg.
 func redactAll(msg string, secrets []string) string {
 	for _, s := range secrets {
-		msg = redact(msg, s)
+		msg = activities.Redact(msg, s)
 	}
 	return msg
 }
@@ -481,7 +482,7 @@ func lastBytes(s string, n int) string {
 func isContinuation(b byte) bool { return b&0xC0 == 0x80 }
 
 // outputTail keeps the last max bytes of a command's output. Unlike
-// tailBuffer it trims only when it holds twice that, so a long output
+// TailBuffer it trims only when it holds twice that, so a long output
 // costs amortised constant time per byte.
 type outputTail struct {
 	max int
@@ -510,6 +511,6 @@ func (o *outputTail) String() string {
 // answers true: the case then cleans up after itself, at the cost of an
 // exec.
 func (a *Activities) hostProcesses(ctx context.Context, ws *models.Workspace) bool {
-	b, err := backendFor(ctx, a.Store, a.Backends, ws)
+	b, err := activities.BackendFor(ctx, a.Store, a.Backends, ws)
 	return err != nil || b.Capabilities().Isolation == "none"
 }

@@ -1,4 +1,4 @@
-package activities
+package evalrun
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 )
@@ -37,10 +38,10 @@ type AcquireWorkspaceOutput struct {
 // within the template's start timeout; one that fails to start is
 // deleted and the error is retryable.
 func (a *Activities) AcquireWorkspace(ctx context.Context, in AcquireWorkspaceInput) (AcquireWorkspaceOutput, error) {
-	defer keepAlive(ctx)()
+	defer activities.KeepAlive(ctx)()
 	out, err := a.acquireWorkspace(ctx, in)
 	if err != nil {
-		return AcquireWorkspaceOutput{}, classify(err)
+		return AcquireWorkspaceOutput{}, activities.Classify(err)
 	}
 	return out, nil
 }
@@ -91,12 +92,12 @@ func (a *Activities) acquireWorkspace(ctx context.Context, in AcquireWorkspaceIn
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: %w", run.ID, ss.PoolID, err)
 			}
-			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: p.TemplateID, Labels: labels, ByAdmin: run.ByAdmin})
+			ws, err = a.Lifecycle.CreateWorkspace(nctx, activities.CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: p.TemplateID, Labels: labels, ByAdmin: run.ByAdmin})
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: pool %s: create a cold workspace: %w", run.ID, ss.PoolID, err)
 			}
 		default:
-			ws, err = a.Lifecycle.CreateWorkspace(nctx, CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: ss.TemplateID, Labels: labels, ByAdmin: run.ByAdmin})
+			ws, err = a.Lifecycle.CreateWorkspace(nctx, activities.CreateWorkspaceRequest{TenantID: run.TenantID, TemplateID: ss.TemplateID, Labels: labels, ByAdmin: run.ByAdmin})
 			if err != nil {
 				return AcquireWorkspaceOutput{}, fmt.Errorf("run %s: acquire: %w", run.ID, err)
 			}
@@ -139,7 +140,7 @@ func (a *Activities) awaitRunning(ctx context.Context, runID string, ws *models.
 		return nil
 	}
 	limit := acquireMargin
-	if common, err := templateCommon(ctx, a.Store, ws.TemplateID); err == nil {
+	if common, err := activities.TemplateCommon(ctx, a.Store, ws.TemplateID); err == nil {
 		limit += common.Policy().StartTimeout
 	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
@@ -225,11 +226,11 @@ func (a *Activities) ReleaseWorkspace(ctx context.Context, in ReleaseWorkspaceIn
 		return ReleaseWorkspaceOutput{}, nil
 	}
 	if err != nil {
-		return ReleaseWorkspaceOutput{}, classify(fmt.Errorf("run %s: release workspace %s: %w", in.RunID, in.WorkspaceID, err))
+		return ReleaseWorkspaceOutput{}, activities.Classify(fmt.Errorf("run %s: release workspace %s: %w", in.RunID, in.WorkspaceID, err))
 	}
 	released, err := a.release(ctx, in.RunID, ws, in.Broken)
 	if err != nil {
-		return ReleaseWorkspaceOutput{}, classify(err)
+		return ReleaseWorkspaceOutput{}, activities.Classify(err)
 	}
 	return ReleaseWorkspaceOutput{Released: released}, nil
 }

@@ -1,4 +1,4 @@
-package activities
+package evalrun
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/models"
 )
@@ -17,7 +18,7 @@ import (
 const EventRunFinished = "run.finished"
 
 // notifyRun POSTs a run's summary to its suite's webhook_url, once, within
-// webhookTimeout. It is best effort: a receiver that is down or refuses
+// activities.WebhookTimeout. It is best effort: a receiver that is down or refuses
 // is logged (by host only: the URL may carry a token) and the run ends
 // all the same.
 func (a *Activities) notifyRun(ctx context.Context, run *models.Run, out FinishRunOutput) {
@@ -54,7 +55,7 @@ func (a *Activities) notifyRun(ctx context.Context, run *models.Run, out FinishR
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, webhookTimeout)
+	ctx, cancel := context.WithTimeout(ctx, activities.WebhookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {

@@ -1,4 +1,4 @@
-package activities
+package evalrun
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
@@ -142,7 +143,7 @@ type PrepareRunOutput struct {
 func (a *Activities) PrepareRun(ctx context.Context, in PrepareRunInput) (PrepareRunOutput, error) {
 	out, err := a.prepareRun(ctx, in)
 	if err != nil {
-		return PrepareRunOutput{}, classify(err)
+		return PrepareRunOutput{}, activities.Classify(err)
 	}
 	return out, nil
 }
@@ -197,7 +198,7 @@ func (a *Activities) prepareRun(ctx context.Context, in PrepareRunInput) (Prepar
 		out.CaseTimeout = max(out.CaseTimeout, caseTimeout(c))
 	}
 	if tmplID, err := a.runTemplate(ctx, ss); err == nil {
-		if common, err := templateCommon(ctx, a.Store, tmplID); err == nil {
+		if common, err := activities.TemplateCommon(ctx, a.Store, tmplID); err == nil {
 			out.StartTimeout = common.Policy().StartTimeout
 		}
 	}
@@ -276,7 +277,7 @@ func (a *Activities) FailCase(ctx context.Context, in FailCaseInput) (FailCaseOu
 	now := time.Now().UTC()
 	cr, err := a.Store.GetCaseResult(ctx, in.RunID, in.Ordinal)
 	if err != nil {
-		return FailCaseOutput{}, classify(fmt.Errorf("run %s: case %d: %w", in.RunID, in.Ordinal, err))
+		return FailCaseOutput{}, activities.Classify(fmt.Errorf("run %s: case %d: %w", in.RunID, in.Ordinal, err))
 	}
 	if cr.Status == models.CaseDone || cr.Status == models.CaseCanceled {
 		return FailCaseOutput{Verdict: cr.Verdict}, nil
@@ -287,7 +288,7 @@ func (a *Activities) FailCase(ctx context.Context, in FailCaseInput) (FailCaseOu
 		r.Verdict, r.Reason = eval.VerdictError, in.Reason
 	})
 	if err != nil {
-		return FailCaseOutput{}, classify(err)
+		return FailCaseOutput{}, activities.Classify(err)
 	}
 	return FailCaseOutput{Verdict: verdict}, nil
 }
@@ -366,10 +367,10 @@ type FinishRunOutput struct {
 // the suite's webhook (best effort). It is idempotent: a run already final
 // keeps its status.
 func (a *Activities) FinishRun(ctx context.Context, in FinishRunInput) (FinishRunOutput, error) {
-	defer keepAlive(ctx)()
+	defer activities.KeepAlive(ctx)()
 	out, err := a.finishRun(ctx, in)
 	if err != nil {
-		return FinishRunOutput{}, classify(err)
+		return FinishRunOutput{}, activities.Classify(err)
 	}
 	return out, nil
 }

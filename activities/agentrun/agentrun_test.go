@@ -1,4 +1,4 @@
-package activities
+package agentrun
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
@@ -29,11 +30,11 @@ func newAgentRig(t *testing.T, script llmtest.Script) *agentRig {
 	t.Helper()
 	r := newRig(t)
 	ctx := context.Background()
-	ws := r.workspace(t, "ws-agent", `{"kind":"memory"}`)
-	if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: ws.ID}); err != nil {
+	ws := r.Workspace(t, "ws-agent", `{"kind":"memory"}`)
+	if _, err := r.workspaces.Provision(ctx, activities.ProvisionInput{WorkspaceID: ws.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.a.SetPhase(ctx, SetPhaseInput{WorkspaceID: ws.ID, To: models.PhaseRunning}); err != nil {
+	if _, err := r.workspaces.SetPhase(ctx, activities.SetPhaseInput{WorkspaceID: ws.ID, To: models.PhaseRunning}); err != nil {
 		t.Fatal(err)
 	}
 	llm := llmtest.Start(t, script)

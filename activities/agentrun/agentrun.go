@@ -1,4 +1,4 @@
-package activities
+package agentrun
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/llm"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
@@ -115,10 +116,10 @@ func (a *Activities) ResumeRun(ctx context.Context, in ResumeRunInput) (ResumeRu
 		return ResumeRunOutput{}, nil
 	}
 	if err != nil {
-		return ResumeRunOutput{}, classify(err)
+		return ResumeRunOutput{}, activities.Classify(err)
 	}
 	if _, err := a.Store.ResumeSessionRun(ctx, in.SessionID, next.ID); err != nil {
-		return ResumeRunOutput{}, classify(err)
+		return ResumeRunOutput{}, activities.Classify(err)
 	}
 	a.logger().Info("agent run resumed", "session_id", next.ID, "resumed_from", in.SessionID)
 	return ResumeRunOutput{Successor: next.ID}, nil
@@ -128,7 +129,7 @@ func (a *Activities) ResumeRun(ctx context.Context, in ResumeRunInput) (ResumeRu
 func (a *Activities) StartRun(ctx context.Context, in StartRunInput) (StartRunOutput, error) {
 	ses, ag, err := a.runOf(ctx, in.SessionID)
 	if err != nil {
-		return StartRunOutput{}, classify(err)
+		return StartRunOutput{}, activities.Classify(err)
 	}
 	if ses.Status != models.SessionOpen {
 		return StartRunOutput{Ended: ses.EndReason}, nil
@@ -149,7 +150,7 @@ func (a *Activities) StartRun(ctx context.Context, in StartRunInput) (StartRunOu
 func (a *Activities) EndRun(ctx context.Context, in EndRunInput) (EndRunOutput, error) {
 	r, err := a.Store.EndSessionRun(ctx, in.SessionID, in.Reason, in.Error, in.Turns)
 	if err != nil {
-		return EndRunOutput{}, classify(err)
+		return EndRunOutput{}, activities.Classify(err)
 	}
 	a.logger().Info("agent run ended", "session_id", in.SessionID, "reason", r.EndReason, "turns", r.Turns)
 	return EndRunOutput{}, nil
@@ -196,17 +197,17 @@ func (a *Activities) sessionTarget(ctx context.Context, ses *models.Session) (se
 func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCallOutput, error) {
 	// Heartbeats: a worker killed mid-call is noticed within the heartbeat
 	// timeout, and a canceled run's cancel reaches the call.
-	defer keepAliveInterruptible(ctx)()
+	defer activities.KeepAliveInterruptible(ctx)()
 	ses, ag, err := a.runOf(ctx, in.SessionID)
 	if err != nil {
-		return ModelCallOutput{}, classify(err)
+		return ModelCallOutput{}, activities.Classify(err)
 	}
 	if ses.Status != models.SessionOpen {
 		return ModelCallOutput{Ended: ses.EndReason}, nil
 	}
 	es, err := a.Store.Transcript(ctx, ses.ID, 0)
 	if err != nil {
-		return ModelCallOutput{}, classify(err)
+		return ModelCallOutput{}, activities.Classify(err)
 	}
 	turn := turnEntries(es, in.Turn)
 	if len(turn) == 0 {
@@ -222,17 +223,17 @@ func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCal
 	if asst.Commit == "" {
 		t, err := a.sessionTarget(ctx, ses)
 		if err != nil {
-			return ModelCallOutput{}, classify(err)
+			return ModelCallOutput{}, activities.Classify(err)
 		}
 		var names []string
 		for _, e := range turn[1:] {
 			names = append(names, e.ToolName)
 		}
 		if asst.Commit, err = sessiontool.RecordAssistant(ctx, t, in.Turn, asst.Content, names); err != nil {
-			return ModelCallOutput{}, classify(err)
+			return ModelCallOutput{}, activities.Classify(err)
 		}
 		if err := a.Store.UpdateTranscriptEntry(ctx, asst); err != nil {
-			return ModelCallOutput{}, classify(err)
+			return ModelCallOutput{}, activities.Classify(err)
 		}
 	}
 	out := ModelCallOutput{InputTokens: asst.InputTokens, OutputTokens: asst.OutputTokens}
@@ -266,16 +267,16 @@ func turnEntries(es []models.TranscriptEntry, turn int) []models.TranscriptEntry
 func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *models.Agent, es []models.TranscriptEntry, turn int) ([]models.TranscriptEntry, error) {
 	prov, err := a.Store.GetLLMProvider(ctx, ag.Model.ProviderID)
 	if err != nil {
-		return nil, classify(fmt.Errorf("agent %s: %w", ag.ID, err))
+		return nil, activities.Classify(fmt.Errorf("agent %s: %w", ag.ID, err))
 	}
 	// An agent calls only with its own tenant's key: a provider of another
 	// tenant (made so by an admin, or left by a deleted tenant) is refused.
 	if prov.TenantID != ag.TenantID {
-		return nil, classify(errs.E(errs.Forbidden, "agent %s: llm provider %s belongs to another tenant", ag.ID, prov.ID))
+		return nil, activities.Classify(errs.E(errs.Forbidden, "agent %s: llm provider %s belongs to another tenant", ag.ID, prov.ID))
 	}
 	key, err := prov.Key()
 	if err != nil {
-		return nil, classify(err)
+		return nil, activities.Classify(err)
 	}
 	req := llm.Request{
 		Model:       ag.Model.ModelName,
@@ -290,9 +291,9 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 	if err != nil {
 		var apiErr *llm.APIError
 		if !errors.As(err, &apiErr) {
-			return nil, temporal.NewApplicationError(redact(err.Error(), key), ErrModelRetryable)
+			return nil, temporal.NewApplicationError(activities.Redact(err.Error(), key), ErrModelRetryable)
 		}
-		msg := redact(fmt.Sprintf("llm provider %s: %s", prov.ID, apiErr.Error()), key)
+		msg := activities.Redact(fmt.Sprintf("llm provider %s: %s", prov.ID, apiErr.Error()), key)
 		if apiErr.Retryable() {
 			return nil, temporal.NewApplicationErrorWithOptions(msg, ErrModelRetryable, temporal.ApplicationErrorOptions{NextRetryDelay: apiErr.RetryAfter})
 		}
@@ -304,7 +305,7 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 	}}
 	if len(res.Message.ToolCalls) > 0 {
 		if add[0].ToolCalls, err = json.Marshal(res.Message.ToolCalls); err != nil {
-			return nil, classify(err)
+			return nil, activities.Classify(err)
 		}
 	}
 	for _, tc := range res.Message.ToolCalls {
@@ -316,13 +317,13 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 	// lost): the answer is dropped, and the run that resumes the session
 	// asks again.
 	if now, err := a.Store.GetSession(ctx, ses.ID); err != nil {
-		return nil, classify(err)
+		return nil, activities.Classify(err)
 	} else if now.Status != models.SessionOpen {
 		return nil, &sessionEnded{reason: now.EndReason}
 	}
 	out, err := a.Store.AppendTranscript(ctx, ses.ID, add)
 	if err != nil {
-		return nil, classify(err)
+		return nil, activities.Classify(err)
 	}
 	return out, nil
 }
@@ -356,14 +357,14 @@ func messages(es []models.TranscriptEntry) []llm.Message {
 // call found started (a crash or a lost answer in between) is not run
 // again: its result tells the model what is known.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOutput, error) {
-	defer keepAliveInterruptible(ctx)()
+	defer activities.KeepAliveInterruptible(ctx)()
 	ses, err := a.Store.GetSession(ctx, in.SessionID)
 	if err != nil {
-		return ToolCallOutput{}, classify(err)
+		return ToolCallOutput{}, activities.Classify(err)
 	}
 	e, err := a.Store.TranscriptEntryAt(ctx, in.SessionID, in.Seq)
 	if err != nil {
-		return ToolCallOutput{}, classify(err)
+		return ToolCallOutput{}, activities.Classify(err)
 	}
 	switch {
 	case e.State == models.ToolFinished:
@@ -373,7 +374,7 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 	}
 	t, err := a.sessionTarget(ctx, ses)
 	if err != nil {
-		return ToolCallOutput{}, classify(err)
+		return ToolCallOutput{}, activities.Classify(err)
 	}
 	doubt := e.State == models.ToolStarted
 	if doubt && e.ToolName != sessiontool.Read {
@@ -381,7 +382,7 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 	} else {
 		e.State = models.ToolStarted
 		if err := a.Store.UpdateTranscriptEntry(ctx, e); err != nil {
-			return ToolCallOutput{}, classify(err)
+			return ToolCallOutput{}, activities.Classify(err)
 		}
 		res, commit, err := sessiontool.Call(ctx, t, agentToolLimits, e.ToolName, e.ToolArgs)
 		switch {
@@ -392,12 +393,12 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 			e.ToolResult, _ = json.Marshal(map[string]string{"error": err.Error()})
 			e.IsError = true
 		default:
-			return ToolCallOutput{}, classify(err)
+			return ToolCallOutput{}, activities.Classify(err)
 		}
 	}
 	e.State = models.ToolFinished
 	if err := a.Store.UpdateTranscriptEntry(ctx, e); err != nil {
-		return ToolCallOutput{}, classify(err)
+		return ToolCallOutput{}, activities.Classify(err)
 	}
 	return ToolCallOutput{IsError: e.IsError, Doubt: doubt}, nil
 }

@@ -1,4 +1,4 @@
-package activities
+package evalrun
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
@@ -37,7 +38,7 @@ type evalLifecycle struct {
 	signalOnly bool
 }
 
-func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
+func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*models.Workspace, error) {
 	w := &models.Workspace{ID: models.NewID("ws"), TemplateID: req.TemplateID, ProviderID: "mem", Backend: memory.Type,
 		Phase: models.PhasePending, Labels: req.Labels, PoolID: req.PoolID}
 	if req.PoolID != "" {
@@ -46,7 +47,7 @@ func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspace
 	if err := l.r.store.CreateWorkspace(ctx, w); err != nil {
 		return nil, err
 	}
-	if _, err := l.r.a.Provision(ctx, ProvisionInput{WorkspaceID: w.ID}); err != nil {
+	if _, err := l.r.workspaces.Provision(ctx, activities.ProvisionInput{WorkspaceID: w.ID}); err != nil {
 		return nil, err
 	}
 	if err := l.r.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, "up"); err != nil {
@@ -66,7 +67,7 @@ func (l *evalLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace
 	if signalOnly {
 		return nil
 	}
-	_, err := l.r.a.Destroy(ctx, DestroyInput{WorkspaceID: w.ID})
+	_, err := l.r.workspaces.Destroy(ctx, activities.DestroyInput{WorkspaceID: w.ID})
 	return err
 }
 
@@ -529,7 +530,7 @@ func TestAcquireReleaseFinish(t *testing.T) {
 	}
 	var members []string
 	for range 2 {
-		m, err := r.lc.CreateWorkspace(ctx, CreateWorkspaceRequest{TemplateID: "et", PoolID: "warm", Labels: map[string]string{"team": "x"}})
+		m, err := r.lc.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{TemplateID: "et", PoolID: "warm", Labels: map[string]string{"team": "x"}})
 		if err != nil {
 			t.Fatal(err)
 		}
