@@ -52,6 +52,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	kclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -306,7 +308,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	defer cancel()
 	cleanup := b.remove
 	if kept {
-		cleanup = b.removeCompute
+		cleanup = func(ctx context.Context, id string) error { return b.removeCompute(ctx, id, nil) }
 	}
 	if derr := cleanup(cctx, id); derr != nil {
 		b.logger.Warn("cleanup after failed provision", "workspace_id", id, "err", derr)
@@ -570,7 +572,18 @@ func (b *Backend) RuntimeToken(ctx context.Context, h backend.Handle) (string, e
 
 // Destroy implements backend.Backend: it deletes every object of the
 // workspace, found by name from the workspace id, and waits until they are
-// gone (the pod stopped and the PVC released included).
+// gone.
+//
+// A graceful delete of the pod is over only when the kubelet has seen the
+// container stop (its next relist, up to a second later) and confirms,
+// which made a delete take one to three seconds. So Destroy watches the
+// runtime stop itself: it holds a connection to the runtime, deletes the
+// pod gracefully (the kubelet sends SIGTERM at once), and once that
+// connection is closed and the runtime's address answers no more, deletes
+// the pod object at once (grace period 0). Where it cannot reach the
+// runtime (a pod that never ran, a port-forward, which the delete itself
+// cuts), it waits for the kubelet as before. Teardown, which keeps the
+// volume for another pod, always waits for the kubelet.
 func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	unlock, err := b.lockFor(h)
 	if err != nil {
@@ -589,7 +602,7 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 		return err
 	}
 	defer unlock()
-	if err := b.removeCompute(ctx, h.WorkspaceID); err != nil {
+	if err := b.removeCompute(ctx, h.WorkspaceID, nil); err != nil {
 		return err
 	}
 	b.logger.Info("pod removed, volume kept", "workspace_id", h.WorkspaceID, "pvc", Name(h.WorkspaceID))
@@ -609,7 +622,10 @@ func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
 }
 
 // removeCompute deletes the StatefulSet and the pod and waits for both.
-func (b *Backend) removeCompute(ctx context.Context, id string) error {
+// With rt, a connection to the pod's runtime, it deletes the pod object
+// at once when the runtime has stopped (see Destroy) instead of waiting
+// for the kubelet to confirm.
+func (b *Backend) removeCompute(ctx context.Context, id string, rt *runtimeConn) error {
 	b.stopForward(id)
 	ns, name := b.cfg.Namespace, Name(id)
 	bg := metav1.DeletePropagationBackground
@@ -619,13 +635,23 @@ func (b *Backend) removeCompute(ctx context.Context, id string) error {
 	if err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(podGracePeriod))}); err != nil && !apierrors.IsNotFound(err) {
 		return b.apiErr(err, "workspace %s: delete pod", id)
 	}
+	if rt != nil && rt.stopped(ctx, (podGracePeriod+2)*time.Second) {
+		err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)), Preconditions: &metav1.Preconditions{UID: &rt.pod}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return b.apiErr(err, "workspace %s: delete stopped pod", id)
+		}
+	}
 	return b.waitGone(ctx, id, false)
 }
 
 // remove deletes every object of the workspace and waits until they are
 // gone.
 func (b *Backend) remove(ctx context.Context, id string) error {
-	if err := b.removeCompute(ctx, id); err != nil {
+	rt := b.connectRuntime(ctx, id)
+	if rt != nil {
+		defer rt.c.Close()
+	}
+	if err := b.removeCompute(ctx, id, rt); err != nil {
 		return err
 	}
 	ns, name := b.cfg.Namespace, Name(id)
@@ -648,10 +674,15 @@ func (b *Backend) remove(ctx context.Context, id string) error {
 	return b.waitGone(ctx, id, true)
 }
 
-// waitGone polls until the workspace's pod and StatefulSet (and with all,
-// every other object) no longer exist.
+// waitGone waits until the workspace's pod and StatefulSet (and with all,
+// every other object) no longer exist. The pod, the one that takes a while,
+// is waited for on a watch, which reports its removal at once; the others
+// go within milliseconds of their delete and are polled at a short
+// interval. (A poll backing off to half a second found the pod gone up to
+// that late.)
 func (b *Backend) waitGone(ctx context.Context, id string, all bool) error {
-	delay := 50 * time.Millisecond
+	delay := 20 * time.Millisecond
+	pod := "pod " + PodName(id)
 	for {
 		left, err := b.objects(ctx, id, all)
 		if err != nil {
@@ -660,12 +691,49 @@ func (b *Backend) waitGone(ctx context.Context, id string, all bool) error {
 		if len(left) == 0 {
 			return nil
 		}
+		if slices.Contains(left, pod) {
+			b.awaitPodGone(ctx, id)
+		} else {
+			select {
+			case <-ctx.Done():
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, 200*time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			return errs.E(errs.Timeout, "workspace %s: still there after delete: %s", id, strings.Join(left, ", "))
+		}
+	}
+}
+
+// awaitPodGone returns once the workspace's pod is gone, or after a few
+// seconds (the caller looks again), or when ctx ends.
+func (b *Backend) awaitPodGone(ctx context.Context, id string) {
+	pods := b.cs.CoreV1().Pods(b.cfg.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", PodName(id)).String()
+	l, err := pods.List(ctx, metav1.ListOptions{FieldSelector: byName})
+	if err != nil || len(l.Items) == 0 {
+		return
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: byName, ResourceVersion: l.ResourceVersion, TimeoutSeconds: ptr(int64(5))})
+	if err != nil {
+		// No watch (a proxy that drops them): look again shortly.
 		select {
 		case <-ctx.Done():
-			return errs.E(errs.Timeout, "workspace %s: still there after delete: %s", id, strings.Join(left, ", "))
-		case <-time.After(delay):
+		case <-time.After(100 * time.Millisecond):
 		}
-		delay = min(2*delay, 500*time.Millisecond)
+		return
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Deleted || ev.Type == watch.Error {
+				return
+			}
+		}
 	}
 }
 

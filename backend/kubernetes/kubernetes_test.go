@@ -351,3 +351,45 @@ func TestConfig(t *testing.T) {
 		t.Errorf("good template = %+v, %v", tm, err)
 	}
 }
+
+// TestDestroyStopsThePod: Destroy deletes the pod at once (grace period
+// 0) instead of waiting for the kubelet's confirmation, so it returns with
+// no object left while the kubelet may still be stopping the container.
+// The workspace's runtime must still stop soon after: its address stops
+// answering.
+func TestDestroyStopsThePod(t *testing.T) {
+	ns := kubernetestest.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, "")
+	h, token := provision(t, ctx, b, kubernetestest.Template(kubernetestest.BusyboxImage, nil), nil)
+	ep, err := b.Endpoint(ctx, h, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := execOut(t, ctx, b, h, token, "echo", "up"); out != "up\n" {
+		t.Fatalf("exec = %q", out)
+	}
+	if err := b.Destroy(ctx, h); err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if objs, err := b.Objects(ctx, h.WorkspaceID); err != nil || len(objs) > 0 {
+		t.Fatalf("after destroy: %v left (%v)", objs, err)
+	}
+	// The kubelet stops the container within its minimum grace period (2 s)
+	// of seeing the pod gone; 30 s is room for a loaded node.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := rtclient.Dial(dctx, ep.URL, token)
+		dcancel()
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("the runtime at %s still answers 30 s after Destroy", ep.URL)
+		}
+		time.Sleep(200 * time.Millisecond) // poll cadence until the deadline
+	}
+}
