@@ -99,7 +99,9 @@ type server struct {
 	cfg Config
 	log *slog.Logger
 
-	// eventPoll is how often an SSE stream polls the store for new events.
+	// eventPoll is how often a run's or a transcript's SSE stream polls the
+	// store. Workspace and tenant event streams do not poll: the store
+	// wakes them (models.Store.WaitWorkspaceEvents).
 	eventPoll time.Duration
 	// heartbeat is how often an idle SSE stream sends a comment line, so
 	// proxies and clients see the connection is alive.

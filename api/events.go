@@ -17,11 +17,6 @@ import (
 // eventBatch bounds how many events one store read returns while following.
 const eventBatch = 256
 
-// goneCheckEvery is how many empty polls pass between checks that the
-// workspace still exists, so a stream whose workspace vanished without a
-// workspace.destroyed event still ends.
-const goneCheckEvery = 25
-
 // events lists a workspace's stored events, or follows them as Server-Sent
 // Events. Events outlive their workspace's row, so a destroyed workspace's
 // history can still be read; a workspace with neither row nor events is 404.
@@ -87,9 +82,10 @@ func afterID(c *gin.Context) (uint64, error) {
 }
 
 // follow streams events after `after` until workspace.destroyed, the
-// workspace's disappearance, or the client leaving. It polls the store: events
-// are written by whichever worker runs the workflow, possibly in another
-// process, and a 200 ms poll of an indexed range query is cheap.
+// workspace's disappearance, or the client leaving. It reads the store
+// only when woken: the store wakes the stream when an event is appended in
+// this process or, on PostgreSQL, in any other (LISTEN/NOTIFY), and its
+// watchdog catches what a lost notification would miss (models/event_notify.go).
 func (s *server) follow(c *gin.Context, id string, after uint64) {
 	ctx := c.Request.Context()
 	release, ok := s.startSSE(c)
@@ -98,11 +94,11 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 	}
 	defer release()
 
-	poll := time.NewTicker(s.eventPoll)
-	defer poll.Stop()
 	lastWrite := time.Now()
-	empty := 0
+	woken := false
 	for {
+		// Taken before the read: an event appended after it wakes us.
+		wake := s.cfg.Store.WaitWorkspaceEvents(id)
 		evs, err := s.cfg.Store.ListEvents(ctx, id, after, eventBatch)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -125,13 +121,9 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 		if len(evs) == eventBatch {
 			continue // more are waiting
 		}
-		if len(evs) == 0 {
-			empty++
-		} else {
-			empty = 0
-		}
-		if empty >= goneCheckEvery {
-			empty = 0
+		if len(evs) == 0 && woken {
+			// A wake-up without an event: the row may have gone (a delete
+			// wakes its streams) without a workspace.destroyed.
 			if _, err := s.cfg.Store.GetWorkspace(ctx, id); errs.Is(err, errs.NotFound) {
 				// One last read catches events written just before the row went.
 				if evs, err := s.cfg.Store.ListEvents(ctx, id, after, 0); err == nil {
@@ -144,9 +136,10 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 				return
 			}
 		}
-		if !s.sseWait(c, poll, &lastWrite) {
+		if !s.sseWake(c, wake, &lastWrite) {
 			return
 		}
+		woken = true
 	}
 }
 
@@ -188,6 +181,29 @@ func (s *server) sseWait(c *gin.Context, poll *time.Ticker, lastWrite *time.Time
 		return false
 	case <-poll.C:
 		return true
+	}
+}
+
+// sseWake keeps a stream open until wake closes, writing a keep-alive
+// comment whenever nothing was written for the heartbeat interval. It
+// reports false when the client has gone.
+func (s *server) sseWake(c *gin.Context, wake <-chan struct{}, lastWrite *time.Time) bool {
+	for {
+		t := time.NewTimer(time.Until(lastWrite.Add(s.heartbeat)))
+		select {
+		case <-c.Request.Context().Done():
+			t.Stop()
+			return false
+		case <-wake:
+			t.Stop()
+			return true
+		case <-t.C:
+		}
+		if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
+			return false
+		}
+		c.Writer.Flush()
+		*lastWrite = time.Now()
 	}
 }
 

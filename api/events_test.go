@@ -194,3 +194,31 @@ func TestEventsFollowHeartbeatAndGone(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsFollowWakesWithoutPolling: with the poll interval set to an
+// hour, an appended event still reaches a workspace's stream and a
+// tenant's stream at once: the store wakes them. On the polling code the
+// event waited for the next poll.
+func TestEventsFollowWakesWithoutPolling(t *testing.T) {
+	h := newHarness(t)
+	h.srv.eventPoll = time.Hour
+	h.srv.heartbeat = time.Hour
+	w := h.workspace(models.PhaseRunning)
+	ws := sseReader(t, first(h.follow(t, "/v1/workspaces/"+w.ID+"/events?follow=true")))
+	tenant := sseReader(t, first(h.follow(t, "/v1/events?follow=true")))
+	for i := range 3 {
+		id := strconv.FormatUint(h.appendEvent(t, w.ID, models.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`), 10)
+		for name, ch := range map[string]<-chan sseMessage{"workspace": ws, "tenant": tenant} {
+			select {
+			case m := <-ch:
+				if m.id != id {
+					t.Fatalf("%s stream, event %d: got %+v, want id %s", name, i, m, id)
+				}
+			case <-time.After(time.Second):
+				t.Fatalf("%s stream, event %d: nothing within 1s (the poll interval is an hour)", name, i)
+			}
+		}
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }

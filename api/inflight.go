@@ -10,8 +10,8 @@ import (
 )
 
 // Default caps on what one key or tenant may hold open at once, applied by
-// New to zero Config fields. A stream polls the store every eventPoll for
-// as long as it is open and an upload holds a spooled file and a runtime
+// New to zero Config fields. A stream holds a connection and reads the
+// store whenever it is woken, for as long as it is open, and an upload holds a spooled file and a runtime
 // write: without a cap one member key could open thousands of each.
 const (
 	DefaultMaxStreamsPerKey    = 16

@@ -70,7 +70,7 @@ func (s *server) tenantEventList(c *gin.Context) {
 }
 
 // followTenant streams tenant's events after `after` until the client
-// leaves, polling the store as follow does. Unlike one workspace's stream it
+// leaves, reading the store when woken as follow does. Unlike one workspace's stream it
 // has no natural end: a destroyed workspace is one event among others.
 func (s *server) followTenant(c *gin.Context, tenant string, after uint64) {
 	ctx := c.Request.Context()
@@ -80,10 +80,9 @@ func (s *server) followTenant(c *gin.Context, tenant string, after uint64) {
 	}
 	defer release()
 
-	poll := time.NewTicker(s.eventPoll)
-	defer poll.Stop()
 	lastWrite := time.Now()
 	for {
+		wake := s.cfg.Store.WaitTenantEvents(tenant)
 		evs, err := s.cfg.Store.ListTenantEvents(ctx, tenant, after, eventBatch)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -102,7 +101,7 @@ func (s *server) followTenant(c *gin.Context, tenant string, after uint64) {
 		if len(evs) == eventBatch {
 			continue // more are waiting
 		}
-		if !s.sseWait(c, poll, &lastWrite) {
+		if !s.sseWake(c, wake, &lastWrite) {
 			return
 		}
 	}

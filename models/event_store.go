@@ -45,7 +45,11 @@ func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
 			if err := tenantOfEvent(tx, e); err != nil {
 				return err
 			}
-			return tx.Create(e).Error
+			if err := tx.Create(e).Error; err != nil {
+				return err
+			}
+			// Delivered at commit to every process that LISTENs.
+			return tx.Exec("SELECT pg_notify(?, ?)", s.channel, s.notifyPayload(e)).Error
 		})
 	} else {
 		err = db.Transaction(func(tx *gorm.DB) error {
@@ -58,6 +62,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
 	if err != nil {
 		return dbError(ctx, err, "workspace "+e.WorkspaceID+": append event "+e.Type)
 	}
+	s.announce(e)
 	return nil
 }
 

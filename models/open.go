@@ -73,6 +73,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.log = log
+	s.hub, s.origin, s.closed = newEventHub(), newOrigin(), make(chan struct{})
+	if s.dialect == DialectPostgres {
+		// One channel per schema: stores of other schemas in the same
+		// database (tests, other installations) do not wake these streams.
+		var schema string
+		if err := s.w.WithContext(ctx).Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+			_ = s.Close()
+			return nil, dbError(ctx, err, "database: current schema")
+		}
+		s.url, s.channel = cfg.URL, "primer_events:"+schema
+	}
 	if err := s.migrate(ctx); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -248,6 +259,11 @@ func migrateAdditive(tx *gorm.DB, models []any) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.closed != nil {
+			close(s.closed)
+		}
+	})
 	var errList []error
 	for _, db := range s.pools() {
 		sqlDB, err := db.DB()

@@ -38,6 +38,15 @@ type Store struct {
 	r       *gorm.DB
 	dialect string
 	log     *slog.Logger
+	// hub wakes this process's event streams (event_notify.go); origin
+	// names the store in its PostgreSQL notifications, sent on channel to
+	// the processes that LISTEN with url. closed ends the listener.
+	hub       *eventHub
+	origin    string
+	url       string
+	channel   string
+	closed    chan struct{}
+	closeOnce sync.Once
 	// quotaGates holds one chan struct{} (capacity 1) per tenant id: the
 	// quota-checked creates of a tenant take turns in this process before
 	// they open a transaction (quota.go).

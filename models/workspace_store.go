@@ -174,7 +174,14 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 		if _, err := endSessions(tx, "workspace_id = ?", id, ReasonWorkspaceDeleted); err != nil {
 			return err
 		}
-		return tx.Delete(&Workspace{}, "id = ?", id).Error
+		if err := tx.Delete(&Workspace{}, "id = ?", id).Error; err != nil {
+			return err
+		}
+		// Its event streams end once they see the row gone.
+		return s.notifyGone(tx, id)
 	})
+	if err == nil {
+		s.hub.wake(0, workspaceTopic(id))
+	}
 	return writeError(ctx, err, "workspace", id, "delete")
 }
