@@ -34,6 +34,7 @@ import (
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Defaults for the optional fields of Activities.
@@ -229,7 +230,7 @@ func Redact(msg, secret string) string {
 }
 
 // BackendFor resolves the backend of a workspace's provider.
-func BackendFor(ctx context.Context, store *models.Store, reg *backend.Registry, ws *models.Workspace) (backend.Backend, error) {
+func BackendFor(ctx context.Context, store *models.Store, reg *backend.Registry, ws *wire.Workspace) (backend.Backend, error) {
 	p, err := store.GetProvider(ctx, ws.ProviderID)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: provider: %w", ws.ID, err)
@@ -247,7 +248,7 @@ func (a *Activities) recordEvent(ctx context.Context, workspaceID, typ string, d
 	if err != nil {
 		return 0, errs.E(errs.Invalid, "workspace %s: event %s: encode data: %w", workspaceID, typ, err)
 	}
-	e := &models.Event{WorkspaceID: workspaceID, Type: typ, Data: raw}
+	e := &wire.Event{WorkspaceID: workspaceID, Type: typ, Data: raw}
 	if err := a.Store.AppendEvent(ctx, e); err != nil {
 		return 0, fmt.Errorf("workspace %s: record event %s: %w", workspaceID, typ, err)
 	}
@@ -275,14 +276,14 @@ func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOu
 		return SetPhaseOutput{}, Classify(fmt.Errorf("workspace %s: set phase %s: %w", in.WorkspaceID, in.To, err))
 	}
 	ended := 0
-	if in.To == models.PhaseFailed {
-		ids, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, models.ReasonWorkspaceLost)
+	if in.To == wire.PhaseFailed {
+		ids, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, wire.ReasonWorkspaceLost)
 		if err != nil {
 			return SetPhaseOutput{}, Classify(fmt.Errorf("workspace %s: end sessions: %w", in.WorkspaceID, err))
 		}
 		ended = len(ids)
 	}
-	if _, err := a.recordEvent(ctx, in.WorkspaceID, models.EventPhaseChanged, map[string]any{
+	if _, err := a.recordEvent(ctx, in.WorkspaceID, wire.EventPhaseChanged, map[string]any{
 		"from": in.From, "to": in.To, "reason": in.Reason,
 	}); err != nil {
 		return SetPhaseOutput{}, Classify(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // rig is a real Store on SQLite and a memory backend with real runtimes.
@@ -58,7 +59,7 @@ func newRig(t *testing.T) *rig {
 		// The test model servers and webhook receivers listen on 127.0.0.1.
 		Outbound: loopbackPolicy(t),
 	}
-	if err := store.CreateProvider(ctx, &models.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
+	if err := store.CreateProvider(ctx, &wire.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	return &rig{a: a, store: store, mem: mem, m: m}
@@ -66,21 +67,21 @@ func newRig(t *testing.T) *rig {
 
 // workspace creates a template with the given backend document and a
 // pending workspace from it.
-func (r *rig) workspace(t *testing.T, id, tmplDoc string) *models.Workspace {
+func (r *rig) workspace(t *testing.T, id, tmplDoc string) *wire.Workspace {
 	t.Helper()
 	ctx := context.Background()
 	tmplID := "tmpl-" + id
-	if err := r.store.CreateTemplate(ctx, &models.Template{ID: tmplID, ProviderID: "mem", Backend: json.RawMessage(tmplDoc)}); err != nil {
+	if err := r.store.CreateTemplate(ctx, &wire.Template{ID: tmplID, ProviderID: "mem", Backend: json.RawMessage(tmplDoc)}); err != nil {
 		t.Fatal(err)
 	}
-	ws := &models.Workspace{ID: id, TemplateID: tmplID, ProviderID: "mem", Backend: memory.Type, Phase: models.PhasePending}
+	ws := &wire.Workspace{ID: id, TemplateID: tmplID, ProviderID: "mem", Backend: memory.Type, Phase: wire.PhasePending}
 	if err := r.store.CreateWorkspace(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
 	return ws
 }
 
-func (r *rig) events(t *testing.T, id string) []models.Event {
+func (r *rig) events(t *testing.T, id string) []wire.Event {
 	t.Helper()
 	evs, err := r.store.ListEvents(context.Background(), id, 0, 0)
 	if err != nil {
@@ -89,7 +90,7 @@ func (r *rig) events(t *testing.T, id string) []models.Event {
 	return evs
 }
 
-func eventData(t *testing.T, e models.Event) map[string]any {
+func eventData(t *testing.T, e wire.Event) map[string]any {
 	t.Helper()
 	var d map[string]any
 	if err := json.Unmarshal(e.Data, &d); err != nil {
@@ -197,7 +198,7 @@ func TestProvision(t *testing.T) {
 	}
 
 	evs := r.events(t, "ws-prov")
-	if len(evs) != 1 || evs[0].Type != models.EventProvisioned {
+	if len(evs) != 1 || evs[0].Type != wire.EventProvisioned {
 		t.Fatalf("events = %+v", evs)
 	}
 	d := eventData(t, evs[0])
@@ -308,7 +309,7 @@ func TestProvisionFailures(t *testing.T) {
 				}
 			}
 			for _, e := range r.events(t, id) {
-				if e.Type == models.EventProvisioned {
+				if e.Type == wire.EventProvisioned {
 					t.Error("provisioned event recorded for a failed provisioning")
 				}
 			}
@@ -410,15 +411,15 @@ func TestSetPhase(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	r.workspace(t, "ws-phase", `{"kind":"memory"}`)
-	open1 := &models.Session{WorkspaceID: "ws-phase", Agent: "a1"}
-	open2 := &models.Session{WorkspaceID: "ws-phase", Agent: "a2"}
-	ended := &models.Session{WorkspaceID: "ws-phase", Agent: "a3"}
-	for _, s := range []*models.Session{open1, open2, ended} {
+	open1 := &wire.Session{WorkspaceID: "ws-phase", Agent: "a1"}
+	open2 := &wire.Session{WorkspaceID: "ws-phase", Agent: "a2"}
+	ended := &wire.Session{WorkspaceID: "ws-phase", Agent: "a3"}
+	for _, s := range []*wire.Session{open1, open2, ended} {
 		if err := r.store.CreateSession(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := r.store.EndSession(ctx, ended.ID, models.ReasonEndedByUser); err != nil {
+	if _, err := r.store.EndSession(ctx, ended.ID, wire.ReasonEndedByUser); err != nil {
 		t.Fatal(err)
 	}
 
@@ -426,7 +427,7 @@ func TestSetPhase(t *testing.T) {
 	if _, err := r.a.SetPhase(ctx, SetPhaseInput{WorkspaceID: "ws-phase", From: "pending", To: "running", Reason: "runtime answered"}); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := r.store.GetSession(ctx, open1.ID); s.Status != models.SessionOpen {
+	if s, _ := r.store.GetSession(ctx, open1.ID); s.Status != wire.SessionOpen {
 		t.Errorf("running ended a session: %+v", s)
 	}
 
@@ -434,15 +435,15 @@ func TestSetPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, _ := r.store.GetWorkspace(ctx, "ws-phase")
-	if ws.Phase != models.PhaseFailed || ws.Reason != "runtime ping: refused" {
+	if ws.Phase != wire.PhaseFailed || ws.Reason != "runtime ping: refused" {
 		t.Errorf("row phase = %q reason = %q", ws.Phase, ws.Reason)
 	}
 	for _, tc := range []struct {
 		id, status, reason string
 	}{
-		{open1.ID, models.SessionEnded, models.ReasonWorkspaceLost},
-		{open2.ID, models.SessionEnded, models.ReasonWorkspaceLost},
-		{ended.ID, models.SessionEnded, models.ReasonEndedByUser},
+		{open1.ID, wire.SessionEnded, wire.ReasonWorkspaceLost},
+		{open2.ID, wire.SessionEnded, wire.ReasonWorkspaceLost},
+		{ended.ID, wire.SessionEnded, wire.ReasonEndedByUser},
 	} {
 		s, err := r.store.GetSession(ctx, tc.id)
 		if err != nil || s.Status != tc.status || s.EndReason != tc.reason {
@@ -455,7 +456,7 @@ func TestSetPhase(t *testing.T) {
 		t.Fatalf("events = %d, want 2", len(evs))
 	}
 	d := eventData(t, evs[1])
-	if evs[1].Type != models.EventPhaseChanged || d["from"] != "running" || d["to"] != "failed" || d["reason"] != "runtime ping: refused" {
+	if evs[1].Type != wire.EventPhaseChanged || d["from"] != "running" || d["to"] != "failed" || d["reason"] != "runtime ping: refused" {
 		t.Errorf("phase_changed = %s %v", evs[1].Type, d)
 	}
 	if v := counter(t, r.m.PhaseChanges.WithLabelValues("failed")); v != 1 {
@@ -470,7 +471,7 @@ func TestRecordEvent(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	r.workspace(t, "ws-ev", `{"kind":"memory"}`)
-	out, err := r.a.RecordEvent(ctx, RecordEventInput{WorkspaceID: "ws-ev", Type: models.EventProvisionFailed,
+	out, err := r.a.RecordEvent(ctx, RecordEventInput{WorkspaceID: "ws-ev", Type: wire.EventProvisionFailed,
 		Data: map[string]any{"workspace_type": "memory", "error": "boom"}})
 	if err != nil || out.EventID == 0 {
 		t.Fatalf("record = %+v, %v", out, err)
@@ -492,7 +493,7 @@ func TestDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, _ := r.store.GetWorkspace(ctx, "ws-d")
-	ses := &models.Session{WorkspaceID: "ws-d"}
+	ses := &wire.Session{WorkspaceID: "ws-d"}
 	if err := r.store.CreateSession(ctx, ses); err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +520,7 @@ func TestDestroy(t *testing.T) {
 	if _, err := r.store.GetWorkspace(ctx, "ws-d"); !errs.Is(err, errs.NotFound) {
 		t.Errorf("row after destroy: %v", err)
 	}
-	if s, _ := r.store.GetSession(ctx, ses.ID); s == nil || s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceDeleted {
+	if s, _ := r.store.GetSession(ctx, ses.ID); s == nil || s.Status != wire.SessionEnded || s.EndReason != wire.ReasonWorkspaceDeleted {
 		t.Errorf("session after destroy = %+v", s)
 	}
 	select {
@@ -531,7 +532,7 @@ func TestDestroy(t *testing.T) {
 	evs := r.events(t, "ws-d")
 	last := evs[len(evs)-1]
 	d := eventData(t, last)
-	if last.Type != models.EventDestroyed || d["workspace_type"] != memory.Type || d["workspace_path"] != prov.Handle.Path {
+	if last.Type != wire.EventDestroyed || d["workspace_type"] != memory.Type || d["workspace_path"] != prov.Handle.Path {
 		t.Errorf("destroyed event = %s %v", last.Type, d)
 	}
 	if _, ok := d["error"]; ok {
@@ -563,7 +564,7 @@ func TestDestroyVariants(t *testing.T) {
 			t.Errorf("row: %v", err)
 		}
 		evs := r.events(t, "ws-new")
-		if len(evs) != 1 || evs[0].Type != models.EventDestroyed {
+		if len(evs) != 1 || evs[0].Type != wire.EventDestroyed {
 			t.Errorf("events = %+v", evs)
 		}
 	})
@@ -608,7 +609,7 @@ func TestDestroyVariants(t *testing.T) {
 		evs := r.events(t, "ws-stuck")
 		last := evs[len(evs)-1]
 		d := eventData(t, last)
-		if last.Type != models.EventDestroyed || !strings.Contains(d["error"].(string), "device busy") || d["workspace_type"] != memory.Type {
+		if last.Type != wire.EventDestroyed || !strings.Contains(d["error"].(string), "device busy") || d["workspace_type"] != memory.Type {
 			t.Errorf("destroyed event = %s %v", last.Type, d)
 		}
 		r.noSecret(t, "ws-stuck", ws.RuntimeToken)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // The host rule, where workspaces are made. The API refuses a member a
@@ -24,7 +24,7 @@ import (
 
 // mayMake refuses to make (or re-prepare) workspace ws's sandbox from
 // tmpl when the host rule or the tenant wall forbids it.
-func (a *Activities) mayMake(ctx context.Context, ws *models.Workspace, tmpl *models.Template) error {
+func (a *Activities) mayMake(ctx context.Context, ws *wire.Workspace, tmpl *wire.Template) error {
 	kind, err := a.hostKind(ctx, ws, tmpl)
 	if err != nil {
 		return err
@@ -50,14 +50,14 @@ func (a *Activities) mayMake(ctx context.Context, ws *models.Workspace, tmpl *mo
 // of either's provider (a template moved since the workspace was made
 // names another provider). A provider that cannot be read is an error:
 // the rule fails closed.
-func (a *Activities) hostKind(ctx context.Context, ws *models.Workspace, tmpl *models.Template) (string, error) {
-	if models.IsHostBackend(ws.Backend) {
+func (a *Activities) hostKind(ctx context.Context, ws *wire.Workspace, tmpl *wire.Template) (string, error) {
+	if wire.IsHostBackend(ws.Backend) {
 		return ws.Backend, nil
 	}
 	var head struct {
 		Kind string `json:"kind"`
 	}
-	if json.Unmarshal(tmpl.Backend, &head) == nil && models.IsHostBackend(head.Kind) {
+	if json.Unmarshal(tmpl.Backend, &head) == nil && wire.IsHostBackend(head.Kind) {
 		return head.Kind, nil
 	}
 	for _, id := range []string{ws.ProviderID, tmpl.ProviderID} {
@@ -65,7 +65,7 @@ func (a *Activities) hostKind(ctx context.Context, ws *models.Workspace, tmpl *m
 		if err != nil {
 			return "", fmt.Errorf("workspace %s: provider %s: %w", ws.ID, id, err)
 		}
-		if models.IsHostBackend(p.Provider) {
+		if wire.IsHostBackend(p.Provider) {
 			return p.Provider, nil
 		}
 	}
@@ -73,7 +73,7 @@ func (a *Activities) hostKind(ctx context.Context, ws *models.Workspace, tmpl *m
 }
 
 // mayMakeWorkspace is mayMake for a workspace row, reading its template.
-func (a *Activities) mayMakeWorkspace(ctx context.Context, ws *models.Workspace) error {
+func (a *Activities) mayMakeWorkspace(ctx context.Context, ws *wire.Workspace) error {
 	tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
 	if err != nil {
 		return fmt.Errorf("workspace %s: template: %w", ws.ID, err)
@@ -86,7 +86,7 @@ func (a *Activities) mayMakeWorkspace(ctx context.Context, ws *models.Workspace)
 // a template raised since the workspace was made does not get a provision
 // or a replacement past the quota. The refusal is Invalid, so it is final:
 // running again does not shrink the template.
-func (a *Activities) fitLimits(ctx context.Context, ws *models.Workspace, tmpl *models.Template) error {
+func (a *Activities) fitLimits(ctx context.Context, ws *wire.Workspace, tmpl *wire.Template) error {
 	cpu, mem := TemplateLimits(tmpl.Backend)
 	err := a.Store.SetWorkspaceLimits(ctx, ws.ID, cpu, mem)
 	switch {

@@ -11,7 +11,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // hostRig is a rig whose provider "host" is of the local type (served by
@@ -20,7 +20,7 @@ import (
 func hostRig(t *testing.T) *rig {
 	t.Helper()
 	r := newRig(t)
-	reg := backend.NewRegistry(map[string]backend.Factory{memory.Type: r.mem.Factory(), models.BackendLocal: r.mem.Factory()})
+	reg := backend.NewRegistry(map[string]backend.Factory{memory.Type: r.mem.Factory(), wire.BackendLocal: r.mem.Factory()})
 	r.a.Backends = reg
 	r.a.Connector.Backends = reg
 	ctx := context.Background()
@@ -30,8 +30,8 @@ func hostRig(t *testing.T) *rig {
 			t.Fatal(err)
 		}
 	}
-	must(r.store.CreateProvider(ctx, &models.Provider{ID: "host", Provider: models.BackendLocal}))
-	must(r.store.CreateTenant(ctx, &models.Tenant{ID: "acme"}))
+	must(r.store.CreateProvider(ctx, &wire.Provider{ID: "host", Provider: wire.BackendLocal}))
+	must(r.store.CreateTenant(ctx, &wire.Tenant{ID: "acme"}))
 	return r
 }
 
@@ -69,16 +69,16 @@ func TestProvisionHostRule(t *testing.T) {
 			r := hostRig(t)
 			ctx := context.Background()
 			marker := filepath.Join(t.TempDir(), "ran-on-host")
-			if err := r.store.CreateTemplate(ctx, &models.Template{ID: "tmpl-x", TenantID: tc.tmplTenant, ProviderID: tc.provider,
+			if err := r.store.CreateTemplate(ctx, &wire.Template{ID: "tmpl-x", TenantID: tc.tmplTenant, ProviderID: tc.provider,
 				Backend: json.RawMessage(markerInit(marker)), AdminWritten: tc.adminWritten}); err != nil {
 				t.Fatal(err)
 			}
 			kind := memory.Type
 			if tc.provider == "host" {
-				kind = models.BackendLocal
+				kind = wire.BackendLocal
 			}
-			ws := &models.Workspace{ID: "ws-x", TemplateID: "tmpl-x", ProviderID: tc.provider, Backend: kind,
-				Phase: models.PhasePending, ByAdmin: tc.byAdmin}
+			ws := &wire.Workspace{ID: "ws-x", TemplateID: "tmpl-x", ProviderID: tc.provider, Backend: kind,
+				Phase: wire.PhasePending, ByAdmin: tc.byAdmin}
 			if err := r.store.CreateWorkspace(ctx, ws); err != nil {
 				t.Fatal(err)
 			}
@@ -116,15 +116,15 @@ func TestHostRuleAfterUpdate(t *testing.T) {
 			r := hostRig(t)
 			ctx := context.Background()
 			dir := t.TempDir()
-			tmpl := &models.Template{ID: "tmpl-x", ProviderID: "host", Backend: json.RawMessage(markerInit(filepath.Join(dir, "first"))), AdminWritten: true}
+			tmpl := &wire.Template{ID: "tmpl-x", ProviderID: "host", Backend: json.RawMessage(markerInit(filepath.Join(dir, "first"))), AdminWritten: true}
 			if err := r.store.CreateTemplate(ctx, tmpl); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.store.CreatePool(ctx, &models.Pool{ID: "warm", TemplateID: "tmpl-x", Size: 1, AdminWritten: true}); err != nil {
+			if err := r.store.CreatePool(ctx, &wire.Pool{ID: "warm", TemplateID: "tmpl-x", Size: 1, AdminWritten: true}); err != nil {
 				t.Fatal(err)
 			}
-			ws := &models.Workspace{ID: "ws-x", TemplateID: "tmpl-x", ProviderID: "host", Backend: models.BackendLocal,
-				Phase: models.PhasePending, ByAdmin: true, PoolID: "warm", PoolState: models.PoolReturning}
+			ws := &wire.Workspace{ID: "ws-x", TemplateID: "tmpl-x", ProviderID: "host", Backend: wire.BackendLocal,
+				Phase: wire.PhasePending, ByAdmin: true, PoolID: "warm", PoolState: wire.PoolReturning}
 			if err := r.store.CreateWorkspace(ctx, ws); err != nil {
 				t.Fatal(err)
 			}
@@ -163,15 +163,15 @@ func TestProvisionQuotaOnTemplateNow(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			r := hostRig(t)
 			ctx := context.Background()
-			if _, err := r.store.UpdateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}); err != nil {
+			if _, err := r.store.UpdateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}); err != nil {
 				t.Fatal(err)
 			}
-			tmpl := &models.Template{ID: "tmpl-q", TenantID: "acme", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}
+			tmpl := &wire.Template{ID: "tmpl-q", TenantID: "acme", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}
 			if err := r.store.CreateTemplate(ctx, tmpl); err != nil {
 				t.Fatal(err)
 			}
-			ws := &models.Workspace{ID: "ws-q", TenantID: "acme", TemplateID: "tmpl-q", ProviderID: "mem", Backend: memory.Type,
-				Phase: models.PhasePending, CPUCores: 1, MemoryBytes: 256 << 20}
+			ws := &wire.Workspace{ID: "ws-q", TenantID: "acme", TemplateID: "tmpl-q", ProviderID: "mem", Backend: memory.Type,
+				Phase: wire.PhasePending, CPUCores: 1, MemoryBytes: 256 << 20}
 			if err := r.store.CreateWorkspace(ctx, ws); err != nil {
 				t.Fatal(err)
 			}

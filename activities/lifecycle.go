@@ -19,6 +19,7 @@ import (
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // Provision makes the workspace's sandbox and prepares it: it mints the
@@ -155,7 +156,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 		}
 	}
 
-	if _, err := a.recordEvent(ctx, id, models.EventProvisioned, map[string]any{
+	if _, err := a.recordEvent(ctx, id, wire.EventProvisioned, map[string]any{
 		"workspace_type": ws.Backend,
 		"workspace_path": h.Path,
 	}); err != nil {
@@ -167,7 +168,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 
 // waitRuntime connects to a freshly provisioned runtime, retrying for a
 // while: a container's runtime may need a moment before it listens.
-func (a *Activities) waitRuntime(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+func (a *Activities) waitRuntime(ctx context.Context, ws *wire.Workspace, h backend.Handle) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.runtimeWait())
 	defer cancel()
 	delay := 20 * time.Millisecond
@@ -301,7 +302,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 			err = RedactErr(fmt.Errorf("workspace %s: destroy: %w", id, err), ws.RuntimeToken)
 			if !in.KeepRow && lastAttempt(ctx, err) {
 				// Say so in the event stream once, when retries are over.
-				if _, evErr := a.recordEvent(ctx, id, models.EventDestroyed, map[string]any{
+				if _, evErr := a.recordEvent(ctx, id, wire.EventDestroyed, map[string]any{
 					"workspace_type": ws.Backend,
 					"workspace_path": h.Path,
 					"error":          err.Error(),
@@ -320,7 +321,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 	if path == "" {
 		path = ws.Path
 	}
-	if _, err := a.recordEvent(ctx, id, models.EventDestroyed, map[string]any{
+	if _, err := a.recordEvent(ctx, id, wire.EventDestroyed, map[string]any{
 		"workspace_type": ws.Backend,
 		"workspace_path": path,
 	}); err != nil {
@@ -333,7 +334,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 	return DestroyOutput{Destroyed: found, Path: path}, nil
 }
 
-func (a *Activities) destroyBackend(ctx context.Context, ws *models.Workspace, h backend.Handle) error {
+func (a *Activities) destroyBackend(ctx context.Context, ws *wire.Workspace, h backend.Handle) error {
 	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
 		return err

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Lifetime is a workspace's lifetime deadlines as the workflow sees them:
@@ -22,8 +22,8 @@ type Lifetime struct {
 }
 
 // lifetimeOf returns ws's deadlines.
-func lifetimeOf(ws *models.Workspace) *Lifetime {
-	l := &Lifetime{Resting: ws.PoolState == models.PoolIdle || ws.PoolState == models.PoolReturning}
+func lifetimeOf(ws *wire.Workspace) *Lifetime {
+	l := &Lifetime{Resting: ws.PoolState == wire.PoolIdle || ws.PoolState == wire.PoolReturning}
 	if ws.ExpiresAt != nil {
 		l.ExpiresAt = *ws.ExpiresAt
 	}
@@ -98,7 +98,7 @@ func (a *Activities) expireLease(ctx context.Context, id string) (ExpireLeaseOut
 	}
 	out := ExpireLeaseOutput{TakenBack: true, PoolID: ws.PoolID}
 	if ws.PoolID != "" {
-		err := a.Store.SetPoolState(ctx, id, models.PoolLeased, models.PoolReturning)
+		err := a.Store.SetPoolState(ctx, id, wire.PoolLeased, wire.PoolReturning)
 		if errs.Is(err, errs.Conflict) {
 			// Returned (or detached) since the deadline was read.
 			return ExpireLeaseOutput{}, nil
@@ -107,13 +107,13 @@ func (a *Activities) expireLease(ctx context.Context, id string) (ExpireLeaseOut
 			return ExpireLeaseOutput{}, fmt.Errorf("workspace %s: expire lease: %w", id, err)
 		}
 	}
-	data := map[string]any{"reason": models.ReasonLeaseExpired, "pool_id": ws.PoolID}
+	data := map[string]any{"reason": wire.ReasonLeaseExpired, "pool_id": ws.PoolID}
 	if ws.LeaseExpiresAt != nil {
 		data["lease_expires_at"] = ws.LeaseExpiresAt.Format(time.RFC3339Nano)
 	}
 	// The lease is taken back now: a retry would find the workspace
 	// returning and not take it back again, so a lost event is only logged.
-	if _, err := a.recordEvent(ctx, id, models.EventLeaseExpired, data); err != nil {
+	if _, err := a.recordEvent(ctx, id, wire.EventLeaseExpired, data); err != nil {
 		a.logger().Warn("record lease expiry", "workspace_id", id, "error", err)
 	}
 	a.logger().Info("workspace lease expired", "workspace_id", id, "pool_id", ws.PoolID)

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/primerhq/primer/internal/outbound"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestOutboundRefusedAtDial: with no allowlist (the zero policy) a webhook
@@ -36,7 +36,7 @@ func TestOutboundRefusedAtDial(t *testing.T) {
 		r := newRig(t)
 		r.a.Outbound = &outbound.Policy{}
 		r.workspace(t, "ws-0b01", `{"kind":"memory","recovery":{"max_attempts":1,"webhook_url":"`+srv.URL+`/hook?token=hook-secret-42"}}`)
-		_, err := r.a.NotifyWebhook(ctx, WebhookInput{WorkspaceID: "ws-0b01", Event: models.EventEscalated, Phase: models.PhaseEscalated})
+		_, err := r.a.NotifyWebhook(ctx, WebhookInput{WorkspaceID: "ws-0b01", Event: wire.EventEscalated, Phase: wire.PhaseEscalated})
 		nonRetryable(t, "webhook to loopback", err, "refused by the outbound policy")
 		if err != nil && strings.Contains(err.Error(), "hook-secret-42") {
 			t.Errorf("the error holds the URL's token: %v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Lifecycle creates and deletes workspaces the way the API does: a row
@@ -16,19 +17,19 @@ import (
 // workflows that call them.
 type Lifecycle interface {
 	// CreateWorkspace stores a workspace and starts its workflow.
-	CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error)
+	CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*wire.Workspace, error)
 	// DeleteWorkspace asks the workspace's workflow to destroy it.
-	DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error
+	DeleteWorkspace(ctx context.Context, w *wire.Workspace, reason string) error
 	// NotifyPool wakes a pool's workflow.
 	NotifyPool(ctx context.Context, poolID string) error
 	// ReturnWorkspace gives a leased pool workspace (pool state already
 	// returning) back to its workflow, which resets it and puts it back
 	// in the pool, or replaces it.
-	ReturnWorkspace(ctx context.Context, w *models.Workspace) error
+	ReturnWorkspace(ctx context.Context, w *wire.Workspace) error
 	// AdoptWorkspace starts the workflow of a pending, never provisioned
 	// workspace whose create stopped between storing its row and starting
 	// its workflow; true if it started one.
-	AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool, error)
+	AdoptWorkspace(ctx context.Context, w *wire.Workspace) (bool, error)
 }
 
 // CreateWorkspaceRequest is a workspace to create.
@@ -108,7 +109,7 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 	if errs.Is(err, errs.NotFound) {
 		out.Gone = true
 		for i := range members {
-			if members[i].PoolState == models.PoolIdle && members[i].Phase != models.PhaseTerminating {
+			if members[i].PoolState == wire.PoolIdle && members[i].Phase != wire.PhaseTerminating {
 				if err := a.Lifecycle.DeleteWorkspace(ctx, &members[i], "pool "+poolID+" deleted"); err != nil {
 					return out, err
 				}
@@ -129,33 +130,33 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 		return out, fmt.Errorf("pool %s: template %s: %w", poolID, p.TemplateID, err)
 	}
 
-	var fresh, stale, broken []*models.Workspace
+	var fresh, stale, broken []*wire.Workspace
 	freshReady := 0
 	for i := range members {
 		m := &members[i]
 		switch {
-		case m.Phase == models.PhaseTerminating:
+		case m.Phase == wire.PhaseTerminating:
 			// On its way out, idle or leased (its lessee deleted it):
 			// not counted, so the pool replaces it.
-		case m.PoolState != models.PoolIdle:
+		case m.PoolState != wire.PoolIdle:
 			// Leased or being returned: part of the pool, not ours to
 			// delete. One that fails while leased is its lessee's to
 			// recover, return (a failed reset deletes it) or delete.
 			out.Leased++
-		case m.Phase == models.PhaseFailed || m.Phase == models.PhaseEscalated:
+		case m.Phase == wire.PhaseFailed || m.Phase == wire.PhaseEscalated:
 			broken = append(broken, m)
 		case m.TemplateID != p.TemplateID || m.TemplateGeneration != tmpl.Generation:
 			stale = append(stale, m)
 		default:
 			fresh = append(fresh, m)
-			if m.Phase == models.PhaseRunning {
+			if m.Phase == wire.PhaseRunning {
 				freshReady++
 			}
 		}
 	}
 	out.Idle, out.Stale = len(fresh), len(stale)
 
-	var remove []*models.Workspace
+	var remove []*wire.Workspace
 	remove = append(remove, broken...)
 	held := len(fresh) + len(stale) + out.Leased
 	create := max(0, p.Size-held)
@@ -174,13 +175,13 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 		// removed when they come back idle, if still too many.
 		surplus := held - p.Size
 		for i := len(fresh) - 1; i >= 0 && surplus > 0; i-- {
-			if fresh[i].Phase != models.PhaseRunning {
+			if fresh[i].Phase != wire.PhaseRunning {
 				remove = append(remove, fresh[i])
 				surplus--
 			}
 		}
 		for i := len(fresh) - 1; i >= 0 && surplus > 0; i-- {
-			if fresh[i].Phase == models.PhaseRunning {
+			if fresh[i].Phase == wire.PhaseRunning {
 				remove = append(remove, fresh[i])
 				surplus--
 			}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // Probe pings the workspace's runtime. A miss is a result, not an error:
@@ -40,8 +40,8 @@ func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, err
 // its provider's row and the provider's backend. A watch holds the last
 // one read, so a healthy workspace's probes read no row.
 type probeTarget struct {
-	ws       *models.Workspace
-	provider *models.Provider
+	ws       *wire.Workspace
+	provider *wire.Provider
 	backend  backend.Backend
 }
 

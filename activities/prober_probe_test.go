@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // probeRecorder is a Prober on a rig's Activities: its probes are
@@ -181,7 +181,7 @@ func TestProberDeadlinesOfPoolMembers(t *testing.T) {
 		t.Fatal("no rows read")
 	}
 	soon := time.Now().Add(time.Minute).UTC().Truncate(time.Millisecond)
-	if err := r.store.SetDeadlines(ctx, "ws-dl", models.Deadlines{ExpiresAt: &soon}); err != nil {
+	if err := r.store.SetDeadlines(ctx, "ws-dl", wire.Deadlines{ExpiresAt: &soon}); err != nil {
 		t.Fatal(err)
 	}
 

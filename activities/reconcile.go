@@ -8,6 +8,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // ReconcileInput tunes one reconciler pass.
@@ -92,7 +93,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 			a.logger().Info("orphaned sandbox removed", "workspace_id", l.WorkspaceID, "provider_id", p.ID,
 				"backend", p.Provider, "objects", l.Objects)
 		}
-		running, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{ProviderID: p.ID, Phase: models.PhaseRunning})
+		running, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{ProviderID: p.ID, Phase: wire.PhaseRunning})
 		if err != nil {
 			out.Errors = append(out.Errors, fmt.Sprintf("provider %s: list workspaces: %v", p.ID, err))
 			continue
@@ -111,7 +112,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 			if a.reported(ctx, ws.ID) {
 				continue
 			}
-			if _, err := a.recordEvent(ctx, ws.ID, models.EventSandboxMissing, map[string]any{
+			if _, err := a.recordEvent(ctx, ws.ID, wire.EventSandboxMissing, map[string]any{
 				"workspace_type": ws.Backend,
 				"reason":         fmt.Sprintf("provider %s has no sandbox for this workspace", p.ID),
 			}); err != nil {
@@ -126,7 +127,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 
 // tidy removes what provider p's backend holds for no sandbox (see
 // backend.Tidier).
-func (a *Activities) tidy(ctx context.Context, p *models.Provider, b backend.Backend, grace time.Duration, out *ReconcileOutput) {
+func (a *Activities) tidy(ctx context.Context, p *wire.Provider, b backend.Backend, grace time.Duration, out *ReconcileOutput) {
 	t, ok := b.(backend.Tidier)
 	if !ok {
 		return
@@ -146,5 +147,5 @@ func (a *Activities) tidy(ctx context.Context, p *models.Provider, b backend.Bac
 // probes fail it.
 func (a *Activities) reported(ctx context.Context, id string) bool {
 	evs, err := a.Store.LatestEvents(ctx, id, 1)
-	return err == nil && len(evs) == 1 && evs[0].Type == models.EventSandboxMissing
+	return err == nil && len(evs) == 1 && evs[0].Type == wire.EventSandboxMissing
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // adoptPending gives a workflow to every pending, never provisioned
@@ -17,7 +18,7 @@ func (a *Activities) adoptPending(ctx context.Context, grace time.Duration, out 
 	if a.Lifecycle == nil {
 		return
 	}
-	pending, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{Phase: models.PhasePending})
+	pending, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{Phase: wire.PhasePending})
 	if err != nil {
 		out.Errors = append(out.Errors, fmt.Sprintf("list pending workspaces: %v", err))
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // A pending row older than the grace with no handle gets its workflow
@@ -15,11 +16,11 @@ import (
 func TestReconcileAdoptsPendingRowsWithoutWorkflow(t *testing.T) {
 	r := newPoolRig(t, 1)
 	old := time.Now().Add(-time.Minute)
-	rows := map[string]*models.Workspace{
-		"cut-off":     {Phase: models.PhasePending, CreatedAt: old},
-		"in-flight":   {Phase: models.PhasePending},
-		"provisioned": {Phase: models.PhasePending, CreatedAt: old, Handle: json.RawMessage(`{"backend":"memory","workspace_id":"x"}`)},
-		"running":     {Phase: models.PhaseRunning, CreatedAt: old},
+	rows := map[string]*wire.Workspace{
+		"cut-off":     {Phase: wire.PhasePending, CreatedAt: old},
+		"in-flight":   {Phase: wire.PhasePending},
+		"provisioned": {Phase: wire.PhasePending, CreatedAt: old, Handle: json.RawMessage(`{"backend":"memory","workspace_id":"x"}`)},
+		"running":     {Phase: wire.PhaseRunning, CreatedAt: old},
 	}
 	ids := map[string]string{}
 	for name, w := range rows {

@@ -16,7 +16,7 @@ import (
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/backend/worktree"
 	"github.com/primerhq/primer/internal/testenv"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestReconcileWorktreeCrashLeftovers: what `git worktree add` made before
@@ -35,10 +35,10 @@ func TestReconcileWorktreeCrashLeftovers(t *testing.T) {
 	})
 	root := t.TempDir()
 	cfg := json.RawMessage(`{"kind":"worktree","root_path":"` + root + `"}`)
-	if err := r.store.CreateProvider(ctx, &models.Provider{ID: "wt", Provider: worktree.Type, Config: cfg}); err != nil {
+	if err := r.store.CreateProvider(ctx, &wire.Provider{ID: "wt", Provider: worktree.Type, Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.a.Backends.For(&models.Provider{ID: "wt", Provider: worktree.Type, Config: cfg})
+	b, err := r.a.Backends.For(&wire.Provider{ID: "wt", Provider: worktree.Type, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +88,10 @@ func TestReconcileWorktreeCrashLeftovers(t *testing.T) {
 	provision(branchOnly, true)
 	provision(whole, false)
 	provision(owned, true)
-	if err := r.store.CreateTemplate(ctx, &models.Template{ID: "tmpl-wt", ProviderID: "wt", Backend: tmplDoc}); err != nil {
+	if err := r.store.CreateTemplate(ctx, &wire.Template{ID: "tmpl-wt", ProviderID: "wt", Backend: tmplDoc}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.CreateWorkspace(ctx, &models.Workspace{ID: owned, TemplateID: "tmpl-wt", ProviderID: "wt", Backend: worktree.Type, Phase: models.PhasePending}); err != nil {
+	if err := r.store.CreateWorkspace(ctx, &wire.Workspace{ID: owned, TemplateID: "tmpl-wt", ProviderID: "wt", Backend: worktree.Type, Phase: wire.PhasePending}); err != nil {
 		t.Fatal(err)
 	}
 

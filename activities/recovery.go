@@ -16,6 +16,7 @@ import (
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // ReplaceInput names the workspace whose sandbox is replaced by stale
@@ -174,7 +175,7 @@ func (a *Activities) Recovered(ctx context.Context, in RecoveredInput) (Recovere
 	for _, s := range ss {
 		out.Sessions = append(out.Sessions, ResumedSession{ID: s.ID, ResumedFrom: s.ResumedFrom})
 	}
-	if _, err := a.recordEvent(ctx, in.WorkspaceID, models.EventRecovered, map[string]any{
+	if _, err := a.recordEvent(ctx, in.WorkspaceID, wire.EventRecovered, map[string]any{
 		"attempt":  in.Attempt,
 		"sessions": out.Sessions,
 	}); err != nil {
@@ -291,15 +292,15 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	if err != nil {
 		return ResetOutput{}, err
 	}
-	ended, err := a.Store.EndWorkspaceSessions(ctx, id, models.ReasonWorkspaceReturned)
+	ended, err := a.Store.EndWorkspaceSessions(ctx, id, wire.ReasonWorkspaceReturned)
 	if err != nil {
 		return ResetOutput{}, fmt.Errorf("workspace %s: reset: end sessions: %w", id, err)
 	}
-	if err := a.Store.SetPoolState(ctx, id, models.PoolReturning, models.PoolIdle); err != nil && !errs.Is(err, errs.Conflict) {
+	if err := a.Store.SetPoolState(ctx, id, wire.PoolReturning, wire.PoolIdle); err != nil && !errs.Is(err, errs.Conflict) {
 		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
 	}
 	out := ResetOutput{Killed: res.Killed, SessionsEnded: len(ended)}
-	if _, err := a.recordEvent(ctx, id, models.EventReturned, map[string]any{
+	if _, err := a.recordEvent(ctx, id, wire.EventReturned, map[string]any{
 		"pool_id": ws.PoolID, "killed": out.Killed, "sessions_ended": out.SessionsEnded,
 	}); err != nil {
 		return ResetOutput{}, err
@@ -317,7 +318,7 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 // the runtime kills every process and empties the workspace root, then
 // the template's files are written and its init commands run again. A
 // pool return (reset) and an eval case on a reused workspace share it.
-func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *models.Workspace, common backend.Common) (protocol.ResetResult, error) {
+func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, error) {
 	// The template's files and init run again, from the template as it is
 	// now: the host rule holds here as at a provision.
 	if err := a.mayMakeWorkspace(ctx, ws); err != nil {

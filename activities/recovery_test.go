@@ -23,6 +23,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // Replace keeps the workspace's data, writes template files only where
@@ -125,14 +126,14 @@ func TestRecoveredResumesLostSessions(t *testing.T) {
 	r.workspace(t, "ws-0a03", `{"kind":"memory"}`)
 	var lost []string
 	for _, agent := range []string{"a1", "a2"} {
-		s := &models.Session{WorkspaceID: "ws-0a03", Agent: agent, Metadata: map[string]string{"run": agent}}
+		s := &wire.Session{WorkspaceID: "ws-0a03", Agent: agent, Metadata: map[string]string{"run": agent}}
 		if err := r.store.CreateSession(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		lost = append(lost, s.ID)
 	}
 	failedAt := time.Now()
-	if _, err := r.a.SetPhase(ctx, SetPhaseInput{WorkspaceID: "ws-0a03", From: "running", To: models.PhaseFailed, Reason: "gone"}); err != nil {
+	if _, err := r.a.SetPhase(ctx, SetPhaseInput{WorkspaceID: "ws-0a03", From: "running", To: wire.PhaseFailed, Reason: "gone"}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := r.a.Recovered(ctx, RecoveredInput{WorkspaceID: "ws-0a03", Attempt: 1, LostSince: failedAt})
@@ -146,7 +147,7 @@ func TestRecoveredResumesLostSessions(t *testing.T) {
 	for _, s := range out.Sessions {
 		from = append(from, s.ResumedFrom)
 		got, err := r.store.GetSession(ctx, s.ID)
-		if err != nil || got.Status != models.SessionOpen || got.ResumedFrom != s.ResumedFrom {
+		if err != nil || got.Status != wire.SessionOpen || got.ResumedFrom != s.ResumedFrom {
 			t.Errorf("session %s = %+v (%v)", s.ID, got, err)
 		}
 	}
@@ -157,7 +158,7 @@ func TestRecoveredResumesLostSessions(t *testing.T) {
 	}
 	evs := r.events(t, "ws-0a03")
 	last := evs[len(evs)-1]
-	if last.Type != models.EventRecovered || !strings.Contains(string(last.Data), lost[0]) {
+	if last.Type != wire.EventRecovered || !strings.Contains(string(last.Data), lost[0]) {
 		t.Errorf("last event = %s %s", last.Type, last.Data)
 	}
 	// A retried activity resumes nothing twice.
@@ -191,14 +192,14 @@ func TestNotifyWebhook(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	r.workspace(t, "ws-0a04", `{"kind":"memory","recovery":{"max_attempts":1,"webhook_url":"`+srv.URL+`/hook?token=hook-secret-42"}}`)
-	in := WebhookInput{WorkspaceID: "ws-0a04", Event: models.EventEscalated, Phase: models.PhaseEscalated, Reason: "gave up", Attempts: 1}
+	in := WebhookInput{WorkspaceID: "ws-0a04", Event: wire.EventEscalated, Phase: wire.PhaseEscalated, Reason: "gave up", Attempts: 1}
 
 	out, err := r.a.NotifyWebhook(ctx, in)
 	if err != nil || out.Status != http.StatusNoContent {
 		t.Fatalf("deliver: %+v, %v", out, err)
 	}
-	if len(got) != 1 || got[0]["workspace_id"] != "ws-0a04" || got[0]["event"] != models.EventEscalated ||
-		got[0]["reason"] != "gave up" || got[0]["attempts"] != float64(1) || got[0]["phase"] != models.PhaseEscalated {
+	if len(got) != 1 || got[0]["workspace_id"] != "ws-0a04" || got[0]["event"] != wire.EventEscalated ||
+		got[0]["reason"] != "gave up" || got[0]["attempts"] != float64(1) || got[0]["phase"] != wire.PhaseEscalated {
 		t.Errorf("received %v", got)
 	}
 
@@ -244,7 +245,7 @@ func TestReconcile(t *testing.T) {
 	}
 	// A running workspace whose sandbox vanished.
 	r.workspace(t, "ws-0a06", `{"kind":"memory"}`)
-	if err := r.store.SetWorkspacePhase(ctx, "ws-0a06", models.PhaseRunning, "runtime answered"); err != nil {
+	if err := r.store.SetWorkspacePhase(ctx, "ws-0a06", wire.PhaseRunning, "runtime answered"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -267,7 +268,7 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("orphan still there or owned sandbox removed")
 	}
 	evs := r.events(t, "ws-0a06")
-	if len(evs) == 0 || evs[len(evs)-1].Type != models.EventSandboxMissing {
+	if len(evs) == 0 || evs[len(evs)-1].Type != wire.EventSandboxMissing {
 		t.Errorf("events of the missing workspace = %+v", evs)
 	}
 	if got := counter(t, r.m.OrphansRemoved); got != 1 {
@@ -280,7 +281,7 @@ func TestReconcile(t *testing.T) {
 	}
 	n := 0
 	for _, e := range r.events(t, "ws-0a06") {
-		if e.Type == models.EventSandboxMissing {
+		if e.Type == wire.EventSandboxMissing {
 			n++
 		}
 	}
@@ -299,9 +300,9 @@ type fakeLifecycle struct {
 	adopted  []string
 }
 
-func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
-	w := &models.Workspace{ID: models.NewID("ws"), TemplateID: req.TemplateID, ProviderID: "mem", Backend: memory.Type,
-		Phase: models.PhasePending, PoolID: req.PoolID, PoolState: models.PoolIdle}
+func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*wire.Workspace, error) {
+	w := &wire.Workspace{ID: models.NewID("ws"), TemplateID: req.TemplateID, ProviderID: "mem", Backend: memory.Type,
+		Phase: wire.PhasePending, PoolID: req.PoolID, PoolState: wire.PoolIdle}
 	if err := f.store.CreateWorkspace(ctx, w); err != nil {
 		return nil, err
 	}
@@ -309,19 +310,19 @@ func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspace
 	return w, nil
 }
 
-func (f *fakeLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
+func (f *fakeLifecycle) DeleteWorkspace(ctx context.Context, w *wire.Workspace, reason string) error {
 	f.deleted = append(f.deleted, w.ID)
-	return f.store.SetWorkspacePhase(ctx, w.ID, models.PhaseTerminating, reason)
+	return f.store.SetWorkspacePhase(ctx, w.ID, wire.PhaseTerminating, reason)
 }
 
 func (f *fakeLifecycle) NotifyPool(context.Context, string) error { return nil }
 
-func (f *fakeLifecycle) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
+func (f *fakeLifecycle) ReturnWorkspace(ctx context.Context, w *wire.Workspace) error {
 	f.returned = append(f.returned, w.ID)
 	return nil
 }
 
-func (f *fakeLifecycle) AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool, error) {
+func (f *fakeLifecycle) AdoptWorkspace(ctx context.Context, w *wire.Workspace) (bool, error) {
 	f.adopted = append(f.adopted, w.ID)
 	return true, nil
 }
@@ -340,10 +341,10 @@ func newPoolRig(t *testing.T, size int) *poolRig {
 	ctx := context.Background()
 	lc := &fakeLifecycle{store: r.store}
 	r.a.Lifecycle = lc
-	if err := r.store.CreateTemplate(ctx, &models.Template{ID: "pt", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
+	if err := r.store.CreateTemplate(ctx, &wire.Template{ID: "pt", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.CreatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: size}); err != nil {
+	if err := r.store.CreatePool(ctx, &wire.Pool{ID: "warm", TemplateID: "pt", Size: size}); err != nil {
 		t.Fatal(err)
 	}
 	return &poolRig{rig: r, lc: lc, ctx: ctx}
@@ -371,8 +372,8 @@ func (r *poolRig) runAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range ws {
-		if w.Phase == models.PhasePending {
-			if err := r.store.SetWorkspacePhase(r.ctx, w.ID, models.PhaseRunning, "up"); err != nil {
+		if w.Phase == wire.PhasePending {
+			if err := r.store.SetWorkspacePhase(r.ctx, w.ID, wire.PhaseRunning, "up"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -382,14 +383,14 @@ func (r *poolRig) runAll(t *testing.T) {
 // ready counts the members a lease can take now: idle and running.
 func (r *poolRig) ready(t *testing.T) int {
 	t.Helper()
-	ws, err := r.store.ListWorkspaces(r.ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: models.PoolIdle, Phase: models.PhaseRunning})
+	ws, err := r.store.ListWorkspaces(r.ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: wire.PoolIdle, Phase: wire.PhaseRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return len(ws)
 }
 
-func (r *poolRig) lease(t *testing.T) *models.Workspace {
+func (r *poolRig) lease(t *testing.T) *wire.Workspace {
 	t.Helper()
 	w, err := r.store.LeaseWorkspace(r.ctx, "warm")
 	if err != nil || w == nil {
@@ -402,11 +403,11 @@ func (r *poolRig) lease(t *testing.T) *models.Workspace {
 // to idle (its workflow's reset), with a pass after each step.
 func (r *poolRig) giveBack(t *testing.T, id string) {
 	t.Helper()
-	if err := r.store.SetPoolState(r.ctx, id, models.PoolLeased, models.PoolReturning); err != nil {
+	if err := r.store.SetPoolState(r.ctx, id, wire.PoolLeased, wire.PoolReturning); err != nil {
 		t.Fatal(err)
 	}
 	r.pass(t, 0, 0) // a returning member still counts: nothing goes
-	if err := r.store.SetPoolState(r.ctx, id, models.PoolReturning, models.PoolIdle); err != nil {
+	if err := r.store.SetPoolState(r.ctx, id, wire.PoolReturning, wire.PoolIdle); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -432,8 +433,8 @@ func TestReconcilePool(t *testing.T) {
 	}
 
 	// An idle member that failed is replaced.
-	idle, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: models.PoolIdle})
-	_ = r.store.SetWorkspacePhase(ctx, idle[0].ID, models.PhaseFailed, "dead")
+	idle, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "warm", PoolState: wire.PoolIdle})
+	_ = r.store.SetWorkspacePhase(ctx, idle[0].ID, wire.PhaseFailed, "dead")
 	r.pass(t, 1, 1)
 	r.runAll(t)
 
@@ -471,21 +472,21 @@ func TestReconcilePool(t *testing.T) {
 	// A leased member its lessee deletes no longer counts: it is replaced.
 	gone := r.lease(t)
 	r.pass(t, 0, 0)
-	_ = r.store.SetWorkspacePhase(ctx, gone.ID, models.PhaseTerminating, "deleted by its lessee")
+	_ = r.store.SetWorkspacePhase(ctx, gone.ID, wire.PhaseTerminating, "deleted by its lessee")
 	r.pass(t, 1, 0)
 	r.runAll(t)
 
 	// A smaller size removes idle members only; a leased one stays, and
 	// goes when it comes back idle if the pool is still too big.
 	leased = r.lease(t)
-	if err := r.store.UpdatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: 1}); err != nil {
+	if err := r.store.UpdatePool(ctx, &wire.Pool{ID: "warm", TemplateID: "pt", Size: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if out := r.pass(t, 0, 1); out.Leased != 1 {
 		t.Errorf("after the size cut: %+v", out)
 	}
 	w, _ := r.store.GetWorkspace(ctx, leased.ID)
-	if w.Phase != models.PhaseRunning || w.PoolState != models.PoolLeased {
+	if w.Phase != wire.PhaseRunning || w.PoolState != wire.PoolLeased {
 		t.Errorf("leased member after the size cut = %s, %s", w.Phase, w.PoolState)
 	}
 	r.giveBack(t, leased.ID)
@@ -495,7 +496,7 @@ func TestReconcilePool(t *testing.T) {
 
 	// Deleting the pool removes the idle members; the leased one stays,
 	// detached.
-	if err := r.store.UpdatePool(ctx, &models.Pool{ID: "warm", TemplateID: "pt", Size: 3}); err != nil {
+	if err := r.store.UpdatePool(ctx, &wire.Pool{ID: "warm", TemplateID: "pt", Size: 3}); err != nil {
 		t.Fatal(err)
 	}
 	r.pass(t, 2, 0)
@@ -509,7 +510,7 @@ func TestReconcilePool(t *testing.T) {
 		t.Fatalf("gone pass = %+v, %v", out, err)
 	}
 	w, _ = r.store.GetWorkspace(ctx, leased.ID)
-	if w.PoolID != "" || w.PoolState != "" || w.Phase != models.PhaseRunning {
+	if w.PoolID != "" || w.PoolState != "" || w.Phase != wire.PhaseRunning {
 		t.Errorf("leased workspace after the pool went = %+v", w)
 	}
 }
@@ -544,7 +545,7 @@ func TestReconcilePoolLeaseReturnNoChurn(t *testing.T) {
 	for i := range cycles {
 		// Lease one or more (up to the whole pool), then return them all.
 		n := 1 + i%size
-		var out []*models.Workspace
+		var out []*wire.Workspace
 		for range n {
 			out = append(out, r.lease(t))
 			count(r.pass(t, 0, 0))

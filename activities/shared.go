@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // What the eval-run activities (activities/evalrun) share with the
@@ -16,14 +16,14 @@ import (
 
 // ResetSandbox makes ws's sandbox as it was when provisioned, as a pool
 // return does: an eval case on a reused workspace starts from there.
-func ResetSandbox(ctx context.Context, a *Activities, cl *client.Client, ws *models.Workspace, common backend.Common) (protocol.ResetResult, error) {
+func ResetSandbox(ctx context.Context, a *Activities, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, error) {
 	return a.resetSandbox(ctx, cl, ws, common)
 }
 
 // HostKind is the host backend ws would be made on from tmpl, or "" (see
 // hostKind): a lease for an eval run passes the same host rule as a
 // provisioning.
-func HostKind(ctx context.Context, a *Activities, ws *models.Workspace, tmpl *models.Template) (string, error) {
+func HostKind(ctx context.Context, a *Activities, ws *wire.Workspace, tmpl *wire.Template) (string, error) {
 	return a.hostKind(ctx, ws, tmpl)
 }
 

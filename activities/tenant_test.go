@@ -11,6 +11,7 @@ import (
 
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // tenantLifecycle creates rows in the tenant the request names, as
@@ -21,14 +22,14 @@ type tenantLifecycle struct {
 	reqs []CreateWorkspaceRequest
 }
 
-func (l *tenantLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
+func (l *tenantLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*wire.Workspace, error) {
 	l.mu.Lock()
 	l.reqs = append(l.reqs, req)
 	l.mu.Unlock()
-	w := &models.Workspace{ID: models.NewID("ws"), TenantID: req.TenantID, TemplateID: req.TemplateID, ProviderID: "mem",
-		Backend: memory.Type, Phase: models.PhaseRunning, Labels: req.Labels, PoolID: req.PoolID}
+	w := &wire.Workspace{ID: models.NewID("ws"), TenantID: req.TenantID, TemplateID: req.TemplateID, ProviderID: "mem",
+		Backend: memory.Type, Phase: wire.PhaseRunning, Labels: req.Labels, PoolID: req.PoolID}
 	if req.PoolID != "" {
-		w.PoolState = models.PoolIdle
+		w.PoolState = wire.PoolIdle
 	}
 	if err := l.store.CreateWorkspace(ctx, w); err != nil {
 		return nil, err
@@ -52,9 +53,9 @@ func TestPoolRefillAtQuota(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(r.store.CreateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxWorkspaces: 3}}))
-	must(r.store.CreateTemplate(ctx, &models.Template{ID: "pt", TenantID: "acme", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}))
-	must(r.store.CreatePool(ctx, &models.Pool{ID: "warm", TenantID: "acme", TemplateID: "pt", Size: 5}))
+	must(r.store.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxWorkspaces: 3}}))
+	must(r.store.CreateTemplate(ctx, &wire.Template{ID: "pt", TenantID: "acme", ProviderID: "mem", Backend: json.RawMessage(`{"kind":"memory"}`)}))
+	must(r.store.CreatePool(ctx, &wire.Pool{ID: "warm", TenantID: "acme", TemplateID: "pt", Size: 5}))
 
 	for _, tc := range []struct {
 		name        string
@@ -86,7 +87,7 @@ func TestPoolRefillAtQuota(t *testing.T) {
 	}
 
 	// The tenant gets room: the next pass fills up to the pool's size.
-	if _, err := r.store.UpdateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxWorkspaces: 5}}); err != nil {
+	if _, err := r.store.UpdateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxWorkspaces: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := r.a.ReconcilePool(ctx, ReconcilePoolInput{PoolID: "warm"})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -109,19 +110,19 @@ func TestProviders(t *testing.T) {
 	}
 
 	// The refused requests changed nothing.
-	var got items[models.Provider]
+	var got items[wire.Provider]
 	h.do("GET", "/v1/providers", nil).expect(t, 200).decode(t, &got)
 	if len(got.Items) != 2 || got.Items[0].ID != "extra" || got.Items[1].ID != "local" {
 		t.Fatalf("providers = %+v, want extra and local", got.Items)
 	}
-	var lp models.Provider
+	var lp wire.Provider
 	h.do("GET", "/v1/providers/local", nil).expect(t, 200).decode(t, &lp)
 	if !strings.Contains(string(lp.Config), h.root) {
 		t.Fatalf("local provider config %s changed", lp.Config)
 	}
 
 	// Update, then the row carries the new config.
-	var up models.Provider
+	var up wire.Provider
 	h.do("PUT", "/v1/providers/extra", fmt.Sprintf(`{"provider":"local","config":{"kind":"local","root_path":%q}}`, root("moved"))).
 		expect(t, 200).decode(t, &up)
 	if up.ID != "extra" || !strings.Contains(string(up.Config), "moved") {
@@ -185,7 +186,7 @@ func TestTemplates(t *testing.T) {
 
 	// Sending the redacted document back keeps the stored values; a new
 	// value replaces one; a placeholder for an unknown key is refused.
-	var got models.Template
+	var got wire.Template
 	h.do("GET", "/v1/templates/withenv", nil).decode(t, &got)
 	put := fmt.Sprintf(`{"provider_id":"local","description":"d2","backend":%s}`, got.Backend)
 	h.do("PUT", "/v1/templates/withenv", put).expect(t, 200)
@@ -216,7 +217,7 @@ func TestTemplates(t *testing.T) {
 	if strings.Contains(string(r.body), "hook-tok-77") || !strings.Contains(string(r.body), `"webhook_url":"`+Redacted+`"`) {
 		t.Fatalf("webhook not redacted: %s", r.body)
 	}
-	var hooked models.Template
+	var hooked wire.Template
 	r.decode(t, &hooked)
 	h.do("PUT", "/v1/templates/hooked", fmt.Sprintf(`{"provider_id":"local","backend":%s}`, hooked.Backend)).expect(t, 200)
 	stored, _ = h.store.GetTemplate(context.Background(), "hooked")
@@ -227,14 +228,14 @@ func TestTemplates(t *testing.T) {
 		expectError(t, 400, "invalid", "spec.backend.recovery.webhook_url", "placeholder")
 
 	// Filter by provider.
-	var list items[models.Template]
+	var list items[wire.Template]
 	h.do("GET", "/v1/templates?provider_id=none", nil).expect(t, 200).decode(t, &list)
 	if len(list.Items) != 0 {
 		t.Fatalf("filter by unknown provider returned %d", len(list.Items))
 	}
 
 	// A template in use by a workspace cannot be deleted.
-	h.workspace(models.PhaseRunning)
+	h.workspace(wire.PhaseRunning)
 	h.do("DELETE", "/v1/templates/default", nil).expectError(t, 409, "conflict", "", "")
 	h.do("DELETE", "/v1/templates/withenv", nil).expect(t, 204)
 }
@@ -250,9 +251,9 @@ func TestCreateWorkspaceStartsItsWorkflow(t *testing.T) {
 		}).Return(&mocks.WorkflowRun{}, nil).Once()
 
 	r := h.do("POST", "/v1/workspaces", `{"template_id":"default","labels":{"team":"evals"}}`).expect(t, 201)
-	var w models.Workspace
+	var w wire.Workspace
 	r.decode(t, &w)
-	if !strings.HasPrefix(w.ID, "ws-") || w.Phase != models.PhasePending || w.TemplateID != "default" ||
+	if !strings.HasPrefix(w.ID, "ws-") || w.Phase != wire.PhasePending || w.TemplateID != "default" ||
 		w.ProviderID != "local" || w.Backend != "local" || w.Labels["team"] != "evals" ||
 		w.WorkflowID != workflows.WorkflowID(w.ID) {
 		t.Fatalf("workspace = %+v", w)
@@ -265,7 +266,7 @@ func TestCreateWorkspaceStartsItsWorkflow(t *testing.T) {
 		t.Fatalf("workflow input has no policy: %+v", gotIn)
 	}
 	want := workflows.WorkspaceInput{WorkspaceID: w.ID, TemplateID: "default", ProviderID: "local", Backend: "local",
-		ProbeInterval: h.srv.cfg.Starter.ProbeInterval, Policy: gotIn.Policy, TenantID: models.DefaultTenantID}
+		ProbeInterval: h.srv.cfg.Starter.ProbeInterval, Policy: gotIn.Policy, TenantID: wire.DefaultTenantID}
 	if gotIn != want {
 		t.Fatalf("workflow input = %+v, want %+v", gotIn, want)
 	}
@@ -273,9 +274,9 @@ func TestCreateWorkspaceStartsItsWorkflow(t *testing.T) {
 		t.Fatalf("start options = %+v", gotOpts)
 	}
 	// The row is stored and readable.
-	var got models.Workspace
+	var got wire.Workspace
 	h.do("GET", "/v1/workspaces/"+w.ID, nil).expect(t, 200).decode(t, &got)
-	if got.ID != w.ID || got.Phase != models.PhasePending {
+	if got.ID != w.ID || got.Phase != wire.PhasePending {
 		t.Fatalf("GET = %+v", got)
 	}
 }
@@ -320,7 +321,7 @@ func TestCreateWorkspaceTemporalDown(t *testing.T) {
 
 func TestDeleteWorkspaceSignalsWithStart(t *testing.T) {
 	h := newHarness(t)
-	w := h.workspace(models.PhaseRunning)
+	w := h.workspace(wire.PhaseRunning)
 	var gotOpts client.StartWorkflowOptions
 	var gotSig workflows.DeleteSignal
 	var gotIn workflows.WorkspaceInput
@@ -332,9 +333,9 @@ func TestDeleteWorkspaceSignalsWithStart(t *testing.T) {
 			gotIn = args.Get(6).(workflows.WorkspaceInput)
 		}).Return(&mocks.WorkflowRun{}, nil).Once()
 
-	var got models.Workspace
+	var got wire.Workspace
 	h.do("DELETE", "/v1/workspaces/"+w.ID, nil).expect(t, 202).decode(t, &got)
-	if got.ID != w.ID || got.Phase != models.PhaseTerminating {
+	if got.ID != w.ID || got.Phase != wire.PhaseTerminating {
 		t.Fatalf("response = %+v, want phase terminating", got)
 	}
 	if gotSig.Reason != "deleted by user" || gotIn.WorkspaceID != w.ID || gotIn.TemplateID != w.TemplateID ||
@@ -347,15 +348,15 @@ func TestDeleteWorkspaceSignalsWithStart(t *testing.T) {
 		mock.Anything, mock.Anything, mock.Anything).Return(nil, errors.New("deadline exceeded")).Once()
 	h.do("DELETE", "/v1/workspaces/"+w.ID, nil).expectError(t, 503, "unavailable", "", "signal delete")
 	stored, err := h.store.GetWorkspace(context.Background(), w.ID)
-	if err != nil || stored.Phase != models.PhaseRunning {
+	if err != nil || stored.Phase != wire.PhaseRunning {
 		t.Fatalf("workspace after failed delete = %+v, %v", stored, err)
 	}
 }
 
 func TestListWorkspaces(t *testing.T) {
 	h := newHarness(t)
-	a := h.workspace(models.PhaseRunning)
-	b := h.workspace(models.PhasePending)
+	a := h.workspace(wire.PhaseRunning)
+	b := h.workspace(wire.PhasePending)
 	tests := []struct {
 		query string
 		want  []string
@@ -368,7 +369,7 @@ func TestListWorkspaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			var got items[models.Workspace]
+			var got items[wire.Workspace]
 			h.do("GET", "/v1/workspaces"+tt.query, nil).expect(t, 200).decode(t, &got)
 			var ids []string
 			for _, w := range got.Items {
@@ -401,13 +402,13 @@ func TestWorkspaceJSONHasNoToken(t *testing.T) {
 
 func TestSessions(t *testing.T) {
 	h := newHarness(t)
-	w := h.workspace(models.PhaseRunning)
-	dying := h.workspace(models.PhaseTerminating)
+	w := h.workspace(wire.PhaseRunning)
+	dying := h.workspace(wire.PhaseTerminating)
 
-	var ses models.Session
+	var ses wire.Session
 	h.do("POST", "/v1/sessions", fmt.Sprintf(`{"workspace_id":%q,"agent":"claude","metadata":{"run":"7"}}`, w.ID)).
 		expect(t, 201).decode(t, &ses)
-	if !strings.HasPrefix(ses.ID, "ses-") || ses.Status != models.SessionOpen || ses.Agent != "claude" || ses.Metadata["run"] != "7" {
+	if !strings.HasPrefix(ses.ID, "ses-") || ses.Status != wire.SessionOpen || ses.Agent != "claude" || ses.Metadata["run"] != "7" {
 		t.Fatalf("session = %+v", ses)
 	}
 
@@ -428,9 +429,9 @@ func TestSessions(t *testing.T) {
 	}
 
 	// The first end wins; a second end keeps the first reason.
-	var ended models.Session
+	var ended wire.Session
 	h.do("POST", "/v1/sessions/"+ses.ID+"/end", `{"reason":"done"}`).expect(t, 200).decode(t, &ended)
-	if ended.Status != models.SessionEnded || ended.EndReason != "done" || ended.EndedAt == nil {
+	if ended.Status != wire.SessionEnded || ended.EndReason != "done" || ended.EndedAt == nil {
 		t.Fatalf("ended = %+v", ended)
 	}
 	h.do("POST", "/v1/sessions/"+ses.ID+"/end", `{"reason":"again"}`).expect(t, 200).decode(t, &ended)
@@ -439,20 +440,20 @@ func TestSessions(t *testing.T) {
 	}
 
 	// No body: the default reason.
-	var other models.Session
+	var other wire.Session
 	h.do("POST", "/v1/sessions", fmt.Sprintf(`{"workspace_id":%q}`, w.ID)).expect(t, 201).decode(t, &other)
 	h.do("POST", "/v1/sessions/"+other.ID+"/end", nil).expect(t, 200).decode(t, &ended)
-	if ended.EndReason != models.ReasonEndedByUser {
+	if ended.EndReason != wire.ReasonEndedByUser {
 		t.Fatalf("default reason = %q", ended.EndReason)
 	}
 
-	var open items[models.Session]
+	var open items[wire.Session]
 	h.do("POST", "/v1/sessions", fmt.Sprintf(`{"workspace_id":%q}`, w.ID)).expect(t, 201)
 	h.do("GET", "/v1/sessions?status=open&workspace_id="+w.ID, nil).expect(t, 200).decode(t, &open)
-	if len(open.Items) != 1 || open.Items[0].Status != models.SessionOpen {
+	if len(open.Items) != 1 || open.Items[0].Status != wire.SessionOpen {
 		t.Fatalf("open sessions = %+v", open.Items)
 	}
-	var all items[models.Session]
+	var all items[wire.Session]
 	h.do("GET", "/v1/sessions", nil).expect(t, 200).decode(t, &all)
 	if len(all.Items) != 3 {
 		t.Fatalf("all sessions = %d, want 3", len(all.Items))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // createKeyRequest is the body of POST /v1/apikeys.
@@ -34,7 +35,7 @@ type createKeyRequest struct {
 // createdKey is the answer to POST /v1/apikeys: the only response that ever
 // carries the key itself.
 type createdKey struct {
-	models.APIKey
+	wire.APIKey
 	Key string `json:"key"`
 }
 
@@ -79,7 +80,7 @@ func (s *server) createAPIKey(c *gin.Context) {
 	case req.Role == "":
 		s.fail(c, errs.Field("role", "role: required (admin, member or viewer)"))
 		return
-	case req.Role == models.RoleAdmin && !p.admin():
+	case req.Role == wire.RoleAdmin && !p.admin():
 		s.fail(c, errs.E(errs.Forbidden, "api key: role admin: only an admin key may create one"))
 		return
 	case req.Root && !p.admin():
@@ -115,7 +116,7 @@ func (s *server) createAPIKey(c *gin.Context) {
 		return
 	}
 	id, key, hash := models.NewAPIKey()
-	k := &models.APIKey{ID: id, TenantID: req.TenantID, Role: req.Role, Name: req.Name, Hash: hash, CreatedBy: p.KeyID, ExpiresAt: expires}
+	k := &wire.APIKey{ID: id, TenantID: req.TenantID, Role: req.Role, Name: req.Name, Hash: hash, CreatedBy: p.KeyID, ExpiresAt: expires}
 	if !req.Root {
 		k.ParentID = p.KeyID
 	}
@@ -165,7 +166,7 @@ func (s *server) listAPIKeys(c *gin.Context) {
 
 // visibleKey returns the key of the path if the caller may see it; another
 // tenant's key is not found, as an unknown one.
-func (s *server) visibleKey(c *gin.Context) (*models.APIKey, bool) {
+func (s *server) visibleKey(c *gin.Context) (*wire.APIKey, bool) {
 	id := c.Param("id")
 	k, err := s.cfg.Store.GetAPIKey(c.Request.Context(), id)
 	if err == nil && !visible(c, k.TenantID) {
@@ -187,7 +188,7 @@ func (s *server) getAPIKey(c *gin.Context) {
 // revokedKey is the answer to a revoke: the key's row and how many keys of
 // its subtree this revoke marked revoked with it.
 type revokedKey struct {
-	models.APIKey
+	wire.APIKey
 	RevokedBelow int `json:"revoked_below"`
 }
 
@@ -200,7 +201,7 @@ func (s *server) revokeAPIKey(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if k.Role == models.RoleAdmin && !callerOf(c).admin() {
+	if k.Role == wire.RoleAdmin && !callerOf(c).admin() {
 		s.fail(c, errs.E(errs.Forbidden, "api key %s: role admin: only an admin key may revoke it", k.ID))
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // bearer is the header pair of a key, for harness.do.
@@ -26,7 +27,7 @@ func keyIDOf(t *testing.T, key string) string {
 // mustTenant creates tenant id in the store.
 func (h *harness) mustTenant(id string) {
 	h.t.Helper()
-	if err := h.store.CreateTenant(context.Background(), &models.Tenant{ID: id}); err != nil {
+	if err := h.store.CreateTenant(context.Background(), &wire.Tenant{ID: id}); err != nil {
 		h.t.Fatalf("create tenant %s: %v", id, err)
 	}
 }
@@ -37,13 +38,13 @@ func TestAPIKeyLifecycle(t *testing.T) {
 
 	// Created: the key comes back once, with its row; never the hash.
 	var created struct {
-		models.APIKey
+		wire.APIKey
 		Key  string `json:"key"`
 		Hash string `json:"hash"`
 	}
 	r := h.do("POST", "/v1/apikeys", map[string]any{"tenant_id": "team", "role": "member", "name": "ci", "ttl": "30d"}).expect(t, 201)
 	r.decode(t, &created)
-	if created.Key == "" || created.Hash != "" || created.TenantID != "team" || created.Role != models.RoleMember ||
+	if created.Key == "" || created.Hash != "" || created.TenantID != "team" || created.Role != wire.RoleMember ||
 		created.Name != "ci" || created.CreatedBy != keyIDOf(t, h.adminKey) || keyIDOf(t, created.Key) != created.ID {
 		t.Fatalf("created key = %s", r.body)
 	}
@@ -56,7 +57,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	key := created.Key
 
 	// It works, and acts as its tenant.
-	var tenants items[models.Tenant]
+	var tenants items[wire.Tenant]
 	h.do("GET", "/v1/tenants", nil, bearer(key)...).expect(t, 200).decode(t, &tenants)
 	if len(tenants.Items) != 1 || tenants.Items[0].ID != "team" {
 		t.Errorf("member sees tenants %+v, want only team", tenants.Items)
@@ -71,14 +72,14 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	}
 
 	// Revoking the key you use is allowed; it stops working at once.
-	var revoked models.APIKey
+	var revoked wire.APIKey
 	h.do("POST", "/v1/apikeys/"+created.ID+"/revoke", nil, bearer(key)...).expect(t, 200).decode(t, &revoked)
 	if revoked.RevokedAt == nil {
 		t.Fatalf("revoke answered %+v without revoked_at", revoked)
 	}
 	h.do("GET", "/v1/tenants", nil, bearer(key)...).expectError(t, 401, "unauthenticated", "", "revoked")
 	// Revoking again is a no-op that keeps the first time; DELETE revokes too.
-	var again models.APIKey
+	var again wire.APIKey
 	h.do("DELETE", "/v1/apikeys/"+created.ID, nil).expect(t, 200).decode(t, &again)
 	if !again.RevokedAt.Equal(*revoked.RevokedAt) {
 		t.Errorf("second revoke moved revoked_at from %v to %v", revoked.RevokedAt, again.RevokedAt)
@@ -88,10 +89,10 @@ func TestAPIKeyLifecycle(t *testing.T) {
 
 func TestAPIKeyRejected(t *testing.T) {
 	h := newHarness(t)
-	good := h.newKey(models.DefaultTenantID, models.RoleMember)
+	good := h.newKey(wire.DefaultTenantID, wire.RoleMember)
 	id, _, hash := models.NewAPIKey()
 	past := time.Now().Add(-time.Minute)
-	if err := h.store.CreateAPIKey(context.Background(), &models.APIKey{ID: id, TenantID: models.DefaultTenantID, Role: models.RoleAdmin, Hash: hash, ExpiresAt: &past}); err != nil {
+	if err := h.store.CreateAPIKey(context.Background(), &wire.APIKey{ID: id, TenantID: wire.DefaultTenantID, Role: wire.RoleAdmin, Hash: hash, ExpiresAt: &past}); err != nil {
 		t.Fatal(err)
 	}
 	expired := "pmr." + id + "." + strings.Repeat("0", 64) // wrong secret for an expired key: wrong secret wins
@@ -126,7 +127,7 @@ func TestAPIKeyRejected(t *testing.T) {
 	// An expired key with its right secret: expired. (Made through the
 	// store: the API refuses a past expiry.)
 	expID, expKey, expHash := models.NewAPIKey()
-	if err := h.store.CreateAPIKey(context.Background(), &models.APIKey{ID: expID, TenantID: models.DefaultTenantID, Role: models.RoleAdmin, Hash: expHash, ExpiresAt: &past}); err != nil {
+	if err := h.store.CreateAPIKey(context.Background(), &wire.APIKey{ID: expID, TenantID: wire.DefaultTenantID, Role: wire.RoleAdmin, Hash: expHash, ExpiresAt: &past}); err != nil {
 		t.Fatal(err)
 	}
 	h.do("GET", "/v1/workspaces", nil, bearer(expKey)...).expectError(t, 401, "unauthenticated", "", "expired at")
@@ -158,7 +159,7 @@ func TestAPIKeyCreateInput(t *testing.T) {
 	// The caller's tenant by default, expires_at honoured.
 	var k createdKey
 	h.do("POST", "/v1/apikeys", `{"role":"viewer","expires_at":"2999-01-01T00:00:00Z"}`).expect(t, 201).decode(t, &k)
-	if k.TenantID != models.DefaultTenantID || k.ExpiresAt == nil || k.ExpiresAt.Year() != 2999 {
+	if k.TenantID != wire.DefaultTenantID || k.ExpiresAt == nil || k.ExpiresAt.Year() != 2999 {
 		t.Errorf("created %+v", k)
 	}
 }
@@ -167,10 +168,10 @@ func TestAPIKeyRoles(t *testing.T) {
 	h := newHarness(t)
 	h.mustTenant("a")
 	h.mustTenant("b")
-	member := h.newKey("a", models.RoleMember)
-	viewer := h.newKey("a", models.RoleViewer)
-	adminA := h.newKey("a", models.RoleAdmin)
-	otherB := h.newKey("b", models.RoleMember)
+	member := h.newKey("a", wire.RoleMember)
+	viewer := h.newKey("a", wire.RoleViewer)
+	adminA := h.newKey("a", wire.RoleAdmin)
+	otherB := h.newKey("b", wire.RoleMember)
 	bID := keyIDOf(t, otherB)
 
 	for _, tc := range []struct {
@@ -211,7 +212,7 @@ func TestAPIKeyRoles(t *testing.T) {
 
 	// Lists: a member sees only its tenant's keys, even asking for another.
 	for _, path := range []string{"/v1/apikeys", "/v1/apikeys?tenant=b"} {
-		var ks items[models.APIKey]
+		var ks items[wire.APIKey]
 		h.do("GET", path, nil, bearer(member)...).expect(t, 200).decode(t, &ks)
 		if len(ks.Items) == 0 {
 			t.Fatalf("GET %s: no keys", path)
@@ -223,17 +224,17 @@ func TestAPIKeyRoles(t *testing.T) {
 		}
 	}
 	// An admin sees every tenant's, or one with ?tenant=.
-	var all, onlyB items[models.APIKey]
+	var all, onlyB items[wire.APIKey]
 	h.do("GET", "/v1/apikeys", nil).expect(t, 200).decode(t, &all)
 	h.do("GET", "/v1/apikeys?tenant=b", nil).expect(t, 200).decode(t, &onlyB)
-	tenantsOf := func(ks []models.APIKey) map[string]bool {
+	tenantsOf := func(ks []wire.APIKey) map[string]bool {
 		m := map[string]bool{}
 		for _, k := range ks {
 			m[k.TenantID] = true
 		}
 		return m
 	}
-	if got := tenantsOf(all.Items); !got["a"] || !got["b"] || !got[models.DefaultTenantID] {
+	if got := tenantsOf(all.Items); !got["a"] || !got["b"] || !got[wire.DefaultTenantID] {
 		t.Errorf("admin list covers tenants %v", got)
 	}
 	if got := tenantsOf(onlyB.Items); len(got) != 1 || !got["b"] {
@@ -245,7 +246,7 @@ func TestAPIKeyRoles(t *testing.T) {
 
 func TestAPIKeyLastUsed(t *testing.T) {
 	h := newHarness(t)
-	key := h.newKey(models.DefaultTenantID, models.RoleViewer)
+	key := h.newKey(wire.DefaultTenantID, wire.RoleViewer)
 	id := keyIDOf(t, key)
 	ctx := context.Background()
 	k, err := h.store.GetAPIKey(ctx, id)

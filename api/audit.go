@@ -13,6 +13,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Keys of the gin context the audit middleware reads.
@@ -58,7 +59,7 @@ func (s *server) audit(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
 	defer cancel()
 	if v, ok := c.Get(auditEntryKey); ok {
-		e := v.(*models.AuditEntry)
+		e := v.(*wire.AuditEntry)
 		if err := s.cfg.Store.FinishAudit(ctx, e.ID, status, w.result(status), resourceOf(c)); err != nil {
 			// The entry is in the log, marked pending: not lost.
 			s.log.Error("audit: record the outcome of a request", "audit_id", e.ID, "action", e.Action,
@@ -85,7 +86,7 @@ func (s *server) auditBegin(c *gin.Context) {
 		return
 	}
 	e := s.auditEntry(c)
-	e.Result = models.AuditPending
+	e.Result = wire.AuditPending
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
 	defer cancel()
 	if err := s.cfg.Store.AppendAudit(ctx, e); err != nil {
@@ -107,9 +108,9 @@ func audited(c *gin.Context) bool {
 
 // auditEntry is the entry of the request as far as it is known: who, what,
 // from where, now.
-func (s *server) auditEntry(c *gin.Context) *models.AuditEntry {
+func (s *server) auditEntry(c *gin.Context) *wire.AuditEntry {
 	p := callerOf(c)
-	return &models.AuditEntry{
+	return &wire.AuditEntry{
 		KeyID:     p.KeyID,
 		TenantID:  p.TenantID,
 		Action:    auditAction(c),

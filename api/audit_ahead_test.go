@@ -10,6 +10,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" driver, to break the audit table behind the store's back
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestAuditFailureRefusesRequest: when the audit log cannot take a
@@ -36,7 +37,7 @@ func TestAuditFailureRefusesRequest(t *testing.T) {
 			return err == nil
 		}},
 		{"key create", "POST", "/v1/apikeys", `{"role":"viewer","name":"unaudited"}`, func() bool {
-			ks, err := h.store.ListAPIKeys(ctx, models.DefaultTenantID)
+			ks, err := h.store.ListAPIKeys(ctx, wire.DefaultTenantID)
 			return err != nil || len(ks) != 1
 		}},
 	} {
@@ -72,7 +73,7 @@ func TestAuditSanitisedResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "workspaces/" + w.ID + "/files/odd%FF%00name.txt"
-	if len(es) != 1 || es[0].Resource != want || es[0].Result == models.AuditPending || !strings.HasPrefix(es[0].Action, "workspaces.files") {
+	if len(es) != 1 || es[0].Resource != want || es[0].Result == wire.AuditPending || !strings.HasPrefix(es[0].Action, "workspaces.files") {
 		t.Errorf("audit entry = %+v, want resource %q with its outcome", es, want)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -58,7 +59,7 @@ func TestAuditWalkthrough(t *testing.T) {
 	do("POST", "/v1/tenants", `{"id":"team"}`).expect(t, 201)
 	var member createdKey
 	h.do("POST", "/v1/apikeys", `{"tenant_id":"team","role":"member","name":"dev"}`).expect(t, 201).decode(t, &member)
-	viewer := h.newKey("team", models.RoleViewer)
+	viewer := h.newKey("team", wire.RoleViewer)
 	viewerID := keyIDOf(t, viewer)
 
 	const content, envValue = "FILE-CONTENT-7f3a", "ENV-VALUE-91bc"
@@ -72,7 +73,7 @@ func TestAuditWalkthrough(t *testing.T) {
 	do("DELETE", "/v1/workspaces/"+w.ID+"/files/notes/todo.txt", nil).expect(t, 204)
 	do("POST", "/v1/apikeys/"+member.ID+"/revoke", nil, bearer(member.Key)...).expect(t, 200)
 
-	want := []models.AuditEntry{
+	want := []wire.AuditEntry{
 		{KeyID: adminID, TenantID: "default", Action: "tenants.create", Resource: "tenants/team", Status: 201, Result: "ok"},
 		{KeyID: adminID, TenantID: "default", Action: "apikeys.create", Resource: "apikeys/" + member.ID, Status: 201, Result: "ok"},
 		{KeyID: adminID, TenantID: "default", Action: "workspaces.files.update", Resource: "workspaces/" + w.ID + "/files/notes/todo.txt", Status: 200, Result: "ok"},
@@ -84,7 +85,7 @@ func TestAuditWalkthrough(t *testing.T) {
 		{KeyID: adminID, TenantID: "default", Action: "workspaces.files.delete", Resource: "workspaces/" + w.ID + "/files/notes/todo.txt", Status: 204, Result: "ok"},
 		{KeyID: member.ID, TenantID: "team", Action: "apikeys.revoke", Resource: "apikeys/" + member.ID, Status: 200, Result: "ok"},
 	}
-	var got items[models.AuditEntry]
+	var got items[wire.AuditEntry]
 	r := do("GET", "/v1/audit", nil)
 	r.expect(t, 200).decode(t, &got)
 	if len(got.Items) != len(want) {
@@ -100,12 +101,12 @@ func TestAuditWalkthrough(t *testing.T) {
 
 	// ?after= follows oldest first; a member (even revoked now: use the
 	// viewer) sees only its tenant's.
-	var after items[models.AuditEntry]
+	var after items[wire.AuditEntry]
 	do("GET", "/v1/audit?after="+strconv.FormatUint(got.Items[2].ID, 10), nil).expect(t, 200).decode(t, &after)
 	if len(after.Items) != 2 || after.Items[0].ID != got.Items[1].ID || after.Items[1].ID != got.Items[0].ID {
 		t.Errorf("after %d: %+v", got.Items[2].ID, after.Items)
 	}
-	var own items[models.AuditEntry]
+	var own items[wire.AuditEntry]
 	do("GET", "/v1/audit?tenant=default&limit=1000", nil, bearer(viewer)...).expect(t, 200).decode(t, &own)
 	if len(own.Items) != 3 {
 		t.Errorf("viewer of team sees %d entries, want its tenant's 3: %+v", len(own.Items), own.Items)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // touchEvery is how often a key's last_used_at is written at most: the
@@ -30,7 +31,7 @@ const touchEvery = time.Minute
 // store lookup unless they carry a key that authenticated before.
 func (s *server) authenticate(c *gin.Context) {
 	if s.cfg.OpenAccess {
-		c.Set(principalKey, principal{TenantID: models.DefaultTenantID, Role: models.RoleAdmin})
+		c.Set(principalKey, principal{TenantID: wire.DefaultTenantID, Role: wire.RoleAdmin})
 		c.Next()
 		return
 	}
@@ -58,7 +59,7 @@ func (s *server) authenticate(c *gin.Context) {
 		return
 	}
 	c.Set(principalKey, p)
-	if p.Role == models.RoleViewer && !readOnly(c.Request.Method) {
+	if p.Role == wire.RoleViewer && !readOnly(c.Request.Method) {
 		s.fail(c, errs.E(errs.Forbidden, "api key %s: role viewer is read only", p.KeyID))
 		return
 	}
@@ -138,7 +139,7 @@ func (s *server) resolveConsoleSession(ctx context.Context, tok string) (princip
 // touchKey records that k was used, at most once per touchEvery per key and
 // off the request path (tracked in s.bg). keyTouched keeps concurrent
 // requests with the same key from each starting a write.
-func (s *server) touchKey(k *models.APIKey, now time.Time) {
+func (s *server) touchKey(k *wire.APIKey, now time.Time) {
 	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < touchEvery {
 		return
 	}

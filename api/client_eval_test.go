@@ -12,7 +12,7 @@ import (
 	apiclient "github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestTypedClientEval drives the suite and run routes through api/client,
@@ -102,12 +102,12 @@ func TestTypedClientEval(t *testing.T) {
 	}
 	h.finish(t, run.ID, 0, eval.VerdictPass, "", 5, nil)
 	h.finish(t, run.ID, 1, eval.VerdictFail, "exit code 1, want 0", 5, nil)
-	if err := h.store.SetRunStatus(ctx, run.ID, models.RunSucceeded, ""); err != nil {
+	if err := h.store.SetRunStatus(ctx, run.ID, wire.RunSucceeded, ""); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case d := <-out:
-		if d.err != nil || d.run.Status != models.RunSucceeded || d.run.Progress.Pass != 1 || d.run.Progress.Fail != 1 || !d.run.Final() {
+		if d.err != nil || d.run.Status != wire.RunSucceeded || d.run.Progress.Pass != 1 || d.run.Progress.Fail != 1 || !d.run.Final() {
 			t.Fatalf("follow run = %+v, %v", d.run, d.err)
 		}
 	case <-time.After(10 * time.Second):

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 
 	apiclient "github.com/primerhq/primer/api/client"
 )
@@ -14,19 +14,19 @@ func TestTypedClientIdentity(t *testing.T) {
 	ctx := t.Context()
 	admin := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
 
-	tn, err := admin.CreateTenant(ctx, apiclient.TenantSpec{ID: "team", Quota: models.Quota{MaxWorkspaces: 2}})
+	tn, err := admin.CreateTenant(ctx, apiclient.TenantSpec{ID: "team", Quota: wire.Quota{MaxWorkspaces: 2}})
 	if err != nil || tn.ID != "team" {
 		t.Fatalf("CreateTenant: %+v, %v", tn, err)
 	}
-	if _, err := admin.UpdateTenant(ctx, "team", apiclient.TenantSpec{Description: "d", Quota: models.Quota{MaxPools: 1}}); err != nil {
+	if _, err := admin.UpdateTenant(ctx, "team", apiclient.TenantSpec{Description: "d", Quota: wire.Quota{MaxPools: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	info, err := admin.GetTenant(ctx, "team")
-	if err != nil || info.Description != "d" || info.Quota != (models.Quota{MaxPools: 1}) || info.Usage != (models.Usage{}) {
+	if err != nil || info.Description != "d" || info.Quota != (wire.Quota{MaxPools: 1}) || info.Usage != (wire.Usage{}) {
 		t.Fatalf("GetTenant: %+v, %v", info, err)
 	}
 
-	k, err := admin.CreateAPIKey(ctx, apiclient.CreateAPIKeyRequest{TenantID: "team", Role: models.RoleMember, TTL: "1h"})
+	k, err := admin.CreateAPIKey(ctx, apiclient.CreateAPIKeyRequest{TenantID: "team", Role: wire.RoleMember, TTL: "1h"})
 	if err != nil || k.Key == "" || k.ExpiresAt == nil {
 		t.Fatalf("CreateAPIKey: %+v, %v", k, err)
 	}
@@ -35,10 +35,10 @@ func TestTypedClientIdentity(t *testing.T) {
 	if err != nil || len(ts) != 1 || ts[0].ID != "team" {
 		t.Fatalf("member ListTenants: %+v, %v", ts, err)
 	}
-	if _, err := member.GetTenant(ctx, models.DefaultTenantID); !errs.Is(err, errs.NotFound) {
+	if _, err := member.GetTenant(ctx, wire.DefaultTenantID); !errs.Is(err, errs.NotFound) {
 		t.Errorf("member GetTenant(default): %v, want NotFound", err)
 	}
-	if _, err := member.CreateAPIKey(ctx, apiclient.CreateAPIKeyRequest{Role: models.RoleAdmin}); !errs.Is(err, errs.Forbidden) {
+	if _, err := member.CreateAPIKey(ctx, apiclient.CreateAPIKeyRequest{Role: wire.RoleAdmin}); !errs.Is(err, errs.Forbidden) {
 		t.Errorf("member creates an admin key: %v, want Forbidden", err)
 	}
 	ks, err := member.ListAPIKeys(ctx, "")

@@ -11,7 +11,7 @@ import (
 
 	apiclient "github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -29,7 +29,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 		t.Fatalf("create pool with size 101: %v (field %q)", err, errs.FieldOf(err))
 	}
 	h.pool("p", 1)
-	idle := h.member("p", models.PhaseRunning, models.PoolIdle)
+	idle := h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, workflows.PoolWorkflowID("p"), workflows.SignalPoolChanged,
 		mock.Anything, mock.Anything, workflows.PoolWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
 	lease, err := c.LeasePool(ctx, "p", apiclient.LeaseRequest{})
@@ -40,7 +40,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	if err != nil || p.Status.Leased != 1 || p.Size != 1 {
 		t.Fatalf("pool = %+v, %v", p, err)
 	}
-	plain := h.workspace(models.PhaseRunning)
+	plain := h.workspace(wire.PhaseRunning)
 	if _, err := c.ReturnWorkspace(ctx, plain.ID); !errs.Is(err, errs.Precondition) {
 		t.Fatalf("return of a plain workspace: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // eventBatch bounds how many events one store read returns while following.
@@ -114,7 +114,7 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 			}
 			after = e.ID
 			lastWrite = time.Now()
-			if e.Type == models.EventDestroyed {
+			if e.Type == wire.EventDestroyed {
 				return
 			}
 		}
@@ -208,7 +208,7 @@ func (s *server) sseWake(c *gin.Context, wake <-chan struct{}, lastWrite *time.T
 }
 
 // writeSSE writes one event as an SSE message and flushes it.
-func writeSSE(c *gin.Context, e *models.Event) error {
+func writeSSE(c *gin.Context, e *wire.Event) error {
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err

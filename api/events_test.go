@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // sseMessage is one parsed Server-Sent Event.
@@ -85,7 +85,7 @@ func (h *harness) follow(t *testing.T, path string, header ...string) (*http.Res
 
 func (h *harness) appendEvent(t *testing.T, wsID, typ string, data string) uint64 {
 	t.Helper()
-	e := &models.Event{WorkspaceID: wsID, Type: typ, Data: json.RawMessage(data)}
+	e := &wire.Event{WorkspaceID: wsID, Type: typ, Data: json.RawMessage(data)}
 	if err := h.store.AppendEvent(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
@@ -94,52 +94,52 @@ func (h *harness) appendEvent(t *testing.T, wsID, typ string, data string) uint6
 
 func TestEventsList(t *testing.T) {
 	h := newHarness(t)
-	w := h.workspace(models.PhasePending)
-	first := h.appendEvent(t, w.ID, models.EventProvisioned, `{"workspace_type":"local","workspace_path":"/x"}`)
-	h.appendEvent(t, w.ID, models.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
+	w := h.workspace(wire.PhasePending)
+	first := h.appendEvent(t, w.ID, wire.EventProvisioned, `{"workspace_type":"local","workspace_path":"/x"}`)
+	h.appendEvent(t, w.ID, wire.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
 
-	var got items[models.Event]
+	var got items[wire.Event]
 	h.do("GET", "/v1/workspaces/"+w.ID+"/events", nil).expect(t, 200).decode(t, &got)
-	if len(got.Items) != 2 || got.Items[0].Type != models.EventProvisioned || got.Items[1].Type != models.EventPhaseChanged {
+	if len(got.Items) != 2 || got.Items[0].Type != wire.EventProvisioned || got.Items[1].Type != wire.EventPhaseChanged {
 		t.Fatalf("events = %+v", got.Items)
 	}
 	h.do("GET", "/v1/workspaces/"+w.ID+"/events?after="+strconv.FormatUint(first, 10), nil).expect(t, 200).decode(t, &got)
-	if len(got.Items) != 1 || got.Items[0].Type != models.EventPhaseChanged {
+	if len(got.Items) != 1 || got.Items[0].Type != wire.EventPhaseChanged {
 		t.Fatalf("events after %d = %+v", first, got.Items)
 	}
 	h.do("GET", "/v1/workspaces/"+w.ID+"/events?after=x", nil).expectError(t, 400, "invalid", "after", "")
 
 	// Events outlive the row: a destroyed workspace's history stays readable.
-	h.appendEvent(t, w.ID, models.EventDestroyed, `{"workspace_type":"local","workspace_path":"/x"}`)
+	h.appendEvent(t, w.ID, wire.EventDestroyed, `{"workspace_type":"local","workspace_path":"/x"}`)
 	if err := h.store.DeleteWorkspace(context.Background(), w.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.do("GET", "/v1/workspaces/"+w.ID, nil).expectError(t, 404, "not_found", "", "")
 	h.do("GET", "/v1/workspaces/"+w.ID+"/events", nil).expect(t, 200).decode(t, &got)
-	if len(got.Items) != 3 || got.Items[2].Type != models.EventDestroyed {
+	if len(got.Items) != 3 || got.Items[2].Type != wire.EventDestroyed {
 		t.Fatalf("events of a destroyed workspace = %+v", got.Items)
 	}
 }
 
 func TestEventsFollow(t *testing.T) {
 	h := newHarness(t)
-	w := h.workspace(models.PhasePending)
+	w := h.workspace(wire.PhasePending)
 	path := "/v1/workspaces/" + w.ID + "/events"
-	first := h.appendEvent(t, w.ID, models.EventProvisioned, `{"workspace_type":"local","workspace_path":"/x"}`)
+	first := h.appendEvent(t, w.ID, wire.EventProvisioned, `{"workspace_type":"local","workspace_path":"/x"}`)
 
 	// Stored events come first, then new ones as they are appended.
 	res, cancel := h.follow(t, path+"?follow=true")
 	ch := sseReader(t, res)
 	m := next(t, ch)
-	if m.id != strconv.FormatUint(first, 10) || m.event != models.EventProvisioned || !strings.Contains(m.data, `"workspace_path":"/x"`) {
+	if m.id != strconv.FormatUint(first, 10) || m.event != wire.EventProvisioned || !strings.Contains(m.data, `"workspace_path":"/x"`) {
 		t.Fatalf("first message = %+v", m)
 	}
-	second := h.appendEvent(t, w.ID, models.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
+	second := h.appendEvent(t, w.ID, wire.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
 	m = next(t, ch)
-	if m.id != strconv.FormatUint(second, 10) || m.event != models.EventPhaseChanged {
+	if m.id != strconv.FormatUint(second, 10) || m.event != wire.EventPhaseChanged {
 		t.Fatalf("appended message = %+v", m)
 	}
-	var e models.Event
+	var e wire.Event
 	if err := json.Unmarshal([]byte(m.data), &e); err != nil || e.WorkspaceID != w.ID || e.ID != second {
 		t.Fatalf("data %q: %+v %v", m.data, e, err)
 	}
@@ -147,7 +147,7 @@ func TestEventsFollow(t *testing.T) {
 
 	// Resuming with Last-Event-ID (and the Accept header instead of
 	// ?follow) skips what the client already saw.
-	third := h.appendEvent(t, w.ID, models.EventPhaseChanged, `{"from":"running","to":"terminating","reason":"deleted by user"}`)
+	third := h.appendEvent(t, w.ID, wire.EventPhaseChanged, `{"from":"running","to":"terminating","reason":"deleted by user"}`)
 	res, _ = h.follow(t, path, "Accept", "text/event-stream", "Last-Event-ID", strconv.FormatUint(second, 10))
 	ch = sseReader(t, res)
 	if m := next(t, ch); m.id != strconv.FormatUint(third, 10) {
@@ -155,8 +155,8 @@ func TestEventsFollow(t *testing.T) {
 	}
 
 	// workspace.destroyed ends the stream.
-	h.appendEvent(t, w.ID, models.EventDestroyed, `{"workspace_type":"local","workspace_path":"/x"}`)
-	if m := next(t, ch); m.event != models.EventDestroyed {
+	h.appendEvent(t, w.ID, wire.EventDestroyed, `{"workspace_type":"local","workspace_path":"/x"}`)
+	if m := next(t, ch); m.event != wire.EventDestroyed {
 		t.Fatalf("message = %+v, want destroyed", m)
 	}
 	select {
@@ -172,7 +172,7 @@ func TestEventsFollow(t *testing.T) {
 func TestEventsFollowHeartbeatAndGone(t *testing.T) {
 	h := newHarness(t)
 	h.srv.heartbeat = 50 * time.Millisecond
-	w := h.workspace(models.PhaseRunning)
+	w := h.workspace(wire.PhaseRunning)
 	res, _ := h.follow(t, "/v1/workspaces/"+w.ID+"/events?follow=true")
 	ch := sseReader(t, res)
 	if m := next(t, ch); m.event != "comment" {
@@ -203,11 +203,11 @@ func TestEventsFollowWakesWithoutPolling(t *testing.T) {
 	h := newHarness(t)
 	h.srv.eventPoll = time.Hour
 	h.srv.heartbeat = time.Hour
-	w := h.workspace(models.PhaseRunning)
+	w := h.workspace(wire.PhaseRunning)
 	ws := sseReader(t, first(h.follow(t, "/v1/workspaces/"+w.ID+"/events?follow=true")))
 	tenant := sseReader(t, first(h.follow(t, "/v1/events?follow=true")))
 	for i := range 3 {
-		id := strconv.FormatUint(h.appendEvent(t, w.ID, models.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`), 10)
+		id := strconv.FormatUint(h.appendEvent(t, w.ID, wire.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`), 10)
 		for name, ch := range map[string]<-chan sseMessage{"workspace": ws, "tenant": tenant} {
 			select {
 			case m := <-ch:

@@ -10,10 +10,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/sessiontool"
+	"github.com/primerhq/primer/wire"
 )
 
 // FileModeHeader carries a file's permission bits, in octal, on GET (the
@@ -23,14 +23,14 @@ const FileModeHeader = "X-Primer-File-Mode"
 // runtimeClient returns the runtime connection of the workspace in the path,
 // which must be running: files and exec go to the runtime, never to the
 // backend directly.
-func (s *server) runtimeClient(c *gin.Context) (*models.Workspace, *client.Client, error) {
+func (s *server) runtimeClient(c *gin.Context) (*wire.Workspace, *client.Client, error) {
 	return s.runtimeFor(c, c.Param("id"))
 }
 
 // runtimeFor returns the workspace id, if the caller may see it, and its
 // runtime connection; the workspace must be running (409 naming its phase
 // otherwise).
-func (s *server) runtimeFor(c *gin.Context, id string) (*models.Workspace, *client.Client, error) {
+func (s *server) runtimeFor(c *gin.Context, id string) (*wire.Workspace, *client.Client, error) {
 	ctx := c.Request.Context()
 	w, err := s.workspaceOf(c, id)
 	if err != nil {
@@ -39,7 +39,7 @@ func (s *server) runtimeFor(c *gin.Context, id string) (*models.Workspace, *clie
 	if err := hostWorkspace(c, w); err != nil {
 		return nil, nil, err
 	}
-	if w.Phase != models.PhaseRunning {
+	if w.Phase != wire.PhaseRunning {
 		return nil, nil, errs.E(errs.Precondition, "workspace %s: is %s, not running", w.ID, w.Phase)
 	}
 	cl, err := s.cfg.Connector.Client(ctx, w)
@@ -68,7 +68,7 @@ func filePath(c *gin.Context) (string, error) {
 func cleanPath(field, raw string) (string, error) { return sessiontool.CleanPath(field, raw) }
 
 // fileError names the workspace in a runtime error, keeping its kind.
-func fileError(ws *models.Workspace, err error) error {
+func fileError(ws *wire.Workspace, err error) error {
 	return fmt.Errorf("workspace %s: %w", ws.ID, err)
 }
 
@@ -140,7 +140,7 @@ func (s *server) getFile(c *gin.Context) {
 	}
 }
 
-func (s *server) list(c *gin.Context, ws *models.Workspace, cl *client.Client, p string) {
+func (s *server) list(c *gin.Context, ws *wire.Workspace, cl *client.Client, p string) {
 	entries, err := cl.List(c.Request.Context(), p)
 	if err != nil {
 		s.fail(c, fileError(ws, err))

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 func TestFilesRoundTrip(t *testing.T) {
@@ -224,7 +224,7 @@ func TestOversizedFileIs413(t *testing.T) {
 
 func TestNotRunningIs409(t *testing.T) {
 	h := newHarness(t)
-	for _, phase := range []string{models.PhasePending, models.PhaseFailed, models.PhaseTerminating} {
+	for _, phase := range []string{wire.PhasePending, wire.PhaseFailed, wire.PhaseTerminating} {
 		w := h.workspace(phase)
 		for _, r := range []response{
 			h.do("POST", "/v1/workspaces/"+w.ID+"/exec", `{"command":["true"]}`),

@@ -23,6 +23,7 @@ import (
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -61,7 +62,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	}
 	host := local.NewHost(nil)
 	t.Cleanup(func() { _ = host.Close() })
-	reg := backend.NewRegistry(map[string]backend.Factory{models.BackendLocal: local.Factory(host, nil)})
+	reg := backend.NewRegistry(map[string]backend.Factory{wire.BackendLocal: local.Factory(host, nil)})
 	pool := client.NewPool()
 	t.Cleanup(pool.Close)
 	m := metrics.New()
@@ -97,7 +98,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 	t.Cleanup(ts.Close)
 	h := &harness{t: t, dir: dir, root: root, store: store, temporal: tc, backends: reg, metrics: m,
 		srv: s, engine: engine, url: ts.URL}
-	h.adminKey = h.newKey(models.DefaultTenantID, models.RoleAdmin)
+	h.adminKey = h.newKey(wire.DefaultTenantID, wire.RoleAdmin)
 	return h
 }
 
@@ -105,7 +106,7 @@ func newHarness(t *testing.T, opts ...harnessOpt) *harness {
 func (h *harness) newKey(tenant, role string) string {
 	h.t.Helper()
 	id, key, hash := models.NewAPIKey()
-	if err := h.store.CreateAPIKey(context.Background(), &models.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash}); err != nil {
+	if err := h.store.CreateAPIKey(context.Background(), &wire.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash}); err != nil {
 		h.t.Fatalf("create api key: %v", err)
 	}
 	return key
@@ -212,12 +213,12 @@ func (r response) expect(t *testing.T, status int) response {
 }
 
 // workspace inserts a workspace row on the default template in phase.
-func (h *harness) workspace(phase string) *models.Workspace {
+func (h *harness) workspace(phase string) *wire.Workspace {
 	h.t.Helper()
 	id := models.NewID("ws")
-	w := &models.Workspace{
-		ID: id, TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: phase, WorkflowID: workflows.WorkflowID(id),
+	w := &wire.Workspace{
+		ID: id, TemplateID: wire.DefaultTemplateID, ProviderID: wire.LocalProviderID,
+		Backend: wire.BackendLocal, Phase: phase, WorkflowID: workflows.WorkflowID(id),
 	}
 	if err := h.store.CreateWorkspace(context.Background(), w); err != nil {
 		h.t.Fatalf("create workspace: %v", err)
@@ -228,15 +229,15 @@ func (h *harness) workspace(phase string) *models.Workspace {
 // runningWorkspace provisions a local workspace through the backend, as the
 // workflow would, stores its runtime and marks it running. No Temporal is
 // involved: files and exec only need the runtime.
-func (h *harness) runningWorkspace() (*models.Workspace, string) {
+func (h *harness) runningWorkspace() (*wire.Workspace, string) {
 	h.t.Helper()
 	ctx := context.Background()
-	w := h.workspace(models.PhasePending)
-	p, err := h.store.GetProvider(ctx, models.LocalProviderID)
+	w := h.workspace(wire.PhasePending)
+	p, err := h.store.GetProvider(ctx, wire.LocalProviderID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	tmpl, err := h.store.GetTemplate(ctx, models.DefaultTemplateID)
+	tmpl, err := h.store.GetTemplate(ctx, wire.DefaultTemplateID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -257,10 +258,10 @@ func (h *harness) runningWorkspace() (*models.Workspace, string) {
 	if err := h.store.SetWorkspaceRuntime(ctx, w.ID, raw, handle.Path, token); err != nil {
 		h.t.Fatal(err)
 	}
-	if err := h.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, ""); err != nil {
+	if err := h.store.SetWorkspacePhase(ctx, w.ID, wire.PhaseRunning, ""); err != nil {
 		h.t.Fatal(err)
 	}
-	w.Phase = models.PhaseRunning
+	w.Phase = wire.PhaseRunning
 	return w, handle.Path
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -50,24 +50,24 @@ func waitCount(t *testing.T, f *inflight, name string, want int) {
 // freed when its client leaves, and when the stream ends by itself.
 func TestStreamCaps(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxStreamsPerKey = 2; c.MaxStreamsPerTenant = 3 })
-	member := h.newKey(models.DefaultTenantID, models.RoleMember)
-	other := h.newKey(models.DefaultTenantID, models.RoleMember)
-	if err := h.store.CreateTenant(context.Background(), &models.Tenant{ID: "other-team"}); err != nil {
+	member := h.newKey(wire.DefaultTenantID, wire.RoleMember)
+	other := h.newKey(wire.DefaultTenantID, wire.RoleMember)
+	if err := h.store.CreateTenant(context.Background(), &wire.Tenant{ID: "other-team"}); err != nil {
 		t.Fatal(err)
 	}
-	stranger := h.newKey("other-team", models.RoleMember)
+	stranger := h.newKey("other-team", wire.RoleMember)
 	memberID := "key\x00" + keyIDOf(t, member)
 
 	// One of each stream to follow: a workspace's events, a run's
 	// progress, a session's transcript, the tenant's events.
-	ws := h.workspace(models.PhaseRunning)
+	ws := h.workspace(wire.PhaseRunning)
 	h.do("POST", "/v1/suites", suiteJSON("s", 1, "")).expect(t, 201)
 	h.expectRunStarts(1, nil)
 	run := h.startRun(t, "s", nil)
 	agentFixture(t, h)
 	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.SessionRunWorkflowName, mock.Anything).
 		Return(&mocks.WorkflowRun{}, nil).Once()
-	var ses models.Session
+	var ses wire.Session
 	h.do("POST", "/v1/sessions", `{"workspace_id":"`+ws.ID+`","agent":"code-runner","instructions":"go"}`).expect(t, 201).decode(t, &ses)
 	streams := []string{
 		"/v1/workspaces/" + ws.ID + "/events?follow=true",
@@ -97,10 +97,10 @@ func TestStreamCaps(t *testing.T) {
 	h.do("GET", "/v1/events", nil, bearer(member)...).expect(t, 200)
 
 	// The streams already open still deliver.
-	h.appendEvent(t, ws.ID, models.EventPhaseChanged, `{"from":"running","to":"failed"}`)
+	h.appendEvent(t, ws.ID, wire.EventPhaseChanged, `{"from":"running","to":"failed"}`)
 	secondCh := sseReader(t, second)
 	for i, ch := range []<-chan sseMessage{sseReader(t, first), secondCh} {
-		for m := next(t, ch); m.event != models.EventPhaseChanged; m = next(t, ch) {
+		for m := next(t, ch); m.event != wire.EventPhaseChanged; m = next(t, ch) {
 			if m.event != "comment" {
 				t.Fatalf("stream %d: event %+v", i, m)
 			}
@@ -122,7 +122,7 @@ func TestStreamCaps(t *testing.T) {
 	closeFirst()
 	closeOther()
 	waitCount(t, h.srv.streams, memberID, 1)
-	waitCount(t, h.srv.streams, "tenant\x00"+models.DefaultTenantID, 1)
+	waitCount(t, h.srv.streams, "tenant\x00"+wire.DefaultTenantID, 1)
 	again, _ := h.openAs(t, member, "/v1/runs/"+run.ID+"/events")
 	if again.StatusCode != 200 {
 		t.Fatalf("stream after one closed: status %d", again.StatusCode)
@@ -131,7 +131,7 @@ func TestStreamCaps(t *testing.T) {
 
 	// A stream that ends by itself (its workspace destroyed) frees its
 	// place too.
-	h.appendEvent(t, ws.ID, models.EventDestroyed, `{}`)
+	h.appendEvent(t, ws.ID, wire.EventDestroyed, `{}`)
 	for range secondCh {
 		// to its end
 	}

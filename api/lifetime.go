@@ -11,6 +11,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // extendSpec is the body of POST /v1/workspaces/{id}/extend: exactly one
@@ -31,7 +32,7 @@ func parseTTL(field, s string) (time.Duration, error) {
 }
 
 // checkTTL refuses a ttl longer than the template's lifetime.max.
-func checkTTL(t *models.Template, ttl time.Duration) error {
+func checkTTL(t *wire.Template, ttl time.Duration) error {
 	if ttl <= 0 {
 		return nil
 	}
@@ -48,10 +49,10 @@ func checkTTL(t *models.Template, ttl time.Duration) error {
 // of a pool (a lease, a warm create): from now, with the template's bounds
 // the workspace was made with, ttl and leaseTTL (zero: none). Nothing is
 // written when no deadline applies.
-func (s *server) startLifetime(ctx context.Context, w *models.Workspace, ttl, leaseTTL time.Duration) error {
+func (s *server) startLifetime(ctx context.Context, w *wire.Workspace, ttl, leaseTTL time.Duration) error {
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	d := models.StartDeadlines(time.Now(), ms(w.MaxLifetimeMS), ttl, ms(w.IdleTimeoutMS), leaseTTL)
-	if d == (models.Deadlines{}) {
+	if d == (wire.Deadlines{}) {
 		return nil
 	}
 	if err := s.cfg.Store.SetDeadlines(ctx, w.ID, d); err != nil {
@@ -72,7 +73,7 @@ const touchFraction = 10
 // lags by more than touchFraction of the timeout. A deadline set further
 // out by an extend is left alone. A failed write is only logged: the call
 // itself succeeded.
-func (s *server) touch(ctx context.Context, w *models.Workspace) {
+func (s *server) touch(ctx context.Context, w *wire.Workspace) {
 	if w.IdleDeadline == nil || w.IdleTimeoutMS <= 0 {
 		return
 	}
@@ -131,7 +132,7 @@ func (s *server) extendWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if w.Phase == models.PhaseTerminating {
+	if w.Phase == wire.PhaseTerminating {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: terminating; nothing to extend", w.ID))
 		return
 	}
@@ -154,7 +155,7 @@ func (s *server) extendWorkspace(c *gin.Context) {
 // moves with them (an extend says the workspace is wanted until then) and
 // never to before now plus the idle timeout. Precondition when w has no
 // deadline; Invalid, naming by or until, past max_expires_at.
-func extended(w *models.Workspace, by time.Duration, until, now time.Time) (models.Deadlines, error) {
+func extended(w *wire.Workspace, by time.Duration, until, now time.Time) (wire.Deadlines, error) {
 	d := w.Deadlines()
 	if d.ExpiresAt == nil && d.LeaseExpiresAt == nil && d.IdleDeadline == nil {
 		return d, errs.E(errs.Precondition, "workspace %s: has no deadline to extend (no lifetime, no lease ttl)", w.ID)
@@ -199,7 +200,7 @@ func extended(w *models.Workspace, by time.Duration, until, now time.Time) (mode
 
 // leaseTTL is the lease ttl of a lease from pool poolID: the one asked
 // for, else the pool's (read when p is nil), else none.
-func (s *server) leaseTTL(ctx context.Context, p *models.Pool, asked time.Duration, poolID string) time.Duration {
+func (s *server) leaseTTL(ctx context.Context, p *wire.Pool, asked time.Duration, poolID string) time.Duration {
 	if asked > 0 {
 		return asked
 	}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -18,7 +19,7 @@ import (
 // lifetime {max: 1h, idle: 10m}.
 func (h *harness) lifetimeTemplate() {
 	h.t.Helper()
-	err := h.store.CreateTemplate(context.Background(), &models.Template{ID: "life", ProviderID: models.LocalProviderID,
+	err := h.store.CreateTemplate(context.Background(), &wire.Template{ID: "life", ProviderID: wire.LocalProviderID,
 		Backend: json.RawMessage(`{"kind":"local","lifetime":{"max":"1h","idle":"10m"}}`)})
 	if err != nil {
 		h.t.Fatalf("create template: %v", err)
@@ -27,12 +28,12 @@ func (h *harness) lifetimeTemplate() {
 
 // mortal stores a workspace of template life whose life started at
 // start: expires in 30m, may live 1h, idle after 10m.
-func (h *harness) mortal(phase string, start time.Time) *models.Workspace {
+func (h *harness) mortal(phase string, start time.Time) *wire.Workspace {
 	h.t.Helper()
 	id := models.NewID("ws")
-	w := &models.Workspace{
-		ID: id, TemplateID: "life", ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: phase, WorkflowID: workflows.WorkflowID(id),
+	w := &wire.Workspace{
+		ID: id, TemplateID: "life", ProviderID: wire.LocalProviderID,
+		Backend: wire.BackendLocal, Phase: phase, WorkflowID: workflows.WorkflowID(id),
 		MaxLifetimeMS: time.Hour.Milliseconds(), IdleTimeoutMS: (10 * time.Minute).Milliseconds(),
 	}
 	w.SetDeadlines(models.StartDeadlines(start, time.Hour, 30*time.Minute, 10*time.Minute, 0))
@@ -45,8 +46,8 @@ func (h *harness) mortal(phase string, start time.Time) *models.Workspace {
 func TestLifetimeBadInput(t *testing.T) {
 	h := newHarness(t)
 	h.lifetimeTemplate()
-	ws := h.mortal(models.PhaseRunning, time.Now())
-	plain := h.workspace(models.PhaseRunning)
+	ws := h.mortal(wire.PhaseRunning, time.Now())
+	plain := h.workspace(wire.PhaseRunning)
 	h.pool("p", 1)
 	far := time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339)
 	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
@@ -91,9 +92,9 @@ func TestExtendWorkspace(t *testing.T) {
 	h := newHarness(t)
 	h.lifetimeTemplate()
 	start := time.Now()
-	ws := h.mortal(models.PhaseRunning, start)
+	ws := h.mortal(wire.PhaseRunning, start)
 
-	var got models.Workspace
+	var got wire.Workspace
 	h.do("POST", "/v1/workspaces/"+ws.ID+"/extend", `{"by":"20m"}`).expect(t, 200).decode(t, &got)
 	if want := ws.ExpiresAt.Add(20 * time.Minute); got.ExpiresAt == nil || !got.ExpiresAt.Equal(want) {
 		t.Fatalf("expires_at after extend by 20m = %v, want %v", got.ExpiresAt, want)
@@ -141,8 +142,8 @@ func TestLeaseTTL(t *testing.T) {
 	if pv.LeaseTTL != "5m" {
 		t.Fatalf("pool lease_ttl = %q", pv.LeaseTTL)
 	}
-	h.member("p", models.PhaseRunning, models.PoolIdle)
-	h.member("p", models.PhaseRunning, models.PoolIdle)
+	h.member("p", wire.PhaseRunning, wire.PoolIdle)
+	h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	h.expectNotify("p", 2)
 
 	before := time.Now().Truncate(time.Microsecond)
@@ -160,10 +161,10 @@ func TestLeaseTTL(t *testing.T) {
 		t.Fatalf("stored lease_expires_at = %v (%v)", stored, err)
 	}
 	// Back in the pool, its deadlines are gone: idle members never expire.
-	if err := h.store.SetPoolState(context.Background(), stored.ID, models.PoolLeased, models.PoolReturning); err != nil {
+	if err := h.store.SetPoolState(context.Background(), stored.ID, wire.PoolLeased, wire.PoolReturning); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.store.SetPoolState(context.Background(), stored.ID, models.PoolReturning, models.PoolIdle); err != nil {
+	if err := h.store.SetPoolState(context.Background(), stored.ID, wire.PoolReturning, wire.PoolIdle); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := h.store.GetWorkspace(context.Background(), stored.ID); got.LeaseExpiresAt != nil || got.ExpiresAt != nil {
@@ -178,7 +179,7 @@ func TestTouch(t *testing.T) {
 	h := newHarness(t)
 	h.lifetimeTemplate()
 	ctx := context.Background()
-	w := h.mortal(models.PhaseRunning, time.Now().Add(-5*time.Minute))
+	w := h.mortal(wire.PhaseRunning, time.Now().Add(-5*time.Minute))
 	before := time.Now().Truncate(time.Microsecond)
 	h.srv.touch(ctx, w)
 	got, err := h.store.GetWorkspace(ctx, w.ID)
@@ -192,7 +193,7 @@ func TestTouch(t *testing.T) {
 		t.Fatalf("idle_deadline rewritten within a tenth of idle: %v, was %v", again.IdleDeadline, first)
 	}
 	// A workspace without an idle deadline (an idle pool member) is left alone.
-	plain := h.workspace(models.PhaseRunning)
+	plain := h.workspace(wire.PhaseRunning)
 	h.srv.touch(ctx, plain)
 	if again, _ := h.store.GetWorkspace(ctx, plain.ID); again.IdleDeadline != nil {
 		t.Fatalf("touch gave a deadline to a workspace without one: %v", again.IdleDeadline)

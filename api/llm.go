@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // llmProviderSpec is the body of POST and PUT /v1/llm-providers: the spec
@@ -35,11 +35,11 @@ type llmProviderSpec struct {
 // stored, as Redacted. Sending Redacted back in a PUT keeps the stored key
 // while base_url stays the same.
 type llmProviderView struct {
-	models.LLMProvider
+	wire.LLMProvider
 	APIKey string `json:"api_key,omitempty"`
 }
 
-func llmProviderOut(p models.LLMProvider) llmProviderView {
+func llmProviderOut(p wire.LLMProvider) llmProviderView {
 	v := llmProviderView{LLMProvider: p}
 	if p.APIKey != "" {
 		v.APIKey = Redacted
@@ -48,7 +48,7 @@ func llmProviderOut(p models.LLMProvider) llmProviderView {
 	return v
 }
 
-var llmKinds = []string{models.LLMOpenAI, models.LLMAnthropic}
+var llmKinds = []string{wire.LLMOpenAI, wire.LLMAnthropic}
 
 // envName is what an environment variable name looks like.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -59,7 +59,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // was given for, so an update that moves base_url must send the key again
 // (as backend.RestoreSecrets has it for workspace providers). Who may set
 // api_key_env is the access tags' rule (adminOnly).
-func llmProvider(spec llmProviderSpec, old *models.LLMProvider) (*models.LLMProvider, error) {
+func llmProvider(spec llmProviderSpec, old *wire.LLMProvider) (*wire.LLMProvider, error) {
 	if !slices.Contains(llmKinds, spec.Kind) {
 		if spec.Kind == "" {
 			return nil, errs.Field("spec.kind", "spec.kind: required (%s)", strings.Join(llmKinds, " or "))
@@ -86,7 +86,7 @@ func llmProvider(spec llmProviderSpec, old *models.LLMProvider) (*models.LLMProv
 		}
 		spec.APIKey = old.APIKey
 	}
-	return &models.LLMProvider{ID: spec.ID, Kind: spec.Kind, BaseURL: base,
+	return &wire.LLMProvider{ID: spec.ID, Kind: spec.Kind, BaseURL: base,
 		APIKey: spec.APIKey, APIKeyEnv: spec.APIKeyEnv}, nil
 }
 
@@ -114,13 +114,13 @@ func checkBaseURL(raw string) error {
 }
 
 // llmProviderOf returns the model provider id if the caller may see it.
-func (s *server) llmProviderOf(c *gin.Context, id string) (*models.LLMProvider, error) {
-	return scoped(c, "llm provider", id, s.cfg.Store.GetLLMProvider, func(p *models.LLMProvider) string { return p.TenantID })
+func (s *server) llmProviderOf(c *gin.Context, id string) (*wire.LLMProvider, error) {
+	return scoped(c, "llm provider", id, s.cfg.Store.GetLLMProvider, func(p *wire.LLMProvider) string { return p.TenantID })
 }
 
 // agentOf returns the agent id if the caller may see it.
-func (s *server) agentOf(c *gin.Context, id string) (*models.Agent, error) {
-	return scoped(c, "agent", id, s.cfg.Store.GetAgent, func(a *models.Agent) string { return a.TenantID })
+func (s *server) agentOf(c *gin.Context, id string) (*wire.Agent, error) {
+	return scoped(c, "agent", id, s.cfg.Store.GetAgent, func(a *wire.Agent) string { return a.TenantID })
 }
 
 func (s *server) createLLMProvider(c *gin.Context) {
@@ -231,13 +231,13 @@ func (s *server) deleteLLMProvider(c *gin.Context) {
 // agentSpec is the body of POST and PUT /v1/agents: the spec of a
 // `kind: agent` document.
 type agentSpec struct {
-	ID           string             `json:"id"`
-	Description  string             `json:"description"`
-	Model        *models.AgentModel `json:"model"`
-	SystemPrompt []string           `json:"system_prompt"`
-	Tools        []string           `json:"tools"`
-	MaxTurns     int                `json:"max_turns"`
-	Timeout      string             `json:"timeout"`
+	ID           string           `json:"id"`
+	Description  string           `json:"description"`
+	Model        *wire.AgentModel `json:"model"`
+	SystemPrompt []string         `json:"system_prompt"`
+	Tools        []string         `json:"tools"`
+	MaxTurns     int              `json:"max_turns"`
+	Timeout      string           `json:"timeout"`
 }
 
 // agentTools are the tools an agent may list besides the implicit
@@ -248,7 +248,7 @@ var agentTools = map[string]bool{}
 // the provider must be one the caller may see, and of the agent's own
 // tenant (an admin sees every tenant's, but an agent of one tenant never
 // calls with another tenant's key).
-func (s *server) agent(c *gin.Context, spec agentSpec, tenant string) (*models.Agent, error) {
+func (s *server) agent(c *gin.Context, spec agentSpec, tenant string) (*wire.Agent, error) {
 	a, err := agentRow(spec)
 	if err != nil {
 		return nil, err
@@ -264,7 +264,7 @@ func (s *server) agent(c *gin.Context, spec agentSpec, tenant string) (*models.A
 
 // agentRow checks spec on its own (everything but whether its provider
 // exists) and returns the row it describes, defaults filled in.
-func agentRow(spec agentSpec) (*models.Agent, error) {
+func agentRow(spec agentSpec) (*wire.Agent, error) {
 	m := spec.Model
 	switch {
 	case m == nil:
@@ -280,13 +280,13 @@ func agentRow(spec agentSpec) (*models.Agent, error) {
 	case m.MaxTokens < 0:
 		return nil, errs.Field("spec.model.max_tokens", "spec.model.max_tokens: %d is negative", m.MaxTokens)
 	case spec.MaxTurns < 0:
-		return nil, errs.Field("spec.max_turns", "spec.max_turns: %d is negative (0 or absent: %d)", spec.MaxTurns, models.DefaultAgentMaxTurns)
+		return nil, errs.Field("spec.max_turns", "spec.max_turns: %d is negative (0 or absent: %d)", spec.MaxTurns, wire.DefaultAgentMaxTurns)
 	}
 	seen := map[string]bool{}
 	for i, name := range spec.Tools {
 		field := fmt.Sprintf("spec.tools[%d]", i)
 		switch {
-		case slices.Contains(models.ImplicitTools, name):
+		case slices.Contains(wire.ImplicitTools, name):
 			return nil, errs.Field(field, "%s: %s: workspace__write, workspace__exec and workspace__read are implicit on a workspace-bound session; remove them from tools", field, name)
 		case seen[name]:
 			return nil, errs.Field(field, "%s: %q is listed twice", field, name)
@@ -297,16 +297,16 @@ func agentRow(spec agentSpec) (*models.Agent, error) {
 	}
 	timeout := spec.Timeout
 	if timeout == "" {
-		timeout = models.DefaultAgentTimeout
+		timeout = wire.DefaultAgentTimeout
 	}
 	if d, err := time.ParseDuration(timeout); err != nil || d <= 0 {
 		return nil, errs.Field("spec.timeout", "spec.timeout: %q is not a positive Go duration (e.g. 30m, 2h)", spec.Timeout)
 	}
 	maxTurns := spec.MaxTurns
 	if maxTurns == 0 {
-		maxTurns = models.DefaultAgentMaxTurns
+		maxTurns = wire.DefaultAgentMaxTurns
 	}
-	return &models.Agent{ID: spec.ID, Description: spec.Description, Model: *m, SystemPrompt: spec.SystemPrompt,
+	return &wire.Agent{ID: spec.ID, Description: spec.Description, Model: *m, SystemPrompt: spec.SystemPrompt,
 		Tools: spec.Tools, MaxTurns: maxTurns, Timeout: timeout}, nil
 }
 

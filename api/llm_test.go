@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // llmKey is the key the tests store; no response, log line or audit entry
@@ -145,14 +145,14 @@ func TestLLMProviderBadInput(t *testing.T) {
 func TestLLMProviderOutbound(t *testing.T) {
 	h, _ := llmHarness(t)
 	ctx := context.Background()
-	if err := h.store.CreateTenant(ctx, &models.Tenant{ID: "acme"}); err != nil {
+	if err := h.store.CreateTenant(ctx, &wire.Tenant{ID: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	member := h.newKey("acme", models.RoleMember)
+	member := h.newKey("acme", wire.RoleMember)
 	as := func(key, method, path, body string) response {
 		return h.do(method, path, body, "Authorization", "Bearer "+key)
 	}
-	stored := func(id string) *models.LLMProvider {
+	stored := func(id string) *wire.LLMProvider {
 		t.Helper()
 		p, err := h.store.GetLLMProvider(ctx, id)
 		if err != nil {
@@ -228,11 +228,11 @@ const seedAgent = `{"id":"code-runner","description":"Runs a snippet","model":{"
 func TestAgentAPI(t *testing.T) {
 	h, _ := llmHarness(t)
 	h.do("POST", "/v1/llm-providers", seedProvider).expect(t, 201)
-	var a models.Agent
+	var a wire.Agent
 	r := h.do("POST", "/v1/agents", seedAgent).expect(t, 201)
 	r.decode(t, &a)
-	if a.ID != "code-runner" || a.Model.ProviderID != "test-model" || a.MaxTurns != models.DefaultAgentMaxTurns ||
-		a.Timeout != models.DefaultAgentTimeout || len(a.SystemPrompt) != 2 || a.TenantID != models.DefaultTenantID {
+	if a.ID != "code-runner" || a.Model.ProviderID != "test-model" || a.MaxTurns != wire.DefaultAgentMaxTurns ||
+		a.Timeout != wire.DefaultAgentTimeout || len(a.SystemPrompt) != 2 || a.TenantID != wire.DefaultTenantID {
 		t.Fatalf("created %s", r.body)
 	}
 	h.do("GET", "/v1/agents/code-runner", nil).expect(t, 200).decode(t, &a)
@@ -243,7 +243,7 @@ func TestAgentAPI(t *testing.T) {
 	if !strings.Contains(string(r.body), `"id":"code-runner"`) {
 		t.Fatalf("list %s", r.body)
 	}
-	a = models.Agent{}
+	a = wire.Agent{}
 	h.do("PUT", "/v1/agents/code-runner", `{"model":{"provider_id":"test-model","model_name":"other","temperature":0.2},"max_turns":3,"timeout":"90s"}`).
 		expect(t, 200).decode(t, &a)
 	if a.Model.ModelName != "other" || a.MaxTurns != 3 || a.Timeout != "90s" || a.Description != "" || a.Model.Temperature == nil {
@@ -296,11 +296,11 @@ func TestLLMTenancy(t *testing.T) {
 	h := tenancyHarness(t)
 	ctx := context.Background()
 	for _, id := range []string{tenantA, tenantB} {
-		if err := h.store.CreateTenant(ctx, &models.Tenant{ID: id}); err != nil {
+		if err := h.store.CreateTenant(ctx, &wire.Tenant{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	memberA, memberB := h.newKey(tenantA, models.RoleMember), h.newKey(tenantB, models.RoleMember)
+	memberA, memberB := h.newKey(tenantA, wire.RoleMember), h.newKey(tenantB, wire.RoleMember)
 	h.doAs(memberA, "POST", "/v1/llm-providers", seedProvider).expect(t, 201)
 	h.doAs(memberA, "POST", "/v1/agents", seedAgent).expect(t, 201)
 

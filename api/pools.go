@@ -11,6 +11,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -43,9 +44,9 @@ func (p poolSpec) check() error {
 	if p.TemplateID == "" {
 		return errs.Field("template_id", "template_id: required")
 	}
-	if p.Size < 0 || p.Size > models.MaxPoolSize {
+	if p.Size < 0 || p.Size > wire.MaxPoolSize {
 		return errs.Field("size", "size: %d is out of range: want 1 to %d (0 or absent: %d)",
-			p.Size, models.MaxPoolSize, models.DefaultPoolSize)
+			p.Size, wire.MaxPoolSize, wire.DefaultPoolSize)
 	}
 	_, err := parseTTL("lease_ttl", p.LeaseTTL)
 	return err
@@ -65,7 +66,7 @@ type poolStatus struct {
 
 // poolView is a pool as the API shows it: the row and its live counts.
 type poolView struct {
-	models.Pool
+	wire.Pool
 	Status poolStatus `json:"status"`
 }
 
@@ -79,8 +80,8 @@ type leaseSpec struct {
 // leaseResponse is the answer of a lease: the workspace and where it came
 // from.
 type leaseResponse struct {
-	Workspace *models.Workspace `json:"workspace"`
-	Source    string            `json:"source"`
+	Workspace *wire.Workspace `json:"workspace"`
+	Source    string          `json:"source"`
 }
 
 // poolError gives a store error about a pool's template its API meaning:
@@ -102,14 +103,14 @@ func (s *server) poolStatus(ctx context.Context, poolID string) (poolStatus, err
 	}
 	for _, w := range ws {
 		switch {
-		case w.PoolState == models.PoolLeased:
+		case w.PoolState == wire.PoolLeased:
 			st.Leased++
-		case w.PoolState == models.PoolReturning:
+		case w.PoolState == wire.PoolReturning:
 			st.Returning++
-		case w.PoolState != models.PoolIdle:
-		case w.Phase == models.PhaseRunning:
+		case w.PoolState != wire.PoolIdle:
+		case w.Phase == wire.PhaseRunning:
 			st.Idle++
-		case w.Phase == models.PhasePending:
+		case w.Phase == wire.PhasePending:
 			st.Starting++
 		}
 		// Idle members that failed or are terminating are on their way
@@ -119,7 +120,7 @@ func (s *server) poolStatus(ctx context.Context, poolID string) (poolStatus, err
 }
 
 // view returns p with its live counts.
-func (s *server) view(ctx context.Context, p *models.Pool) (poolView, error) {
+func (s *server) view(ctx context.Context, p *wire.Pool) (poolView, error) {
 	st, err := s.poolStatus(ctx, p.ID)
 	if err != nil {
 		return poolView{}, err
@@ -176,7 +177,7 @@ func (s *server) createPool(c *gin.Context) {
 	}
 	// Who wrote it decides whether its refills may reach the host
 	// (activities/host_rule.go).
-	p := &models.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
+	p := &wire.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
 		TenantID: callerTenant(c), AdminWritten: callerOf(c).admin()}
 	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
@@ -252,7 +253,7 @@ func (s *server) updatePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	p := &models.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
+	p := &wire.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
 		AdminWritten: callerOf(c).admin()}
 	if err := s.cfg.Store.UpdatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
@@ -334,10 +335,10 @@ func (s *server) leasePool(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if w != nil && models.IsHostBackend(w.Backend) && !callerOf(c).admin() {
+	if w != nil && wire.IsHostBackend(w.Backend) && !callerOf(c).admin() {
 		// An idle member made before the template left the host: it goes
 		// back to the pool (which replaces it), not to a member.
-		if err := s.cfg.Store.SetPoolState(ctx, w.ID, models.PoolLeased, models.PoolIdle); err != nil {
+		if err := s.cfg.Store.SetPoolState(ctx, w.ID, wire.PoolLeased, wire.PoolIdle); err != nil {
 			s.log.Warn("pool: give back a host member", "pool_id", poolID, "workspace_id", w.ID, "error", err.Error())
 		}
 		s.fail(c, errs.E(errs.Forbidden, "pool %s: workspace %s is on host backend %s, which runs code on the Primer host; only an admin may lease it", poolID, w.ID, w.Backend))
@@ -382,7 +383,7 @@ func (s *server) leasePool(c *gin.Context) {
 			s.log.Warn("pool: wake workflow after lease", "pool_id", poolID, "error", err.Error())
 		}
 		data, _ := json.Marshal(map[string]string{"pool_id": poolID, "source": source})
-		if err := s.cfg.Store.AppendEvent(ctx, &models.Event{WorkspaceID: wsID, Type: models.EventLeased, Data: data}); err != nil {
+		if err := s.cfg.Store.AppendEvent(ctx, &wire.Event{WorkspaceID: wsID, Type: wire.EventLeased, Data: data}); err != nil {
 			s.log.Warn("pool: record lease event", "pool_id", poolID, "workspace_id", wsID, "error", err.Error())
 		}
 	})
@@ -404,11 +405,11 @@ func (s *server) returnWorkspace(c *gin.Context) {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: not in a pool; only a workspace leased from a pool can be returned (delete it instead)", w.ID))
 		return
 	}
-	if w.PoolState != models.PoolLeased {
+	if w.PoolState != wire.PoolLeased {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: pool state is %s, not leased; only a leased workspace can be returned", w.ID, w.PoolState))
 		return
 	}
-	if err := s.cfg.Store.SetPoolState(ctx, w.ID, models.PoolLeased, models.PoolReturning); err != nil {
+	if err := s.cfg.Store.SetPoolState(ctx, w.ID, wire.PoolLeased, wire.PoolReturning); err != nil {
 		if errs.Is(err, errs.Conflict) {
 			// Returned (or detached) by someone else since the read.
 			err = errs.E(errs.Precondition, "workspace %s: cannot return: %s", w.ID, err.Error())
@@ -420,14 +421,14 @@ func (s *server) returnWorkspace(c *gin.Context) {
 		// Nothing will reset it: the lessee keeps it, as before the call.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if rerr := s.cfg.Store.SetPoolState(cctx, w.ID, models.PoolReturning, models.PoolLeased); rerr != nil {
+		if rerr := s.cfg.Store.SetPoolState(cctx, w.ID, wire.PoolReturning, wire.PoolLeased); rerr != nil {
 			s.log.Error("workspace: roll back pool state after failed return", "workspace_id", w.ID, "error", rerr.Error())
 		}
 		s.fail(c, err)
 		return
 	}
 	s.log.Info("workspace returned", "workspace_id", w.ID, "pool_id", w.PoolID)
-	w.PoolState = models.PoolReturning
+	w.PoolState = wire.PoolReturning
 	c.JSON(http.StatusAccepted, w)
 }
 
@@ -443,7 +444,7 @@ func (s *server) recoverWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if w.Phase != models.PhaseEscalated && w.Phase != models.PhaseFailed {
+	if w.Phase != wire.PhaseEscalated && w.Phase != wire.PhaseFailed {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: is %s; only an escalated or failed workspace can be recovered", w.ID, w.Phase))
 		return
 	}
@@ -485,7 +486,7 @@ func (s *server) poolableTemplate(ctx context.Context, templateID string) error 
 	if err != nil {
 		return nil
 	}
-	if p.Provider == models.BackendWorktree {
+	if p.Provider == wire.BackendWorktree {
 		return errs.Field("template_id", "template_id: template %s is on a worktree provider; warm pools need workspaces that can be reset (local, container)", templateID)
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -41,9 +42,9 @@ func (h *harness) expectNotify(id string, times int) *int {
 }
 
 // pool stores a pool directly, without its workflow.
-func (h *harness) pool(id string, size int) *models.Pool {
+func (h *harness) pool(id string, size int) *wire.Pool {
 	h.t.Helper()
-	p := &models.Pool{ID: id, TemplateID: models.DefaultTemplateID, Size: size}
+	p := &wire.Pool{ID: id, TemplateID: wire.DefaultTemplateID, Size: size}
 	if err := h.store.CreatePool(context.Background(), p); err != nil {
 		h.t.Fatalf("create pool: %v", err)
 	}
@@ -51,12 +52,12 @@ func (h *harness) pool(id string, size int) *models.Pool {
 }
 
 // member stores a workspace of pool in phase and pool state.
-func (h *harness) member(poolID, phase, state string) *models.Workspace {
+func (h *harness) member(poolID, phase, state string) *wire.Workspace {
 	h.t.Helper()
 	id := models.NewID("ws")
-	w := &models.Workspace{
-		ID: id, TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: phase, WorkflowID: workflows.WorkflowID(id),
+	w := &wire.Workspace{
+		ID: id, TemplateID: wire.DefaultTemplateID, ProviderID: wire.LocalProviderID,
+		Backend: wire.BackendLocal, Phase: phase, WorkflowID: workflows.WorkflowID(id),
 		PoolID: poolID, PoolState: state,
 	}
 	if err := h.store.CreateWorkspace(context.Background(), w); err != nil {
@@ -72,7 +73,7 @@ func TestPoolCRUD(t *testing.T) {
 	var p poolView
 	r := h.do("POST", "/v1/pools", `{"id":"warm","template_id":"default"}`).expect(t, 201)
 	r.decode(t, &p)
-	if p.ID != "warm" || p.TemplateID != "default" || p.Size != models.DefaultPoolSize {
+	if p.ID != "warm" || p.TemplateID != "default" || p.Size != wire.DefaultPoolSize {
 		t.Fatalf("created pool = %+v", p)
 	}
 	if loc := r.header.Get("Location"); loc != "/v1/pools/warm" {
@@ -113,11 +114,11 @@ func TestPoolCRUD(t *testing.T) {
 	}
 
 	// Live counts come from the pool's workspaces.
-	h.member("warm", models.PhaseRunning, models.PoolIdle)
-	h.member("warm", models.PhaseRunning, models.PoolIdle)
-	h.member("warm", models.PhasePending, models.PoolIdle)
-	h.member("warm", models.PhaseRunning, models.PoolLeased)
-	h.member("warm", models.PhaseFailed, models.PoolIdle) // being replaced: not counted
+	h.member("warm", wire.PhaseRunning, wire.PoolIdle)
+	h.member("warm", wire.PhaseRunning, wire.PoolIdle)
+	h.member("warm", wire.PhasePending, wire.PoolIdle)
+	h.member("warm", wire.PhaseRunning, wire.PoolLeased)
+	h.member("warm", wire.PhaseFailed, wire.PoolIdle) // being replaced: not counted
 	h.do("GET", "/v1/pools/warm", nil).expect(t, 200).decode(t, &p)
 	if p.Status != (poolStatus{Idle: 2, Starting: 1, Leased: 1}) {
 		t.Fatalf("status = %+v", p.Status)
@@ -174,14 +175,14 @@ func TestCreatePoolTemporalDown(t *testing.T) {
 func TestLeaseWarmAndCold(t *testing.T) {
 	h := newHarness(t)
 	h.pool("p", 2)
-	idle := h.member("p", models.PhaseRunning, models.PoolIdle)
-	h.member("p", models.PhasePending, models.PoolIdle) // not leasable yet
+	idle := h.member("p", wire.PhaseRunning, wire.PoolIdle)
+	h.member("p", wire.PhasePending, wire.PoolIdle) // not leasable yet
 	notified := h.expectNotify("p", 2)
 
 	// Warm: the idle running workspace, now leased, with the lessee's labels.
 	var lr leaseResponse
 	h.do("POST", "/v1/pools/p/lease", `{"labels":{"run":"6"}}`).expect(t, 200).decode(t, &lr)
-	if lr.Source != LeaseWarm || lr.Workspace == nil || lr.Workspace.ID != idle.ID || lr.Workspace.PoolState != models.PoolLeased ||
+	if lr.Source != LeaseWarm || lr.Workspace == nil || lr.Workspace.ID != idle.ID || lr.Workspace.PoolState != wire.PoolLeased ||
 		lr.Workspace.Labels["run"] != "6" {
 		t.Fatalf("warm lease = %+v %+v", lr, lr.Workspace)
 	}
@@ -196,7 +197,7 @@ func TestLeaseWarmAndCold(t *testing.T) {
 	lr = leaseResponse{}
 	r.decode(t, &lr)
 	if lr.Source != LeaseCold || lr.Workspace.PoolID != "" || lr.Workspace.PoolState != "" ||
-		lr.Workspace.Phase != models.PhasePending || lr.Workspace.TemplateID != "default" || lr.Workspace.Labels["run"] != "7" {
+		lr.Workspace.Phase != wire.PhasePending || lr.Workspace.TemplateID != "default" || lr.Workspace.Labels["run"] != "7" {
 		t.Fatalf("cold lease = %+v %+v", lr, lr.Workspace)
 	}
 	if loc := r.header.Get("Location"); loc != "/v1/workspaces/"+lr.Workspace.ID {
@@ -212,7 +213,7 @@ func TestLeaseWarmAndCold(t *testing.T) {
 	}
 	for _, id := range []string{idle.ID, lr.Workspace.ID} {
 		evs, err := h.store.ListEvents(context.Background(), id, 0, 0)
-		if err != nil || len(evs) != 1 || evs[0].Type != models.EventLeased || !strings.Contains(string(evs[0].Data), `"pool_id":"p"`) {
+		if err != nil || len(evs) != 1 || evs[0].Type != wire.EventLeased || !strings.Contains(string(evs[0].Data), `"pool_id":"p"`) {
 			t.Fatalf("events of %s = %+v (%v)", id, evs, err)
 		}
 	}
@@ -229,7 +230,7 @@ func TestConcurrentLeasesGetDistinctWorkspaces(t *testing.T) {
 	const n = 8
 	h.pool("p", n)
 	for range n {
-		h.member("p", models.PhaseRunning, models.PoolIdle)
+		h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	}
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, workflows.PoolWorkflowID("p"), workflows.SignalPoolChanged,
 		mock.Anything, mock.Anything, workflows.PoolWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
@@ -259,7 +260,7 @@ func TestConcurrentLeasesGetDistinctWorkspaces(t *testing.T) {
 		}
 		seen[got[i].Workspace.ID] = true
 	}
-	left, err := h.store.ListWorkspaces(context.Background(), models.WorkspaceFilter{PoolID: "p", PoolState: models.PoolIdle})
+	left, err := h.store.ListWorkspaces(context.Background(), models.WorkspaceFilter{PoolID: "p", PoolState: wire.PoolIdle})
 	if err != nil || len(left) != 0 {
 		t.Fatalf("idle after %d leases: %d (%v)", n, len(left), err)
 	}
@@ -268,9 +269,9 @@ func TestConcurrentLeasesGetDistinctWorkspaces(t *testing.T) {
 func TestReturnWorkspace(t *testing.T) {
 	h := newHarness(t)
 	h.pool("p", 1)
-	plain := h.workspace(models.PhaseRunning)
-	idle := h.member("p", models.PhaseRunning, models.PoolIdle)
-	leased := h.member("p", models.PhaseRunning, models.PoolLeased)
+	plain := h.workspace(wire.PhaseRunning)
+	idle := h.member("p", wire.PhaseRunning, wire.PoolIdle)
+	leased := h.member("p", wire.PhaseRunning, wire.PoolLeased)
 
 	h.do("POST", "/v1/workspaces/"+plain.ID+"/return", nil).expectError(t, 409, "failed_precondition", "", "not in a pool")
 	h.do("POST", "/v1/workspaces/"+idle.ID+"/return", nil).expectError(t, 409, "failed_precondition", "", "pool state is idle, not leased")
@@ -280,7 +281,7 @@ func TestReturnWorkspace(t *testing.T) {
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, leased.WorkflowID, workflows.SignalReturn, mock.Anything,
 		mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).Return(nil, errors.New("connection refused")).Once()
 	h.do("POST", "/v1/workspaces/"+leased.ID+"/return", nil).expectError(t, 503, "unavailable", "", "connection refused")
-	if w, _ := h.store.GetWorkspace(context.Background(), leased.ID); w.PoolState != models.PoolLeased {
+	if w, _ := h.store.GetWorkspace(context.Background(), leased.ID); w.PoolState != wire.PoolLeased {
 		t.Fatalf("pool state after a failed return = %q, want leased", w.PoolState)
 	}
 
@@ -288,15 +289,15 @@ func TestReturnWorkspace(t *testing.T) {
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, leased.WorkflowID, workflows.SignalReturn, mock.Anything,
 		mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
 		Run(func(args mock.Arguments) { sig = args.Get(3) }).Return(&mocks.WorkflowRun{}, nil).Once()
-	var got models.Workspace
+	var got wire.Workspace
 	h.do("POST", "/v1/workspaces/"+leased.ID+"/return", nil).expect(t, 202).decode(t, &got)
-	if got.ID != leased.ID || got.PoolState != models.PoolReturning {
+	if got.ID != leased.ID || got.PoolState != wire.PoolReturning {
 		t.Fatalf("returned = %+v", got)
 	}
 	if _, ok := sig.(workflows.ReturnSignal); !ok {
 		t.Fatalf("signal payload = %#v", sig)
 	}
-	if w, _ := h.store.GetWorkspace(context.Background(), leased.ID); w.PoolState != models.PoolReturning {
+	if w, _ := h.store.GetWorkspace(context.Background(), leased.ID); w.PoolState != wire.PoolReturning {
 		t.Fatalf("stored pool state = %q, want returning", w.PoolState)
 	}
 	// Returning it again is refused: it is no longer leased.
@@ -305,16 +306,16 @@ func TestReturnWorkspace(t *testing.T) {
 
 func TestRecoverWorkspace(t *testing.T) {
 	h := newHarness(t)
-	running := h.workspace(models.PhaseRunning)
+	running := h.workspace(wire.PhaseRunning)
 	h.do("POST", "/v1/workspaces/"+running.ID+"/recover", nil).expectError(t, 409, "failed_precondition", "", "is running")
 
-	for _, phase := range []string{models.PhaseEscalated, models.PhaseFailed} {
+	for _, phase := range []string{wire.PhaseEscalated, wire.PhaseFailed} {
 		w := h.workspace(phase)
 		var sig workflows.RecoverSignal
 		h.temporal.On("SignalWithStartWorkflow", mock.Anything, w.WorkflowID, workflows.SignalRecover, mock.Anything,
 			mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
 			Run(func(args mock.Arguments) { sig = args.Get(3).(workflows.RecoverSignal) }).Return(&mocks.WorkflowRun{}, nil).Once()
-		var got models.Workspace
+		var got wire.Workspace
 		h.do("POST", "/v1/workspaces/"+w.ID+"/recover", nil).expect(t, 202).decode(t, &got)
 		if got.ID != w.ID || sig.Reason != "requested by user" {
 			t.Fatalf("%s: recovered %+v with signal %+v", phase, got, sig)
@@ -322,9 +323,9 @@ func TestRecoverWorkspace(t *testing.T) {
 	}
 
 	// Escalated is a phase the list filter knows.
-	var l items[models.Workspace]
+	var l items[wire.Workspace]
 	h.do("GET", "/v1/workspaces?phase=escalated", nil).expect(t, 200).decode(t, &l)
-	if len(l.Items) != 1 || l.Items[0].Phase != models.PhaseEscalated {
+	if len(l.Items) != 1 || l.Items[0].Phase != wire.PhaseEscalated {
 		t.Fatalf("escalated workspaces = %+v", l.Items)
 	}
 }
@@ -332,7 +333,7 @@ func TestRecoverWorkspace(t *testing.T) {
 func TestDeleteIdlePoolMemberWakesThePool(t *testing.T) {
 	h := newHarness(t)
 	h.pool("p", 1)
-	w := h.member("p", models.PhaseRunning, models.PoolIdle)
+	w := h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, w.WorkflowID, workflows.SignalDelete, mock.Anything,
 		mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil).Once()
 	n := h.expectNotify("p", 1)
@@ -348,10 +349,10 @@ func TestDeleteIdlePoolMemberWakesThePool(t *testing.T) {
 func TestPoolOnWorktreeRefused(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if err := h.store.CreateProvider(ctx, &models.Provider{ID: "wt", Provider: models.BackendWorktree, Config: json.RawMessage(`{"kind":"worktree"}`)}); err != nil {
+	if err := h.store.CreateProvider(ctx, &wire.Provider{ID: "wt", Provider: wire.BackendWorktree, Config: json.RawMessage(`{"kind":"worktree"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.store.CreateTemplate(ctx, &models.Template{ID: "wt-t", ProviderID: "wt", Backend: json.RawMessage(`{"kind":"worktree"}`)}); err != nil {
+	if err := h.store.CreateTemplate(ctx, &wire.Template{ID: "wt-t", ProviderID: "wt", Backend: json.RawMessage(`{"kind":"worktree"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	h.do("POST", "/v1/pools", `{"id":"wp","template_id":"wt-t"}`).expectError(t, 400, "invalid", "template_id", "worktree")

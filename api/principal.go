@@ -3,7 +3,7 @@ package api
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // principal is who a request acts as: the key that authenticated it, that
@@ -15,7 +15,7 @@ type principal struct {
 }
 
 // admin reports whether the principal may act on every tenant.
-func (p principal) admin() bool { return p.Role == models.RoleAdmin }
+func (p principal) admin() bool { return p.Role == wire.RoleAdmin }
 
 // principalKey is where authenticate keeps the principal in the gin context.
 const principalKey = "primer.principal"

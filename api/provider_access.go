@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // providerConfig applies the access rules of provider config fields
@@ -24,7 +24,7 @@ import (
 // (old: the stored provider on update), unless an endpoint changed: then
 // they are dropped, so a stored credential never follows the provider to
 // an endpoint its sender did not give it for.
-func (s *server) providerConfig(c *gin.Context, kind string, raw json.RawMessage, old *models.Provider) (json.RawMessage, error) {
+func (s *server) providerConfig(c *gin.Context, kind string, raw json.RawMessage, old *wire.Provider) (json.RawMessage, error) {
 	admin := callerOf(c).admin()
 	cfg, known, err := s.cfg.Backends.DecodeConfig(kind, raw)
 	switch {
@@ -62,7 +62,7 @@ func (s *server) providerConfig(c *gin.Context, kind string, raw json.RawMessage
 // providerOut is p as the caller may see it (providerView) with every
 // inline secret of its config Redacted. A stored config that no longer
 // decodes is left out rather than answered in clear.
-func (s *server) providerOut(c *gin.Context, p models.Provider) models.Provider {
+func (s *server) providerOut(c *gin.Context, p wire.Provider) wire.Provider {
 	p = providerView(c, p)
 	if len(p.Config) == 0 {
 		return p
@@ -89,7 +89,7 @@ func (s *server) providerOut(c *gin.Context, p models.Provider) models.Provider 
 // shared provider, even of its own tenant (an admin's providers live in
 // the default tenant, whose members must not repoint them): other tenants'
 // env values and runtime tokens go wherever it points.
-func sharedReadOnly(c *gin.Context, p *models.Provider, verb string) error {
+func sharedReadOnly(c *gin.Context, p *wire.Provider, verb string) error {
 	if p.Shared && !callerOf(c).admin() {
 		return errs.E(errs.Forbidden, "provider %s: shared; only an admin may %s it", p.ID, verb)
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/backend/vm"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // accessHarness is a harness whose registry holds the real container,
@@ -51,15 +51,15 @@ func accessHarness(t *testing.T) (*harness, *atomic.Int64) {
 		host := local.NewHost(nil)
 		t.Cleanup(func() { _ = host.Close() })
 		c.Backends = backend.NewRegistry(map[string]backend.Factory{
-			models.BackendLocal:      count(local.Factory(host, nil)),
-			models.BackendContainer:  count(container.Factory(container.Options{Runtime: rt})),
-			models.BackendKubernetes: count(kubernetes.Factory(kubernetes.Options{Runtime: rt})),
-			models.BackendVM:         count(vm.Factory(vm.Options{Runtime: rt})),
+			wire.BackendLocal:      count(local.Factory(host, nil)),
+			wire.BackendContainer:  count(container.Factory(container.Options{Runtime: rt})),
+			wire.BackendKubernetes: count(kubernetes.Factory(kubernetes.Options{Runtime: rt})),
+			wire.BackendVM:         count(vm.Factory(vm.Options{Runtime: rt})),
 		}).WithConfigs(configs.Providers())
 		c.Connector.Backends = c.Backends
 	})
 	h.backends = h.srv.cfg.Backends
-	if err := h.store.CreateTenant(context.Background(), &models.Tenant{ID: tenantB}); err != nil {
+	if err := h.store.CreateTenant(context.Background(), &wire.Tenant{ID: tenantB}); err != nil {
 		t.Fatal(err)
 	}
 	return h, &built
@@ -99,10 +99,10 @@ func TestProviderFieldsHaveAccessRules(t *testing.T) {
 	}
 	// The host's fields are the admin's, whatever else changes.
 	for kind, paths := range map[string][]string{
-		models.BackendContainer:  {"connection.socket_path", "connection.tls.ca_file", "connection.tls.cert_file", "connection.tls.key_file", "reachability.network"},
-		models.BackendKubernetes: {"connection.path"},
-		models.BackendVM:         {"connection.private_key_file", "connection.private_key_env", "connection.known_hosts", "connection.trust_on_first_use", "machines.create", "machines.destroy", "allow_root_user"},
-		models.BackendLocal:      {"root_path"},
+		wire.BackendContainer:  {"connection.socket_path", "connection.tls.ca_file", "connection.tls.cert_file", "connection.tls.key_file", "reachability.network"},
+		wire.BackendKubernetes: {"connection.path"},
+		wire.BackendVM:         {"connection.private_key_file", "connection.private_key_env", "connection.known_hosts", "connection.trust_on_first_use", "machines.create", "machines.destroy", "allow_root_user"},
+		wire.BackendLocal:      {"root_path"},
 	} {
 		rules := backend.Rules(reflect.TypeOf(configs.Providers()[kind]))
 		for _, p := range paths {
@@ -180,15 +180,15 @@ func setting(t *testing.T, ty reflect.Type, path string) json.RawMessage {
 func TestAdminOnlyProviderFields(t *testing.T) {
 	h, built := accessHarness(t)
 	ctx := context.Background()
-	member := h.newKey(tenantB, models.RoleMember)
+	member := h.newKey(tenantB, wire.RoleMember)
 	for kind, c := range configs.Providers() {
 		ty := reflect.TypeOf(c)
-		if kind == models.BackendLocal || kind == models.BackendWorktree {
+		if kind == wire.BackendLocal || kind == wire.BackendWorktree {
 			continue // the kind itself is the admin's (TestHostBackendsAdminOnly)
 		}
 		own := "own-" + kind
 		stored := json.RawMessage(`{"kind":"` + kind + `"}`)
-		if err := h.store.CreateProvider(ctx, &models.Provider{ID: own, TenantID: tenantB, Provider: kind, Config: stored}); err != nil {
+		if err := h.store.CreateProvider(ctx, &wire.Provider{ID: own, TenantID: tenantB, Provider: kind, Config: stored}); err != nil {
 			t.Fatal(err)
 		}
 		rules := backend.Rules(ty)
@@ -301,7 +301,7 @@ func inlineSecretFixtures(t *testing.T) []secretsFixture {
 	}
 	return []secretsFixture{
 		{
-			kind: models.BackendContainer, endpoints: [2]string{"10.0.0.1:2376", "10.0.0.2:2376"},
+			kind: wire.BackendContainer, endpoints: [2]string{"10.0.0.1:2376", "10.0.0.2:2376"},
 			config: func(ep string) map[string]any {
 				return map[string]any{"connection": map[string]any{"kind": "tcp", "host": ep, "tls": map[string]any{"ca": certPEM, "cert": certPEM, "key": keyPEM}},
 					"reachability": map[string]any{"kind": "host_port"}}
@@ -310,7 +310,7 @@ func inlineSecretFixtures(t *testing.T) []secretsFixture {
 		},
 		{
 			// The server is inside the secret; the context says which.
-			kind: models.BackendKubernetes, endpoints: [2]string{"ctx-a", "ctx-b"},
+			kind: wire.BackendKubernetes, endpoints: [2]string{"ctx-a", "ctx-b"},
 			config: func(ep string) map[string]any {
 				return map[string]any{"connection": map[string]any{"kind": "kubeconfig", "kubeconfig": kubeconfig("https://10.0.0.1:6443"), "context": ep},
 					"reachability": map[string]any{"kind": "pod_ip"}, "runtime_image": "primer/runtime:test"}
@@ -318,7 +318,7 @@ func inlineSecretFixtures(t *testing.T) []secretsFixture {
 			secrets: []string{token}, fields: []string{"connection.kubeconfig"},
 		},
 		{
-			kind: models.BackendVM, endpoints: [2]string{"10.0.0.5", "10.0.0.6"},
+			kind: wire.BackendVM, endpoints: [2]string{"10.0.0.5", "10.0.0.6"},
 			config: func(ep string) map[string]any {
 				return map[string]any{"connection": map[string]any{"user": "primer", "private_key": sshPEM, "known_hosts_data": known},
 					"hosts": []any{map[string]any{"address": ep}}}
@@ -353,7 +353,7 @@ func withRedacted(cfg map[string]any, fields []string) map[string]any {
 func TestProviderInlineSecrets(t *testing.T) {
 	h, _ := accessHarness(t)
 	ctx := context.Background()
-	member := h.newKey(tenantB, models.RoleMember)
+	member := h.newKey(tenantB, wire.RoleMember)
 	for _, fx := range inlineSecretFixtures(t) {
 		t.Run(fx.kind, func(t *testing.T) {
 			id := "inline-" + fx.kind
@@ -389,7 +389,7 @@ func TestProviderInlineSecrets(t *testing.T) {
 			storedHas(true)
 
 			// Round trip: what GET answers, PUT back, keeps the secrets.
-			var got models.Provider
+			var got wire.Provider
 			h.doAs(member, "GET", "/v1/providers/"+id, nil).decode(t, &got)
 			r = h.doAs(member, "PUT", "/v1/providers/"+id, map[string]any{"provider": fx.kind, "config": got.Config}).expect(t, 200)
 			noSecret("update answer", r.body)
@@ -421,7 +421,7 @@ func TestProviderInlineSecrets(t *testing.T) {
 func TestProviderAddressesOutbound(t *testing.T) {
 	h, built := accessHarness(t)
 	ctx := context.Background()
-	member := h.newKey(tenantB, models.RoleMember)
+	member := h.newKey(tenantB, wire.RoleMember)
 	fx := map[string]secretsFixture{}
 	for _, f := range inlineSecretFixtures(t) {
 		fx[f.kind] = f
@@ -439,15 +439,15 @@ func TestProviderAddressesOutbound(t *testing.T) {
 		name, kind, field string
 		cfg               map[string]any
 	}{
-		{"engine on loopback", models.BackendContainer, "spec.config.connection.host", fx[models.BackendContainer].config("tcp://127.0.0.1:2375")},
-		{"engine on metadata", models.BackendContainer, "spec.config.connection.host", fx[models.BackendContainer].config("169.254.169.254:2376")},
-		{"engine named localhost", models.BackendContainer, "spec.config.connection.host", fx[models.BackendContainer].config("localhost:2376")},
-		{"connect host on loopback", models.BackendContainer, "spec.config.reachability.connect_host",
-			set(fx[models.BackendContainer].config("10.0.0.1:2376"), "reachability.connect_host", "127.0.0.1")},
-		{"vm host on loopback", models.BackendVM, "spec.config.hosts.0.address", fx[models.BackendVM].config("127.0.0.1:2222")},
-		{"vm host unspecified", models.BackendVM, "spec.config.hosts.0.address", fx[models.BackendVM].config("0.0.0.0")},
-		{"vm jump on ipv6 loopback", models.BackendVM, "spec.config.connection.jump.address",
-			set(fx[models.BackendVM].config("10.0.0.5"), "connection.jump", map[string]any{"address": "::1"})},
+		{"engine on loopback", wire.BackendContainer, "spec.config.connection.host", fx[wire.BackendContainer].config("tcp://127.0.0.1:2375")},
+		{"engine on metadata", wire.BackendContainer, "spec.config.connection.host", fx[wire.BackendContainer].config("169.254.169.254:2376")},
+		{"engine named localhost", wire.BackendContainer, "spec.config.connection.host", fx[wire.BackendContainer].config("localhost:2376")},
+		{"connect host on loopback", wire.BackendContainer, "spec.config.reachability.connect_host",
+			set(fx[wire.BackendContainer].config("10.0.0.1:2376"), "reachability.connect_host", "127.0.0.1")},
+		{"vm host on loopback", wire.BackendVM, "spec.config.hosts.0.address", fx[wire.BackendVM].config("127.0.0.1:2222")},
+		{"vm host unspecified", wire.BackendVM, "spec.config.hosts.0.address", fx[wire.BackendVM].config("0.0.0.0")},
+		{"vm jump on ipv6 loopback", wire.BackendVM, "spec.config.connection.jump.address",
+			set(fx[wire.BackendVM].config("10.0.0.5"), "connection.jump", map[string]any{"address": "::1"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := built.Load()
@@ -465,8 +465,8 @@ func TestProviderAddressesOutbound(t *testing.T) {
 		})
 	}
 	// A private address is a member's to use; an admin may name loopback.
-	h.doAs(member, "POST", "/v1/providers", map[string]any{"id": "addr-ok", "provider": models.BackendContainer,
-		"config": fx[models.BackendContainer].config("10.0.0.1:2376")}).expect(t, 201)
-	h.do("POST", "/v1/providers", map[string]any{"id": "addr-admin", "provider": models.BackendContainer,
-		"config": fx[models.BackendContainer].config("127.0.0.1:2376")}).expect(t, 201)
+	h.doAs(member, "POST", "/v1/providers", map[string]any{"id": "addr-ok", "provider": wire.BackendContainer,
+		"config": fx[wire.BackendContainer].config("10.0.0.1:2376")}).expect(t, 201)
+	h.do("POST", "/v1/providers", map[string]any{"id": "addr-admin", "provider": wire.BackendContainer,
+		"config": fx[wire.BackendContainer].config("127.0.0.1:2376")}).expect(t, 201)
 }

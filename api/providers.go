@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // idPattern is what provider and template ids look like: lower-case DNS-ish
@@ -66,7 +66,7 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 // provider checks the spec and returns the row it describes. old is the
 // stored provider on update: its shared flag stays unless the spec sets it.
 // Only an admin may make a provider shared or of a host backend kind.
-func (s *server) provider(c *gin.Context, spec providerSpec, old *models.Provider) (*models.Provider, error) {
+func (s *server) provider(c *gin.Context, spec providerSpec, old *wire.Provider) (*wire.Provider, error) {
 	if spec.Provider == "" {
 		return nil, errs.Field("spec.provider", "spec.provider: required (one of %s)", strings.Join(s.types(), ", "))
 	}
@@ -84,7 +84,7 @@ func (s *server) provider(c *gin.Context, spec providerSpec, old *models.Provide
 	if err != nil {
 		return nil, err
 	}
-	p := &models.Provider{ID: spec.ID, Provider: spec.Provider, Config: config, Shared: shared}
+	p := &wire.Provider{ID: spec.ID, Provider: spec.Provider, Config: config, Shared: shared}
 	if err := s.cfg.Backends.Validate(p); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (s *server) createProvider(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if spec.ID == models.LocalProviderID {
+	if spec.ID == wire.LocalProviderID {
 		s.fail(c, errs.E(errs.Conflict, "provider %s: already exists (reserved)", spec.ID))
 		return
 	}
@@ -146,7 +146,7 @@ func (s *server) getProvider(c *gin.Context) {
 
 func (s *server) updateProvider(c *gin.Context) {
 	id := c.Param("id")
-	if id == models.LocalProviderID {
+	if id == wire.LocalProviderID {
 		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be changed", id))
 		return
 	}
@@ -205,7 +205,7 @@ func (s *server) updateProvider(c *gin.Context) {
 
 func (s *server) deleteProvider(c *gin.Context) {
 	id := c.Param("id")
-	if id == models.LocalProviderID {
+	if id == wire.LocalProviderID {
 		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be deleted", id))
 		return
 	}

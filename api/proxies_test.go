@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func TestParseTrustedProxies(t *testing.T) {
@@ -113,7 +113,7 @@ func TestClientAddress(t *testing.T) {
 // the header changes nothing.
 func TestAuthThrottleBehindProxy(t *testing.T) {
 	bad := func(h *harness) []string {
-		unused := h.newKey(models.DefaultTenantID, models.RoleMember)
+		unused := h.newKey(wire.DefaultTenantID, wire.RoleMember)
 		return []string{"Authorization", "Bearer pmr." + keyIDOf(t, unused) + "." + strings.Repeat("f", 64)}
 	}
 	t.Run("trusted proxy", func(t *testing.T) {

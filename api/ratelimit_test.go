@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // fakeClock is a settable time for the throttle.
@@ -23,7 +23,7 @@ func TestAuthThrottle(t *testing.T) {
 	// The admin key authenticates once before the address is throttled;
 	// another valid key has not.
 	h.do("GET", "/v1/workspaces", nil).expect(t, 200)
-	unused := h.newKey(models.DefaultTenantID, models.RoleMember)
+	unused := h.newKey(wire.DefaultTenantID, wire.RoleMember)
 	bad := "Bearer pmr." + keyIDOf(t, unused) + "." + strings.Repeat("f", 64)
 
 	for i := range 5 {

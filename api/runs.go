@@ -11,6 +11,7 @@ import (
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 )
 
 // defaultTriggeredBy is who made a run through the API when the request
@@ -31,19 +32,19 @@ type runRequest struct {
 
 // runView is a run as the API shows it: the row and its live progress.
 type runView struct {
-	models.Run
+	wire.Run
 	Progress eval.Progress `json:"progress"`
 }
 
 // runStatuses are the statuses ?status= may ask for.
 var runStatuses = map[string]bool{
-	models.RunPending: true, models.RunRunning: true, models.RunSucceeded: true,
-	models.RunCanceled: true, models.RunFailed: true,
+	wire.RunPending: true, wire.RunRunning: true, wire.RunSucceeded: true,
+	wire.RunCanceled: true, wire.RunFailed: true,
 }
 
 // runFinal reports whether a run has ended.
 func runFinal(status string) bool {
-	return status == models.RunSucceeded || status == models.RunCanceled || status == models.RunFailed
+	return status == wire.RunSucceeded || status == wire.RunCanceled || status == wire.RunFailed
 }
 
 // progress summarizes a run's results as they are now.
@@ -56,7 +57,7 @@ func (s *server) progress(ctx context.Context, runID string) (eval.Progress, err
 }
 
 // runView returns r with its progress.
-func (s *server) runView(ctx context.Context, r *models.Run) (runView, error) {
+func (s *server) runView(ctx context.Context, r *wire.Run) (runView, error) {
 	p, err := s.progress(ctx, r.ID)
 	if err != nil {
 		return runView{}, err
@@ -98,7 +99,7 @@ func (s *server) createRun(c *gin.Context) {
 	run, err := s.cfg.Starter.CreateRun(ctx, starter.CreateRunRequest{
 		SuiteID:     su.ID,
 		Selection:   eval.Selection{Cases: req.Cases, Labels: req.Labels},
-		Trigger:     models.TriggerUser,
+		Trigger:     wire.TriggerUser,
 		TriggeredBy: req.TriggeredBy,
 	})
 	if err != nil {

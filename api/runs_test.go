@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -60,7 +60,7 @@ func (h *harness) finish(t *testing.T, runID string, ordinal int, verdict, reaso
 	if err := h.store.StartCase(ctx, runID, ordinal, now); err != nil {
 		t.Fatalf("start case %d: %v", ordinal, err)
 	}
-	r := &models.CaseResult{RunID: runID, Ordinal: ordinal, Verdict: verdict, Reason: reason, DurationMS: durMS, Score: score,
+	r := &wire.CaseResult{RunID: runID, Ordinal: ordinal, Verdict: verdict, Reason: reason, DurationMS: durMS, Score: score,
 		Attempts: json.RawMessage(`[{"attempt":1,"workspace_id":"ws-1","verdict":"` + verdict + `"}]`), EndedAt: &now}
 	if err := h.store.FinishCase(ctx, r); err != nil {
 		t.Fatalf("finish case %d: %v", ordinal, err)
@@ -78,8 +78,8 @@ func TestRuns(t *testing.T) {
 
 	// All cases, by the default user.
 	r1 := h.startRun(t, "s", nil)
-	if !strings.HasPrefix(r1.ID, "run-") || r1.SuiteID != "s" || r1.Total != 4 || r1.Status != models.RunPending ||
-		r1.Trigger != models.TriggerUser || r1.TriggeredBy != "api" || r1.Progress.Total != 4 || r1.Progress.Pending != 4 {
+	if !strings.HasPrefix(r1.ID, "run-") || r1.SuiteID != "s" || r1.Total != 4 || r1.Status != wire.RunPending ||
+		r1.Trigger != wire.TriggerUser || r1.TriggeredBy != "api" || r1.Progress.Total != 4 || r1.Progress.Pending != 4 {
 		t.Fatalf("run = %+v", r1)
 	}
 	// A subset by id, and who asked.
@@ -131,7 +131,7 @@ func TestRuns(t *testing.T) {
 	// Temporal down: 503, and no run is left behind.
 	h.expectRunStarts(1, errors.New("connection refused"))
 	h.do("POST", "/v1/suites/s/runs", nil).expectError(t, 503, "unavailable", "", "connection refused")
-	var l items[models.Run]
+	var l items[wire.Run]
 	h.do("GET", "/v1/runs", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 3 || l.Items[0].ID != r3.ID || l.Items[2].ID != r1.ID {
 		t.Fatalf("runs = %+v", l.Items)
@@ -160,10 +160,10 @@ func TestRuns(t *testing.T) {
 
 	// Results as JSON (attempts included), JSONL and JUnit, by ?format=
 	// or Accept.
-	var res items[models.CaseResult]
+	var res items[wire.CaseResult]
 	h.do("GET", "/v1/runs/"+r1.ID+"/results", nil).expect(t, 200).decode(t, &res)
 	if len(res.Items) != 4 || res.Items[1].CaseID != "c1" || res.Items[1].Verdict != "fail" || res.Items[1].Reason != "exit code 1, want 0" ||
-		!strings.Contains(string(res.Items[0].Attempts), `"workspace_id":"ws-1"`) || res.Items[3].Status != models.CasePending {
+		!strings.Contains(string(res.Items[0].Attempts), `"workspace_id":"ws-1"`) || res.Items[3].Status != wire.CasePending {
 		t.Fatalf("results = %+v", res.Items)
 	}
 	for _, req := range []struct{ path, accept string }{{"?format=jsonl", ""}, {"", "application/x-ndjson"}} {
@@ -172,7 +172,7 @@ func TestRuns(t *testing.T) {
 		if r.header.Get("Content-Type") != "application/x-ndjson" || len(lines) != 4 {
 			t.Fatalf("results as JSONL (%+v): %q", req, r.body)
 		}
-		var cr models.CaseResult
+		var cr wire.CaseResult
 		if err := json.Unmarshal([]byte(lines[0]), &cr); err != nil || cr.CaseID != "c0" || cr.Verdict != "pass" {
 			t.Fatalf("JSONL line %q: %+v %v", lines[0], cr, err)
 		}
@@ -226,7 +226,7 @@ func TestRuns(t *testing.T) {
 	if v.ID != r3.ID {
 		t.Fatalf("canceled run = %+v", v)
 	}
-	if err := h.store.SetRunStatus(ctx, r2.ID, models.RunSucceeded, ""); err != nil {
+	if err := h.store.SetRunStatus(ctx, r2.ID, wire.RunSucceeded, ""); err != nil {
 		t.Fatal(err)
 	}
 	h.do("POST", "/v1/runs/"+r2.ID+"/cancel", nil).expectError(t, 409, "failed_precondition", "", "succeeded")
@@ -273,7 +273,7 @@ func TestRunEvents(t *testing.T) {
 	if m := next(t, ch); m.event != "comment" {
 		t.Fatalf("idle stream sent %+v, want a heartbeat", m)
 	}
-	if err := h.store.SetRunStatus(ctx, run.ID, models.RunRunning, ""); err != nil {
+	if err := h.store.SetRunStatus(ctx, run.ID, wire.RunRunning, ""); err != nil {
 		t.Fatal(err)
 	}
 	h.finish(t, run.ID, 0, eval.VerdictPass, "", 10, nil)
@@ -282,7 +282,7 @@ func TestRunEvents(t *testing.T) {
 	}
 	h.finish(t, run.ID, 1, eval.VerdictPass, "", 10, nil)
 	h.finish(t, run.ID, 2, eval.VerdictError, "workspace lost", 10, nil)
-	if err := h.store.SetRunStatus(ctx, run.ID, models.RunSucceeded, ""); err != nil {
+	if err := h.store.SetRunStatus(ctx, run.ID, wire.RunSucceeded, ""); err != nil {
 		t.Fatal(err)
 	}
 	// The last progress, then finished with the run, then the end.
@@ -303,7 +303,7 @@ func TestRunEvents(t *testing.T) {
 		if err := json.Unmarshal([]byte(m.data), &v); err != nil {
 			t.Fatal(err)
 		}
-		if v.ID != run.ID || v.Status != models.RunSucceeded || v.Progress.Pass != 2 || v.Progress.Error != 1 || last != v.Progress {
+		if v.ID != run.ID || v.Status != wire.RunSucceeded || v.Progress.Pass != 2 || v.Progress.Error != 1 || last != v.Progress {
 			t.Fatalf("finished = %+v (last progress %+v)", v, last)
 		}
 		break

@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Every handler loads the rows it acts on through the helpers below, never
@@ -57,44 +57,44 @@ func callerTenant(c *gin.Context) string {
 	if t := callerOf(c).TenantID; t != "" {
 		return t
 	}
-	return models.DefaultTenantID
+	return wire.DefaultTenantID
 }
 
 // workspaceOf returns the workspace id if the caller may see it.
-func (s *server) workspaceOf(c *gin.Context, id string) (*models.Workspace, error) {
-	return scoped(c, "workspace", id, s.cfg.Store.GetWorkspace, func(w *models.Workspace) string { return w.TenantID })
+func (s *server) workspaceOf(c *gin.Context, id string) (*wire.Workspace, error) {
+	return scoped(c, "workspace", id, s.cfg.Store.GetWorkspace, func(w *wire.Workspace) string { return w.TenantID })
 }
 
 // templateOf returns the template id if the caller may see it.
-func (s *server) templateOf(c *gin.Context, id string) (*models.Template, error) {
-	return scoped(c, "template", id, s.cfg.Store.GetTemplate, func(t *models.Template) string { return t.TenantID })
+func (s *server) templateOf(c *gin.Context, id string) (*wire.Template, error) {
+	return scoped(c, "template", id, s.cfg.Store.GetTemplate, func(t *wire.Template) string { return t.TenantID })
 }
 
 // poolOf returns the pool id if the caller may see it.
-func (s *server) poolOf(c *gin.Context, id string) (*models.Pool, error) {
-	return scoped(c, "pool", id, s.cfg.Store.GetPool, func(p *models.Pool) string { return p.TenantID })
+func (s *server) poolOf(c *gin.Context, id string) (*wire.Pool, error) {
+	return scoped(c, "pool", id, s.cfg.Store.GetPool, func(p *wire.Pool) string { return p.TenantID })
 }
 
 // suiteOf returns the suite id if the caller may see it.
-func (s *server) suiteOf(c *gin.Context, id string) (*models.Suite, error) {
-	return scoped(c, "suite", id, s.cfg.Store.GetSuite, func(su *models.Suite) string { return su.TenantID })
+func (s *server) suiteOf(c *gin.Context, id string) (*wire.Suite, error) {
+	return scoped(c, "suite", id, s.cfg.Store.GetSuite, func(su *wire.Suite) string { return su.TenantID })
 }
 
 // runOf returns the run id if the caller may see it.
-func (s *server) runOf(c *gin.Context, id string) (*models.Run, error) {
-	return scoped(c, "run", id, s.cfg.Store.GetRun, func(r *models.Run) string { return r.TenantID })
+func (s *server) runOf(c *gin.Context, id string) (*wire.Run, error) {
+	return scoped(c, "run", id, s.cfg.Store.GetRun, func(r *wire.Run) string { return r.TenantID })
 }
 
 // sessionOf returns the session id if the caller may see it.
-func (s *server) sessionOf(c *gin.Context, id string) (*models.Session, error) {
-	return scoped(c, "session", id, s.cfg.Store.GetSession, func(ses *models.Session) string { return ses.TenantID })
+func (s *server) sessionOf(c *gin.Context, id string) (*wire.Session, error) {
+	return scoped(c, "session", id, s.cfg.Store.GetSession, func(ses *wire.Session) string { return ses.TenantID })
 }
 
 // providerOf returns the provider id if the caller may see it: its own
 // tenant's, or a shared one. The row is whole, for the server's use (a
 // template on a shared provider is checked against its config); answer
 // with providerView, which leaves out what the caller may not read.
-func (s *server) providerOf(c *gin.Context, id string) (*models.Provider, error) {
+func (s *server) providerOf(c *gin.Context, id string) (*wire.Provider, error) {
 	p, err := s.cfg.Store.GetProvider(c.Request.Context(), id)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func (s *server) providerOf(c *gin.Context, id string) (*models.Provider, error)
 // providerView is p as the caller may see it: a shared provider of
 // another tenant without its config, which only its owner (and an admin)
 // may read.
-func providerView(c *gin.Context, p models.Provider) models.Provider {
+func providerView(c *gin.Context, p wire.Provider) wire.Provider {
 	if !visible(c, p.TenantID) {
 		p.Config = nil
 	}
@@ -118,7 +118,7 @@ func providerView(c *gin.Context, p models.Provider) models.Provider {
 // ownProviderOf returns the provider id for a change: NotFound when the
 // caller may not see it, Forbidden when it sees it only because another
 // tenant shares it.
-func (s *server) ownProviderOf(c *gin.Context, id string) (*models.Provider, error) {
+func (s *server) ownProviderOf(c *gin.Context, id string) (*wire.Provider, error) {
 	p, err := s.cfg.Store.GetProvider(c.Request.Context(), id)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (s *server) ownProviderOf(c *gin.Context, id string) (*models.Provider, err
 
 // hostBackends run a workspace's code on the machine that runs Primer:
 // only an admin may create workspaces on them, or providers of them.
-var hostBackends = map[string]bool{models.BackendLocal: true, models.BackendWorktree: true}
+var hostBackends = map[string]bool{wire.BackendLocal: true, wire.BackendWorktree: true}
 
 // hostOnly refuses a caller that is not an admin a provider of a host
 // backend kind.
@@ -146,7 +146,7 @@ func hostOnly(c *gin.Context, kind string) error {
 }
 
 // templateKind is the backend kind of t's document.
-func templateKind(t *models.Template) string {
+func templateKind(t *wire.Template) string {
 	var head struct {
 		Kind string `json:"kind"`
 	}
@@ -156,7 +156,7 @@ func templateKind(t *models.Template) string {
 
 // hostTemplate refuses a caller that is not an admin workspaces of t when
 // t is on a host backend (local, worktree).
-func hostTemplate(c *gin.Context, t *models.Template) error {
+func hostTemplate(c *gin.Context, t *wire.Template) error {
 	if callerOf(c).admin() {
 		return nil
 	}
@@ -168,7 +168,7 @@ func hostTemplate(c *gin.Context, t *models.Template) error {
 
 // hostPool is hostTemplate for the template of pool p. An admin reads
 // nothing.
-func (s *server) hostPool(c *gin.Context, p *models.Pool) error {
+func (s *server) hostPool(c *gin.Context, p *wire.Pool) error {
 	if callerOf(c).admin() {
 		return nil
 	}

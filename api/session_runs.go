@@ -11,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // maxInstructions bounds the instructions of an agent run.
@@ -25,10 +25,10 @@ type runSpec struct {
 
 // transcriptResponse answers GET /v1/sessions/{id}/transcript.
 type transcriptResponse struct {
-	SessionID string                   `json:"session_id"`
-	Run       *models.SessionRun       `json:"run,omitempty"`
-	Items     []models.TranscriptEntry `json:"items"`
-	Usage     usageTotal               `json:"usage"`
+	SessionID string                 `json:"session_id"`
+	Run       *wire.SessionRun       `json:"run,omitempty"`
+	Items     []wire.TranscriptEntry `json:"items"`
+	Usage     usageTotal             `json:"usage"`
 }
 
 // usageTotal is the tokens of a run's turns together.
@@ -39,7 +39,7 @@ type usageTotal struct {
 
 // checkRun checks what an agent run on workspace w needs: the agent (and
 // its provider) visible to the caller, instructions, a running workspace.
-func (s *server) checkRun(c *gin.Context, w *models.Workspace, spec runSpec) (*models.Agent, error) {
+func (s *server) checkRun(c *gin.Context, w *wire.Workspace, spec runSpec) (*wire.Agent, error) {
 	if spec.Agent == "" {
 		return nil, errs.Field("agent", "agent: required with instructions (the id of a kind: agent document)")
 	}
@@ -59,7 +59,7 @@ func (s *server) checkRun(c *gin.Context, w *models.Workspace, spec runSpec) (*m
 		}
 		return nil, err
 	}
-	if w.Phase != models.PhaseRunning {
+	if w.Phase != wire.PhaseRunning {
 		return nil, errs.E(errs.Precondition, "workspace %s: is %s, not running; an agent runs on a running workspace", w.ID, w.Phase)
 	}
 	return ag, nil
@@ -77,7 +77,7 @@ func (s *server) runSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if ses.Status != models.SessionOpen {
+	if ses.Status != wire.SessionOpen {
 		s.fail(c, errs.E(errs.Precondition, "session %s: is ended (%s)", ses.ID, ses.EndReason))
 		return
 	}
@@ -189,10 +189,10 @@ func (s *server) followTranscript(c *gin.Context, sessionID string) {
 			}
 			return
 		}
-		ended := run != nil && run.Status == models.AgentEnded
+		ended := run != nil && run.Status == wire.AgentEnded
 		for i := range es {
 			e := &es[i]
-			if e.Role == models.RoleTool && e.State != models.ToolFinished && !ended {
+			if e.Role == wire.RoleTool && e.State != wire.ToolFinished && !ended {
 				break
 			}
 			data, _ := json.Marshal(e)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -20,12 +21,12 @@ const runKey = "sk-api-run-test-3f9a1c"
 func agentFixture(t *testing.T, h *harness) {
 	t.Helper()
 	ctx := context.Background()
-	if err := h.store.CreateLLMProvider(ctx, &models.LLMProvider{ID: "test-model", TenantID: models.DefaultTenantID,
-		Kind: models.LLMOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: runKey}); err != nil {
+	if err := h.store.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "test-model", TenantID: wire.DefaultTenantID,
+		Kind: wire.LLMOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: runKey}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.store.CreateAgent(ctx, &models.Agent{ID: "code-runner", TenantID: models.DefaultTenantID,
-		Model: models.AgentModel{ProviderID: "test-model", ModelName: "m"}, MaxTurns: 50, Timeout: "30m"}); err != nil {
+	if err := h.store.CreateAgent(ctx, &wire.Agent{ID: "code-runner", TenantID: wire.DefaultTenantID,
+		Model: wire.AgentModel{ProviderID: "test-model", ModelName: "m"}, MaxTurns: 50, Timeout: "30m"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -33,8 +34,8 @@ func agentFixture(t *testing.T, h *harness) {
 func TestSessionRunBadInput(t *testing.T) {
 	h := newHarness(t) // no ExecuteWorkflow expected: the mock fails the test on any call
 	agentFixture(t, h)
-	running := h.workspace(models.PhaseRunning)
-	pending := h.workspace(models.PhasePending)
+	running := h.workspace(wire.PhaseRunning)
+	pending := h.workspace(wire.PhasePending)
 	inv, nf, pre := errs.Invalid.String(), errs.NotFound.String(), errs.Precondition.String()
 	for _, tc := range []struct {
 		name, body       string
@@ -56,7 +57,7 @@ func TestSessionRunBadInput(t *testing.T) {
 		t.Fatalf("%d sessions created by refused requests", len(ss))
 	}
 	// A session without an agent run has nothing to cancel.
-	ses := &models.Session{WorkspaceID: running.ID}
+	ses := &wire.Session{WorkspaceID: running.ID}
 	if err := h.store.CreateSession(context.Background(), ses); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestSessionRunBadInput(t *testing.T) {
 func TestSessionRunStartsItsWorkflow(t *testing.T) {
 	h := newHarness(t)
 	agentFixture(t, h)
-	w := h.workspace(models.PhaseRunning)
+	w := h.workspace(wire.PhaseRunning)
 	var gotOpts client.StartWorkflowOptions
 	var gotIn workflows.SessionRunInput
 	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.SessionRunWorkflowName, mock.Anything).
@@ -87,7 +88,7 @@ func TestSessionRunStartsItsWorkflow(t *testing.T) {
 		}).Return(&mocks.WorkflowRun{}, nil).Once()
 
 	r := h.do("POST", "/v1/sessions", `{"workspace_id":"`+w.ID+`","agent":"code-runner","instructions":"Run this code: print(6 * 7)"}`).expect(t, 201)
-	var ses models.Session
+	var ses wire.Session
 	r.decode(t, &ses)
 	if gotOpts.ID != "session-"+ses.ID || gotIn != (workflows.SessionRunInput{SessionID: ses.ID}) {
 		t.Fatalf("started %q with %+v; want session-%s with the session id only", gotOpts.ID, gotIn, ses.ID)
@@ -95,8 +96,8 @@ func TestSessionRunStartsItsWorkflow(t *testing.T) {
 
 	var tr transcriptResponse
 	h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil).expect(t, 200).decode(t, &tr)
-	if tr.Run == nil || tr.Run.AgentID != "code-runner" || tr.Run.Status != models.AgentRunning ||
-		len(tr.Items) != 1 || tr.Items[0].Role != models.RoleUser || tr.Items[0].Content != "Run this code: print(6 * 7)" {
+	if tr.Run == nil || tr.Run.AgentID != "code-runner" || tr.Run.Status != wire.AgentRunning ||
+		len(tr.Items) != 1 || tr.Items[0].Role != wire.RoleUser || tr.Items[0].Content != "Run this code: print(6 * 7)" {
 		t.Fatalf("transcript = %+v", tr)
 	}
 	h.do("POST", "/v1/sessions/"+ses.ID+"/run", `{"agent":"code-runner","instructions":"again"}`).expectError(t, 409, errs.Conflict.String(), "", "")
@@ -105,7 +106,7 @@ func TestSessionRunStartsItsWorkflow(t *testing.T) {
 	h.do("POST", "/v1/sessions/"+ses.ID+"/cancel", `{}`).expect(t, 202)
 
 	// The workflow ends the run; the stream shows the entries, then the end.
-	if _, err := h.store.EndSessionRun(context.Background(), ses.ID, models.AgentCanceled, "", 0); err != nil {
+	if _, err := h.store.EndSessionRun(context.Background(), ses.ID, wire.AgentCanceled, "", 0); err != nil {
 		t.Fatal(err)
 	}
 	sse := h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil, "Accept", "text/event-stream").expect(t, 200)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // sessionSpec is the body of POST /v1/sessions.
@@ -48,7 +49,7 @@ func (s *server) createSession(c *gin.Context) {
 		s.fail(c, asRef(err, "workspace_id", "workspace", spec.WorkspaceID))
 		return
 	}
-	if w.Phase == models.PhaseTerminating {
+	if w.Phase == wire.PhaseTerminating {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: terminating; no new sessions", w.ID))
 		return
 	}
@@ -59,7 +60,7 @@ func (s *server) createSession(c *gin.Context) {
 			return
 		}
 	}
-	ses := &models.Session{
+	ses := &wire.Session{
 		ID: models.NewID("ses"),
 		// The store sets it again from the workspace row: a session is
 		// its workspace's tenant's.
@@ -67,7 +68,7 @@ func (s *server) createSession(c *gin.Context) {
 		WorkspaceID: w.ID,
 		Agent:       spec.Agent,
 		Metadata:    spec.Metadata,
-		Status:      models.SessionOpen,
+		Status:      wire.SessionOpen,
 	}
 	if err := s.cfg.Store.CreateSession(ctx, ses); err != nil {
 		if errs.Is(err, errs.NotFound) {
@@ -94,7 +95,7 @@ func (s *server) createSession(c *gin.Context) {
 
 func (s *server) listSessions(c *gin.Context) {
 	f := models.SessionFilter{TenantID: listTenant(c), WorkspaceID: c.Query("workspace_id"), Status: c.Query("status")}
-	if f.Status != "" && f.Status != models.SessionOpen && f.Status != models.SessionEnded {
+	if f.Status != "" && f.Status != wire.SessionOpen && f.Status != wire.SessionEnded {
 		s.fail(c, errs.Field("status", "status: %q is not one of open, ended", f.Status))
 		return
 	}
@@ -122,7 +123,7 @@ func (s *server) endSession(c *gin.Context) {
 		return
 	}
 	if spec.Reason == "" {
-		spec.Reason = models.ReasonEndedByUser
+		spec.Reason = wire.ReasonEndedByUser
 	}
 	if len(spec.Reason) > 256 || !printable(spec.Reason) {
 		s.fail(c, errs.Field("reason", "reason: must be at most 256 printable characters"))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // A suite's env values (the defaults' and every case's) and its webhook
@@ -19,7 +19,7 @@ import (
 
 // redactSuite returns su whose spec's default env values and webhook URL
 // are Redacted.
-func redactSuite(su models.Suite) models.Suite {
+func redactSuite(su wire.Suite) wire.Suite {
 	var spec eval.SuiteSpec
 	if len(su.Spec) == 0 || json.Unmarshal(su.Spec, &spec) != nil {
 		return su
@@ -64,7 +64,7 @@ func redactedEnv(env map[string]string) map[string]string {
 // unredactSuite puts the stored values back where spec holds Redacted: the
 // defaults' env and webhook URL from the stored suite, a case's env from
 // the stored case of the same id. old is nil on create.
-func (s *server) unredactSuite(ctx context.Context, spec *eval.SuiteSpec, old *models.Suite) error {
+func (s *server) unredactSuite(ctx context.Context, spec *eval.SuiteSpec, old *wire.Suite) error {
 	if !hasPlaceholder(spec) {
 		return nil
 	}

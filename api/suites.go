@@ -12,8 +12,8 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 )
 
 // Media types of a JSONL body or answer: one JSON value a line.
@@ -26,7 +26,7 @@ const (
 // cases, and how many cases it has) and, when the suite has a schedule,
 // the schedule's live state from Temporal.
 type suiteView struct {
-	models.Suite
+	wire.Suite
 	ScheduleStatus *starter.ScheduleStatus `json:"schedule_status,omitempty"`
 	// ScheduleError says why the schedule's state could not be read
 	// (Temporal unreachable); the suite is shown anyway.
@@ -104,7 +104,7 @@ func (s *server) checkSuite(c *gin.Context, spec *eval.SuiteSpec) error {
 // hostSuite refuses a caller that is not an admin runs of a suite whose
 // template or pool is on a host backend (it may have been made by an
 // admin, or moved there since).
-func (s *server) hostSuite(c *gin.Context, su *models.Suite) error {
+func (s *server) hostSuite(c *gin.Context, su *wire.Suite) error {
 	if callerOf(c).admin() {
 		return nil
 	}
@@ -143,27 +143,27 @@ func suiteError(err error, spec *eval.SuiteSpec) error {
 
 // suiteRows splits a checked document into the suite's row (its spec
 // without the cases) and one row per case.
-func suiteRows(spec *eval.SuiteSpec) (*models.Suite, []models.SuiteCase, error) {
+func suiteRows(spec *eval.SuiteSpec) (*wire.Suite, []wire.SuiteCase, error) {
 	head := *spec
 	head.Cases = nil
 	raw, err := json.Marshal(head)
 	if err != nil {
 		return nil, nil, errs.E(errs.Other, "suite %s: encode spec: %w", spec.ID, err)
 	}
-	su := &models.Suite{ID: spec.ID, Description: spec.Description, TemplateID: spec.TemplateID, PoolID: spec.PoolID, Spec: raw}
-	rows := make([]models.SuiteCase, len(spec.Cases))
+	su := &wire.Suite{ID: spec.ID, Description: spec.Description, TemplateID: spec.TemplateID, PoolID: spec.PoolID, Spec: raw}
+	rows := make([]wire.SuiteCase, len(spec.Cases))
 	for i, cs := range spec.Cases {
 		b, err := json.Marshal(cs)
 		if err != nil {
 			return nil, nil, errs.E(errs.Other, "suite %s: case %s: encode: %w", spec.ID, cs.ID, err)
 		}
-		rows[i] = models.SuiteCase{SuiteID: spec.ID, Ordinal: i, CaseID: cs.ID, Labels: cs.Labels, Spec: b}
+		rows[i] = wire.SuiteCase{SuiteID: spec.ID, Ordinal: i, CaseID: cs.ID, Labels: cs.Labels, Spec: b}
 	}
 	return su, rows, nil
 }
 
 // storedSpec decodes a suite row's spec (without cases).
-func storedSpec(su *models.Suite) (*eval.SuiteSpec, error) {
+func storedSpec(su *wire.Suite) (*eval.SuiteSpec, error) {
 	var spec eval.SuiteSpec
 	if len(su.Spec) > 0 {
 		if err := json.Unmarshal(su.Spec, &spec); err != nil {
@@ -174,7 +174,7 @@ func storedSpec(su *models.Suite) (*eval.SuiteSpec, error) {
 }
 
 // suiteView returns su with its schedule's live state when it has one.
-func (s *server) suiteView(ctx context.Context, su *models.Suite) (suiteView, error) {
+func (s *server) suiteView(ctx context.Context, su *wire.Suite) (suiteView, error) {
 	v := suiteView{Suite: redactSuite(*su)}
 	spec, err := storedSpec(su)
 	if err != nil {
@@ -274,7 +274,7 @@ func (s *server) respondSuite(c *gin.Context, id string, status int) {
 }
 
 // writeSuite answers with su as the API shows it.
-func (s *server) writeSuite(c *gin.Context, su *models.Suite, status int) {
+func (s *server) writeSuite(c *gin.Context, su *wire.Suite, status int) {
 	v, err := s.suiteView(c.Request.Context(), su)
 	if err != nil {
 		s.fail(c, err)

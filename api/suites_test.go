@@ -14,8 +14,8 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -125,7 +125,7 @@ func TestSuiteCRUD(t *testing.T) {
 		t.Fatalf("JSONL suite = %+v", v)
 	}
 
-	var l items[models.Suite]
+	var l items[wire.Suite]
 	h.do("GET", "/v1/suites", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 2 || l.Items[0].ID != "big" || l.Items[1].ID != "smoke" || l.Items[1].CaseCount != 3 {
 		t.Fatalf("suites = %+v", l.Items)

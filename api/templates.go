@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Redacted replaces every template env value in API responses: env values
@@ -28,7 +28,7 @@ type templateSpec struct {
 // template checks the spec against its provider and the provider's backend
 // and returns the row it describes. old is the stored template on update,
 // whose env values replace Redacted placeholders.
-func (s *server) template(c *gin.Context, spec templateSpec, old *models.Template) (*models.Template, error) {
+func (s *server) template(c *gin.Context, spec templateSpec, old *wire.Template) (*wire.Template, error) {
 	if spec.ProviderID == "" {
 		return nil, errs.Field("spec.provider_id", "spec.provider_id: required")
 	}
@@ -78,14 +78,14 @@ func (s *server) template(c *gin.Context, spec templateSpec, old *models.Templat
 	}
 	// Who made this write decides whether the template may reach the host
 	// (activities/host_rule.go).
-	return &models.Template{ID: spec.ID, ProviderID: p.ID, Description: spec.Description, Backend: doc,
+	return &wire.Template{ID: spec.ID, ProviderID: p.ID, Description: spec.Description, Backend: doc,
 		AdminWritten: callerOf(c).admin()}, nil
 }
 
 // unredact replaces Redacted env values in doc with old's values. A
 // placeholder for a key old does not have is refused: storing it would put
 // the literal placeholder into the sandbox's environment.
-func unredact(doc json.RawMessage, old *models.Template) (json.RawMessage, error) {
+func unredact(doc json.RawMessage, old *wire.Template) (json.RawMessage, error) {
 	m, env, ok := splitEnv(doc)
 	if !ok {
 		return doc, nil
@@ -114,7 +114,7 @@ func unredact(doc json.RawMessage, old *models.Template) (json.RawMessage, error
 
 // redact returns a copy of t whose backend env values and recovery
 // webhook URL (which may carry a token) are Redacted.
-func redact(t models.Template) models.Template {
+func redact(t wire.Template) wire.Template {
 	t.Backend = redactWebhook(t.Backend)
 	m, env, ok := splitEnv(t.Backend)
 	if !ok || len(env) == 0 {
@@ -176,7 +176,7 @@ func redactWebhook(doc json.RawMessage) json.RawMessage {
 
 // unredactWebhook puts the stored webhook URL back where an update sends
 // the Redacted placeholder.
-func unredactWebhook(doc json.RawMessage, old *models.Template) (json.RawMessage, error) {
+func unredactWebhook(doc json.RawMessage, old *wire.Template) (json.RawMessage, error) {
 	m, rec, url, ok := webhookOf(doc)
 	if !ok || url != Redacted {
 		return doc, nil
@@ -251,7 +251,7 @@ func (s *server) listTemplates(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := make([]models.Template, len(ts))
+	out := make([]wire.Template, len(ts))
 	for i, t := range ts {
 		out[i] = redact(t)
 	}

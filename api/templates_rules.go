@@ -9,7 +9,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Who may write a template, and with what limits. The activities check the
@@ -21,11 +21,11 @@ import (
 // (any change), a template stored on a host backend (any change or
 // delete), or one that the write puts on a host backend (provider p, nil
 // for a delete). old is the stored template, nil on create.
-func (s *server) mayWriteTemplate(c *gin.Context, p *models.Provider, old *models.Template) error {
+func (s *server) mayWriteTemplate(c *gin.Context, p *wire.Provider, old *wire.Template) error {
 	if callerOf(c).admin() {
 		return nil
 	}
-	if old != nil && old.ID == models.DefaultTemplateID {
+	if old != nil && old.ID == wire.DefaultTemplateID {
 		return errs.E(errs.Forbidden, "template %s: reserved (it runs on the Primer host); only an admin may change it", old.ID)
 	}
 	if old != nil {
@@ -37,7 +37,7 @@ func (s *server) mayWriteTemplate(c *gin.Context, p *models.Provider, old *model
 			return errs.E(errs.Forbidden, "template %s: on host backend %s, which runs code on the Primer host; only an admin may change it", old.ID, kind)
 		}
 	}
-	if p != nil && models.IsHostBackend(p.Provider) {
+	if p != nil && wire.IsHostBackend(p.Provider) {
 		return &errs.Error{Kind: errs.Forbidden, Field: "spec.provider_id",
 			Msg: "spec.provider_id: provider " + p.ID + " is of host backend " + p.Provider + ", which runs code on the Primer host; only an admin may put a template on it"}
 	}
@@ -46,8 +46,8 @@ func (s *server) mayWriteTemplate(c *gin.Context, p *models.Provider, old *model
 
 // templateHostKind is the host backend t is on (its document's kind or its
 // provider's type), or "".
-func (s *server) templateHostKind(ctx context.Context, t *models.Template) (string, error) {
-	if kind := templateKind(t); models.IsHostBackend(kind) {
+func (s *server) templateHostKind(ctx context.Context, t *wire.Template) (string, error) {
+	if kind := templateKind(t); wire.IsHostBackend(kind) {
 		return kind, nil
 	}
 	p, err := s.cfg.Store.GetProvider(ctx, t.ProviderID)
@@ -57,7 +57,7 @@ func (s *server) templateHostKind(ctx context.Context, t *models.Template) (stri
 	if err != nil {
 		return "", err
 	}
-	if models.IsHostBackend(p.Provider) {
+	if wire.IsHostBackend(p.Provider) {
 		return p.Provider, nil
 	}
 	return "", nil
@@ -67,7 +67,7 @@ func (s *server) templateHostKind(ctx context.Context, t *models.Template) (stri
 // workspaces of it over its quota once they run with them (a provision or
 // replacement reads the template as it is then), or that one workspace of
 // it could not have in t's tenant. The error names the document's field.
-func (s *server) templateFits(ctx context.Context, t *models.Template) error {
+func (s *server) templateFits(ctx context.Context, t *wire.Template) error {
 	cpu, mem := activities.TemplateLimits(t.Backend)
 	err := s.cfg.Store.CheckTemplateLimits(ctx, t.ID, t.TenantID, cpu, mem)
 	if err == nil || (!errs.Is(err, errs.Exhausted) && !errs.Is(err, errs.Invalid)) {
@@ -98,8 +98,8 @@ func limitField(doc json.RawMessage, memory bool) string {
 // workspace on a host backend (exec, files, processes, an agent run): an
 // admin's workspace of its tenant is visible to the tenant's members, but
 // whatever runs in it runs on the Primer host.
-func hostWorkspace(c *gin.Context, w *models.Workspace) error {
-	if models.IsHostBackend(w.Backend) && !callerOf(c).admin() {
+func hostWorkspace(c *gin.Context, w *wire.Workspace) error {
+	if wire.IsHostBackend(w.Backend) && !callerOf(c).admin() {
 		return errs.E(errs.Forbidden, "workspace %s: on host backend %s, which runs code on the Primer host; only an admin may reach into it", w.ID, w.Backend)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/local"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // anyTemplate is a backend that accepts every template document.
@@ -33,8 +33,8 @@ func TestTemplateHostRule(t *testing.T) {
 			return anyTemplate{b}, err
 		}
 		c.Backends = backend.NewRegistry(map[string]backend.Factory{
-			models.BackendLocal:     local.Factory(host, nil),
-			models.BackendContainer: box,
+			wire.BackendLocal:     local.Factory(host, nil),
+			wire.BackendContainer: box,
 		})
 		c.Connector.Backends = c.Backends
 	})
@@ -46,23 +46,23 @@ func TestTemplateHostRule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(h.store.CreateTenant(ctx, &models.Tenant{ID: tenantB}))
-	memberB := h.newKey(tenantB, models.RoleMember)
-	memberDefault := h.newKey(models.DefaultTenantID, models.RoleMember)
+	must(h.store.CreateTenant(ctx, &wire.Tenant{ID: tenantB}))
+	memberB := h.newKey(tenantB, wire.RoleMember)
+	memberDefault := h.newKey(wire.DefaultTenantID, wire.RoleMember)
 	cfg := func(name string) string { return fmt.Sprintf(`"config":{"root_path":%q}`, filepath.Join(h.dir, name)) }
 	// B's own provider of a non-host type, an admin's shared local one, and
 	// a host template of B's written underneath (as before the rule).
 	// The stand-in container type has no access rules, so a member may not
 	// create a provider of it (fail closed): the row is B's, written below.
-	must(h.store.CreateProvider(ctx, &models.Provider{ID: "b-box", TenantID: tenantB, Provider: models.BackendContainer,
+	must(h.store.CreateProvider(ctx, &wire.Provider{ID: "b-box", TenantID: tenantB, Provider: wire.BackendContainer,
 		Config: json.RawMessage(fmt.Sprintf(`{"root_path":%q}`, filepath.Join(h.dir, "box")))}))
 	h.do("POST", "/v1/providers", `{"id":"shared-local","provider":"local",`+cfg("shared")+`,"shared":true}`).expect(t, 201)
-	must(h.store.CreateTemplate(ctx, &models.Template{ID: "b-old-host", TenantID: tenantB, ProviderID: "shared-local",
+	must(h.store.CreateTemplate(ctx, &wire.Template{ID: "b-old-host", TenantID: tenantB, ProviderID: "shared-local",
 		Backend: json.RawMessage(`{"kind":"local"}`)}))
-	var boxT models.Template
+	var boxT wire.Template
 	h.doAs(memberB, "POST", "/v1/templates", `{"id":"b-box","provider_id":"b-box","backend":{"kind":"container"}}`).expect(t, 201).decode(t, &boxT)
 
-	stored := func(id string) models.Template {
+	stored := func(id string) wire.Template {
 		t.Helper()
 		got, err := h.store.GetTemplate(ctx, id)
 		must(err)
@@ -71,7 +71,7 @@ func TestTemplateHostRule(t *testing.T) {
 	if stored("b-box").AdminWritten {
 		t.Fatal("a member's template is marked admin-written")
 	}
-	if !stored(models.DefaultTemplateID).AdminWritten {
+	if !stored(wire.DefaultTemplateID).AdminWritten {
 		t.Fatal("the seeded default template is not admin-written")
 	}
 
@@ -91,14 +91,14 @@ func TestTemplateHostRule(t *testing.T) {
 			"", "template b-old-host: on host backend local", "b-old-host"},
 		{"member deletes a template on local", memberB, "DELETE", "/v1/templates/b-old-host", "",
 			"", "only an admin may change it", "b-old-host"},
-		{"member edits the default template's init", memberDefault, "PUT", "/v1/templates/" + models.DefaultTemplateID,
+		{"member edits the default template's init", memberDefault, "PUT", "/v1/templates/" + wire.DefaultTemplateID,
 			`{"provider_id":"local","backend":{"kind":"local","init":["touch /tmp/pwned"]}}`,
-			"", "template default: reserved", models.DefaultTemplateID},
-		{"member deletes the default template", memberDefault, "DELETE", "/v1/templates/" + models.DefaultTemplateID, "",
-			"", "template default: reserved", models.DefaultTemplateID},
+			"", "template default: reserved", wire.DefaultTemplateID},
+		{"member deletes the default template", memberDefault, "DELETE", "/v1/templates/" + wire.DefaultTemplateID, "",
+			"", "template default: reserved", wire.DefaultTemplateID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var before models.Template
+			var before wire.Template
 			if tc.unchanged != "" {
 				before = stored(tc.unchanged)
 			}
@@ -141,7 +141,7 @@ func TestTemplateHostRule(t *testing.T) {
 func TestHostWorkspaceAdminOnly(t *testing.T) {
 	h := newHarness(t)
 	w, _ := h.runningWorkspace()
-	member := h.newKey(models.DefaultTenantID, models.RoleMember)
+	member := h.newKey(wire.DefaultTenantID, wire.RoleMember)
 	h.doAs(member, "GET", "/v1/workspaces/"+w.ID, nil).expect(t, 200)
 	for _, tc := range []struct{ name, method, path, body string }{
 		{"exec", "POST", "/v1/workspaces/" + w.ID + "/exec", `{"command":["touch","/tmp/pwned"]}`},

@@ -17,6 +17,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -322,19 +323,19 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 		}
 	}
 	for _, id := range []string{tenantA, tenantB} {
-		must(h.store.CreateTenant(ctx, &models.Tenant{ID: id}))
+		must(h.store.CreateTenant(ctx, &wire.Tenant{ID: id}))
 	}
 	root := filepath.Join(h.dir, "alpha")
-	prov := &models.Provider{ID: "alpha-prov", TenantID: tenantA, Provider: models.BackendLocal,
+	prov := &wire.Provider{ID: "alpha-prov", TenantID: tenantA, Provider: wire.BackendLocal,
 		Config: json.RawMessage(fmt.Sprintf(`{"root_path":%q}`, root))}
 	must(h.store.CreateProvider(ctx, prov))
-	tmpl := &models.Template{ID: "alpha-tmpl", TenantID: tenantA, ProviderID: prov.ID, Backend: json.RawMessage(`{"kind":"local"}`)}
+	tmpl := &wire.Template{ID: "alpha-tmpl", TenantID: tenantA, ProviderID: prov.ID, Backend: json.RawMessage(`{"kind":"local"}`)}
 	must(h.store.CreateTemplate(ctx, tmpl))
-	must(h.store.CreatePool(ctx, &models.Pool{ID: "alpha-pool", TenantID: tenantA, TemplateID: tmpl.ID, Size: 1}))
+	must(h.store.CreatePool(ctx, &wire.Pool{ID: "alpha-pool", TenantID: tenantA, TemplateID: tmpl.ID, Size: 1}))
 
 	// A running workspace of A, provisioned as its workflow would.
-	w := &models.Workspace{ID: models.NewID("ws"), TenantID: tenantA, TemplateID: tmpl.ID, ProviderID: prov.ID,
-		Backend: models.BackendLocal, Phase: models.PhasePending}
+	w := &wire.Workspace{ID: models.NewID("ws"), TenantID: tenantA, TemplateID: tmpl.ID, ProviderID: prov.ID,
+		Backend: wire.BackendLocal, Phase: wire.PhasePending}
 	w.WorkflowID = workflows.WorkflowID(w.ID)
 	must(h.store.CreateWorkspace(ctx, w))
 	b, err := h.backends.For(prov)
@@ -346,35 +347,35 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 	raw, err := json.Marshal(handle)
 	must(err)
 	must(h.store.SetWorkspaceRuntime(ctx, w.ID, raw, handle.Path, token))
-	must(h.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, ""))
-	must(h.store.AppendEvent(ctx, &models.Event{WorkspaceID: w.ID, Type: models.EventProvisioned, Data: json.RawMessage(`{}`)}))
+	must(h.store.SetWorkspacePhase(ctx, w.ID, wire.PhaseRunning, ""))
+	must(h.store.AppendEvent(ctx, &wire.Event{WorkspaceID: w.ID, Type: wire.EventProvisioned, Data: json.RawMessage(`{}`)}))
 
-	llmp := &models.LLMProvider{ID: "alpha-llm", TenantID: tenantA, Kind: models.LLMOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"}
+	llmp := &wire.LLMProvider{ID: "alpha-llm", TenantID: tenantA, Kind: wire.LLMOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"}
 	must(h.store.CreateLLMProvider(ctx, llmp))
-	agent := &models.Agent{ID: "alpha-agent", TenantID: tenantA, Model: models.AgentModel{ProviderID: llmp.ID, ModelName: "m"}}
+	agent := &wire.Agent{ID: "alpha-agent", TenantID: tenantA, Model: wire.AgentModel{ProviderID: llmp.ID, ModelName: "m"}}
 	must(h.store.CreateAgent(ctx, agent))
 
-	ses := &models.Session{WorkspaceID: w.ID}
+	ses := &wire.Session{WorkspaceID: w.ID}
 	must(h.store.CreateSession(ctx, ses))
-	su := &models.Suite{ID: "alpha-suite", TenantID: tenantA, TemplateID: tmpl.ID,
+	su := &wire.Suite{ID: "alpha-suite", TenantID: tenantA, TemplateID: tmpl.ID,
 		Spec: json.RawMessage(`{"id":"alpha-suite","template_id":"alpha-tmpl"}`)}
-	must(h.store.CreateSuite(ctx, su, []models.SuiteCase{{CaseID: "a", Spec: json.RawMessage(`{"id":"a","command":"true"}`)}}))
-	run := &models.Run{ID: models.NewID("run"), TenantID: tenantA, SuiteID: su.ID, Trigger: models.TriggerUser}
-	must(h.store.CreateRun(ctx, run, []models.CaseResult{{Ordinal: 0, CaseID: "a", Spec: json.RawMessage(`{"id":"a"}`)}}))
+	must(h.store.CreateSuite(ctx, su, []wire.SuiteCase{{CaseID: "a", Spec: json.RawMessage(`{"id":"a","command":"true"}`)}}))
+	run := &wire.Run{ID: models.NewID("run"), TenantID: tenantA, SuiteID: su.ID, Trigger: wire.TriggerUser}
+	must(h.store.CreateRun(ctx, run, []wire.CaseResult{{Ordinal: 0, CaseID: "a", Spec: json.RawMessage(`{"id":"a"}`)}}))
 
-	keyA := h.newKey(tenantA, models.RoleMember)
+	keyA := h.newKey(tenantA, wire.RoleMember)
 	keyAID, err := models.ParseAPIKey(keyA)
 	must(err)
 	unknownKeyID, unknownKey, _ := models.NewAPIKey()
 
-	revoked := h.newKey(tenantA, models.RoleAdmin)
+	revoked := h.newKey(tenantA, wire.RoleAdmin)
 	revokedID, err := models.ParseAPIKey(revoked)
 	must(err)
 	_, _, err = h.store.RevokeAPIKey(ctx, revokedID)
 	must(err)
 	expiredID, expired, hash := models.NewAPIKey()
 	past := time.Now().Add(-time.Minute)
-	must(h.store.CreateAPIKey(ctx, &models.APIKey{ID: expiredID, TenantID: tenantA, Role: models.RoleAdmin, Hash: hash, ExpiresAt: &past}))
+	must(h.store.CreateAPIKey(ctx, &wire.APIKey{ID: expiredID, TenantID: tenantA, Role: wire.RoleAdmin, Hash: hash, ExpiresAt: &past}))
 
 	return &tenancyFixture{
 		ids: map[string]string{
@@ -387,8 +388,8 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 			"sessions": models.NewID("ses"), "suites": "ghost-suite", "runs": models.NewID("run"), "tenants": "ghost",
 			"apikeys": unknownKeyID, "llm-providers": "ghost-llm", "agents": "ghost-agent",
 		},
-		memberB: h.newKey(tenantB, models.RoleMember),
-		viewerB: h.newKey(tenantB, models.RoleViewer),
+		memberB: h.newKey(tenantB, wire.RoleMember),
+		viewerB: h.newKey(tenantB, wire.RoleViewer),
 		badKeys: []badKey{
 			{"no key", ""},
 			{"not bearer", "Basic " + keyA},
@@ -411,9 +412,9 @@ func tenancyHarness(t *testing.T) *harness {
 		host := local.NewHost(nil)
 		t.Cleanup(func() { _ = host.Close() })
 		c.Backends = backend.NewRegistry(map[string]backend.Factory{
-			models.BackendLocal:     local.Factory(host, nil),
-			models.BackendContainer: local.Factory(host, nil),
-		}).WithConfigs(map[string]any{models.BackendLocal: local.ProviderConfig{}, models.BackendContainer: localAsContainer{}})
+			wire.BackendLocal:     local.Factory(host, nil),
+			wire.BackendContainer: local.Factory(host, nil),
+		}).WithConfigs(map[string]any{wire.BackendLocal: local.ProviderConfig{}, wire.BackendContainer: localAsContainer{}})
 		c.Connector.Backends = c.Backends
 	})
 	h.backends = h.srv.cfg.Backends
@@ -485,19 +486,19 @@ func TestSharedProviders(t *testing.T) {
 	h := tenancyHarness(t)
 	ctx := context.Background()
 	for _, id := range []string{tenantA, tenantB} {
-		if err := h.store.CreateTenant(ctx, &models.Tenant{ID: id}); err != nil {
+		if err := h.store.CreateTenant(ctx, &wire.Tenant{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	memberA := h.newKey(tenantA, models.RoleMember)
-	memberB := h.newKey(tenantB, models.RoleMember)
+	memberA := h.newKey(tenantA, wire.RoleMember)
+	memberB := h.newKey(tenantB, wire.RoleMember)
 	cfg := fmt.Sprintf(`"config":{"root_path":%q}`, filepath.Join(h.dir, "shared"))
 
 	h.doAs(memberA, "POST", "/v1/providers", `{"id":"a-prov","provider":"container",`+cfg+`,"shared":true}`).
 		expectError(t, 403, "forbidden", "", "only an admin may share")
 	h.doAs(memberA, "POST", "/v1/providers", `{"id":"a-host","provider":"local",`+cfg+`}`).
 		expectError(t, 403, "forbidden", "", "runs code on the Primer host")
-	var own models.Provider
+	var own wire.Provider
 	h.doAs(memberA, "POST", "/v1/providers", `{"id":"a-prov","provider":"container",`+cfg+`}`).expect(t, 201).decode(t, &own)
 	if own.TenantID != tenantA || own.Shared {
 		t.Fatalf("member's provider = %+v, want tenant %s, not shared", own, tenantA)
@@ -547,7 +548,7 @@ func TestSharedProviders(t *testing.T) {
 func TestHostBackendsAdminOnly(t *testing.T) {
 	h := tenancyHarness(t)
 	ctx := context.Background()
-	if err := h.store.CreateTenant(ctx, &models.Tenant{ID: tenantB}); err != nil {
+	if err := h.store.CreateTenant(ctx, &wire.Tenant{ID: tenantB}); err != nil {
 		t.Fatal(err)
 	}
 	must := func(err error) {
@@ -556,12 +557,12 @@ func TestHostBackendsAdminOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(h.store.CreateProvider(ctx, &models.Provider{ID: "b-host", TenantID: tenantB, Provider: models.BackendLocal,
+	must(h.store.CreateProvider(ctx, &wire.Provider{ID: "b-host", TenantID: tenantB, Provider: wire.BackendLocal,
 		Config: json.RawMessage(`{"root_path":"/tmp/b-host"}`)}))
-	must(h.store.CreateTemplate(ctx, &models.Template{ID: "b-host", TenantID: tenantB, ProviderID: "b-host",
+	must(h.store.CreateTemplate(ctx, &wire.Template{ID: "b-host", TenantID: tenantB, ProviderID: "b-host",
 		Backend: json.RawMessage(`{"kind":"local"}`)}))
-	must(h.store.CreatePool(ctx, &models.Pool{ID: "b-host", TenantID: tenantB, TemplateID: "b-host", Size: 1}))
-	member := h.newKey(tenantB, models.RoleMember)
+	must(h.store.CreatePool(ctx, &wire.Pool{ID: "b-host", TenantID: tenantB, TemplateID: "b-host", Size: 1}))
+	member := h.newKey(tenantB, wire.RoleMember)
 	tests := []struct{ name, method, path, body string }{
 		{"workspace", "POST", "/v1/workspaces", `{"template_id":"b-host"}`},
 		{"pool", "POST", "/v1/pools", `{"id":"b-pool","template_id":"b-host"}`},
@@ -588,19 +589,19 @@ func TestTenantCreatesAndLists(t *testing.T) {
 	h := tenancyHarness(t)
 	ctx := context.Background()
 	for _, id := range []string{tenantA, tenantB} {
-		if err := h.store.CreateTenant(ctx, &models.Tenant{ID: id}); err != nil {
+		if err := h.store.CreateTenant(ctx, &wire.Tenant{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	memberB := h.newKey(tenantB, models.RoleMember)
+	memberB := h.newKey(tenantB, wire.RoleMember)
 	wsA := tenantAWorkspace(h)
-	var p models.Provider
+	var p wire.Provider
 	h.doAs(memberB, "POST", "/v1/providers", `{"id":"b-prov","provider":"container","config":{"root_path":"/tmp/b"}}`).
 		expect(t, 201).decode(t, &p)
 	if p.TenantID != tenantB {
 		t.Fatalf("provider tenant %q, want %s", p.TenantID, tenantB)
 	}
-	var lb, la struct{ Items []models.Workspace }
+	var lb, la struct{ Items []wire.Workspace }
 	h.doAs(memberB, "GET", "/v1/workspaces", nil).expect(t, 200).decode(t, &lb)
 	if len(lb.Items) != 0 {
 		t.Fatalf("tenant B lists %d workspaces, want 0", len(lb.Items))
@@ -615,7 +616,7 @@ func TestTenantCreatesAndLists(t *testing.T) {
 	}
 
 	// The events across workspaces (GET /v1/events) follow the same rule.
-	if err := h.store.AppendEvent(ctx, &models.Event{WorkspaceID: wsA, Type: models.EventPhaseChanged, Data: json.RawMessage(`{}`)}); err != nil {
+	if err := h.store.AppendEvent(ctx, &wire.Event{WorkspaceID: wsA, Type: wire.EventPhaseChanged, Data: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -623,7 +624,7 @@ func TestTenantCreatesAndLists(t *testing.T) {
 		want       int
 	}{{memberB, "", 0}, {h.adminKey, "", 1}, {h.adminKey, "?tenant=" + tenantB, 0}, {h.adminKey, "?tenant=" + tenantA, 1}} {
 		var le struct {
-			Items    []models.Event
+			Items    []wire.Event
 			LatestID uint64 `json:"latest_id"`
 		}
 		h.doAs(tc.key, "GET", "/v1/events"+tc.query, nil).expect(t, 200).decode(t, &le)
@@ -635,8 +636,8 @@ func TestTenantCreatesAndLists(t *testing.T) {
 
 // tenantAWorkspace stores one workspace row of tenant A and returns its id.
 func tenantAWorkspace(h *harness) string {
-	w := &models.Workspace{ID: models.NewID("ws"), TenantID: tenantA, TemplateID: models.DefaultTemplateID,
-		ProviderID: models.LocalProviderID, Backend: models.BackendLocal, Phase: models.PhaseRunning}
+	w := &wire.Workspace{ID: models.NewID("ws"), TenantID: tenantA, TemplateID: wire.DefaultTemplateID,
+		ProviderID: wire.LocalProviderID, Backend: wire.BackendLocal, Phase: wire.PhaseRunning}
 	if err := h.store.CreateWorkspace(context.Background(), w); err != nil {
 		h.t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Bounds of ?limit= of GET /v1/events.
@@ -22,8 +22,8 @@ const (
 // newest event ID of what the caller may see, whatever after and limit
 // say: a client that wants only what happens from now on follows from it.
 type tenantEvents struct {
-	Items    []models.Event `json:"items"`
-	LatestID uint64         `json:"latest_id"`
+	Items    []wire.Event `json:"items"`
+	LatestID uint64       `json:"latest_id"`
 }
 
 // tenantEventList lists the events of the caller's tenant across its

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // tenantEventsFixture: tenants alpha and bravo, a workspace of each.
@@ -19,26 +20,26 @@ func tenantEventsFixture(t *testing.T) (h *harness, wsA, wsB, keyA, keyB string)
 		id     *string
 		tenant string
 	}{{&wsA, tenantA}, {&wsB, tenantB}} {
-		w := &models.Workspace{ID: models.NewID("ws"), TenantID: p.tenant, TemplateID: models.DefaultTemplateID,
-			ProviderID: models.LocalProviderID, Backend: models.BackendLocal, Phase: models.PhasePending}
+		w := &wire.Workspace{ID: models.NewID("ws"), TenantID: p.tenant, TemplateID: wire.DefaultTemplateID,
+			ProviderID: wire.LocalProviderID, Backend: wire.BackendLocal, Phase: wire.PhasePending}
 		if err := h.store.CreateWorkspace(ctx, w); err != nil {
 			t.Fatal(err)
 		}
 		*p.id = w.ID
 	}
-	return h, wsA, wsB, h.newKey(tenantA, models.RoleViewer), h.newKey(tenantB, models.RoleMember)
+	return h, wsA, wsB, h.newKey(tenantA, wire.RoleViewer), h.newKey(tenantB, wire.RoleMember)
 }
 
 func TestTenantEventsList(t *testing.T) {
 	h, wsA, wsB, keyA, keyB := tenantEventsFixture(t)
-	a1 := h.appendEvent(t, wsA, models.EventProvisioned, `{}`)
-	b1 := h.appendEvent(t, wsB, models.EventProvisioned, `{}`)
-	a2 := h.appendEvent(t, wsA, models.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
-	a3 := h.appendEvent(t, wsA, models.EventDestroyed, `{}`)
+	a1 := h.appendEvent(t, wsA, wire.EventProvisioned, `{}`)
+	b1 := h.appendEvent(t, wsB, wire.EventProvisioned, `{}`)
+	a2 := h.appendEvent(t, wsA, wire.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
+	a3 := h.appendEvent(t, wsA, wire.EventDestroyed, `{}`)
 
 	type answer struct {
-		Items    []models.Event `json:"items"`
-		LatestID uint64         `json:"latest_id"`
+		Items    []wire.Event `json:"items"`
+		LatestID uint64       `json:"latest_id"`
 	}
 	ids := func(a answer) []uint64 {
 		out := []uint64{}
@@ -85,22 +86,22 @@ func TestTenantEventsList(t *testing.T) {
 
 func TestTenantEventsFollow(t *testing.T) {
 	h, wsA, wsB, keyA, _ := tenantEventsFixture(t)
-	a1 := h.appendEvent(t, wsA, models.EventProvisioned, `{}`)
-	h.appendEvent(t, wsB, models.EventProvisioned, `{}`)
+	a1 := h.appendEvent(t, wsA, wire.EventProvisioned, `{}`)
+	h.appendEvent(t, wsB, wire.EventProvisioned, `{}`)
 
 	// Stored events first, then appended ones; another tenant's never: each
 	// of B's is appended before one of A's, so a leak would come first.
 	res, cancel := h.follow(t, "/v1/events", "Accept", "text/event-stream", "Authorization", "Bearer "+keyA)
 	ch := sseReader(t, res)
-	if m := next(t, ch); m.id != strconv.FormatUint(a1, 10) || m.event != models.EventProvisioned {
+	if m := next(t, ch); m.id != strconv.FormatUint(a1, 10) || m.event != wire.EventProvisioned {
 		t.Fatalf("first message = %+v, want event %d", m, a1)
 	}
 	var a []uint64
 	for i := range 3 {
-		h.appendEvent(t, wsB, models.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
-		typ := models.EventPhaseChanged
+		h.appendEvent(t, wsB, wire.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
+		typ := wire.EventPhaseChanged
 		if i == 2 {
-			typ = models.EventDestroyed
+			typ = wire.EventDestroyed
 		}
 		a = append(a, h.appendEvent(t, wsA, typ, `{"from":"pending","to":"failed","reason":"gone"}`))
 		if m := next(t, ch); m.id != strconv.FormatUint(a[i], 10) || m.event != typ {
@@ -108,7 +109,7 @@ func TestTenantEventsFollow(t *testing.T) {
 		}
 	}
 	// A workspace.destroyed does not end the tenant's stream.
-	a4 := h.appendEvent(t, wsA, models.EventPhaseChanged, `{}`)
+	a4 := h.appendEvent(t, wsA, wire.EventPhaseChanged, `{}`)
 	if m := next(t, ch); m.id != strconv.FormatUint(a4, 10) {
 		t.Fatalf("after a destroyed workspace: %+v, want event %d", m, a4)
 	}

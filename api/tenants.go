@@ -6,22 +6,22 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // tenantSpec is the body of POST /v1/tenants (id required) and PUT
 // /v1/tenants/:id (id optional; the description and quota are replaced).
 type tenantSpec struct {
-	ID          string       `json:"id"`
-	Description string       `json:"description"`
-	Quota       models.Quota `json:"quota"`
+	ID          string     `json:"id"`
+	Description string     `json:"description"`
+	Quota       wire.Quota `json:"quota"`
 }
 
 // tenantView is a tenant as GET /v1/tenants/:id shows it: with what it
 // holds now, in the units of its quota.
 type tenantView struct {
-	models.Tenant
-	Usage models.Usage `json:"usage"`
+	wire.Tenant
+	Usage wire.Usage `json:"usage"`
 }
 
 // adminOnly answers 403 unless the caller is an admin.
@@ -52,7 +52,7 @@ func (s *server) createTenant(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	t := &models.Tenant{ID: spec.ID, Description: spec.Description, Quota: spec.Quota}
+	t := &wire.Tenant{ID: spec.ID, Description: spec.Description, Quota: spec.Quota}
 	if err := s.cfg.Store.CreateTenant(c.Request.Context(), t); err != nil {
 		s.fail(c, err)
 		return
@@ -73,7 +73,7 @@ func (s *server) listTenants(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, list([]models.Tenant{*t}))
+		c.JSON(http.StatusOK, list([]wire.Tenant{*t}))
 		return
 	}
 	ts, err := s.cfg.Store.ListTenants(ctx)
@@ -117,7 +117,7 @@ func (s *server) updateTenant(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	t, err := s.cfg.Store.UpdateTenant(c.Request.Context(), &models.Tenant{ID: id, Description: spec.Description, Quota: spec.Quota})
+	t, err := s.cfg.Store.UpdateTenant(c.Request.Context(), &wire.Tenant{ID: id, Description: spec.Description, Quota: spec.Quota})
 	if err != nil {
 		s.fail(c, err)
 		return

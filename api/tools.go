@@ -8,9 +8,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/sessiontool"
+	"github.com/primerhq/primer/wire"
 )
 
 // Session tools: what an agent calls through POST /v1/sessions/{id}/tools/{tool}.
@@ -35,8 +35,8 @@ type (
 
 // sessionTarget is a session and its workspace's runtime.
 type sessionTarget struct {
-	ses *models.Session
-	ws  *models.Workspace
+	ses *wire.Session
+	ws  *wire.Workspace
 	cl  *client.Client
 }
 
@@ -48,7 +48,7 @@ func (s *server) sessionTarget(c *gin.Context, open bool) (*sessionTarget, error
 	if err != nil {
 		return nil, err
 	}
-	if open && ses.Status != models.SessionOpen {
+	if open && ses.Status != wire.SessionOpen {
 		return nil, errs.E(errs.Precondition, "session %s: is ended (%s)", ses.ID, ses.EndReason)
 	}
 	w, cl, err := s.runtimeFor(c, ses.WorkspaceID)

@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestSessionHistoryRewriteReported: a session's exec that rewrites the
@@ -34,7 +34,7 @@ func TestSessionHistoryRewriteReported(t *testing.T) {
 			if n := rewrites(t, h, w.ID); n != nil {
 				t.Fatalf("untouched history: events %v, want none", n)
 			}
-			var got models.Session
+			var got wire.Session
 			h.do("GET", base, nil).expect(t, 200).decode(t, &got)
 			if got.StateHead != wr.Commit || got.HistoryBytes <= 0 {
 				t.Errorf("session after two calls: state_head %q history_bytes %d, want %s and the history's size", got.StateHead, got.HistoryBytes, wr.Commit)
@@ -58,7 +58,7 @@ func rewrites(t *testing.T, h *harness, id string) []map[string]string {
 	}
 	var out []map[string]string
 	for _, e := range evs {
-		if e.Type == models.EventHistoryRewritten {
+		if e.Type == wire.EventHistoryRewritten {
 			var d map[string]string
 			if err := json.Unmarshal(e.Data, &d); err != nil {
 				t.Fatal(fmt.Errorf("event data %s: %w", e.Data, err))

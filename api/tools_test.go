@@ -10,15 +10,15 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/sessiontool"
+	"github.com/primerhq/primer/wire"
 )
 
 // session opens a session on workspace w through the API.
-func (h *harness) session(w *models.Workspace, agent string) *models.Session {
+func (h *harness) session(w *wire.Workspace, agent string) *wire.Session {
 	h.t.Helper()
-	var ses models.Session
+	var ses wire.Session
 	h.do("POST", "/v1/sessions", fmt.Sprintf(`{"workspace_id":%q,"agent":%q}`, w.ID, agent)).expect(h.t, 201).decode(h.t, &ses)
 	return &ses
 }
@@ -28,10 +28,10 @@ func TestSessionToolsErrors(t *testing.T) {
 	w, _ := h.runningWorkspace()
 	ses := h.session(w, "claude")
 	ended := h.session(w, "claude")
-	if _, err := h.store.EndSession(context.Background(), ended.ID, models.ReasonWorkspaceLost); err != nil {
+	if _, err := h.store.EndSession(context.Background(), ended.ID, wire.ReasonWorkspaceLost); err != nil {
 		t.Fatal(err)
 	}
-	pending := h.workspace(models.PhasePending)
+	pending := h.workspace(wire.PhasePending)
 	onPending := h.session(pending, "")
 	base := "/v1/sessions/" + ses.ID
 
@@ -237,7 +237,7 @@ func TestSessionHistoryIncludesResumed(t *testing.T) {
 	lost := h.session(w, "agent")
 	h.do("POST", "/v1/sessions/"+lost.ID+"/tools/workspace__exec", `{"args":["true"]}`).expect(t, 200)
 	ctx := context.Background()
-	if _, err := h.store.EndSession(ctx, lost.ID, models.ReasonWorkspaceLost); err != nil {
+	if _, err := h.store.EndSession(ctx, lost.ID, wire.ReasonWorkspaceLost); err != nil {
 		t.Fatal(err)
 	}
 	resumed, err := h.store.ResumeLostSessions(ctx, w.ID, lost.CreatedAt.Add(-1))

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // zeros is a body of n bytes that is never in memory whole (and has no
@@ -98,7 +98,7 @@ func TestUploadCap(t *testing.T) {
 	if _, err := pw.Write([]byte("first half ")); err != nil {
 		t.Fatal(err)
 	}
-	waitCount(t, h.srv.uploads, "tenant\x00"+models.DefaultTenantID, 1)
+	waitCount(t, h.srv.uploads, "tenant\x00"+wire.DefaultTenantID, 1)
 
 	r := h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x")
 	r.expectError(t, 429, "resource_exhausted", "", "tenant default has 1 uploads in flight, the cap for one tenant")
@@ -128,7 +128,7 @@ func TestUploadCap(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(dir, "slow")); string(got) != "first half second half" {
 		t.Fatalf("slow upload wrote %q", got)
 	}
-	waitCount(t, h.srv.uploads, "tenant\x00"+models.DefaultTenantID, 0)
+	waitCount(t, h.srv.uploads, "tenant\x00"+wire.DefaultTenantID, 0)
 	h.do("PUT", "/v1/workspaces/"+w.ID+"/files/other", "x").expect(t, 200)
 	h.do("POST", "/v1/sessions/"+ses.ID+"/tools/"+ToolWrite, `{"path":"tool.txt","content":"x"}`).expect(t, 200)
 }

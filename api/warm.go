@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Create sources: the "source" of a create response. They share their
@@ -16,7 +16,7 @@ const (
 // createResponse is the answer of POST /v1/workspaces: the workspace's
 // fields, as GET shows them, plus where it came from.
 type createResponse struct {
-	*models.Workspace
+	*wire.Workspace
 	Source string `json:"source"`
 }
 
@@ -25,7 +25,7 @@ type createResponse struct {
 // case), nothing else before the answer. The pool is woken to refill after
 // the answer. It returns nil, nil when no pool of the template has such a
 // member, and the create goes cold.
-func (s *server) takeWarm(ctx context.Context, tenant, templateID string, labels map[string]string) (*models.Workspace, error) {
+func (s *server) takeWarm(ctx context.Context, tenant, templateID string, labels map[string]string) (*wire.Workspace, error) {
 	// Only the creator's tenant's pools: a member is its pool's tenant's.
 	pools, err := s.cfg.Store.ListPools(ctx, templateID, tenant)
 	if err != nil {

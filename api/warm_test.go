@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
 // createAnswer decodes a create response: the workspace's fields plus
 // source.
 type createAnswer struct {
-	models.Workspace
+	wire.Workspace
 	Source string `json:"source"`
 }
 
@@ -26,25 +26,25 @@ func TestCreateWorkspaceWarmAndCold(t *testing.T) {
 		members []string
 		want    string
 	}{
-		{"idle member: warm", []string{models.PoolIdle}, CreateWarm},
-		{"only leased members: cold", []string{models.PoolLeased, models.PoolReturning}, CreateCold},
+		{"idle member: warm", []string{wire.PoolIdle}, CreateWarm},
+		{"only leased members: cold", []string{wire.PoolLeased, wire.PoolReturning}, CreateCold},
 		{"empty pool: cold", []string{}, CreateCold},
 		{"no pool: cold", nil, CreateCold},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			var idle *models.Workspace
+			var idle *wire.Workspace
 			if tt.members != nil {
 				h.pool("p", 2)
 				for _, st := range tt.members {
-					w := h.member("p", models.PhaseRunning, st)
-					if st == models.PoolIdle {
+					w := h.member("p", wire.PhaseRunning, st)
+					if st == wire.PoolIdle {
 						idle = w
 					}
 				}
 				// A pending idle member is not ready: never taken.
-				h.member("p", models.PhasePending, models.PoolIdle)
+				h.member("p", wire.PhasePending, wire.PoolIdle)
 			}
 			var notified *int
 			if tt.want == CreateWarm {
@@ -72,7 +72,7 @@ func TestCreateWorkspaceWarmAndCold(t *testing.T) {
 			if tt.want == CreateWarm {
 				// The pool's member, running already, and the pool
 				// woken to refill after the answer.
-				if got.ID != idle.ID || got.Phase != models.PhaseRunning || got.WorkflowID != idle.WorkflowID {
+				if got.ID != idle.ID || got.Phase != wire.PhaseRunning || got.WorkflowID != idle.WorkflowID {
 					t.Fatalf("warm create = %+v, want the idle member %s", got, idle.ID)
 				}
 				if *notified != 1 {
@@ -80,7 +80,7 @@ func TestCreateWorkspaceWarmAndCold(t *testing.T) {
 				}
 				return
 			}
-			if got.Phase != models.PhasePending || (idle != nil && got.ID == idle.ID) {
+			if got.Phase != wire.PhasePending || (idle != nil && got.ID == idle.ID) {
 				t.Fatalf("cold create = %+v", got)
 			}
 		})
@@ -94,7 +94,7 @@ func TestCreateWorkspaceWarmConcurrent(t *testing.T) {
 	const idle, creates = 4, 8
 	h.pool("p", idle)
 	for range idle {
-		h.member("p", models.PhaseRunning, models.PoolIdle)
+		h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	}
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, workflows.PoolWorkflowID("p"), workflows.SignalPoolChanged,
 		mock.Anything, mock.Anything, workflows.PoolWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)

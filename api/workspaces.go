@@ -10,6 +10,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // cleanupTimeout bounds the store calls that undo a half-done request after
@@ -119,8 +120,8 @@ func (s *server) createWorkspace(c *gin.Context) {
 
 // phases are the values the phase filter accepts.
 var phases = map[string]bool{
-	models.PhasePending: true, models.PhaseRunning: true, models.PhaseFailed: true,
-	models.PhaseEscalated: true, models.PhaseTerminating: true,
+	wire.PhasePending: true, wire.PhaseRunning: true, wire.PhaseFailed: true,
+	wire.PhaseEscalated: true, wire.PhaseTerminating: true,
 }
 
 func (s *server) listWorkspaces(c *gin.Context) {
@@ -138,7 +139,7 @@ func (s *server) listWorkspaces(c *gin.Context) {
 		return
 	}
 	switch f.PoolState {
-	case "", models.PoolIdle, models.PoolLeased, models.PoolReturning:
+	case "", wire.PoolIdle, wire.PoolLeased, wire.PoolReturning:
 	default:
 		s.fail(c, errs.Field("pool_state", "pool_state: %q is not one of idle, leased, returning", f.PoolState))
 		return
@@ -185,15 +186,15 @@ func (s *server) deleteWorkspace(c *gin.Context) {
 		return
 	}
 	s.log.Info("workspace delete requested", "workspace_id", w.ID)
-	if w.PoolID != "" && w.PoolState == models.PoolIdle {
+	if w.PoolID != "" && w.PoolState == wire.PoolIdle {
 		// An idle member going away leaves its pool short: let the pool
 		// replace it now rather than at its next periodic pass.
 		s.notifyPoolAsync(w.PoolID)
 	}
 	// The workflow owns the phase and records the change; the response
 	// shows where the workspace is headed.
-	if w.Phase != models.PhaseTerminating {
-		w.Phase = models.PhaseTerminating
+	if w.Phase != wire.PhaseTerminating {
+		w.Phase = wire.PhaseTerminating
 		w.Reason = reason
 	}
 	c.JSON(http.StatusAccepted, w)

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Factory builds a backend from a provider's config document. It validates
@@ -81,7 +81,7 @@ func (r *Registry) DecodeConfig(kind string, config json.RawMessage) (v any, ok 
 // Validate checks that a provider row names a known backend type with a valid
 // config, without caching anything: the backend built to check it is closed
 // again (see Closer).
-func (r *Registry) Validate(p *models.Provider) error {
+func (r *Registry) Validate(p *wire.Provider) error {
 	f, ok := r.factories[p.Provider]
 	if !ok {
 		return errs.Field("spec.provider", "unknown provider type %q", p.Provider)
@@ -100,7 +100,7 @@ func (r *Registry) Validate(p *models.Provider) error {
 // changed since the cached backend was built, the new one replaces it and
 // the old one is closed (see Closer); calls still running on it may fail,
 // as they would against a provider that moved.
-func (r *Registry) For(p *models.Provider) (Backend, error) {
+func (r *Registry) For(p *wire.Provider) (Backend, error) {
 	r.mu.Lock()
 	old, ok := r.cache[p.ID]
 	if ok && bytes.Equal(old.config, p.Config) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // closing is a backend that counts its Close calls.
@@ -59,8 +59,8 @@ func TestRegistryCloses(t *testing.T) {
 			}
 		}
 	}
-	prov := func(id, cfg string) *models.Provider {
-		return &models.Provider{ID: id, Provider: "fake", Config: json.RawMessage(cfg)}
+	prov := func(id, cfg string) *wire.Provider {
+		return &wire.Provider{ID: id, Provider: "fake", Config: json.RawMessage(cfg)}
 	}
 
 	if err := reg.Validate(prov("a", `{"v":0}`)); err != nil {

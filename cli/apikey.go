@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 const kindAPIKey = "apikey"
@@ -89,18 +89,18 @@ func (a *app) apikeyListCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				ks := make([]models.APIKey, len(ns))
+				ks := make([]wire.APIKey, len(ns))
 				for i, n := range ns {
 					ks[i] = n.APIKey
-					ks[i].ID = strings.Repeat("  ", min(n.Depth, models.MaxKeyDepth)) + n.ID
+					ks[i].ID = strings.Repeat("  ", min(n.Depth, wire.MaxKeyDepth)) + n.ID
 				}
-				return a.printObject(list[models.APIKeyNode]{Items: ns}, a.apikeyTable(ks))
+				return a.printObject(list[wire.APIKeyNode]{Items: ns}, a.apikeyTable(ks))
 			}
 			ks, err := a.client().ListAPIKeys(cmd.Context(), tenant)
 			if err != nil {
 				return err
 			}
-			return a.printObject(list[models.APIKey]{Items: ks}, a.apikeyTable(ks))
+			return a.printObject(list[wire.APIKey]{Items: ks}, a.apikeyTable(ks))
 		}),
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "only this tenant's keys (admin keys)")
@@ -118,7 +118,7 @@ func (a *app) apikeyGetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printObject(k, a.apikeyTable([]models.APIKey{*k}))
+			return a.printObject(k, a.apikeyTable([]wire.APIKey{*k}))
 		}),
 	}
 }
@@ -141,7 +141,7 @@ func (a *app) apikeyRevokeCommand() *cobra.Command {
 }
 
 // keyStatus is active, revoked or expired.
-func (a *app) keyStatus(k models.APIKey) string {
+func (a *app) keyStatus(k wire.APIKey) string {
 	switch {
 	case k.RevokedAt != nil:
 		return "revoked"
@@ -151,7 +151,7 @@ func (a *app) keyStatus(k models.APIKey) string {
 	return "active"
 }
 
-func (a *app) apikeyTable(ks []models.APIKey) func(io.Writer) {
+func (a *app) apikeyTable(ks []wire.APIKey) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "TENANT", "ROLE", "NAME", "STATUS", "EXPIRES", "LAST-USED", "AGE")
 		for _, k := range ks {

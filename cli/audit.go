@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // auditPoll is how often audit --follow asks for new entries.
@@ -43,7 +43,7 @@ come until interrupted.`,
 			}
 			slices.Reverse(es) // the API answers newest first
 			if !follow {
-				return a.printObject(list[models.AuditEntry]{Items: es}, a.auditTable(es))
+				return a.printObject(list[wire.AuditEntry]{Items: es}, a.auditTable(es))
 			}
 			// An entry is written when its request starts and completed when
 			// it ends: --follow prints each once, completed, and asks again
@@ -51,10 +51,10 @@ come until interrupted.`,
 			// auditPendingGrace is printed as it is: its server stopped).
 			var last uint64
 			printed := map[uint64]bool{}
-			emit := func(es []models.AuditEntry) error {
+			emit := func(es []wire.AuditEntry) error {
 				var pending uint64
 				for _, e := range es {
-					if e.Result == models.AuditPending && a.now().Sub(e.CreatedAt) < auditPendingGrace {
+					if e.Result == wire.AuditPending && a.now().Sub(e.CreatedAt) < auditPendingGrace {
 						if pending == 0 {
 							pending = e.ID
 						}
@@ -110,7 +110,7 @@ come until interrupted.`,
 	return cmd
 }
 
-func (a *app) auditTable(es []models.AuditEntry) func(io.Writer) {
+func (a *app) auditTable(es []wire.AuditEntry) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "TIME", "KEY", "TENANT", "ACTION", "RESOURCE", "STATUS", "RESULT", "ADDRESS")
 		for _, e := range es {
@@ -121,7 +121,7 @@ func (a *app) auditTable(es []models.AuditEntry) func(io.Writer) {
 }
 
 // auditLine is one entry as --follow prints it in table mode.
-func auditLine(e models.AuditEntry) string {
+func auditLine(e wire.AuditEntry) string {
 	key, tenant := e.KeyID, e.TenantID
 	if key == "" {
 		key = "<none>"

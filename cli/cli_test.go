@@ -19,7 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // seedYAML is DESIGN.md's example, verbatim.
@@ -206,7 +206,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	f := &fakeAPI{phases: []string{"running"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/providers", func(w http.ResponseWriter, r *http.Request) {
-		var p models.Provider
+		var p wire.Provider
 		if err := strictDecode(r.Body, &p); err != nil {
 			apiErr(w, 400, "invalid", err.Error(), "")
 			return
@@ -215,7 +215,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		jsonOut(w, 201, p)
 	})
 	mux.HandleFunc("POST /v1/templates", func(w http.ResponseWriter, r *http.Request) {
-		var tp models.Template
+		var tp wire.Template
 		if err := strictDecode(r.Body, &tp); err != nil {
 			apiErr(w, 400, "invalid", err.Error(), "")
 			return
@@ -227,7 +227,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		jsonOut(w, 201, tp)
 	})
 	mux.HandleFunc("GET /v1/providers", func(w http.ResponseWriter, r *http.Request) {
-		jsonOut(w, 200, map[string]any{"items": []models.Provider{{ID: "local", Provider: "local", Config: json.RawMessage(`{"root_path":"/tmp"}`), CreatedAt: t0}}})
+		jsonOut(w, 200, map[string]any{"items": []wire.Provider{{ID: "local", Provider: "local", Config: json.RawMessage(`{"root_path":"/tmp"}`), CreatedAt: t0}}})
 	})
 	mux.HandleFunc("POST /v1/workspaces", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
@@ -239,10 +239,10 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			apiErr(w, 400, "invalid", "workspace: template_id: template nope not found", "template_id")
 			return
 		}
-		jsonOut(w, 201, models.Workspace{ID: "ws-1", TemplateID: req.TemplateID, Labels: req.Labels, Phase: "pending", CreatedAt: t0})
+		jsonOut(w, 201, wire.Workspace{ID: "ws-1", TemplateID: req.TemplateID, Labels: req.Labels, Phase: "pending", CreatedAt: t0})
 	})
 	mux.HandleFunc("GET /v1/workspaces", func(w http.ResponseWriter, r *http.Request) {
-		jsonOut(w, 200, map[string]any{"items": []models.Workspace{
+		jsonOut(w, 200, map[string]any{"items": []wire.Workspace{
 			{ID: "ws-1", TemplateID: "default", Backend: "local", Phase: "running", CreatedAt: t0},
 			{ID: "ws-2", TemplateID: "default", Backend: "local", Phase: "failed", Reason: "probe: 3 misses", CreatedAt: t0},
 		}})
@@ -260,14 +260,14 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			apiErr(w, 404, "not_found", "workspace ws-1: not found", "")
 			return
 		}
-		ws := models.Workspace{ID: "ws-1", TemplateID: "default", Backend: "local", Phase: phase, CreatedAt: t0}
+		ws := wire.Workspace{ID: "ws-1", TemplateID: "default", Backend: "local", Phase: phase, CreatedAt: t0}
 		if phase == "failed" {
 			ws.Reason = "provision: root_path not writable"
 		}
 		jsonOut(w, 200, ws)
 	})
 	mux.HandleFunc("DELETE /v1/workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
-		jsonOut(w, 202, models.Workspace{ID: r.PathValue("id"), Phase: "terminating"})
+		jsonOut(w, 202, wire.Workspace{ID: r.PathValue("id"), Phase: "terminating"})
 	})
 	mux.HandleFunc("POST /v1/workspaces/{id}/exec", func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Command []string }
@@ -315,10 +315,10 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	})
 	mux.HandleFunc("DELETE /v1/workspaces/{id}/files/{path...}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	mux.HandleFunc("GET /v1/workspaces/{id}/events", func(w http.ResponseWriter, r *http.Request) {
-		evs := []models.Event{
-			{ID: 1, WorkspaceID: "ws-1", Type: models.EventProvisioned, Data: json.RawMessage(`{"workspace_type":"local","workspace_path":"/tmp/ws-1"}`), CreatedAt: t0},
-			{ID: 2, WorkspaceID: "ws-1", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"from":"pending","to":"running"}`), CreatedAt: t0},
-			{ID: 3, WorkspaceID: "ws-1", Type: models.EventDestroyed, Data: json.RawMessage(`{"workspace_type":"local"}`), CreatedAt: t0},
+		evs := []wire.Event{
+			{ID: 1, WorkspaceID: "ws-1", Type: wire.EventProvisioned, Data: json.RawMessage(`{"workspace_type":"local","workspace_path":"/tmp/ws-1"}`), CreatedAt: t0},
+			{ID: 2, WorkspaceID: "ws-1", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"from":"pending","to":"running"}`), CreatedAt: t0},
+			{ID: 3, WorkspaceID: "ws-1", Type: wire.EventDestroyed, Data: json.RawMessage(`{"workspace_type":"local"}`), CreatedAt: t0},
 		}
 		if r.URL.Query().Get("follow") != "true" {
 			jsonOut(w, 200, map[string]any{"items": evs[:2]})
@@ -331,7 +331,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		}
 	})
 	mux.HandleFunc("POST /v1/sessions", func(w http.ResponseWriter, r *http.Request) {
-		var s models.Session
+		var s wire.Session
 		_ = json.NewDecoder(r.Body).Decode(&s)
 		s.ID, s.Status, s.CreatedAt = "ses-1", "open", t0
 		jsonOut(w, 201, s)
@@ -342,7 +342,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		if b.Reason == "" {
 			b.Reason = "ended_by_user"
 		}
-		jsonOut(w, 200, models.Session{ID: r.PathValue("id"), Status: "ended", EndReason: b.Reason})
+		jsonOut(w, 200, wire.Session{ID: r.PathValue("id"), Status: "ended", EndReason: b.Reason})
 	})
 	addPoolAndToolRoutes(mux)
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -502,7 +502,7 @@ func TestCreateWorkspace(t *testing.T) {
 	t.Run("json output", func(t *testing.T) {
 		f := newFakeAPI(t)
 		r := f.run(t, "", "create", "workspace", "--set", "template_id=default", "-o", "json")
-		var ws models.Workspace
+		var ws wire.Workspace
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ws) != nil || ws.ID != "ws-1" || ws.Phase != "pending" {
 			t.Fatalf("code %d stdout %q", r.code, r.stdout)
 		}
@@ -539,13 +539,13 @@ func TestOutputFormats(t *testing.T) {
 	}
 
 	r = f.run(t, "", "ls", "ws", "-o", "json")
-	var l struct{ Items []models.Workspace }
+	var l struct{ Items []wire.Workspace }
 	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || len(l.Items) != 2 || l.Items[1].Reason != "probe: 3 misses" {
 		t.Fatalf("json list: %v %q", err, r.stdout)
 	}
 
 	r = f.run(t, "", "get", "workspace", "ws-1", "-o", "yaml")
-	var ws models.Workspace
+	var ws wire.Workspace
 	if err := yaml.Unmarshal([]byte(r.stdout), &ws); err != nil || ws.ID != "ws-1" || ws.Backend != "local" || !ws.CreatedAt.Equal(t0) {
 		t.Fatalf("yaml get: %v %q", err, r.stdout)
 	}
@@ -724,8 +724,8 @@ func TestEvents(t *testing.T) {
 	if r.code != 0 || len(lines) != 3 {
 		t.Fatalf("follow: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
-	var last models.Event
-	if err := json.Unmarshal([]byte(lines[2]), &last); err != nil || last.Type != models.EventDestroyed {
+	var last wire.Event
+	if err := json.Unmarshal([]byte(lines[2]), &last); err != nil || last.Type != wire.EventDestroyed {
 		t.Errorf("last followed event %q: %v", lines[2], err)
 	}
 }

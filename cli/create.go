@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // DefaultWaitTimeout bounds --wait unless --wait-timeout says otherwise.
@@ -221,11 +221,11 @@ func workspaceRequest(sets []string) (client.CreateWorkspaceRequest, error) {
 
 // waitRunning waits for workspace id to be running, printing each phase
 // change to stderr.
-func (a *app) waitRunning(ctx context.Context, c *client.Client, id string, timeout time.Duration) (*models.Workspace, error) {
+func (a *app) waitRunning(ctx context.Context, c *client.Client, id string, timeout time.Duration) (*wire.Workspace, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	phase := ""
-	ws, err := c.WaitWorkspace(ctx, id, models.PhaseRunning, func(w *models.Workspace) {
+	ws, err := c.WaitWorkspace(ctx, id, wire.PhaseRunning, func(w *wire.Workspace) {
 		phase = w.Phase
 		a.progress(w)
 	})
@@ -236,7 +236,7 @@ func (a *app) waitRunning(ctx context.Context, c *client.Client, id string, time
 }
 
 // progress prints a workspace's phase (and reason) as a wait sees it.
-func (a *app) progress(w *models.Workspace) {
+func (a *app) progress(w *wire.Workspace) {
 	if w.Reason != "" {
 		fmt.Fprintf(a.stderr, "%s/%s %s: %s\n", kindWorkspace, w.ID, w.Phase, w.Reason)
 		return

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // identityCall is one request the identity fake saw.
@@ -53,30 +53,30 @@ func newIdentityAPI(t *testing.T) *identityAPI {
 			reply(201, map[string]any{"id": "key-1", "tenant_id": "team", "role": c.body["role"], "created_at": created,
 				"key": "pmr.key-1." + strings.Repeat("a", 64)})
 		case r.Method == "GET" && r.URL.Path == "/v1/apikeys":
-			reply(200, map[string]any{"items": []models.APIKey{
+			reply(200, map[string]any{"items": []wire.APIKey{
 				{ID: "key-1", TenantID: "team", Role: "member", Name: "alice", CreatedAt: created},
 				{ID: "key-2", TenantID: "team", Role: "viewer", CreatedAt: created, RevokedAt: &created},
 			}})
 		case r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/revoke"):
-			reply(200, models.APIKey{ID: "key-1", RevokedAt: &created})
+			reply(200, wire.APIKey{ID: "key-1", RevokedAt: &created})
 		case r.Method == "GET" && r.URL.Path == "/v1/tenants/team":
 			reply(200, map[string]any{"id": "team", "description": "the team",
-				"quota": models.Quota{MaxWorkspaces: 3, MaxPools: 2}, "usage": models.Usage{Workspaces: 1}})
+				"quota": wire.Quota{MaxWorkspaces: 3, MaxPools: 2}, "usage": wire.Usage{Workspaces: 1}})
 		case r.Method == "PUT" && r.URL.Path == "/v1/tenants/team", r.Method == "POST" && r.URL.Path == "/v1/tenants":
 			reply(200, map[string]any{"id": "team"})
 		case r.Method == "GET" && r.URL.Path == "/v1/tenants":
-			reply(200, map[string]any{"items": []models.Tenant{{ID: "team", Quota: models.Quota{MaxWorkspaces: 3}}}})
+			reply(200, map[string]any{"items": []wire.Tenant{{ID: "team", Quota: wire.Quota{MaxWorkspaces: 3}}}})
 		case r.Method == "DELETE" && r.URL.Path == "/v1/tenants/team":
 			w.WriteHeader(204)
 		case r.URL.Path == "/v1/audit" && r.URL.Query().Get("after") == "":
-			reply(200, map[string]any{"items": []models.AuditEntry{
+			reply(200, map[string]any{"items": []wire.AuditEntry{
 				{ID: 2, Action: "workspaces.delete", Resource: "workspaces/ws-1", Status: 200, Result: "ok", CreatedAt: created},
 				{ID: 1, Action: "workspaces.create", Resource: "workspaces/ws-1", Status: 201, Result: "ok", CreatedAt: created},
 			}})
 		case r.URL.Path == "/v1/audit":
-			items := []models.AuditEntry{}
+			items := []wire.AuditEntry{}
 			if r.URL.Query().Get("after") == "2" {
-				items = append(items, models.AuditEntry{ID: 3, Action: "tenants.create", Resource: "tenants/x", Status: 201, Result: "ok", CreatedAt: created})
+				items = append(items, wire.AuditEntry{ID: 3, Action: "tenants.create", Resource: "tenants/x", Status: 201, Result: "ok", CreatedAt: created})
 			} else if f.onAfter != nil {
 				f.onAfter()
 			}
@@ -304,7 +304,7 @@ func TestAuditCommand(t *testing.T) {
 	}
 	var ids []uint64
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-		var e models.AuditEntry
+		var e wire.AuditEntry
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}

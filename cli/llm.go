@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // getLLM prints one model provider or agent.
@@ -23,7 +23,7 @@ func (a *app) getLLM(ctx context.Context, kind, id string) error {
 	if err != nil {
 		return err
 	}
-	return a.printObject(ag, a.agentTable([]models.Agent{*ag}))
+	return a.printObject(ag, a.agentTable([]wire.Agent{*ag}))
 }
 
 // listLLM prints the model providers or the agents.
@@ -40,7 +40,7 @@ func (a *app) listLLM(ctx context.Context, kind string) error {
 	if err != nil {
 		return err
 	}
-	return a.printObject(list[models.Agent]{nonNil(as)}, a.agentTable(as))
+	return a.printObject(list[wire.Agent]{nonNil(as)}, a.agentTable(as))
 }
 
 // llmProviderTable shows where a provider's key comes from, never the key.
@@ -57,7 +57,7 @@ func (a *app) llmProviderTable(ps []client.LLMProvider) func(io.Writer) {
 	}
 }
 
-func (a *app) agentTable(as []models.Agent) func(io.Writer) {
+func (a *app) agentTable(as []wire.Agent) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "PROVIDER", "MODEL", "MAX TURNS", "TIMEOUT", "AGE", "DESCRIPTION")
 		for _, ag := range as {

@@ -16,6 +16,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 )
 
 // agentYAML is the seed's model provider and code-runner agent.
@@ -66,7 +67,7 @@ func realAPI(t *testing.T) (string, string, *models.Store) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	id, key, hash := models.NewAPIKey()
-	if err := store.CreateAPIKey(ctx, &models.APIKey{ID: id, TenantID: models.DefaultTenantID, Role: models.RoleAdmin, Hash: hash}); err != nil {
+	if err := store.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: wire.DefaultTenantID, Role: wire.RoleAdmin, Hash: hash}); err != nil {
 		t.Fatal(err)
 	}
 	return srv.URL, key, store
@@ -95,11 +96,11 @@ func TestCreateAgentDocuments(t *testing.T) {
 	}
 	ctx := context.Background()
 	p, err := store.GetLLMProvider(ctx, "test-model")
-	if err != nil || p.APIKey != "sk-cli-test-0d9e-secret" || p.Kind != models.LLMOpenAI {
+	if err != nil || p.APIKey != "sk-cli-test-0d9e-secret" || p.Kind != wire.LLMOpenAI {
 		t.Fatalf("stored provider %+v, %v", p, err)
 	}
 	a, err := store.GetAgent(ctx, "code-runner")
-	if err != nil || a.Model.ModelName != "test" || a.Model.MaxTokens != 1024 || len(a.SystemPrompt) != 2 || a.MaxTurns != models.DefaultAgentMaxTurns {
+	if err != nil || a.Model.ModelName != "test" || a.Model.MaxTokens != 1024 || len(a.SystemPrompt) != 2 || a.MaxTurns != wire.DefaultAgentMaxTurns {
 		t.Fatalf("stored agent %+v, %v", a, err)
 	}
 

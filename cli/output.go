@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // list is how -o json and -o yaml print several resources: the API's own
@@ -108,7 +108,7 @@ func backendKind(raw json.RawMessage) string {
 	return b.Kind
 }
 
-func (a *app) providerTable(ps []models.Provider) func(io.Writer) {
+func (a *app) providerTable(ps []wire.Provider) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "PROVIDER", "AGE")
 		for _, p := range ps {
@@ -117,7 +117,7 @@ func (a *app) providerTable(ps []models.Provider) func(io.Writer) {
 	}
 }
 
-func (a *app) templateTable(ts []models.Template) func(io.Writer) {
+func (a *app) templateTable(ts []wire.Template) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "PROVIDER", "BACKEND", "AGE", "DESCRIPTION")
 		for _, t := range ts {
@@ -136,7 +136,7 @@ func (a *app) poolTable(ps []client.Pool) func(io.Writer) {
 	}
 }
 
-func (a *app) workspaceTable(ws []models.Workspace) func(io.Writer) {
+func (a *app) workspaceTable(ws []wire.Workspace) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "PHASE", "TEMPLATE", "BACKEND", "AGE", "REASON")
 		for _, x := range ws {
@@ -145,7 +145,7 @@ func (a *app) workspaceTable(ws []models.Workspace) func(io.Writer) {
 	}
 }
 
-func (a *app) sessionTable(ss []models.Session) func(io.Writer) {
+func (a *app) sessionTable(ss []wire.Session) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "WORKSPACE", "AGENT", "STATUS", "AGE", "END REASON")
 		for _, s := range ss {
@@ -192,7 +192,7 @@ func (a *app) fileTable(fs []client.FileInfo) func(io.Writer) {
 }
 
 // eventLine is an event as `workspace events` prints it: time, type, data.
-func eventLine(ev models.Event) string {
+func eventLine(ev wire.Event) string {
 	var buf bytes.Buffer
 	data := "{}"
 	if json.Compact(&buf, ev.Data) == nil && buf.Len() > 0 {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func (a *app) poolCommand() *cobra.Command {
@@ -53,7 +53,7 @@ with 'primectl workspace return ID'.`,
 			if a.output == "table" {
 				fmt.Fprintf(a.stdout, "%s/%s leased from %s/%s (%s)\n", kindWorkspace, lease.Workspace.ID, kindPool, args[0], lease.Source)
 			}
-			if wait && lease.Workspace.Phase != models.PhaseRunning {
+			if wait && lease.Workspace.Phase != wire.PhaseRunning {
 				w, err := a.waitRunning(cmd.Context(), c, lease.Workspace.ID, waitTimeout)
 				if err != nil {
 					return err

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 const (
@@ -23,7 +23,7 @@ const (
 func addPoolAndToolRoutes(mux *http.ServeMux) {
 	pool := func(id string) client.Pool {
 		return client.Pool{
-			Pool:   models.Pool{ID: id, TemplateID: "code-sandbox", Size: 3, CreatedAt: t0},
+			Pool:   wire.Pool{ID: id, TemplateID: "code-sandbox", Size: 3, CreatedAt: t0},
 			Status: client.PoolStatus{Idle: 2, Starting: 1, Leased: 1},
 		}
 	}
@@ -61,12 +61,12 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/pools/{id}/lease", func(w http.ResponseWriter, r *http.Request) {
 		switch r.PathValue("id") {
 		case "py-warm":
-			jsonOut(w, 200, client.Lease{Source: "warm", Workspace: &models.Workspace{ID: "ws-9", Phase: "running", PoolID: "py-warm", PoolState: "leased"}})
+			jsonOut(w, 200, client.Lease{Source: "warm", Workspace: &wire.Workspace{ID: "ws-9", Phase: "running", PoolID: "py-warm", PoolState: "leased"}})
 		case "empty":
 			var req client.LeaseRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
 			// ws-1 follows the phases script of GET /v1/workspaces/ws-1.
-			jsonOut(w, 201, client.Lease{Source: "cold", Workspace: &models.Workspace{ID: "ws-1", Phase: "pending", Labels: req.Labels}})
+			jsonOut(w, 201, client.Lease{Source: "cold", Workspace: &wire.Workspace{ID: "ws-1", Phase: "pending", Labels: req.Labels}})
 		default:
 			apiErr(w, 404, "not_found", "pool "+r.PathValue("id")+": not found", "")
 		}
@@ -76,14 +76,14 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 			apiErr(w, 409, "failed_precondition", "workspace "+r.PathValue("id")+": not in a pool; only a workspace leased from a pool can be returned (delete it instead)", "")
 			return
 		}
-		jsonOut(w, 202, models.Workspace{ID: "ws-9", Phase: "running", PoolID: "py-warm", PoolState: "returning"})
+		jsonOut(w, 202, wire.Workspace{ID: "ws-9", Phase: "running", PoolID: "py-warm", PoolState: "returning"})
 	})
 	mux.HandleFunc("POST /v1/workspaces/{id}/recover", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") != "ws-2" {
 			apiErr(w, 409, "failed_precondition", "workspace "+r.PathValue("id")+": is running; only an escalated or failed workspace can be recovered", "")
 			return
 		}
-		jsonOut(w, 202, models.Workspace{ID: "ws-2", Phase: "escalated"})
+		jsonOut(w, 202, wire.Workspace{ID: "ws-2", Phase: "escalated"})
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/tools/{tool}", func(w http.ResponseWriter, r *http.Request) {
 		switch r.PathValue("tool") {

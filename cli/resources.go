@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 const resourceHelp = `Resources: provider (providers, prov), template (templates, tpl),
@@ -53,13 +53,13 @@ func (a *app) get(ctx context.Context, kind, id string) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(p, a.providerTable([]models.Provider{*p}))
+		return a.printObject(p, a.providerTable([]wire.Provider{*p}))
 	case kindTemplate:
 		t, err := c.GetTemplate(ctx, id)
 		if err != nil {
 			return err
 		}
-		return a.printObject(t, a.templateTable([]models.Template{*t}))
+		return a.printObject(t, a.templateTable([]wire.Template{*t}))
 	case kindPool:
 		p, err := c.GetPool(ctx, id)
 		if err != nil {
@@ -71,13 +71,13 @@ func (a *app) get(ctx context.Context, kind, id string) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(w, a.workspaceTable([]models.Workspace{*w}))
+		return a.printObject(w, a.workspaceTable([]wire.Workspace{*w}))
 	default:
 		s, err := c.GetSession(ctx, id)
 		if err != nil {
 			return err
 		}
-		return a.printObject(s, a.sessionTable([]models.Session{*s}))
+		return a.printObject(s, a.sessionTable([]wire.Session{*s}))
 	}
 }
 
@@ -186,13 +186,13 @@ func (a *app) list(ctx context.Context, kind string, f listFilters) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(list[models.Provider]{nonNil(ps)}, a.providerTable(ps))
+		return a.printObject(list[wire.Provider]{nonNil(ps)}, a.providerTable(ps))
 	case kindTemplate:
 		ts, err := c.ListTemplates(ctx, client.TemplateListOptions{ProviderID: f.provider})
 		if err != nil {
 			return err
 		}
-		return a.printObject(list[models.Template]{nonNil(ts)}, a.templateTable(ts))
+		return a.printObject(list[wire.Template]{nonNil(ts)}, a.templateTable(ts))
 	case kindPool:
 		ps, err := c.ListPools(ctx, client.PoolListOptions{TemplateID: f.template})
 		if err != nil {
@@ -207,13 +207,13 @@ func (a *app) list(ctx context.Context, kind string, f listFilters) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(list[models.Workspace]{nonNil(ws)}, a.workspaceTable(ws))
+		return a.printObject(list[wire.Workspace]{nonNil(ws)}, a.workspaceTable(ws))
 	default:
 		ss, err := c.ListSessions(ctx, client.SessionListOptions{WorkspaceID: f.workspace, Status: f.status})
 		if err != nil {
 			return err
 		}
-		return a.printObject(list[models.Session]{nonNil(ss)}, a.sessionTable(ss))
+		return a.printObject(list[wire.Session]{nonNil(ss)}, a.sessionTable(ss))
 	}
 }
 
@@ -328,7 +328,7 @@ func (a *app) waitGone(ctx context.Context, c *client.Client, id string, timeout
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	phase := ""
-	err := c.WaitGone(ctx, id, func(w *models.Workspace) {
+	err := c.WaitGone(ctx, id, func(w *wire.Workspace) {
 		phase = w.Phase
 		a.progress(w)
 	})

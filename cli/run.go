@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // ExitRegressions is the exit code of `run compare` when the run has
@@ -71,7 +71,7 @@ func (a *app) listRuns(ctx context.Context, f listFilters) error {
 	if err != nil {
 		return err
 	}
-	return a.printObject(list[models.Run]{nonNil(rs)}, a.runListTable(rs))
+	return a.printObject(list[wire.Run]{nonNil(rs)}, a.runListTable(rs))
 }
 
 func (a *app) runWaitCommand() *cobra.Command {
@@ -119,7 +119,7 @@ for CI systems).`,
 			if err != nil {
 				return err
 			}
-			return a.printObject(list[models.CaseResult]{nonNil(rs)}, resultTable(rs))
+			return a.printObject(list[wire.CaseResult]{nonNil(rs)}, resultTable(rs))
 		}),
 	}
 }
@@ -234,7 +234,7 @@ func (a *app) runTable(rs []client.Run) func(io.Writer) {
 	}
 }
 
-func (a *app) runListTable(rs []models.Run) func(io.Writer) {
+func (a *app) runListTable(rs []wire.Run) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "SUITE", "STATUS", "CASES", "TRIGGER", "TRIGGERED BY", "AGE", "REASON")
 		for _, r := range rs {
@@ -245,7 +245,7 @@ func (a *app) runListTable(rs []models.Run) func(io.Writer) {
 
 // resultTable shows one row per case; a case without a verdict shows its
 // status (pending, running, canceled).
-func resultTable(rs []models.CaseResult) func(io.Writer) {
+func resultTable(rs []wire.CaseResult) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "CASE", "VERDICT", "DURATION", "SCORE", "REASON")
 		for _, r := range rs {
@@ -254,7 +254,7 @@ func resultTable(rs []models.CaseResult) func(io.Writer) {
 				verdict = r.Status
 			}
 			dur := "-"
-			if r.Status == models.CaseDone {
+			if r.Status == wire.CaseDone {
 				dur = ms(r.DurationMS)
 			}
 			row(w, r.CaseID, verdict, dur, score(r.Score), r.Reason)

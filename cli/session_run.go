@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func (a *app) sessionRunCommand() *cobra.Command {
@@ -29,7 +29,7 @@ func (a *app) sessionRunCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "session: %s\n", ses.ID)
-			run, err := cl.FollowTranscript(ctx, ses.ID, func(e models.TranscriptEntry) error {
+			run, err := cl.FollowTranscript(ctx, ses.ID, func(e wire.TranscriptEntry) error {
 				return a.printEntry(e)
 			})
 			if err != nil {
@@ -63,7 +63,7 @@ func (a *app) sessionTranscriptCommand() *cobra.Command {
 				}
 			}
 			_, err = fmt.Fprintf(a.stdout, "usage: %d input tokens, %d output tokens\n", t.Usage.InputTokens, t.Usage.OutputTokens)
-			if err == nil && t.Run != nil && t.Run.Status == models.AgentEnded {
+			if err == nil && t.Run != nil && t.Run.Status == wire.AgentEnded {
 				_, err = fmt.Fprintf(a.stdout, "ended: %s\n", t.Run.EndReason)
 			}
 			return err
@@ -72,14 +72,14 @@ func (a *app) sessionTranscriptCommand() *cobra.Command {
 }
 
 // printEntry prints one transcript entry as a line or two.
-func (a *app) printEntry(e models.TranscriptEntry) error {
+func (a *app) printEntry(e wire.TranscriptEntry) error {
 	var line string
 	switch e.Role {
-	case models.RoleUser:
+	case wire.RoleUser:
 		line = "user: " + e.Content
-	case models.RoleAssistant:
+	case wire.RoleAssistant:
 		line = fmt.Sprintf("assistant (turn %d, %d+%d tokens): %s", e.Turn, e.InputTokens, e.OutputTokens, strings.TrimSpace(e.Content))
-	case models.RoleTool:
+	case wire.RoleTool:
 		line = fmt.Sprintf("tool %s %s -> %s", e.ToolName, compact(e.ToolArgs), compact(e.ToolResult))
 		if e.Commit != "" {
 			line += " [commit " + e.Commit[:min(12, len(e.Commit))] + "]"
@@ -99,7 +99,7 @@ func compact(b json.RawMessage) string {
 }
 
 // printEnd prints how the run ended: exit status 0 only when it completed.
-func (a *app) printEnd(run *models.SessionRun) error {
+func (a *app) printEnd(run *wire.SessionRun) error {
 	msg := "ended: " + run.EndReason
 	if run.Error != "" {
 		msg += ": " + run.Error
@@ -107,7 +107,7 @@ func (a *app) printEnd(run *models.SessionRun) error {
 	if _, err := fmt.Fprintln(a.stdout, msg); err != nil {
 		return err
 	}
-	if run.EndReason != models.AgentCompleted {
+	if run.EndReason != wire.AgentCompleted {
 		return &exitError{ExitError}
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func (a *app) suiteCommand() *cobra.Command {
@@ -100,7 +100,7 @@ func (a *app) waitRun(ctx context.Context, c *client.Client, id string, timeout 
 		return err
 	}
 	p := run.Progress
-	if run.Status == models.RunSucceeded && p.Pass == p.Total {
+	if run.Status == wire.RunSucceeded && p.Pass == p.Total {
 		return nil
 	}
 	msg := fmt.Sprintf("%s/%s %s: %d of %d cases did not pass", kindRun, id, run.Status, p.Total-p.Pass, p.Total)
@@ -256,5 +256,5 @@ func (a *app) listSuites(ctx context.Context) error {
 	for i := range ms {
 		ss[i] = client.Suite{Suite: ms[i]}
 	}
-	return a.printObject(list[models.Suite]{nonNil(ms)}, a.suiteTable(ss))
+	return a.printObject(list[wire.Suite]{nonNil(ms)}, a.suiteTable(ss))
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // suiteYAML is an eval_suite document as a suite author writes it.
@@ -52,7 +52,7 @@ const casesJSONL = `{"id":"c1","command":"true"}
 // status it ends in.
 func evalRun(id string, p eval.Progress) client.Run {
 	return client.Run{
-		Run: models.Run{ID: id, SuiteID: "nightly", Status: models.RunSucceeded, Trigger: models.TriggerUser,
+		Run: wire.Run{ID: id, SuiteID: "nightly", Status: wire.RunSucceeded, Trigger: wire.TriggerUser,
 			TriggeredBy: "api", Total: p.Total, CreatedAt: t0},
 		Progress: p,
 	}
@@ -67,7 +67,7 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 		"run-bad": evalRun("run-bad", eval.Progress{Total: 3, Pass: 2, Fail: 1, PassRate: 0.667}),
 	}
 	suite := client.Suite{
-		Suite: models.Suite{ID: "nightly", TemplateID: "python", CaseCount: 3, CreatedAt: t0,
+		Suite: wire.Suite{ID: "nightly", TemplateID: "python", CaseCount: 3, CreatedAt: t0,
 			Spec: json.RawMessage(`{"id":"nightly","template_id":"python","schedule":{"cron":"0 3 * * *","time_zone":"UTC"}}`)},
 		ScheduleStatus: &client.ScheduleStatus{ID: "suite-nightly", Paused: true},
 	}
@@ -89,10 +89,10 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 			apiErr(w, 400, "invalid", "spec.concurrency: 100 is out of range (1..64)", "spec.concurrency")
 			return
 		}
-		jsonOut(w, 201, client.Suite{Suite: models.Suite{ID: spec.ID, TemplateID: spec.TemplateID, CaseCount: len(spec.Cases)}})
+		jsonOut(w, 201, client.Suite{Suite: wire.Suite{ID: spec.ID, TemplateID: spec.TemplateID, CaseCount: len(spec.Cases)}})
 	})
 	mux.HandleFunc("GET /v1/suites", func(w http.ResponseWriter, r *http.Request) {
-		jsonOut(w, 200, map[string]any{"items": []models.Suite{suite.Suite}})
+		jsonOut(w, 200, map[string]any{"items": []wire.Suite{suite.Suite}})
 	})
 	mux.HandleFunc("GET /v1/suites/{id}", func(w http.ResponseWriter, r *http.Request) {
 		if r.PathValue("id") != "nightly" {
@@ -118,11 +118,11 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 		if r.PathValue("id") == "flaky" {
 			run = runs["run-bad"]
 		}
-		run.Status, run.Progress = models.RunPending, eval.Progress{Total: 3, Pending: 3}
+		run.Status, run.Progress = wire.RunPending, eval.Progress{Total: 3, Pending: 3}
 		jsonOut(w, 201, run)
 	})
 	mux.HandleFunc("GET /v1/runs", func(w http.ResponseWriter, r *http.Request) {
-		jsonOut(w, 200, map[string]any{"items": []models.Run{runs["run-bad"].Run, runs["run-ok"].Run}})
+		jsonOut(w, 200, map[string]any{"items": []wire.Run{runs["run-bad"].Run, runs["run-ok"].Run}})
 	})
 	mux.HandleFunc("GET /v1/runs/{id}", func(w http.ResponseWriter, r *http.Request) {
 		run, ok := runs[r.PathValue("id")]
@@ -145,10 +145,10 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 		fmt.Fprintf(w, "event: finished\ndata: %s\n\n", b)
 	})
 	mux.HandleFunc("GET /v1/runs/{id}/results", func(w http.ResponseWriter, r *http.Request) {
-		results := []models.CaseResult{
-			{RunID: "run-bad", Ordinal: 0, CaseID: "fizzbuzz", Status: models.CaseDone, Verdict: "pass", DurationMS: 1234, Score: ptrTo(0.8)},
-			{RunID: "run-bad", Ordinal: 1, CaseID: "primes", Status: models.CaseDone, Verdict: "fail", Reason: "exit code 1, want 0", DurationMS: 20},
-			{RunID: "run-bad", Ordinal: 2, CaseID: "slow", Status: models.CaseRunning},
+		results := []wire.CaseResult{
+			{RunID: "run-bad", Ordinal: 0, CaseID: "fizzbuzz", Status: wire.CaseDone, Verdict: "pass", DurationMS: 1234, Score: ptrTo(0.8)},
+			{RunID: "run-bad", Ordinal: 1, CaseID: "primes", Status: wire.CaseDone, Verdict: "fail", Reason: "exit code 1, want 0", DurationMS: 20},
+			{RunID: "run-bad", Ordinal: 2, CaseID: "slow", Status: wire.CaseRunning},
 		}
 		switch r.URL.Query().Get("format") {
 		case "jsonl":
@@ -181,7 +181,7 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 			return
 		}
 		run := runs["run-ok"]
-		run.Status, run.Progress = models.RunRunning, eval.Progress{Total: 3, Pass: 1, Running: 2}
+		run.Status, run.Progress = wire.RunRunning, eval.Progress{Total: 3, Pass: 1, Running: 2}
 		jsonOut(w, 202, run)
 	})
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -319,7 +319,7 @@ func TestSuiteCommands(t *testing.T) {
 		t.Errorf("get unknown suite: code %d stderr %q", r.code, r.stderr)
 	}
 	r = f.run(t, "", "list", "suites", "-o", "json")
-	var l struct{ Items []models.Suite }
+	var l struct{ Items []wire.Suite }
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &l) != nil || len(l.Items) != 1 || l.Items[0].ID != "nightly" {
 		t.Errorf("list suites: code %d stdout %q", r.code, r.stdout)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 const kindTenant = "tenant"
@@ -24,7 +24,7 @@ func (a *app) tenantCommand() *cobra.Command {
 // tenantFlags are the flags of tenant create and update.
 type tenantFlags struct {
 	description string
-	quota       models.Quota
+	quota       wire.Quota
 }
 
 func (f *tenantFlags) add(fs *pflag.FlagSet) {
@@ -90,7 +90,7 @@ func (a *app) tenantListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printObject(list[models.Tenant]{Items: ts}, a.tenantTable(ts))
+			return a.printObject(list[wire.Tenant]{Items: ts}, a.tenantTable(ts))
 		}),
 	}
 }
@@ -172,7 +172,7 @@ func (a *app) tenantDeleteCommand() *cobra.Command {
 	}
 }
 
-func (a *app) tenantTable(ts []models.Tenant) func(io.Writer) {
+func (a *app) tenantTable(ts []wire.Tenant) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "MAX-WORKSPACES", "MAX-CPU", "MAX-MEMORY", "MAX-POOLS", "AGE", "DESCRIPTION")
 		for _, t := range ts {

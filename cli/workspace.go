@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func (a *app) workspaceCommand() *cobra.Command {
@@ -260,7 +260,7 @@ new ones as they happen until the workspace is destroyed (or Ctrl-C).`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
 			c, id := a.client(), args[0]
-			emit := func(ev models.Event) error { return a.printStreamed(ev, func() string { return eventLine(ev) }) }
+			emit := func(ev wire.Event) error { return a.printStreamed(ev, func() string { return eventLine(ev) }) }
 			if follow {
 				return c.FollowEvents(cmd.Context(), id, after, emit)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // Connector finds a workspace's runtime and hands out the pooled connection
@@ -32,7 +33,7 @@ type Connector struct {
 // has none. It asks the backend for the endpoint every time: a backend whose
 // runtime lives in the platform process serves it again there after a
 // restart. A workspace without a handle yet is a Precondition error.
-func (c *Connector) Client(ctx context.Context, ws *models.Workspace) (*client.Client, error) {
+func (c *Connector) Client(ctx context.Context, ws *wire.Workspace) (*client.Client, error) {
 	h, ok, err := backend.DecodeHandle(ws.ID, ws.Handle)
 	if err != nil {
 		return nil, err
@@ -45,7 +46,7 @@ func (c *Connector) Client(ctx context.Context, ws *models.Workspace) (*client.C
 
 // ClientFor is Client with the handle already known (a provision that has
 // not stored it yet).
-func (c *Connector) ClientFor(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+func (c *Connector) ClientFor(ctx context.Context, ws *wire.Workspace, h backend.Handle) (*client.Client, error) {
 	cl, err := c.Connect(ctx, ws, h)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", ws.ID, err)
@@ -56,7 +57,7 @@ func (c *Connector) ClientFor(ctx context.Context, ws *models.Workspace, h backe
 // Connect resolves the endpoint and gets the pooled client. Its errors name
 // the step that failed but not the workspace, so a probe can use them as its
 // miss reason as they are.
-func (c *Connector) Connect(ctx context.Context, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+func (c *Connector) Connect(ctx context.Context, ws *wire.Workspace, h backend.Handle) (*client.Client, error) {
 	if ws.RuntimeToken == "" {
 		return nil, errs.E(errs.Precondition, "no runtime token yet")
 	}
@@ -69,7 +70,7 @@ func (c *Connector) Connect(ctx context.Context, ws *models.Workspace, h backend
 
 // Backend reads ws's provider and returns it and its backend, with errors
 // worded as Connect's.
-func (c *Connector) Backend(ctx context.Context, ws *models.Workspace) (*models.Provider, backend.Backend, error) {
+func (c *Connector) Backend(ctx context.Context, ws *wire.Workspace) (*wire.Provider, backend.Backend, error) {
 	p, err := c.Store.GetProvider(ctx, ws.ProviderID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("provider: %w", err)
@@ -84,7 +85,7 @@ func (c *Connector) Backend(ctx context.Context, ws *models.Workspace) (*models.
 // ConnectBackend is Connect with ws's backend already resolved (Backend):
 // the liveness Prober holds it with the workspace's row, so a healthy
 // workspace's probe reads no row.
-func (c *Connector) ConnectBackend(ctx context.Context, b backend.Backend, ws *models.Workspace, h backend.Handle) (*client.Client, error) {
+func (c *Connector) ConnectBackend(ctx context.Context, b backend.Backend, ws *wire.Workspace, h backend.Handle) (*client.Client, error) {
 	if ws.RuntimeToken == "" {
 		return nil, errs.E(errs.Precondition, "no runtime token yet")
 	}
@@ -127,7 +128,7 @@ func (c *Connector) ConnectBackend(ctx context.Context, b backend.Backend, ws *m
 // refused the stored one, connects with it and stores it: the sandbox is
 // the truth about its own token. refused is returned when the backend's
 // token is the stored one or is refused too.
-func (c *Connector) reattach(ctx context.Context, ws *models.Workspace, h backend.Handle, tk backend.TokenKeeper, ep backend.Endpoint, refused error) (*client.Client, error) {
+func (c *Connector) reattach(ctx context.Context, ws *wire.Workspace, h backend.Handle, tk backend.TokenKeeper, ep backend.Endpoint, refused error) (*client.Client, error) {
 	token, err := tk.RuntimeToken(ctx, h)
 	if err != nil || token == "" || token == ws.RuntimeToken {
 		return nil, refused
@@ -145,7 +146,7 @@ func (c *Connector) reattach(ctx context.Context, ws *models.Workspace, h backen
 }
 
 // templateEnv returns the env of the workspace's template.
-func (c *Connector) templateEnv(ctx context.Context, ws *models.Workspace) (map[string]string, error) {
+func (c *Connector) templateEnv(ctx context.Context, ws *wire.Workspace) (map[string]string, error) {
 	t, err := c.Store.GetTemplate(ctx, ws.TemplateID)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)

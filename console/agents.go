@@ -8,12 +8,12 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // agentsView is the Agents page: the tenant's agents and model providers.
 type agentsView struct {
-	Agents    []models.Agent
+	Agents    []wire.Agent
 	Providers []llmProviderView
 }
 
@@ -66,7 +66,7 @@ type agentForm struct {
 }
 
 func (c *Console) newAgent(w http.ResponseWriter, r *http.Request, s *session) {
-	c.agentForm(w, r, s, http.StatusOK, "", map[string]string{"max_turns": strconv.Itoa(models.DefaultAgentMaxTurns), "timeout": models.DefaultAgentTimeout})
+	c.agentForm(w, r, s, http.StatusOK, "", map[string]string{"max_turns": strconv.Itoa(wire.DefaultAgentMaxTurns), "timeout": wire.DefaultAgentTimeout})
 }
 
 func (c *Console) agentForm(w http.ResponseWriter, r *http.Request, s *session, status int, msg string, form map[string]string) {
@@ -106,7 +106,7 @@ func agentSpec(r *http.Request) (client.AgentSpec, error) {
 	f := func(name string) string { return strings.TrimSpace(r.FormValue(name)) }
 	spec := client.AgentSpec{
 		ID: f("id"), Description: f("description"), Timeout: f("timeout"),
-		Model:        models.AgentModel{ProviderID: f("provider_id"), ModelName: f("model_name")},
+		Model:        wire.AgentModel{ProviderID: f("provider_id"), ModelName: f("model_name")},
 		SystemPrompt: lines(r.FormValue("system_prompt")),
 		Tools:        strings.FieldsFunc(f("tools"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t' }),
 	}
@@ -137,7 +137,7 @@ func (c *Console) deleteAgent(w http.ResponseWriter, r *http.Request, s *session
 
 func (c *Console) newLLMProvider(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, s, 0, "llm_provider_new", page{Title: "New model provider", Section: "agents",
-		Data: map[string]string{"kind": models.LLMOpenAI}})
+		Data: map[string]string{"kind": wire.LLMOpenAI}})
 }
 
 // createLLMProvider creates a model provider. When the API refuses it the

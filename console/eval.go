@@ -6,7 +6,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func (c *Console) suites(w http.ResponseWriter, r *http.Request, s *session) {
@@ -31,7 +31,7 @@ func (c *Console) suite(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	c.render(w, r, s, 0, "suite", page{Title: "Suite " + st.ID, Section: "suites", Data: struct {
 		Suite *client.Suite
-		Runs  []models.Run
+		Runs  []wire.Run
 	}{st, runs}})
 }
 
@@ -62,8 +62,8 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	c.render(w, r, s, 0, "run", page{Title: "Run " + run.ID, Section: "suites", Data: struct {
 		Run     *client.Run
-		Results []models.CaseResult
-		Others  []models.Run
+		Results []wire.CaseResult
+		Others  []wire.Run
 	}{run, results, others}})
 }
 
@@ -130,7 +130,7 @@ func (c *Console) sessionPage(w http.ResponseWriter, r *http.Request, s *session
 		}
 	}
 	c.render(w, r, s, 0, "session", page{Title: "Session " + ses.ID, Section: "sessions", Data: struct {
-		Session *models.Session
+		Session *wire.Session
 		Items   []historyItem
 	}{ses, items}})
 }

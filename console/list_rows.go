@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // listRows is the workspace list's rows as HTML. html/template escapes each
@@ -13,7 +13,7 @@ import (
 // 1,000-row page; every value here is text in an element or a quoted
 // attribute (the id also in a path), so HTML-escaping it (and path-escaping
 // the id of the link) is what the template would do, at about 1 µs a row.
-func listRows(ws []models.Workspace) template.HTML {
+func listRows(ws []wire.Workspace) template.HTML {
 	var b strings.Builder
 	b.Grow(len(ws) * 320)
 	esc := func(s string) { template.HTMLEscape(&b, []byte(s)) }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // listRowTemplate is the rows as the page's template wrote them before
@@ -18,7 +18,7 @@ var listRowTemplate = template.Must(template.New("rows").Funcs(template.FuncMap{
 
 func TestListRows(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	ws := []models.Workspace{
+	ws := []wire.Workspace{
 		{ID: "ws-0123456789abcdef", TemplateID: "plain", Backend: "local", Phase: "failed", Reason: `bench row <b>"quoted" & 'single'</b>`, CreatedAt: at},
 		{ID: "ws-1", TemplateID: "<script>alert(1)</script>", Backend: "docker", Phase: "running", PoolID: "pool-a", PoolState: "leased", CreatedAt: at},
 		{ID: "ws-2", TemplateID: "t", Backend: "k8s", Phase: "pending"},

@@ -13,7 +13,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // onePoll is how often a workspace page's phase stream reads its
@@ -81,13 +81,13 @@ const phaseGone = "gone"
 // workspace.destroyed, and for any other event (provisioned, leased,
 // returned, recovered, ...) a read of the row, which it may have changed
 // (needRow).
-func listUpdate(e models.Event) (u phaseUpdate, needRow bool) {
+func listUpdate(e wire.Event) (u phaseUpdate, needRow bool) {
 	u.ID = e.WorkspaceID
 	switch e.Type {
-	case models.EventDestroyed:
+	case wire.EventDestroyed:
 		u.Phase = phaseGone
 		return u, false
-	case models.EventPhaseChanged:
+	case wire.EventPhaseChanged:
 		var d struct{ To, Reason string }
 		if json.Unmarshal(e.Data, &d) == nil && d.To != "" {
 			u.Phase, u.Reason = d.To, d.Reason
@@ -99,7 +99,7 @@ func listUpdate(e models.Event) (u phaseUpdate, needRow bool) {
 
 // withRow fills u from the workspace row; the phase too when phase is set
 // (the event did not say it).
-func withRow(u *phaseUpdate, ws *models.Workspace, phase bool) {
+func withRow(u *phaseUpdate, ws *wire.Workspace, phase bool) {
 	u.Row, u.Template, u.Backend, u.Created = true, ws.TemplateID, ws.Backend, since(ws.CreatedAt)
 	u.Pool = ws.PoolID
 	if ws.PoolState != "" {
@@ -190,7 +190,7 @@ func (c *Console) liveList(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	read := map[string]bool{}
-	err := s.api.FollowTenantEvents(ctx, after, func(e models.Event) error {
+	err := s.api.FollowTenantEvents(ctx, after, func(e wire.Event) error {
 		u, needRow := listUpdate(e)
 		if u.Phase != phaseGone && (needRow || !read[u.ID]) {
 			ws, err := s.api.GetWorkspace(ctx, u.ID)
@@ -227,7 +227,7 @@ func (c *Console) liveEvents(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	var after uint64
 	_, _ = fmt.Sscan(r.URL.Query().Get("after"), &after)
-	err := s.api.FollowEvents(r.Context(), r.PathValue("id"), after, func(e models.Event) error {
+	err := s.api.FollowEvents(r.Context(), r.PathValue("id"), after, func(e wire.Event) error {
 		return sendEvent(w, f, "event", e)
 	})
 	if err != nil && r.Context().Err() == nil {

@@ -12,25 +12,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func TestListUpdate(t *testing.T) {
-	ev := func(typ, data string) models.Event {
-		return models.Event{ID: 9, WorkspaceID: "ws-1", Type: typ, Data: json.RawMessage(data)}
+	ev := func(typ, data string) wire.Event {
+		return wire.Event{ID: 9, WorkspaceID: "ws-1", Type: typ, Data: json.RawMessage(data)}
 	}
 	for _, tc := range []struct {
 		name    string
-		e       models.Event
+		e       wire.Event
 		want    phaseUpdate
 		needRow bool
 	}{
-		{"phase change", ev(models.EventPhaseChanged, `{"from":"running","to":"failed","reason":"sandbox gone"}`),
+		{"phase change", ev(wire.EventPhaseChanged, `{"from":"running","to":"failed","reason":"sandbox gone"}`),
 			phaseUpdate{ID: "ws-1", Phase: "failed", Reason: "sandbox gone"}, false},
-		{"destroyed", ev(models.EventDestroyed, `{}`), phaseUpdate{ID: "ws-1", Phase: phaseGone}, false},
-		{"provisioned reads the row", ev(models.EventProvisioned, `{}`), phaseUpdate{ID: "ws-1"}, true},
-		{"leased reads the row", ev(models.EventLeased, `{"pool_id":"p"}`), phaseUpdate{ID: "ws-1"}, true},
-		{"a phase change without a phase reads the row", ev(models.EventPhaseChanged, `{}`), phaseUpdate{ID: "ws-1"}, true},
+		{"destroyed", ev(wire.EventDestroyed, `{}`), phaseUpdate{ID: "ws-1", Phase: phaseGone}, false},
+		{"provisioned reads the row", ev(wire.EventProvisioned, `{}`), phaseUpdate{ID: "ws-1"}, true},
+		{"leased reads the row", ev(wire.EventLeased, `{"pool_id":"p"}`), phaseUpdate{ID: "ws-1"}, true},
+		{"a phase change without a phase reads the row", ev(wire.EventPhaseChanged, `{}`), phaseUpdate{ID: "ws-1"}, true},
 	} {
 		u, needRow := listUpdate(tc.e)
 		if u != tc.want || needRow != tc.needRow {
@@ -42,8 +42,8 @@ func TestListUpdate(t *testing.T) {
 // fakeEventsAPI serves GET /v1/events as a stream of events after the
 // cursor, and GET /v1/workspaces/{id} from rows, counting the reads.
 type fakeEventsAPI struct {
-	events []models.Event
-	rows   map[string]models.Workspace
+	events []wire.Event
+	rows   map[string]wire.Workspace
 
 	mu     sync.Mutex
 	cursor []string // Last-Event-ID of each stream request
@@ -92,15 +92,15 @@ func (f *fakeEventsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestLiveList(t *testing.T) {
 	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	api := &fakeEventsAPI{
-		events: []models.Event{
-			{ID: 5, WorkspaceID: "ws-old", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"to":"running"}`)},
-			{ID: 6, WorkspaceID: "ws-a", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"from":"running","to":"failed","reason":"sandbox gone"}`)},
-			{ID: 7, WorkspaceID: "ws-a", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"from":"failed","to":"recovering","reason":""}`)},
-			{ID: 8, WorkspaceID: "ws-new", Type: models.EventLeased, Data: json.RawMessage(`{"pool_id":"p1"}`)},
-			{ID: 9, WorkspaceID: "ws-a", Type: models.EventDestroyed, Data: json.RawMessage(`{}`)},
-			{ID: 10, WorkspaceID: "ws-vanished", Type: models.EventPhaseChanged, Data: json.RawMessage(`{"to":"running"}`)},
+		events: []wire.Event{
+			{ID: 5, WorkspaceID: "ws-old", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"to":"running"}`)},
+			{ID: 6, WorkspaceID: "ws-a", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"from":"running","to":"failed","reason":"sandbox gone"}`)},
+			{ID: 7, WorkspaceID: "ws-a", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"from":"failed","to":"recovering","reason":""}`)},
+			{ID: 8, WorkspaceID: "ws-new", Type: wire.EventLeased, Data: json.RawMessage(`{"pool_id":"p1"}`)},
+			{ID: 9, WorkspaceID: "ws-a", Type: wire.EventDestroyed, Data: json.RawMessage(`{}`)},
+			{ID: 10, WorkspaceID: "ws-vanished", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"to":"running"}`)},
 		},
-		rows: map[string]models.Workspace{
+		rows: map[string]wire.Workspace{
 			"ws-a":   {ID: "ws-a", TemplateID: "plain", Backend: "local", Phase: "recovering", CreatedAt: created},
 			"ws-new": {ID: "ws-new", TemplateID: "code", Backend: "docker", Phase: "running", Reason: "r", PoolID: "p1", PoolState: "leased", CreatedAt: created},
 		},
@@ -110,7 +110,7 @@ func TestLiveList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &session{role: models.RoleViewer, api: c.client("k")}
+	s := &session{role: wire.RoleViewer, api: c.client("k")}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.liveList(w, r, s) }))
 	t.Cleanup(srv.Close) // after the streams' own cleanups close them
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // providerTypes are the provider types the New provider form offers.
@@ -18,7 +18,7 @@ var providerTypes = []string{"container", "kubernetes", "local", "worktree", "vm
 const reservedProvider = "local"
 
 type providerRow struct {
-	models.Provider
+	wire.Provider
 	Reserved bool
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // BenchmarkRenderWorkspaces times the workspace list page's template alone
@@ -17,9 +17,9 @@ func BenchmarkRenderWorkspaces(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ws := make([]models.Workspace, 1000)
+	ws := make([]wire.Workspace, 1000)
 	for i := range ws {
-		ws[i] = models.Workspace{ID: fmt.Sprintf("ws-%016x", i), TemplateID: "plain", Backend: "local", Phase: "failed", Reason: "bench row <b>", CreatedAt: time.Now()}
+		ws[i] = wire.Workspace{ID: fmt.Sprintf("ws-%016x", i), TemplateID: "plain", Backend: "local", Phase: "failed", Reason: "bench row <b>", CreatedAt: time.Now()}
 	}
 	s := &session{role: "admin", csrf: "x"}
 	r := httptest.NewRequest("GET", "/workspaces", nil)

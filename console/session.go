@@ -16,6 +16,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // cookieName is the console's session cookie. Its value is the session
@@ -37,7 +38,7 @@ type session struct {
 }
 
 // canWrite reports whether the key may change anything: viewers only read.
-func (s *session) canWrite() bool { return s.role != models.RoleViewer }
+func (s *session) canWrite() bool { return s.role != wire.RoleViewer }
 
 // SessionStore keeps console sessions (models.Store implements it): rows
 // keyed by the token's hash, so a sign-in survives a restart and works on

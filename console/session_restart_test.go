@@ -18,6 +18,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 )
 
 // replica is one primer API process with its console, on a store of its own
@@ -88,7 +89,7 @@ func TestSignInSurvivesRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			id, key, hash := models.NewAPIKey()
-			if err := first.store.CreateAPIKey(ctx, &models.APIKey{ID: id, TenantID: models.DefaultTenantID, Role: models.RoleMember, Hash: hash}); err != nil {
+			if err := first.store.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: wire.DefaultTenantID, Role: wire.RoleMember, Hash: hash}); err != nil {
 				t.Fatal(err)
 			}
 			req := httptest.NewRequest(http.MethodPost, "/signin", strings.NewReader("api_key="+url.QueryEscape(key)+"&next=/providers"))

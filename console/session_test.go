@@ -4,16 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestSafeNext is the sign-in's redirect target: a path of this origin
@@ -73,7 +74,7 @@ func TestSignInRedirect(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(models.APIKey{ID: keyID, TenantID: "default", Role: models.RoleMember})
+		_ = json.NewEncoder(w).Encode(wire.APIKey{ID: keyID, TenantID: "default", Role: wire.RoleMember})
 	})
 	c, err := New(Config{API: api, Sessions: testSessions(t), SessionsPerKey: 100})
 	if err != nil {
@@ -117,7 +118,7 @@ func TestSessionStoreBounds(t *testing.T) {
 	setGauge := func(n int) { mu.Lock(); gauge = n; mu.Unlock() }
 	row := func(key string) *models.ConsoleSession {
 		_, hash := models.NewConsoleToken()
-		return &models.ConsoleSession{Hash: hash, KeyID: key, TenantID: "default", Role: models.RoleMember}
+		return &models.ConsoleSession{Hash: hash, KeyID: key, TenantID: "default", Role: wire.RoleMember}
 	}
 	st := newSessionStore(db, time.Hour, 2, 2, setGauge, slog.New(slog.DiscardHandler))
 	t.Cleanup(st.close)

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // templateView is a template as its page shows it: the backend's common
 // fields read out, env values never shown.
 type templateView struct {
-	models.Template
+	wire.Template
 	Kind     string
 	Image    string
 	CPU      string
@@ -40,7 +40,7 @@ type backendDoc struct {
 	Init        []string                `json:"init"`
 }
 
-func viewTemplate(t models.Template) templateView {
+func viewTemplate(t wire.Template) templateView {
 	v := templateView{Template: t}
 	var d backendDoc
 	_ = json.Unmarshal(t.Backend, &d)
@@ -93,7 +93,7 @@ func (c *Console) templates(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 type templateForm struct {
-	Providers []models.Provider
+	Providers []wire.Provider
 	Form      map[string]string
 }
 

@@ -8,20 +8,20 @@ import (
 	"strconv"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // entryView is one transcript entry as the session page shows it: the
 // tool arguments and result indented, the calls an assistant turn asked
 // for by name.
 type entryView struct {
-	models.TranscriptEntry
+	wire.TranscriptEntry
 	Args   string
 	Result string
 	Calls  []string
 }
 
-func viewEntry(e models.TranscriptEntry) entryView {
+func viewEntry(e wire.TranscriptEntry) entryView {
 	v := entryView{TranscriptEntry: e}
 	if len(e.ToolArgs) > 0 {
 		v.Args = indent(e.ToolArgs)
@@ -42,8 +42,8 @@ func viewEntry(e models.TranscriptEntry) entryView {
 
 // transcriptView is the session page of an agent run.
 type transcriptView struct {
-	Session *models.Session
-	Run     *models.SessionRun
+	Session *wire.Session
+	Run     *wire.SessionRun
 	Entries []entryView
 	Usage   usage
 	// After is the last entry the live stream need not send again: the
@@ -59,13 +59,13 @@ type usage struct {
 
 // transcriptPage renders the session page of an agent run from its
 // transcript as it stands; the page's script then follows the run.
-func (c *Console) transcriptPage(w http.ResponseWriter, r *http.Request, s *session, ses *models.Session, t *client.Transcript) {
-	v := transcriptView{Session: ses, Run: t.Run, Running: t.Run.Status == models.AgentRunning}
+func (c *Console) transcriptPage(w http.ResponseWriter, r *http.Request, s *session, ses *wire.Session, t *client.Transcript) {
+	v := transcriptView{Session: ses, Run: t.Run, Running: t.Run.Status == wire.AgentRunning}
 	v.Usage = usage{t.Usage.InputTokens, t.Usage.OutputTokens}
 	done := true
 	for _, e := range t.Items {
 		v.Entries = append(v.Entries, viewEntry(e))
-		if e.Role == models.RoleTool && e.State != models.ToolFinished {
+		if e.Role == wire.RoleTool && e.State != wire.ToolFinished {
 			done = false
 		}
 		if done {
@@ -99,7 +99,7 @@ func (c *Console) liveTranscript(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	t := c.pages["transcript"]
 	var total usage
-	send := func(e models.TranscriptEntry) error {
+	send := func(e wire.TranscriptEntry) error {
 		var b bytes.Buffer
 		if err := t.ExecuteTemplate(&b, "entry", viewEntry(e)); err != nil {
 			return err
@@ -109,7 +109,7 @@ func (c *Console) liveTranscript(w http.ResponseWriter, r *http.Request, s *sess
 		}
 		return sendEvent(w, f, "entry", entryEvent{Seq: e.Seq, HTML: b.String(), Usage: total})
 	}
-	run, err := s.api.FollowTranscript(ctx, id, func(e models.TranscriptEntry) error {
+	run, err := s.api.FollowTranscript(ctx, id, func(e wire.TranscriptEntry) error {
 		total.In, total.Out = total.In+e.InputTokens, total.Out+e.OutputTokens
 		if e.Seq <= after {
 			return nil
@@ -137,7 +137,7 @@ func (c *Console) liveTranscript(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	_ = sendEvent(w, f, "end", struct {
-		*models.SessionRun
+		*wire.SessionRun
 		Usage usage `json:"usage"`
 	}{run, total})
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestTranscriptEntryRenders renders each kind of entry with the template
@@ -21,15 +21,15 @@ func TestTranscriptEntryRenders(t *testing.T) {
 	}
 	tmpl := pages["transcript"]
 	cases := []struct {
-		e          models.TranscriptEntry
+		e          wire.TranscriptEntry
 		want, nope []string
 	}{
-		{models.TranscriptEntry{SessionID: "ses-1", Seq: 1, Role: models.RoleUser, Content: "run <script>alert(1)</script>"},
+		{wire.TranscriptEntry{SessionID: "ses-1", Seq: 1, Role: wire.RoleUser, Content: "run <script>alert(1)</script>"},
 			[]string{`data-seq="1"`, "&lt;script&gt;alert(1)&lt;/script&gt;"}, []string{"<script>"}},
-		{models.TranscriptEntry{SessionID: "ses-1", Seq: 2, Turn: 1, Role: models.RoleAssistant, Content: "writing it", InputTokens: 100, OutputTokens: 20,
+		{wire.TranscriptEntry{SessionID: "ses-1", Seq: 2, Turn: 1, Role: wire.RoleAssistant, Content: "writing it", InputTokens: 100, OutputTokens: 20,
 			ToolCalls: json.RawMessage(`[{"id":"c1","name":"workspace__write","arguments":{}}]`), Commit: "abcdef0123456789"},
 			[]string{"turn 1", "100 tokens in · 20 out", "<code>workspace__write</code>", `href="/sessions/ses-1/commits/abcdef0123456789"`}, nil},
-		{models.TranscriptEntry{SessionID: "ses-1", Seq: 3, Turn: 1, Role: models.RoleTool, ToolName: "workspace__exec", State: models.ToolFinished,
+		{wire.TranscriptEntry{SessionID: "ses-1", Seq: 3, Turn: 1, Role: wire.RoleTool, ToolName: "workspace__exec", State: wire.ToolFinished,
 			ToolArgs: json.RawMessage(`{"command":"echo <b>"}`), ToolResult: json.RawMessage(`{"exit_code":0,"stdout":"42\n"}`), Commit: "0123456789ab"},
 			[]string{`data-tool="workspace__exec"`, `data-state="finished"`, "&lt;b&gt;", `&#34;exit_code&#34;: 0`, `/sessions/ses-1/commits/0123456789ab`}, []string{"<b>"}},
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // workspaceList is the workspace list page: the rows, and the newest event
@@ -38,7 +38,7 @@ func (c *Console) workspaces(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 type workspaceForm struct {
-	Templates []models.Template
+	Templates []wire.Template
 	Pools     map[string]string // template id -> pool id
 	Template  string
 }
@@ -86,7 +86,7 @@ func (c *Console) createWorkspace(w http.ResponseWriter, r *http.Request, s *ses
 			pool = ps[0].ID
 		}
 	}
-	var ws *models.Workspace
+	var ws *wire.Workspace
 	var err error
 	if pool != "" {
 		var l *client.Lease
@@ -107,13 +107,13 @@ func (c *Console) createWorkspace(w http.ResponseWriter, r *http.Request, s *ses
 
 // workspaceView is the workspace page's data.
 type workspaceView struct {
-	W        *models.Workspace
-	Events   []models.Event
-	Sessions []models.Session
+	W        *wire.Workspace
+	Events   []wire.Event
+	Sessions []wire.Session
 	Workflow string // the Temporal web UI's page of its workflow, or ""
 	Tab      string
 	Files    *filesView
-	Agents   []models.Agent // for Run agent, on a running workspace
+	Agents   []wire.Agent // for Run agent, on a running workspace
 }
 
 func (c *Console) workspaceData(r *http.Request, s *session, id string) (*workspaceView, error) {
@@ -142,7 +142,7 @@ func (c *Console) workspace(w http.ResponseWriter, r *http.Request, s *session) 
 		c.fail(w, r, s, err)
 		return
 	}
-	if v.W.Phase == models.PhaseRunning && s.canWrite() {
+	if v.W.Phase == wire.PhaseRunning && s.canWrite() {
 		v.Agents, _ = s.api.ListAgents(r.Context()) // no agents (or no /v1/agents): no Run agent form
 	}
 	c.render(w, r, s, 0, "workspace", page{Title: "Workspace " + v.W.ID, Section: "workspaces", Tab: "workspaces", Data: v})
@@ -191,7 +191,7 @@ func (c *Console) pools(w http.ResponseWriter, r *http.Request, s *session) {
 	c.render(w, r, s, 0, "pools", page{Title: "Pools", Section: "workspaces", Tab: "pools",
 		Data: struct {
 			Pools     []client.Pool
-			Templates []models.Template
+			Templates []wire.Template
 		}{ps, ts}})
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestCrashDuringAgentRun kills `primer serve` with SIGKILL in the middle
@@ -40,10 +40,10 @@ func TestCrashDuringAgentRun(t *testing.T) {
 			llmtest.ToolTurn("workspace__exec", map[string]string{"command": "echo tool >> tools.txt; sleep 60"}),
 			llmtest.TextTurn("I will check tools.txt before running it again."),
 		})
-		if _, err := s.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "test-model", Kind: models.LLMOpenAI, BaseURL: llm.URL(), APIKey: secretKey(t)}); err != nil {
+		if _, err := s.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "test-model", Kind: wire.LLMOpenAI, BaseURL: llm.URL(), APIKey: secretKey(t)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.api.CreateAgent(ctx, client.AgentSpec{ID: "code-runner", Model: models.AgentModel{ProviderID: "test-model", ModelName: "m"}, Timeout: "5m"}); err != nil {
+		if _, err := s.api.CreateAgent(ctx, client.AgentSpec{ID: "code-runner", Model: wire.AgentModel{ProviderID: "test-model", ModelName: "m"}, Timeout: "5m"}); err != nil {
 			t.Fatal(err)
 		}
 		run := func(instructions string) string {
@@ -57,13 +57,13 @@ func TestCrashDuringAgentRun(t *testing.T) {
 			t.Helper()
 			eventually(t, crashConverge, "run "+id+" ended", func() bool {
 				tr, err := s.api.SessionTranscript(ctx, id)
-				return err == nil && tr.Run != nil && tr.Run.Status == models.AgentEnded
+				return err == nil && tr.Run != nil && tr.Run.Status == wire.AgentEnded
 			})
 			tr, err := s.api.SessionTranscript(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tr.Run.EndReason != models.AgentCompleted {
+			if tr.Run.EndReason != wire.AgentCompleted {
 				t.Fatalf("run %s ended %s (%s), want completed", id, tr.Run.EndReason, tr.Run.Error)
 			}
 			return tr
@@ -93,7 +93,7 @@ func TestCrashDuringAgentRun(t *testing.T) {
 		}
 		var result string
 		for _, e := range tr.Items {
-			if e.Role == models.RoleTool {
+			if e.Role == wire.RoleTool {
 				result = string(e.ToolResult)
 			}
 		}

@@ -22,7 +22,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/backend/kubernetes"
 	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -210,15 +210,15 @@ func checkCodeRunner(t *testing.T, p *primer, ctx context.Context, logs *syncBuf
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Run == nil || tr.Run.EndReason != models.AgentCompleted || tr.Run.Turns != 3 || tr.Usage.InputTokens != 3*llmtest.DefaultUsage.InputTokens {
+	if tr.Run == nil || tr.Run.EndReason != wire.AgentCompleted || tr.Run.Turns != 3 || tr.Usage.InputTokens != 3*llmtest.DefaultUsage.InputTokens {
 		t.Errorf("transcript run %+v usage %+v; want completed in 3 turns, 3 turns' usage", tr.Run, tr.Usage)
 	}
 	for _, e := range tr.Items {
-		if e.Role != models.RoleUser && e.Commit == "" {
+		if e.Role != wire.RoleUser && e.Commit == "" {
 			t.Errorf("transcript entry %d (%s %s) has no commit", e.Seq, e.Role, e.ToolName)
 		}
 	}
-	if s, err := p.api.GetSession(ctx, ses); err != nil || s.Status != models.SessionEnded || s.EndReason != models.AgentCompleted {
+	if s, err := p.api.GetSession(ctx, ses); err != nil || s.Status != wire.SessionEnded || s.EndReason != wire.AgentCompleted {
 		t.Errorf("session = %+v, %v; want ended completed", s, err)
 	}
 
@@ -307,12 +307,12 @@ func TestAgentWorkspaceLost(t *testing.T) {
 		})
 		close(block) // the answer to turn 2 arrives after the loss: dropped
 
-		run, err := r.p.api.FollowTranscript(ctx, ses.ID, func(models.TranscriptEntry) error { return nil })
-		if err != nil || run.EndReason != models.ReasonWorkspaceLost {
+		run, err := r.p.api.FollowTranscript(ctx, ses.ID, func(wire.TranscriptEntry) error { return nil })
+		if err != nil || run.EndReason != wire.ReasonWorkspaceLost {
 			t.Fatalf("lost session's run = %+v, %v; want workspace_lost", run, err)
 		}
-		run, err = r.p.api.FollowTranscript(ctx, next, func(models.TranscriptEntry) error { return nil })
-		if err != nil || run.EndReason != models.AgentCompleted {
+		run, err = r.p.api.FollowTranscript(ctx, next, func(wire.TranscriptEntry) error { return nil })
+		if err != nil || run.EndReason != wire.AgentCompleted {
 			t.Fatalf("resumed session's run = %+v, %v; want completed", run, err)
 		}
 		tr, err := r.p.api.SessionTranscript(ctx, next)
@@ -424,11 +424,11 @@ spec:
 	if err := p.api.CancelSession(ctx, s.ID); err != nil {
 		t.Fatal(err)
 	}
-	run, err := p.api.FollowTranscript(ctx, s.ID, func(models.TranscriptEntry) error { return nil })
-	if err != nil || run.EndReason != models.AgentCanceled {
+	run, err := p.api.FollowTranscript(ctx, s.ID, func(wire.TranscriptEntry) error { return nil })
+	if err != nil || run.EndReason != wire.AgentCanceled {
 		t.Fatalf("canceled run = %+v, %v; want canceled", run, err)
 	}
-	if got, err := p.api.GetSession(ctx, s.ID); err != nil || got.EndReason != models.AgentCanceled {
+	if got, err := p.api.GetSession(ctx, s.ID); err != nil || got.EndReason != wire.AgentCanceled {
 		t.Errorf("canceled session = %+v, %v", got, err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -73,7 +73,7 @@ func TestAttackStreamCaps(t *testing.T) {
 	// both tenant streams.
 	ws2 := boundsRunning(ctx, t, p)
 	for i, s := range []*boundsSSE{s1, s3} {
-		s.waitFor(t, models.EventProvisioned, ws2.ID, fmt.Sprintf("tenant stream %d", i+1))
+		s.waitFor(t, wire.EventProvisioned, ws2.ID, fmt.Sprintf("tenant stream %d", i+1))
 	}
 
 	// A client that leaves frees its place.
@@ -83,15 +83,15 @@ func TestAttackStreamCaps(t *testing.T) {
 	if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
 		t.Fatal(err)
 	}
-	s2.waitFor(t, models.EventDestroyed, ws.ID, "the workspace's stream")
+	s2.waitFor(t, wire.EventDestroyed, ws.ID, "the workspace's stream")
 	s2.waitEnd(t)
 	s5 := boundsEventually(t, hc, p, m1, "/v1/workspaces/"+ws2.ID+"/events?follow=true")
 	// And they work.
 	if _, err := p.api.DeleteWorkspace(ctx, ws2.ID); err != nil {
 		t.Fatal(err)
 	}
-	s4.waitFor(t, models.EventDestroyed, ws2.ID, "the reopened tenant stream")
-	s5.waitFor(t, models.EventDestroyed, ws2.ID, "the reopened workspace stream")
+	s4.waitFor(t, wire.EventDestroyed, ws2.ID, "the reopened tenant stream")
+	s5.waitFor(t, wire.EventDestroyed, ws2.ID, "the reopened workspace stream")
 }
 
 // TestAttackUploadBounds: a member key uploading more than the limit, with
@@ -331,7 +331,7 @@ func TestAttackConsoleBounds(t *testing.T) {
 // workspaces are) and returns it.
 func boundsMember(ctx context.Context, t *testing.T, p *primer) string {
 	t.Helper()
-	k, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{TenantID: models.DefaultTenantID, Role: models.RoleMember, Name: "attacker"})
+	k, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{TenantID: wire.DefaultTenantID, Role: wire.RoleMember, Name: "attacker"})
 	if err != nil {
 		t.Fatalf("create member key: %v", err)
 	}
@@ -339,13 +339,13 @@ func boundsMember(ctx context.Context, t *testing.T, p *primer) string {
 }
 
 // boundsRunning makes a running local workspace as the admin.
-func boundsRunning(ctx context.Context, t *testing.T, p *primer) *models.Workspace {
+func boundsRunning(ctx context.Context, t *testing.T, p *primer) *wire.Workspace {
 	t.Helper()
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}
-	ws, err = p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil)
+	ws, err = p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil)
 	if err != nil {
 		t.Fatalf("wait running: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // keyRow is an API key as the key routes answer it: the row, and the
@@ -17,7 +17,7 @@ import (
 // (revoked_below). ParentID is spelled out so the test compiles against
 // a Primer without it (and fails there).
 type keyRow struct {
-	models.APIKey
+	wire.APIKey
 	ParentID     string `json:"parent_id"`
 	Key          string `json:"key"`
 	Depth        int    `json:"depth"`
@@ -115,7 +115,7 @@ func TestAttackKeyOutlivesParent(t *testing.T) {
 	keysCall(t, base, a.Key, "POST", "/v1/apikeys", map[string]any{"role": "member", "root": true}).want(t, "member mints a root", 403, "only an admin key may create a key that outlives it")
 	keysCall(t, base, a.Key, "POST", "/v1/apikeys", map[string]any{"role": "member", "tenant_id": "other"}).want(t, "member mints for another tenant", 404, "tenant other: not found")
 	keysCall(t, base, a.Key, "POST", "/v1/apikeys", map[string]any{"role": "member", "name": "ok\x1b[2J\x1b[31mroot"}).want(t, "escape in a name", 400, "control and formatting characters")
-	var listed struct{ Items []models.APIKey }
+	var listed struct{ Items []wire.APIKey }
 	keysCall(t, base, admin, "GET", "/v1/apikeys?tenant=acme", nil).want(t, "list", 200).decode(t, &listed)
 	if len(listed.Items) != 3 {
 		t.Fatalf("tenant acme has %d keys after the refused mints, want 3: %+v", len(listed.Items), listed.Items)
@@ -145,7 +145,7 @@ func TestAttackKeyOutlivesParent(t *testing.T) {
 	keysCall(t, base, c.Key, "GET", "/v1/workspaces", nil).want(t, "c after", 401, "api key "+c.ID+": revoked")
 	keysCall(t, base, b.Key, "POST", "/v1/apikeys", map[string]any{"role": "member"}).want(t, "b mints after", 401, "revoked")
 	keysCall(t, base, b.Key, "POST", "/v1/templates", map[string]any{
-		"id": "after-revoke", "provider_id": models.LocalProviderID, "backend": map[string]any{"kind": "local"},
+		"id": "after-revoke", "provider_id": wire.LocalProviderID, "backend": map[string]any{"kind": "local"},
 	}).want(t, "b writes after", 401, "revoked")
 	keysCall(t, base, admin, "GET", "/v1/templates/after-revoke", nil).want(t, "template of a revoked key", 404)
 	keysCall(t, base, admin, "GET", "/v1/apikeys?tenant=acme", nil).want(t, "list", 200).decode(t, &listed)
@@ -207,14 +207,14 @@ func TestAttackTenantDeleteLeftovers(t *testing.T) {
 		"id": "ghost-agent", "model": map[string]any{"provider_id": "ghost-llm", "model_name": "m"},
 	}).want(t, "agent", 201)
 	keysCall(t, base, g.Key, "POST", "/v1/templates", map[string]any{
-		"id": "ghost-tmpl", "provider_id": models.LocalProviderID, "backend": map[string]any{"kind": "local"},
+		"id": "ghost-tmpl", "provider_id": wire.LocalProviderID, "backend": map[string]any{"kind": "local"},
 	}).want(t, "template", 201)
-	var ws models.Workspace
+	var ws wire.Workspace
 	keysCall(t, base, g.Key, "POST", "/v1/workspaces", map[string]any{"template_id": "ghost-tmpl"}).want(t, "workspace", 201).decode(t, &ws)
 	eventually(t, time.Minute, "workspace running", func() bool {
-		var w models.Workspace
+		var w wire.Workspace
 		keysCall(t, base, g.Key, "GET", "/v1/workspaces/"+ws.ID, nil).want(t, "get workspace", 200).decode(t, &w)
-		return w.Phase == models.PhaseRunning
+		return w.Phase == wire.PhaseRunning
 	})
 	keysCall(t, base, g.Key, "DELETE", "/v1/workspaces/"+ws.ID, nil).want(t, "delete workspace", 202)
 	eventually(t, time.Minute, "workspace gone", func() bool {
@@ -265,12 +265,12 @@ func TestAttackTenantDeleteLeftovers(t *testing.T) {
 func TestAttackAuditInvalidUTF8(t *testing.T) {
 	p := startPrimer(t, withPostgres(t))
 	base, admin := p.srv.URL(), p.key
-	var ws models.Workspace
-	keysCall(t, base, admin, "POST", "/v1/workspaces", map[string]any{"template_id": models.DefaultTemplateID}).want(t, "workspace", 201).decode(t, &ws)
+	var ws wire.Workspace
+	keysCall(t, base, admin, "POST", "/v1/workspaces", map[string]any{"template_id": wire.DefaultTemplateID}).want(t, "workspace", 201).decode(t, &ws)
 	eventually(t, time.Minute, "workspace running", func() bool {
-		var w models.Workspace
+		var w wire.Workspace
 		keysCall(t, base, admin, "GET", "/v1/workspaces/"+ws.ID, nil).want(t, "get workspace", 200).decode(t, &w)
-		return w.Phase == models.PhaseRunning
+		return w.Phase == wire.PhaseRunning
 	})
 	for _, tc := range []struct{ path, resource string }{
 		{"bad%FFname.txt", "workspaces/" + ws.ID + "/files/bad%FFname.txt"},
@@ -287,9 +287,9 @@ func TestAttackAuditInvalidUTF8(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		var audit struct{ Items []models.AuditEntry }
+		var audit struct{ Items []wire.AuditEntry }
 		keysCall(t, base, admin, "GET", "/v1/audit?limit=20", nil).want(t, "audit", 200).decode(t, &audit)
-		var found *models.AuditEntry
+		var found *wire.AuditEntry
 		for i, e := range audit.Items {
 			if e.Action == "workspaces.files.update" && e.Resource == tc.resource {
 				found = &audit.Items[i]

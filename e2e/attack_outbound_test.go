@@ -13,7 +13,7 @@ import (
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/internal/outbound"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestAttackOutbound is issue 21's holes 3 and 11, driven by a member key
@@ -160,29 +160,29 @@ func TestAttackOutbound(t *testing.T) {
 	// A local workspace of the admin's, where the runs below happen: the
 	// agents and providers are the member's.
 	h.do(admin, "POST", "/v1/templates", map[string]any{
-		"id": "box", "provider_id": models.LocalProviderID, "backend": map[string]any{"kind": "local"},
+		"id": "box", "provider_id": wire.LocalProviderID, "backend": map[string]any{"kind": "local"},
 	}, 201, nil)
-	var ws models.Workspace
+	var ws wire.Workspace
 	h.do(admin, "POST", "/v1/workspaces", map[string]any{"template_id": "box"}, 201, &ws)
 	eventually(t, time.Minute, "workspace running", func() bool {
-		var w models.Workspace
+		var w wire.Workspace
 		h.do(admin, "GET", "/v1/workspaces/"+ws.ID, nil, 200, &w)
-		return w.Phase == models.PhaseRunning
+		return w.Phase == wire.PhaseRunning
 	})
 	// run has the member's agent on providerID answer one instruction and
 	// returns the ended run.
-	run := func(h *recorder, agent, providerID string) *models.SessionRun {
+	run := func(h *recorder, agent, providerID string) *wire.SessionRun {
 		t := h.t
 		t.Helper()
 		h.do(member.Key, "POST", "/v1/agents", map[string]any{
 			"id": agent, "model": map[string]any{"provider_id": providerID, "model_name": "m"}, "max_turns": 2, "timeout": "1m",
 		}, 201, nil)
-		var ses models.Session
+		var ses wire.Session
 		h.do(admin, "POST", "/v1/sessions", map[string]any{"workspace_id": ws.ID, "agent": agent, "instructions": "hello"}, 201, &ses)
 		var tr client.Transcript
 		eventually(t, 2*time.Minute, "run of "+agent+" ended", func() bool {
 			h.do(admin, "GET", "/v1/sessions/"+ses.ID+"/transcript", nil, 200, &tr)
-			return tr.Run != nil && tr.Run.Status == models.AgentEnded
+			return tr.Run != nil && tr.Run.Status == wire.AgentEnded
 		})
 		return tr.Run
 	}
@@ -197,7 +197,7 @@ func TestAttackOutbound(t *testing.T) {
 			t.Errorf("PUT moving base_url with the placeholder: %q", env.Error.Message)
 		}
 		h.do(member.Key, "PUT", "/v1/llm-providers/moving", map[string]any{"kind": "openai", "base_url": fresh.URL()}, 400, nil)
-		if r := run(h, "mover", "moving"); r.EndReason != models.AgentCompleted {
+		if r := run(h, "mover", "moving"); r.EndReason != wire.AgentCompleted {
 			t.Errorf("run through the unmoved provider: %+v", r)
 		}
 		if n := len(fresh.Requests()); n != 0 {
@@ -205,7 +205,7 @@ func TestAttackOutbound(t *testing.T) {
 		}
 		// Moved with a key of its own: that key, and only it, goes there.
 		h.do(member.Key, "PUT", "/v1/llm-providers/moving", map[string]any{"kind": "openai", "base_url": fresh.URL(), "api_key": "sk-for-fresh"}, 200, nil)
-		var ses models.Session
+		var ses wire.Session
 		h.do(admin, "POST", "/v1/sessions", map[string]any{"workspace_id": ws.ID, "agent": "mover", "instructions": "again"}, 201, &ses)
 		eventually(t, 2*time.Minute, "the moved provider's run", func() bool { return len(fresh.Requests()) > 0 })
 		for _, req := range fresh.Requests() {
@@ -227,11 +227,11 @@ func TestAttackOutbound(t *testing.T) {
 			"stored-name": "http://localhost:" + internalPort + "/v1",
 			"stored-addr": "http://127.0.0.1:" + internalPort + "/v1",
 		} {
-			if err := p.srv.Store().CreateLLMProvider(ctx, &models.LLMProvider{ID: id, TenantID: "acme", Kind: models.LLMOpenAI, BaseURL: base, APIKey: "sk-x"}); err != nil {
+			if err := p.srv.Store().CreateLLMProvider(ctx, &wire.LLMProvider{ID: id, TenantID: "acme", Kind: wire.LLMOpenAI, BaseURL: base, APIKey: "sk-x"}); err != nil {
 				t.Fatal(err)
 			}
 			r := run(h, "agent-"+id, id)
-			if r.EndReason == models.AgentCompleted || !strings.Contains(r.Error, "a loopback address") || !strings.Contains(r.Error, outbound.Env) {
+			if r.EndReason == wire.AgentCompleted || !strings.Contains(r.Error, "a loopback address") || !strings.Contains(r.Error, outbound.Env) {
 				t.Errorf("run through %s: %+v, want a failure saying the loopback address is refused", base, r)
 			}
 		}
@@ -241,7 +241,7 @@ func TestAttackOutbound(t *testing.T) {
 		h := rec(t)
 		h.do(member.Key, "POST", "/v1/llm-providers", provider("noisy", body.URL+"/v1"), 201, nil)
 		r := run(h, "noisy-agent", "noisy")
-		if r.EndReason == models.AgentCompleted || !strings.Contains(r.Error, "400") {
+		if r.EndReason == wire.AgentCompleted || !strings.Contains(r.Error, "400") {
 			t.Errorf("run through the noisy endpoint: %+v, want a failure with status 400", r)
 		}
 		bodyMu.Lock()

@@ -29,7 +29,7 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // The attacks of issue 21 on providers (holes 2, 4 and 6), each driven
@@ -85,7 +85,7 @@ func (r refusal) expect(t *testing.T, status int, msg string) {
 // of it, with the admin's key.
 func memberOf(t *testing.T, p *primer, tenant string) string {
 	t.Helper()
-	if tenant != models.DefaultTenantID {
+	if tenant != wire.DefaultTenantID {
 		call(t, p, p.key, "POST", "/v1/tenants", map[string]any{"id": tenant}).expect(t, 201, "")
 	}
 	var k createdKey
@@ -278,7 +278,7 @@ func TestAttackProviderHostFields(t *testing.T) {
 // tokens would go where it points).
 func TestAttackSharedProviderReadOnly(t *testing.T) {
 	p := startPrimer(t)
-	member := memberOf(t, p, models.DefaultTenantID)
+	member := memberOf(t, p, wire.DefaultTenantID)
 	cfg := map[string]any{"connection": map[string]any{"kind": "tcp", "host": "10.0.0.9:2375"}, "reachability": map[string]any{"kind": "host_port"}}
 	call(t, p, p.key, "POST", "/v1/providers", map[string]any{"id": "fleet", "provider": "container", "config": cfg, "shared": true}).expect(t, 201, "")
 	before, err := p.srv.Store().GetProvider(context.Background(), "fleet")
@@ -388,12 +388,12 @@ func TestAttackTenantNetwork(t *testing.T) {
 
 	// A row as an older Primer let a member write it.
 	raw, _ := json.Marshal(map[string]any{"runtime": e.Name, "connection": map[string]any{"kind": "socket", "socket_path": e.Socket}, "reachability": onNet})
-	if err := p.srv.Store().CreateProvider(ctx, &models.Provider{ID: "old-row", TenantID: "acme", Provider: "container", Config: raw}); err != nil {
+	if err := p.srv.Store().CreateProvider(ctx, &wire.Provider{ID: "old-row", TenantID: "acme", Provider: "container", Config: raw}); err != nil {
 		t.Fatal(err)
 	}
 	call(t, p, member, "POST", "/v1/templates", map[string]any{"id": "old-row", "provider_id": "old-row",
 		"backend": map[string]any{"kind": "container", "image": containertest.BusyboxImage}}).expect(t, 201, "")
-	var ws models.Workspace
+	var ws wire.Workspace
 	r := call(t, p, member, "POST", "/v1/workspaces", map[string]any{"template_id": "old-row"})
 	r.expect(t, 201, "")
 	if err := json.Unmarshal(r.body, &ws); err != nil {

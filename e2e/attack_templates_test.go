@@ -16,6 +16,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 )
 
 // apiError is the error envelope of a refused request.
@@ -39,7 +40,7 @@ func (e apiError) refused(t *testing.T, what, code, field, msg string) {
 func storedKey(t *testing.T, store *models.Store, tenant, role string) string {
 	t.Helper()
 	id, key, hash := models.NewAPIKey()
-	if err := store.CreateAPIKey(context.Background(), &models.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash, Name: role + " of " + tenant}); err != nil {
+	if err := store.CreateAPIKey(context.Background(), &wire.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash, Name: role + " of " + tenant}); err != nil {
 		t.Fatal(err)
 	}
 	return key
@@ -72,17 +73,17 @@ func TestAttackTemplates(t *testing.T) {
 	eng := containertest.Backend(t, e)
 	h := &recorder{t: t, url: p.srv.URL()}
 
-	if err := store.CreateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxCPUCores: 3, MaxMemoryBytes: 4 << 30}}); err != nil {
+	if err := store.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxCPUCores: 3, MaxMemoryBytes: 4 << 30}}); err != nil {
 		t.Fatal(err)
 	}
 	// acme has a quota (hole 7); beta none, so its workspaces are refused
 	// by the host rule alone (hole 1).
-	if err := store.CreateTenant(ctx, &models.Tenant{ID: "beta"}); err != nil {
+	if err := store.CreateTenant(ctx, &wire.Tenant{ID: "beta"}); err != nil {
 		t.Fatal(err)
 	}
-	member := storedKey(t, store, "acme", models.RoleMember)
-	betaMember := storedKey(t, store, "beta", models.RoleMember)
-	defaultMember := storedKey(t, store, models.DefaultTenantID, models.RoleMember)
+	member := storedKey(t, store, "acme", wire.RoleMember)
+	betaMember := storedKey(t, store, "beta", wire.RoleMember)
+	defaultMember := storedKey(t, store, wire.DefaultTenantID, wire.RoleMember)
 	api := client.New(p.srv.URL(), client.WithToken(member))
 	betaAPI := client.New(p.srv.URL(), client.WithToken(betaMember))
 
@@ -109,14 +110,14 @@ func TestAttackTemplates(t *testing.T) {
 			_ = p.api.WaitGone(cctx, id, nil)
 		})
 	}
-	running := func(api *client.Client, template string) *models.Workspace {
+	running := func(api *client.Client, template string) *wire.Workspace {
 		t.Helper()
 		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
 		if err != nil {
 			t.Fatalf("member create from %s: %v", template, err)
 		}
 		cleanupContainer(ws.ID)
-		if ws, err = api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+		if ws, err = api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 			t.Fatalf("wait %s running: %v", ws.ID, err)
 		}
 		return ws
@@ -124,18 +125,18 @@ func TestAttackTemplates(t *testing.T) {
 	// killAndRecover kills ws's container from outside, waits for it to
 	// fail, asks for a recovery with the member's key and returns the
 	// workspace once the recovery gave up (escalated).
-	killAndRecover := func(api *client.Client, ws *models.Workspace) *models.Workspace {
+	killAndRecover := func(api *client.Client, ws *wire.Workspace) *wire.Workspace {
 		t.Helper()
 		if err := eng.Client().ContainerKill(ctx, container.Name(ws.ID), "KILL"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil); err != nil {
+		if _, err := api.WaitWorkspace(ctx, ws.ID, wire.PhaseFailed, nil); err != nil {
 			t.Fatalf("wait %s failed: %v", ws.ID, err)
 		}
 		if _, err := api.RecoverWorkspace(ctx, ws.ID); err != nil {
 			t.Fatalf("recover %s: %v", ws.ID, err)
 		}
-		got, err := api.WaitWorkspace(ctx, ws.ID, models.PhaseEscalated, nil)
+		got, err := api.WaitWorkspace(ctx, ws.ID, wire.PhaseEscalated, nil)
 		if err != nil {
 			t.Fatalf("wait %s escalated after the refused recovery: %v", ws.ID, err)
 		}
@@ -170,7 +171,7 @@ func TestAttackTemplates(t *testing.T) {
 		}
 		// The raise forced underneath: a recovery reads the template as it
 		// is now, and the quota refuses it.
-		if err := store.UpdateTemplate(ctx, &models.Template{ID: "q", ProviderID: "docker-shared", Backend: box("64")}); err != nil {
+		if err := store.UpdateTemplate(ctx, &wire.Template{ID: "q", ProviderID: "docker-shared", Backend: box("64")}); err != nil {
 			t.Fatal(err)
 		}
 		got := killAndRecover(api, ws)
@@ -203,24 +204,24 @@ func TestAttackTemplates(t *testing.T) {
 
 	t.Run("DefaultTemplateInit", func(t *testing.T) {
 		h := &recorder{t: t, url: p.srv.URL()}
-		before, err := p.api.GetTemplate(ctx, models.DefaultTemplateID)
+		before, err := p.api.GetTemplate(ctx, wire.DefaultTemplateID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var refusal apiError
-		h.do(defaultMember, "PUT", "/v1/templates/"+models.DefaultTemplateID,
-			map[string]any{"provider_id": models.LocalProviderID, "backend": onHost("default")}, 403, &refusal)
+		h.do(defaultMember, "PUT", "/v1/templates/"+wire.DefaultTemplateID,
+			map[string]any{"provider_id": wire.LocalProviderID, "backend": onHost("default")}, 403, &refusal)
 		refusal.refused(t, "member edits the default template's init", "forbidden", "", "template default: reserved")
-		after, err := p.api.GetTemplate(ctx, models.DefaultTemplateID)
+		after, err := p.api.GetTemplate(ctx, wire.DefaultTemplateID)
 		if err != nil || after.Generation != before.Generation || string(after.Backend) != string(before.Backend) {
 			t.Errorf("default template after the refused edit: %+v, %v; was %+v", after, err, before)
 		}
 		// An admin's workspace of it still runs: the seed is the admin's.
-		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+		if _, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 			t.Errorf("admin's workspace of the default template: %v", err)
 		}
 		_, _ = p.api.DeleteWorkspace(ctx, ws.ID)
@@ -236,7 +237,7 @@ func TestAttackTemplates(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, 2*time.Minute, "the member's pool has a running member", func() bool {
-			ms, err := store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "boxpool", Phase: models.PhaseRunning})
+			ms, err := store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "boxpool", Phase: wire.PhaseRunning})
 			return err == nil && len(ms) == 1
 		})
 		h.do(betaMember, "POST", "/v1/suites", map[string]any{"id": "boxsuite", "template_id": "box",
@@ -244,7 +245,7 @@ func TestAttackTemplates(t *testing.T) {
 
 		// The member's template, moved onto the local provider underneath
 		// the API with an init that leaves a marker on this machine.
-		if err := store.UpdateTemplate(ctx, &models.Template{ID: "box", ProviderID: "host-shared", Backend: onHost("box")}); err != nil {
+		if err := store.UpdateTemplate(ctx, &wire.Template{ID: "box", ProviderID: "host-shared", Backend: onHost("box")}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -257,7 +258,7 @@ func TestAttackTemplates(t *testing.T) {
 		// Pool refill: the template changed, so the pool makes a member
 		// of the new one, whose provisioning is refused.
 		eventually(t, 2*time.Minute, "a refill on the forced template refused by the host rule", func() bool {
-			ms, err := store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "boxpool", Backend: models.BackendLocal})
+			ms, err := store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: "boxpool", Backend: wire.BackendLocal})
 			if err != nil {
 				return false
 			}
@@ -274,14 +275,14 @@ func TestAttackTemplates(t *testing.T) {
 		if err := p.srv.TemporalClient().ScheduleClient().GetHandle(ctx, starter.ScheduleID("boxsuite")).Trigger(ctx, tclient.ScheduleTriggerOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		var run models.Run
+		var run wire.Run
 		eventually(t, 4*time.Minute, "the scheduled run ends", func() bool {
 			runs, err := store.ListRuns(ctx, models.RunFilter{SuiteID: "boxsuite"})
 			if err != nil || len(runs) == 0 {
 				return false
 			}
 			run = runs[0]
-			return run.Status == models.RunFailed || run.Status == models.RunSucceeded
+			return run.Status == wire.RunFailed || run.Status == wire.RunSucceeded
 		})
 		results, err := store.ListCaseResults(ctx, run.ID, false)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/vm/vmtest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // vmAnswer is a raw API answer: its status and error envelope.
@@ -125,7 +125,7 @@ func TestAttackVMLinkAsRoot(t *testing.T) {
 	}
 	planter, victim := ids[0], ids[1]
 	for _, id := range ids {
-		waitPhase(t, api, id, models.PhaseRunning, 2*time.Minute)
+		waitPhase(t, api, id, wire.PhaseRunning, 2*time.Minute)
 	}
 	before := host.Exec(t, vmHostFiles)
 
@@ -154,9 +154,9 @@ func TestAttackVMLinkAsRoot(t *testing.T) {
 		evs, _ := api.Events(ctx, victim, 0)
 		recovered := false
 		for _, ev := range evs {
-			recovered = recovered || ev.Type == models.EventRecovered
+			recovered = recovered || ev.Type == wire.EventRecovered
 		}
-		if recovered && ws.Phase == models.PhaseRunning {
+		if recovered && ws.Phase == wire.PhaseRunning {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -231,7 +231,7 @@ func TestAttackVMRootUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("member: create a workspace of the stored root template: %v", err)
 	}
-	failed := waitPhase(t, api, ws.ID, models.PhaseFailed, 2*time.Minute)
+	failed := waitPhase(t, api, ws.ID, wire.PhaseFailed, 2*time.Minute)
 	if !strings.Contains(failed.Reason, "spec.backend.user") || !strings.Contains(failed.Reason, "allow_root_user") {
 		t.Errorf("the stored root template's workspace failed with %q; want the reason to name spec.backend.user and allow_root_user", failed.Reason)
 	}

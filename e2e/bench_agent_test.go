@@ -15,7 +15,7 @@ import (
 	"github.com/primerhq/primer/activities/llm/llmtest"
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -39,18 +39,18 @@ func TestBenchAgentTurn(t *testing.T) {
 		ctx := ctxT(t, 5*time.Minute)
 		key := secretKey(t)
 		srv := llmtest.Start(t, llmtest.Script{{ToolCalls: llmtest.ToolTurn("workspace__exec", map[string]string{"command": "true"}).ToolCalls, Forever: true}})
-		if _, err := r.p.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "bench-model", Kind: models.LLMOpenAI, BaseURL: srv.URL(), APIKey: key}); err != nil {
+		if _, err := r.p.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "bench-model", Kind: wire.LLMOpenAI, BaseURL: srv.URL(), APIKey: key}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.p.api.CreateAgent(ctx, client.AgentSpec{ID: "bench", Model: models.AgentModel{ProviderID: "bench-model", ModelName: "m"}, MaxTurns: agentBenchTurns}); err != nil {
+		if _, err := r.p.api.CreateAgent(ctx, client.AgentSpec{ID: "bench", Model: wire.AgentModel{ProviderID: "bench-model", ModelName: "m"}, MaxTurns: agentBenchTurns}); err != nil {
 			t.Fatal(err)
 		}
 		ses, err := r.p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "bench", Instructions: "run true"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		run, err := r.p.api.FollowTranscript(ctx, ses.ID, func(models.TranscriptEntry) error { return nil })
-		if err != nil || run.EndReason != models.AgentMaxTurns {
+		run, err := r.p.api.FollowTranscript(ctx, ses.ID, func(wire.TranscriptEntry) error { return nil })
+		if err != nil || run.EndReason != wire.AgentMaxTurns {
 			t.Fatalf("run = %+v, %v; want max_turns", run, err)
 		}
 		tr, err := r.p.api.SessionTranscript(ctx, ses.ID)
@@ -65,12 +65,12 @@ func TestBenchAgentTurn(t *testing.T) {
 		var toolDone time.Time
 		for _, e := range tr.Items {
 			switch e.Role {
-			case models.RoleAssistant:
+			case wire.RoleAssistant:
 				if !toolDone.IsZero() {
 					modelHalf = append(modelHalf, e.CreatedAt.Sub(toolDone))
 				}
 				asst = append(asst, e.CreatedAt)
-			case models.RoleTool:
+			case wire.RoleTool:
 				toolDone = e.UpdatedAt
 				toolHalf = append(toolHalf, e.UpdatedAt.Sub(asst[len(asst)-1]))
 			}

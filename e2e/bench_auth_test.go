@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestBenchAuth measures what authentication adds to an API call (issue
@@ -31,8 +31,8 @@ func TestBenchAuth(t *testing.T) {
 		t.Fatal("the keyed platform answered a request without a key")
 	}
 
-	wsKeyed := createRunning(t, keyed, models.DefaultTemplateID)
-	wsOpen := createRunning(t, open, models.DefaultTemplateID)
+	wsKeyed := createRunning(t, keyed, wire.DefaultTemplateID)
+	wsOpen := createRunning(t, open, wire.DefaultTemplateID)
 	execKeyed := execTrue(ctx, keyed.api, wsKeyed.ID)
 	execOpen := execTrue(ctx, openAPI, wsOpen.ID)
 

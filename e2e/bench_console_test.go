@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestBenchConsole times the console's pages with 1,000 workspaces in the
@@ -36,7 +36,7 @@ func TestBenchConsole(t *testing.T) {
 	// failed, so no workflow or prober acts on them.
 	var last string
 	for i := range n {
-		ws := &models.Workspace{TemplateID: "plain", ProviderID: "host", Backend: "local", Phase: models.PhaseFailed,
+		ws := &wire.Workspace{TemplateID: "plain", ProviderID: "host", Backend: "local", Phase: wire.PhaseFailed,
 			Reason: fmt.Sprintf("bench row %d <b>", i), Labels: map[string]string{"row": fmt.Sprint(i)}}
 		if err := p.srv.Store().CreateWorkspace(ctx, ws); err != nil {
 			t.Fatal(err)

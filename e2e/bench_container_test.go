@@ -26,7 +26,7 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -208,7 +208,7 @@ func (b *bench) createBurst(ctx context.Context, n int) (time.Duration, int) {
 			}
 			ids[i] = ws.ID
 			b.track(ws.ID)
-			if _, err := b.p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+			if _, err := b.p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 				b.t.Errorf("workspace %d of %d: %v", i+1, n, err)
 				return
 			}

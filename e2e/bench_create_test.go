@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // createRate is one measurement of TestBenchCreateRate.
@@ -73,7 +73,7 @@ func measureCreates(t *testing.T, setup string, n int, apis []*client.Client) cr
 	inParallel(n, 16, func(i int) {
 		api := apis[i%len(apis)]
 		began := time.Now()
-		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		calls[i] = time.Since(began)
 		if err != nil {
 			mu.Lock()
@@ -89,7 +89,7 @@ func measureCreates(t *testing.T, setup string, n int, apis []*client.Client) cr
 	}
 	var running int
 	eventually(t, 20*time.Minute, fmt.Sprintf("all %d workspaces running", n), func() bool {
-		list, err := apis[0].ListWorkspaces(ctx, client.WorkspaceListOptions{Phase: models.PhaseRunning})
+		list, err := apis[0].ListWorkspaces(ctx, client.WorkspaceListOptions{Phase: wire.PhaseRunning})
 		running = len(list)
 		return err == nil && running >= n
 	})

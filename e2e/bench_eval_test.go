@@ -16,7 +16,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -153,7 +153,7 @@ func TestBenchEvalScale(t *testing.T) {
 	p := startPrimer(t, withProbeInterval(workflows.DefaultProbeInterval))
 	ctx := ctxT(t, 40*time.Minute)
 	const cases, conc = 10000, 32
-	spec := eval.SuiteSpec{ID: "scale", TemplateID: models.DefaultTemplateID, Concurrency: conc}
+	spec := eval.SuiteSpec{ID: "scale", TemplateID: wire.DefaultTemplateID, Concurrency: conc}
 	for i := range cases {
 		spec.Cases = append(spec.Cases, eval.Case{ID: fmt.Sprintf("c%05d", i), Command: eval.Command{Args: []string{"true"}}})
 	}
@@ -171,7 +171,7 @@ func TestBenchEvalScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	wall := time.Since(start)
-	if done.Status != models.RunSucceeded || done.Progress.Pass != cases {
+	if done.Status != wire.RunSucceeded || done.Progress.Pass != cases {
 		t.Fatalf("run = %s %+v; want %d passes", done.Status, done.Progress, cases)
 	}
 

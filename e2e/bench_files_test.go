@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // procRSS is the resident set size of process pid now, in bytes.
@@ -49,11 +49,11 @@ func TestBenchDownloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := strings.TrimSpace(string(key))
-	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ws, err = s.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+	if ws, err = s.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatal(err)
 	}
 	res := rawFiles(t, s.url, tok, "PUT", ws.ID, "big.bin", &patternReader{n: size}, size)

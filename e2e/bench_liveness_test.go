@@ -16,7 +16,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -129,7 +129,7 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 	ids := make([]string, c.n)
 	var createErr atomic.Value
 	inParallel(c.n, 16, func(i int) {
-		ws, err := rig.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+		ws, err := rig.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		if err != nil {
 			createErr.Store(err)
 			return
@@ -140,7 +140,7 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 		t.Fatalf("create: %v", err)
 	}
 	eventually(t, 30*time.Minute, "all workspaces running", func() bool {
-		list, err := rig.api.ListWorkspaces(ctx, client.WorkspaceListOptions{Phase: models.PhaseRunning})
+		list, err := rig.api.ListWorkspaces(ctx, client.WorkspaceListOptions{Phase: wire.PhaseRunning})
 		return err == nil && len(list) == c.n
 	})
 	// Settle: every workflow's probe after the one that made it running
@@ -194,7 +194,7 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 	}
 	notRunning := 0
 	for _, w := range list {
-		if w.Phase != models.PhaseRunning {
+		if w.Phase != wire.PhaseRunning {
 			notRunning++
 		}
 	}
@@ -210,7 +210,7 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 	killed := time.Now()
 	eventually(t, 5*time.Minute, "the broken workspace failed", func() bool {
 		w, err := rig.api.GetWorkspace(ctx, victim.ID)
-		return err == nil && w.Phase == models.PhaseFailed
+		return err == nil && w.Phase == wire.PhaseFailed
 	})
 	detect := time.Since(killed)
 	if bound := workflows.MissesToFail*interval + time.Second; detect > bound {

@@ -12,7 +12,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestBenchPoolAndRecovery measures, on each engine that answers:
@@ -130,14 +130,14 @@ func TestBenchPoolAndRecovery(t *testing.T) {
 				}
 				failedAt, runningAt = time.Time{}, time.Time{}
 				for _, ev := range evs {
-					if ev.Type != models.EventPhaseChanged || ev.CreatedAt.Before(killed) {
+					if ev.Type != wire.EventPhaseChanged || ev.CreatedAt.Before(killed) {
 						continue
 					}
 					d := eventFields(ev)
 					switch {
-					case d["to"] == models.PhaseFailed && failedAt.IsZero():
+					case d["to"] == wire.PhaseFailed && failedAt.IsZero():
 						failedAt = ev.CreatedAt
-					case d["to"] == models.PhaseRunning && !failedAt.IsZero() && runningAt.IsZero():
+					case d["to"] == wire.PhaseRunning && !failedAt.IsZero() && runningAt.IsZero():
 						runningAt = ev.CreatedAt
 					}
 				}
@@ -187,7 +187,7 @@ func TestBenchPoolAndRecovery(t *testing.T) {
 }
 
 // eventFields decodes an event's data.
-func eventFields(ev models.Event) map[string]any {
+func eventFields(ev wire.Event) map[string]any {
 	var d map[string]any
 	_ = json.Unmarshal(ev.Data, &d)
 	return d

@@ -20,9 +20,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -125,11 +125,11 @@ func TestBenchLocal(t *testing.T) {
 
 	// create -> running (the first probe hit), 40 times; deletes are not timed.
 	created := timeN(t, 40, func() error {
-		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		if err != nil {
 			return err
 		}
-		if _, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+		if _, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 			return err
 		}
 		_, err = p.api.DeleteWorkspace(ctx, ws.ID)
@@ -149,7 +149,7 @@ func TestBenchLocal(t *testing.T) {
 		return cmd.Run()
 	})
 
-	ws := createRunning(t, p, models.DefaultTemplateID)
+	ws := createRunning(t, p, wire.DefaultTemplateID)
 	rt, err := p.srv.Runtime(ctx, ws.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestBenchScale(t *testing.T) {
 				if i >= total {
 					return
 				}
-				ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+				ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 				if err != nil {
 					createErr.Store(err)
 					return
@@ -237,7 +237,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	var running int
 	eventually(t, 15*time.Minute, "all workspaces running", func() bool {
-		list, err := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{Phase: models.PhaseRunning})
+		list, err := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{Phase: wire.PhaseRunning})
 		running = len(list)
 		return err == nil && running == total
 	})
@@ -258,7 +258,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	notRunning := 0
 	for _, w := range list {
-		if w.Phase != models.PhaseRunning {
+		if w.Phase != wire.PhaseRunning {
 			notRunning++
 		}
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -46,8 +46,8 @@ const clusterDetect = clusterResume + (workflows.MissesToFail-1)*clusterProbe
 // settledEvents are the events a healthy workspace has no reason to get:
 // any of them after a worker or replica died is a spurious failure.
 var settledEvents = []string{
-	models.EventPhaseChanged, models.EventRecoveryStarted, models.EventRecoveryFailed,
-	models.EventEscalated, models.EventProvisionFailed, models.EventDestroyed,
+	wire.EventPhaseChanged, wire.EventRecoveryStarted, wire.EventRecoveryFailed,
+	wire.EventEscalated, wire.EventProvisionFailed, wire.EventDestroyed,
 }
 
 // inParallel runs f(0..n-1) on k goroutines.
@@ -101,7 +101,7 @@ func TestClusterScaleApart(t *testing.T) {
 	inParallel(n, 16, func(i int) {
 		r, err := lb.do(ctx, func(a *client.Client) error {
 			ws, err := a.CreateWorkspace(ctx, client.CreateWorkspaceRequest{
-				TemplateID: models.DefaultTemplateID, Labels: map[string]string{"e2e": "scale"}})
+				TemplateID: wire.DefaultTemplateID, Labels: map[string]string{"e2e": "scale"}})
 			if err == nil {
 				ids[i] = ws.ID
 			}
@@ -200,7 +200,7 @@ func waitAllRunning(t *testing.T, ctx context.Context, api *client.Client, ids [
 				}
 				seen++
 				phases[ws.Phase]++
-				if ws.Phase != models.PhaseRunning {
+				if ws.Phase != wire.PhaseRunning {
 					late = append(late, ws.ID+" "+ws.Phase+" ("+ws.Reason+")")
 				}
 			}
@@ -229,7 +229,7 @@ func clusterEval(t *testing.T, ctx context.Context, c *primerCluster) {
 	t.Helper()
 	spec := eval.SuiteSpec{
 		ID:          "cluster",
-		TemplateID:  models.DefaultTemplateID,
+		TemplateID:  wire.DefaultTemplateID,
 		Concurrency: 4,
 		Cases: []eval.Case{
 			{ID: "echo", Command: script("echo hello from $(basename $PWD)"), Expect: eval.Expect{StdoutContains: []string{"hello from ws-"}}},
@@ -246,7 +246,7 @@ func clusterEval(t *testing.T, ctx context.Context, c *primerCluster) {
 		t.Fatalf("create run through %s: %v", c.apis[1].name, err)
 	}
 	done := waitRun(t, c.apis[0].api, run.ID, 2*time.Minute)
-	if done.Status != models.RunSucceeded || done.Progress.Pass != 3 || done.Progress.Fail != 1 || done.Progress.Error != 0 {
+	if done.Status != wire.RunSucceeded || done.Progress.Pass != 3 || done.Progress.Fail != 1 || done.Progress.Error != 0 {
 		t.Fatalf("run %s = %s %+v; want succeeded with 3 pass, 1 fail", run.ID, done.Status, done.Progress)
 	}
 	got := verdicts(t, c.apis[1].api, run.ID)
@@ -262,7 +262,7 @@ func lastEvents(t *testing.T, ctx context.Context, lb *balancer, ids []string) m
 	var mu sync.Mutex
 	out := map[string]uint64{}
 	inParallel(len(ids), 8, func(i int) {
-		var evs []models.Event
+		var evs []wire.Event
 		_, err := lb.again(ctx, func(a *client.Client) error {
 			var err error
 			evs, err = a.Events(ctx, ids[i], 0)
@@ -285,7 +285,7 @@ func lastEvents(t *testing.T, ctx context.Context, lb *balancer, ids []string) m
 
 // eventsSince lists the types of workspace id's events after event after.
 func eventsSince(ctx context.Context, lb *balancer, id string, after uint64) ([]string, error) {
-	var evs []models.Event
+	var evs []wire.Event
 	_, err := lb.again(ctx, func(a *client.Client) error {
 		var err error
 		evs, err = a.Events(ctx, id, after)
@@ -343,7 +343,7 @@ func clusterKillWorker(t *testing.T, ctx context.Context, c *primerCluster, lb *
 		var still []string
 		for _, id := range pending {
 			types, err := eventsSince(ctx, lb, id, marks[id])
-			if err != nil || !slices.Contains(types, models.EventPhaseChanged) {
+			if err != nil || !slices.Contains(types, wire.EventPhaseChanged) {
 				still = append(still, id)
 			}
 		}
@@ -495,7 +495,7 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 			label := map[string]string{"burst": burst, "req": strconv.Itoa(i)}
 			for {
 				_, err := lb.do(ctx, func(a *client.Client) error {
-					ws, err := a.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID, Labels: label})
+					ws, err := a.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID, Labels: label})
 					if err == nil {
 						made[i] = ws.ID
 					}
@@ -589,7 +589,7 @@ func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, i
 	for _, id := range ids {
 		for {
 			ws, err := c.apis[1].api.GetWorkspace(ctx, id)
-			if err == nil && ws.Phase == models.PhaseRunning {
+			if err == nil && ws.Phase == wire.PhaseRunning {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -618,7 +618,7 @@ func clusterCutOffCreates(t *testing.T, ctx context.Context, c *primerCluster, i
 // burst's goroutines) and returns none.
 func labelled(t *testing.T, ctx context.Context, lb *balancer, k1, v1, k2, v2 string) []string {
 	t.Helper()
-	var list []models.Workspace
+	var list []wire.Workspace
 	if _, err := lb.again(ctx, func(a *client.Client) error {
 		var err error
 		list, err = a.ListWorkspaces(ctx, client.WorkspaceListOptions{})

@@ -14,7 +14,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestConsoleAgentRun is the code-interpreter seed's agent, in a real
@@ -67,7 +67,7 @@ func TestConsoleAgentRun(t *testing.T) {
 		click(`a[href="/llm-providers/new"]`),
 		visible(`#llm-provider-form`),
 		fill("#id", "test-model"),
-		choose("#kind", models.LLMOpenAI),
+		choose("#kind", wire.LLMOpenAI),
 		fill("#base_url", llm.URL()),
 		fill("#api_key", key),
 	)
@@ -122,7 +122,7 @@ func TestConsoleAgentRun(t *testing.T) {
 		t.Fatalf("run agent landed on %q", ses)
 	}
 	b.waitJS("workspace__write on the page", `!!document.querySelector('#transcript li[data-tool="workspace__write"][data-state="finished"]')`, time.Minute)
-	if st := b.text("#run-status"); st != models.AgentRunning {
+	if st := b.text("#run-status"); st != wire.AgentRunning {
 		t.Errorf("run status while the model holds the exec = %q, want running", st)
 	}
 	if n := jsEval[int](b, `document.querySelectorAll('#cancel-form button').length`); n != 1 {
@@ -142,7 +142,7 @@ func TestConsoleAgentRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Run == nil || tr.Run.EndReason != models.AgentCompleted {
+	if tr.Run == nil || tr.Run.EndReason != wire.AgentCompleted {
 		t.Fatalf("run as the API has it = %+v", tr.Run)
 	}
 	text := b.text("#transcript")
@@ -216,14 +216,14 @@ func TestConsoleAgentRun(t *testing.T) {
 	ses2 := jsEval[string](b, `location.pathname.split("/").pop()`)
 	b.run("cancel it", click(`#cancel-form button`), visible(`p.notice`))
 	b.waitJS("canceled on the page", `document.getElementById("end-reason").textContent === "canceled"`, 2*time.Minute)
-	if r, err := p.api.SessionTranscript(ctx, ses2); err != nil || r.Run == nil || r.Run.EndReason != models.AgentCanceled {
+	if r, err := p.api.SessionTranscript(ctx, ses2); err != nil || r.Run == nil || r.Run.EndReason != wire.AgentCanceled {
 		t.Errorf("canceled run as the API has it = %+v, %v", r, err)
 	}
 	b.screenshot("agent-canceled")
 	keep()
 
 	// A viewer sees agents and transcripts, and no write control.
-	viewer, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Role: models.RoleViewer, Name: "console-agent-viewer"})
+	viewer, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Role: wire.RoleViewer, Name: "console-agent-viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/internal/testenv"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // chromium returns the path of Debian's headless Chromium, or skips (fails
@@ -386,7 +386,7 @@ func TestConsoleSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+	if _, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -460,12 +460,12 @@ func TestConsoleSecurity(t *testing.T) {
 			t.Errorf("POST without token (Origin %q) = %d, want 403", origin, resp.StatusCode)
 		}
 	}
-	if got, err := p.api.GetWorkspace(ctx, ws.ID); err != nil || got.Phase != models.PhaseRunning {
+	if got, err := p.api.GetWorkspace(ctx, ws.ID); err != nil || got.Phase != wire.PhaseRunning {
 		t.Fatalf("workspace after the refused posts = %+v, %v; want running", got, err)
 	}
 
 	// A viewer key sees no write controls.
-	viewer, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Role: models.RoleViewer, Name: "console-viewer"})
+	viewer, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Role: wire.RoleViewer, Name: "console-viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func TestConsoleSecurity(t *testing.T) {
 		}
 	}
 	vb.screenshot("viewer-workspace")
-	if role := vb.text("#role"); role != models.RoleViewer {
+	if role := vb.text("#role"); role != wire.RoleViewer {
 		t.Errorf("role shown = %q", role)
 	}
 }
@@ -509,13 +509,13 @@ func TestConsoleLeaseFromPool(t *testing.T) {
 	b.signIn(p.key)
 	id := b.newWorkspace("warm")
 	ws, err := p.api.GetWorkspace(ctx, id)
-	if err != nil || ws.PoolID != "warm-pool" || ws.PoolState != models.PoolLeased {
+	if err != nil || ws.PoolID != "warm-pool" || ws.PoolState != wire.PoolLeased {
 		t.Fatalf("workspace made by New workspace = %+v, %v; want leased from warm-pool", ws, err)
 	}
 	b.run("return it", visible(`form[action="/workspaces/`+id+`/return"]`), click(`form[action="/workspaces/`+id+`/return"] button`), visible(`.notice`))
 	eventually(t, time.Minute, "the workspace back in the pool", func() bool {
 		ws, err := p.api.GetWorkspace(ctx, id)
-		return err != nil || ws.PoolState != models.PoolLeased
+		return err != nil || ws.PoolState != wire.PoolLeased
 	})
 }
 
@@ -531,7 +531,7 @@ func TestConsoleEvalAndSessions(t *testing.T) {
 	if err := os.WriteFile(flag, []byte("pass"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	spec := eval.SuiteSpec{ID: "flip", TemplateID: models.DefaultTemplateID, Cases: []eval.Case{
+	spec := eval.SuiteSpec{ID: "flip", TemplateID: wire.DefaultTemplateID, Cases: []eval.Case{
 		{ID: "steady", Command: script("true")},
 		{ID: "flipper", Command: script("grep -q pass " + flag)},
 	}}
@@ -560,7 +560,7 @@ func TestConsoleEvalAndSessions(t *testing.T) {
 	run2 := jsEval[string](b, `location.pathname.split("/").pop()`)
 	waitRun(t, p.api, run2, 2*time.Minute)
 	b.run("see the results", chromedp.Navigate(b.base+"/runs/"+run2), visible(`#results`))
-	if st := b.text("#run-status"); !strings.Contains(st, models.RunSucceeded) {
+	if st := b.text("#run-status"); !strings.Contains(st, wire.RunSucceeded) {
 		t.Errorf("run status on the page = %q", st)
 	}
 	b.screenshot("run")
@@ -576,11 +576,11 @@ func TestConsoleEvalAndSessions(t *testing.T) {
 
 	// A session with two writes: the page shows each call with its diff;
 	// restoring the first brings its content back.
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+	if _, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatal(err)
 	}
 	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "console-test"})

@@ -21,8 +21,8 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 	"github.com/primerhq/primer/workflows"
 )
@@ -97,7 +97,7 @@ func TestContainerRecipe(t *testing.T) {
 		if err != nil || res.Stdout != "42" {
 			t.Errorf("exec after the OOM kill = %+v, %v; want the workspace usable", res, err)
 		}
-		if ws, err := p.api.GetWorkspace(ctx, id); err != nil || ws.Phase != models.PhaseRunning {
+		if ws, err := p.api.GetWorkspace(ctx, id); err != nil || ws.Phase != wire.PhaseRunning {
 			t.Errorf("workspace after the OOM kill = %+v, %v; want running", ws, err)
 		}
 
@@ -372,14 +372,14 @@ func TestContainerFaults(t *testing.T) {
 
 		t.Run("MissingImage", func(t *testing.T) {
 			ctx := ctxT(t, 2*time.Minute)
-			ws := createInPhase(t, p, "no-image", models.PhaseFailed)
+			ws := createInPhase(t, p, "no-image", wire.PhaseFailed)
 			if !strings.Contains(strings.ToLower(ws.Reason), "no-such-image") {
 				t.Errorf("reason %q does not give the engine's reason about the image", ws.Reason)
 			}
 			evs, _ := p.api.Events(ctx, ws.ID, 0)
 			var reason string
 			for _, ev := range evs {
-				if ev.Type == models.EventProvisionFailed {
+				if ev.Type == wire.EventProvisionFailed {
 					reason = string(ev.Data)
 				}
 			}
@@ -418,7 +418,7 @@ func TestContainerFaults(t *testing.T) {
 			}
 			p.restart()
 			got, err := p.api.GetWorkspace(ctx, ws.ID)
-			if err != nil || got.Phase != models.PhaseRunning {
+			if err != nil || got.Phase != wire.PhaseRunning {
 				t.Fatalf("after restart: %+v, %v; want running", got, err)
 			}
 			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", `cat keep.txt; echo " $API_KEY"`}})
@@ -441,7 +441,7 @@ func TestContainerFaults(t *testing.T) {
 			if err := eng.Client().ContainerKill(ctx, container.Name(ws.ID), "KILL"); err != nil {
 				t.Fatal(err)
 			}
-			failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
+			failed, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseFailed, nil)
 			if err != nil {
 				t.Fatalf("wait failed: %v", err)
 			}
@@ -449,7 +449,7 @@ func TestContainerFaults(t *testing.T) {
 				t.Errorf("failed reason %q does not say the container exited", failed.Reason)
 			}
 			ses, err = p.api.GetSession(ctx, ses.ID)
-			if err != nil || ses.Status != models.SessionEnded || ses.EndReason != models.ReasonWorkspaceLost {
+			if err != nil || ses.Status != wire.SessionEnded || ses.EndReason != wire.ReasonWorkspaceLost {
 				t.Errorf("session after the kill = %+v, %v; want ended workspace_lost", ses, err)
 			}
 			if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
@@ -469,7 +469,7 @@ func TestContainerFaults(t *testing.T) {
 // removes its container and volume from the engine when the test ends,
 // whatever the platform did: workspaces are durable, and a test that stops
 // its platform with workspaces alive would leave them running.
-func createContainer(t *testing.T, p *primer, eng *container.Backend, template string) *models.Workspace {
+func createContainer(t *testing.T, p *primer, eng *container.Backend, template string) *wire.Workspace {
 	t.Helper()
 	ws := createRunning(t, p, template)
 	t.Cleanup(func() {
@@ -500,7 +500,7 @@ func TestContainerEngineDown(t *testing.T) {
 	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ws := createInPhase(t, p, "flaky-bb", models.PhaseFailed)
+	ws := createInPhase(t, p, "flaky-bb", wire.PhaseFailed)
 	if !strings.Contains(ws.Reason, "not reachable") || !strings.Contains(ws.Reason, sock) {
 		t.Errorf("reason %q does not say the engine at %s is not reachable", ws.Reason, sock)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 	"github.com/primerhq/primer/workflows"
 )
@@ -491,11 +492,11 @@ func eventTypes(t *testing.T, ctx context.Context, api *client.Client, id string
 // waitRunning waits until workspace id is running, for at most d, and
 // fails on a phase it does not leave by itself (terminating, escalated).
 // A failed workspace may still be recovered, so it is waited through.
-func waitRunning(t *testing.T, api *client.Client, id string, d time.Duration, diag ...func(id string) string) *models.Workspace {
+func waitRunning(t *testing.T, api *client.Client, id string, d time.Duration, diag ...func(id string) string) *wire.Workspace {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	var last *models.Workspace
+	var last *wire.Workspace
 	for {
 		ws, err := api.GetWorkspace(ctx, id)
 		if err == nil {
@@ -504,9 +505,9 @@ func waitRunning(t *testing.T, api *client.Client, id string, d time.Duration, d
 			}
 			last = ws
 			switch ws.Phase {
-			case models.PhaseRunning:
+			case wire.PhaseRunning:
 				return ws
-			case models.PhaseTerminating, models.PhaseEscalated:
+			case wire.PhaseTerminating, wire.PhaseEscalated:
 				t.Fatalf("workspace %s is %s (%s), want running", id, ws.Phase, ws.Reason)
 			}
 		} else if k := errs.KindOf(err); k != errs.Unavailable && k != errs.Timeout && ctx.Err() == nil {
@@ -588,7 +589,7 @@ func TestCrashDuringProvision(t *testing.T) {
 		})
 		for _, id := range ids {
 			ws, err := s.api.GetWorkspace(ctx, id)
-			if err != nil || ws.Phase != models.PhasePending {
+			if err != nil || ws.Phase != wire.PhasePending {
 				t.Fatalf("before the kill: %s = %+v, %v; want pending (the init sleeps 3s)", id, ws, err)
 			}
 		}
@@ -609,7 +610,7 @@ func TestCrashDuringProvision(t *testing.T) {
 			evs := eventTypes(t, ctx, s.api, id)
 			t.Logf("%s events: %v", id, evs)
 			// The cut-off provisioning was resumed, not failed and rebuilt.
-			if slices.Contains(evs, models.EventProvisionFailed) || slices.Contains(evs, models.EventRecoveryStarted) {
+			if slices.Contains(evs, wire.EventProvisionFailed) || slices.Contains(evs, wire.EventRecoveryStarted) {
 				t.Errorf("%s: events %v, want the provisioning resumed without a failure", id, evs)
 			}
 		}
@@ -662,7 +663,7 @@ func TestCrashDuringDelete(t *testing.T) {
 
 		for _, id := range ids {
 			wctx, cancel := context.WithTimeout(ctx, crashGone)
-			err := s.api.WaitGone(wctx, id, func(ws *models.Workspace) { t.Logf("%s: %s (%s)", id, ws.Phase, ws.Reason) })
+			err := s.api.WaitGone(wctx, id, func(ws *wire.Workspace) { t.Logf("%s: %s (%s)", id, ws.Phase, ws.Reason) })
 			cancel()
 			if err != nil {
 				t.Errorf("workspace %s not gone after the restart: %v; %s", id, err, s.pendingActivities(id))
@@ -706,14 +707,14 @@ func TestCrashDuringRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The replacement's init sleeps 3s: polling sees it under way.
-	var seen *models.Workspace
+	var seen *wire.Workspace
 	eventually(t, 30*time.Second, "recovery under way (pending, recovering)", func() bool {
 		ws, err := s.api.GetWorkspace(ctx, id)
 		if err != nil {
 			return false
 		}
 		seen = ws
-		return ws.Phase == models.PhasePending && strings.HasPrefix(ws.Reason, "recovering")
+		return ws.Phase == wire.PhasePending && strings.HasPrefix(ws.Reason, "recovering")
 	})
 	t.Logf("at the kill: %s (%s)", seen.Phase, seen.Reason)
 	killed := time.Now()
@@ -730,8 +731,8 @@ func TestCrashDuringRecovery(t *testing.T) {
 	}
 	types := eventTypes(t, ctx, s.api, id)
 	t.Logf("events: %v", types)
-	if !subsequence(types, []string{models.EventRecoveryStarted, models.EventRecovered}) {
-		t.Errorf("events %v lack %s then %s", types, models.EventRecoveryStarted, models.EventRecovered)
+	if !subsequence(types, []string{wire.EventRecoveryStarted, wire.EventRecovered}) {
+		t.Errorf("events %v lack %s then %s", types, wire.EventRecoveryStarted, wire.EventRecovered)
 	}
 	r.checkNoOrphans(ctx, s.api)
 }
@@ -797,7 +798,7 @@ func TestReconcilerRemovesOrphans(t *testing.T) {
 		if err := r.eng.Client().ContainerKill(ctx, container.Name(escalated), "KILL"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.api.WaitWorkspace(ctx, escalated, models.PhaseEscalated, nil); err != nil {
+		if _, err := p.api.WaitWorkspace(ctx, escalated, wire.PhaseEscalated, nil); err != nil {
 			t.Fatalf("wait escalated: %v", err)
 		}
 		slow := r.create(ctx, p.api, "slow")
@@ -873,7 +874,7 @@ func TestReconcilerRemovesOrphans(t *testing.T) {
 				t.Errorf("sandbox %s of another installation: objects %v, want its container and volume left alone", id, objs)
 			}
 		}
-		if got, err := p.api.GetWorkspace(ctx, escalated); err != nil || got.Phase != models.PhaseEscalated {
+		if got, err := p.api.GetWorkspace(ctx, escalated); err != nil || got.Phase != wire.PhaseEscalated {
 			t.Errorf("escalated workspace = %+v, %v; want still escalated", got, err)
 		}
 		if cs, vs := r.containers(ctx, escalated), r.volumes(ctx, escalated); len(cs) != 1 || len(vs) != 1 {
@@ -915,14 +916,14 @@ func TestReconcilerSandboxMissing(t *testing.T) {
 			t.Fatal(err)
 		}
 		removed := time.Now()
-		var missing *models.Event
+		var missing *wire.Event
 		eventually(t, 10*time.Second, "a workspace.sandbox_missing event", func() bool {
 			evs, err := p.api.Events(ctx, id, 0)
 			if err != nil {
 				return false
 			}
 			for i := range evs {
-				if evs[i].Type == models.EventSandboxMissing {
+				if evs[i].Type == wire.EventSandboxMissing {
 					missing = &evs[i]
 					return true
 				}
@@ -936,16 +937,16 @@ func TestReconcilerSandboxMissing(t *testing.T) {
 
 		// The probes fail it, and recovery replaces it.
 		eventually(t, time.Minute, "workspace.recovered", func() bool {
-			return slices.Contains(eventTypes(t, ctx, p.api, id), models.EventRecovered)
+			return slices.Contains(eventTypes(t, ctx, p.api, id), wire.EventRecovered)
 		})
 		ws := waitRunning(t, p.api, id, time.Minute)
 		types := eventTypes(t, ctx, p.api, id)
 		t.Logf("events: %v", types)
-		want := []string{models.EventSandboxMissing, models.EventRecoveryStarted, models.EventRecovered}
+		want := []string{wire.EventSandboxMissing, wire.EventRecoveryStarted, wire.EventRecovered}
 		if !subsequence(types, want) {
 			t.Errorf("events %v do not hold %v in that order", types, want)
 		}
-		if ws.Phase != models.PhaseRunning {
+		if ws.Phase != wire.PhaseRunning {
 			t.Errorf("phase %s, want running", ws.Phase)
 		}
 		if cid := r.checkOneSandbox(ctx, id); cid == old {

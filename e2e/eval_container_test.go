@@ -12,11 +12,11 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // attemptsOf decodes a result's attempts.
-func attemptsOf(t *testing.T, r models.CaseResult) []eval.Attempt {
+func attemptsOf(t *testing.T, r wire.CaseResult) []eval.Attempt {
 	t.Helper()
 	var out []eval.Attempt
 	if err := json.Unmarshal(r.Attempts, &out); err != nil {
@@ -26,13 +26,13 @@ func attemptsOf(t *testing.T, r models.CaseResult) []eval.Attempt {
 }
 
 // resultsByCase returns the run's results by case id.
-func resultsByCase(t *testing.T, api *client.Client, runID string) map[string]models.CaseResult {
+func resultsByCase(t *testing.T, api *client.Client, runID string) map[string]wire.CaseResult {
 	t.Helper()
 	results, err := api.RunResults(ctxT(t, time.Minute), runID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]models.CaseResult{}
+	out := map[string]wire.CaseResult{}
 	for _, r := range results {
 		out[r.CaseID] = r
 	}
@@ -115,7 +115,7 @@ func TestEvalOnContainers(t *testing.T) {
 					return false
 				}
 				for _, w := range ws {
-					if w.Phase != models.PhaseRunning {
+					if w.Phase != wire.PhaseRunning {
 						continue
 					}
 					res, err := api.Exec(ctx, client.ExecRequest{WorkspaceID: w.ID, Command: []string{"test", "-e", ".slow-started"}})
@@ -130,7 +130,7 @@ func TestEvalOnContainers(t *testing.T) {
 				t.Fatalf("kill the container of %s: %v", victim, err)
 			}
 			done := waitRun(t, api, run.ID, 3*time.Minute)
-			if done.Status != models.RunSucceeded || done.Progress.Pass != 4 || done.Progress.Fail != 1 || done.Progress.Error != 0 {
+			if done.Status != wire.RunSucceeded || done.Progress.Pass != 4 || done.Progress.Fail != 1 || done.Progress.Error != 0 {
 				t.Errorf("run = %s %+v; want 4 pass and f4's fail", done.Status, done.Progress)
 			}
 			res := resultsByCase(t, api, run.ID)

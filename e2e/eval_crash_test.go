@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestEvalCrash kills `primer serve` with SIGKILL at about half of a run
@@ -25,7 +25,7 @@ func TestEvalCrash(t *testing.T) {
 	ctx := ctxT(t, 6*time.Minute)
 	counts := t.TempDir()
 	const n, concurrency = 24, 4
-	spec := eval.SuiteSpec{ID: "crash", TemplateID: models.DefaultTemplateID, Concurrency: concurrency}
+	spec := eval.SuiteSpec{ID: "crash", TemplateID: wire.DefaultTemplateID, Concurrency: concurrency}
 	for i := range n {
 		id := fmt.Sprintf("c%02d", i)
 		spec.Cases = append(spec.Cases, eval.Case{ID: id,
@@ -47,7 +47,7 @@ func TestEvalCrash(t *testing.T) {
 	s.restart()
 
 	done := waitRun(t, s.api, run.ID, 4*time.Minute)
-	if done.Status != models.RunSucceeded || done.Progress.Pass != n || done.Progress.Total != n {
+	if done.Status != wire.RunSucceeded || done.Progress.Pass != n || done.Progress.Total != n {
 		t.Fatalf("run after the crash = %s %+v; want succeeded with %d passes", done.Status, done.Progress, n)
 	}
 	results, err := s.api.RunResults(ctx, run.ID)
@@ -67,7 +67,7 @@ func TestEvalCrash(t *testing.T) {
 		execs := strings.Count(string(data), "x\n")
 		var attempts []eval.Attempt
 		_ = json.Unmarshal(r.Attempts, &attempts)
-		if r.Status != models.CaseDone || r.Verdict != eval.VerdictPass || len(attempts) != 1 {
+		if r.Status != wire.CaseDone || r.Verdict != eval.VerdictPass || len(attempts) != 1 {
 			t.Errorf("case %s = %s %s, attempts %s; want one passing final result", r.CaseID, r.Status, r.Verdict, r.Attempts)
 		}
 		switch {

@@ -17,7 +17,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // This file runs eval suites end to end on the local backend: a run's
@@ -47,7 +47,7 @@ func verdicts(t *testing.T, api *client.Client, runID string) map[string]string 
 	}
 	out := map[string]string{}
 	for _, r := range results {
-		if r.Status != models.CaseDone {
+		if r.Status != wire.CaseDone {
 			t.Errorf("run %s: case %s is %s, want done", runID, r.CaseID, r.Status)
 		}
 		out[r.CaseID] = r.Verdict
@@ -138,7 +138,7 @@ func TestEvalOnLocal(t *testing.T) {
 	score := func(v float64) string { return fmt.Sprintf(`{"score": %g, "metrics": {"tokens": 12}}`, v) }
 	spec := eval.SuiteSpec{
 		ID:          "flips",
-		TemplateID:  models.DefaultTemplateID,
+		TemplateID:  wire.DefaultTemplateID,
 		Concurrency: 2,
 		Defaults:    eval.CaseDefaults{Env: map[string]string{"API_KEY": apiKey}},
 		Cases: []eval.Case{
@@ -160,11 +160,11 @@ func TestEvalOnLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(run1.ID, "run-") || run1.Total != 5 || run1.Trigger != models.TriggerUser || run1.TriggeredBy != "e2e" {
+	if !strings.HasPrefix(run1.ID, "run-") || run1.Total != 5 || run1.Trigger != wire.TriggerUser || run1.TriggeredBy != "e2e" {
 		t.Errorf("run = %+v; want run-..., 5 cases, triggered by the user e2e", run1.Run)
 	}
 	done1 := waitRun(t, p.api, run1.ID, 2*time.Minute)
-	if done1.Status != models.RunSucceeded || done1.Progress.Pass != 3 || done1.Progress.Fail != 2 || done1.Progress.Error != 0 {
+	if done1.Status != wire.RunSucceeded || done1.Progress.Pass != 3 || done1.Progress.Fail != 2 || done1.Progress.Error != 0 {
 		t.Fatalf("run 1 = %s %+v; want succeeded with 3 pass, 2 fail", done1.Status, done1.Progress)
 	}
 	if got := verdicts(t, p.api, run1.ID); got["a"] != eval.VerdictPass || got["b"] != eval.VerdictFail || got["hello"] != eval.VerdictPass ||
@@ -297,21 +297,21 @@ func TestEvalSchedule(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 4*time.Minute)
 	spec := eval.SuiteSpec{
-		ID: "nightly", TemplateID: models.DefaultTemplateID,
+		ID: "nightly", TemplateID: wire.DefaultTemplateID,
 		Schedule: &eval.Schedule{Interval: eval.Duration(2 * time.Second)},
 		Cases:    []eval.Case{{ID: "ok", Command: script("true")}},
 	}
 	if _, err := p.api.CreateSuite(ctx, spec); err != nil {
 		t.Fatalf("create suite: %v", err)
 	}
-	scheduled := func() []models.Run {
+	scheduled := func() []wire.Run {
 		runs, err := p.api.ListRuns(ctx, client.RunListOptions{SuiteID: "nightly"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []models.Run
+		var out []wire.Run
 		for _, r := range runs {
-			if r.Trigger == models.TriggerSchedule {
+			if r.Trigger == wire.TriggerSchedule {
 				out = append(out, r)
 			}
 		}
@@ -319,7 +319,7 @@ func TestEvalSchedule(t *testing.T) {
 	}
 	eventually(t, time.Minute, "two runs started by the schedule, one finished", func() bool {
 		runs := scheduled()
-		return len(runs) >= 2 && runs[len(runs)-1].Status == models.RunSucceeded
+		return len(runs) >= 2 && runs[len(runs)-1].Status == wire.RunSucceeded
 	})
 	first := scheduled()[len(scheduled())-1]
 	if first.TriggeredBy == "" || !strings.HasPrefix(first.ID, "run-") {
@@ -381,7 +381,7 @@ func TestEvalCancel(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
 	marker := filepath.Join(t.TempDir(), "started")
-	spec := eval.SuiteSpec{ID: "slow", TemplateID: models.DefaultTemplateID, Concurrency: 2}
+	spec := eval.SuiteSpec{ID: "slow", TemplateID: wire.DefaultTemplateID, Concurrency: 2}
 	for _, id := range []string{"s1", "s2", "s3", "s4"} {
 		spec.Cases = append(spec.Cases, eval.Case{ID: id, Command: script("echo " + id + " >> " + marker + "; exec sleep 97.25")})
 	}
@@ -400,7 +400,7 @@ func TestEvalCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitRun(t, p.api, run.ID, 2*time.Minute)
-	if done.Status != models.RunCanceled || done.Progress.Canceled != 4 || done.Progress.Pass+done.Progress.Fail+done.Progress.Error != 0 {
+	if done.Status != wire.RunCanceled || done.Progress.Canceled != 4 || done.Progress.Pass+done.Progress.Fail+done.Progress.Error != 0 {
 		t.Errorf("canceled run = %s %+v; want canceled with every case canceled", done.Status, done.Progress)
 	}
 	noWorkspaceLeft(t, p.api, run.ID)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // patternReader delivers n bytes of a fixed pattern that differs from
@@ -68,11 +68,11 @@ func TestFileLimitConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+	if _, err := s.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatal(err)
 	}
 	tok := strings.TrimSpace(string(key))

@@ -20,7 +20,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/backend/kubernetes"
 	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -124,7 +124,7 @@ func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id str
 	}
 	eventually(t, time.Minute, "the reset of "+id+" hanging in its init", func() bool {
 		ws, err := api.GetWorkspace(ctx, id)
-		return err == nil && ws.PoolState == models.PoolReturning && runs(id)
+		return err == nil && ws.PoolState == wire.PoolReturning && runs(id)
 	})
 	return id
 }
@@ -175,7 +175,7 @@ func TestDeleteInterruptsContainer(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.runningContainer(t, ws.ID, "")
-			if got, err := r.p.api.GetWorkspace(ctx, ws.ID); err != nil || got.Phase != models.PhasePending {
+			if got, err := r.p.api.GetWorkspace(ctx, ws.ID); err != nil || got.Phase != wire.PhasePending {
 				t.Fatalf("workspace = %+v, %v; want pending while init sleeps", got, err)
 			}
 			withinBound(t, "provision", deleteToGone(t, r.p.api, ws.ID, left(ws.ID)), destroy)
@@ -194,7 +194,7 @@ func TestDeleteInterruptsContainer(t *testing.T) {
 			// The replacement runs, its init sleeping in it.
 			r.runningContainer(t, ws.ID, old)
 			got, err := r.p.api.GetWorkspace(ctx, ws.ID)
-			if err != nil || got.Phase != models.PhasePending || !strings.Contains(got.Reason, "recovering") {
+			if err != nil || got.Phase != wire.PhasePending || !strings.Contains(got.Reason, "recovering") {
 				t.Fatalf("workspace = %+v, %v; want pending, recovering", got, err)
 			}
 			withinBound(t, "replace", deleteToGone(t, r.p.api, ws.ID, left(ws.ID)), destroy)
@@ -286,7 +286,7 @@ func TestDeleteInterruptsKubernetes(t *testing.T) {
 		k.deletePod(t, ws.ID)
 		eventually(t, 2*time.Minute, "the replacement's init sleeping in its pod", func() bool {
 			got, err := p.api.GetWorkspace(ctx, ws.ID)
-			return err == nil && got.Phase == models.PhasePending && strings.Contains(got.Reason, "recovering") &&
+			return err == nil && got.Phase == wire.PhasePending && strings.Contains(got.Reason, "recovering") &&
 				k.podRuns(t, ws.ID, hangCmd)
 		})
 		withinBound(t, "replace", deleteToGone(t, p.api, ws.ID, left(ws.ID)), destroy)

@@ -22,6 +22,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
 )
@@ -107,7 +108,7 @@ func TestKubernetesDeploy(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyID, key, hash := models.NewAPIKey()
-	if err := store.CreateAPIKey(ctx, &models.APIKey{ID: keyID, TenantID: models.DefaultTenantID, Role: models.RoleAdmin, Name: "deploy test", Hash: hash}); err != nil {
+	if err := store.CreateAPIKey(ctx, &wire.APIKey{ID: keyID, TenantID: wire.DefaultTenantID, Role: wire.RoleAdmin, Name: "deploy test", Hash: hash}); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()
@@ -257,7 +258,7 @@ func deployWorkerKilled(t *testing.T, ctx context.Context, cs *kclient.Clientset
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got, err := api.GetWorkspace(ctx, ws.ID); err != nil || got.Phase != models.PhasePending {
+	if got, err := api.GetWorkspace(ctx, ws.ID); err != nil || got.Phase != wire.PhasePending {
 		t.Fatalf("workspace %s before the worker is deleted = %+v, %v; want pending", ws.ID, got, err)
 	}
 	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + deployWorker}
@@ -272,7 +273,7 @@ func deployWorkerKilled(t *testing.T, ctx context.Context, cs *kclient.Clientset
 	}
 	t.Logf("deleted worker pod %s in the middle of %s's provision", old.Name, ws.ID)
 
-	got := waitPhase(t, api, ws.ID, models.PhaseRunning, 3*time.Minute)
+	got := waitPhase(t, api, ws.ID, wire.PhaseRunning, 3*time.Minute)
 	t.Logf("workspace %s running %s after its worker was deleted", got.ID, time.Since(killed).Round(100*time.Millisecond))
 
 	// The replacement did it: the old pod is gone, a new one is ready.

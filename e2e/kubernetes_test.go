@@ -19,6 +19,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // kubeRecipeManifest is the acceptance recipe's provider and template on
@@ -99,7 +100,7 @@ func TestKubernetesRecipe(t *testing.T) {
 // kubeWorkspace is a running workspace with what a fault must not lose: a
 // file and a session with a recorded tool call.
 type kubeWorkspace struct {
-	ws      *models.Workspace
+	ws      *wire.Workspace
 	session string
 	pod     *corev1.Pod
 }
@@ -158,7 +159,7 @@ func checkResumed(t *testing.T, p *primer, kw *kubeWorkspace) {
 	t.Helper()
 	ctx := ctxT(t, time.Minute)
 	id := kw.ws.ID
-	waitEvent(t, p.api, id, models.EventRecovered, 90*time.Second)
+	waitEvent(t, p.api, id, wire.EventRecovered, 90*time.Second)
 	resumed := resumedSession(t, p.api, ctx, id, kw.session)
 	res, err := p.api.ToolExec(ctx, resumed.ID, client.ToolExecRequest{Command: "cat agent.txt notes.txt"})
 	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "written by the agent") || !strings.Contains(res.Stdout, "must survive") {
@@ -189,7 +190,7 @@ func TestKubernetesFaults(t *testing.T) {
 		for {
 			pod, err := pods.Get(ctx, kubernetes.PodName(kw.ws.ID), metav1.GetOptions{})
 			if err == nil && pod.UID != kw.pod.UID {
-				if ws, err := p.api.GetWorkspace(ctx, kw.ws.ID); err == nil && ws.Phase == models.PhaseRunning {
+				if ws, err := p.api.GetWorkspace(ctx, kw.ws.ID); err == nil && ws.Phase == wire.PhaseRunning {
 					if _, err := p.api.ReadFile(ctx, kw.ws.ID, "notes.txt"); err == nil {
 						break
 					}
@@ -211,7 +212,7 @@ func TestKubernetesFaults(t *testing.T) {
 		// With probes every 500 ms, three missed while the old pod stopped
 		// and the new one started: the session ended, and was resumed when
 		// the workspace came back running.
-		if _, failed := lastChangeTo(t, evs, models.PhaseFailed); !failed {
+		if _, failed := lastChangeTo(t, evs, wire.PhaseFailed); !failed {
 			t.Errorf("events %v: want the workspace failed while its pod was made again", eventKeys(t, evs))
 		}
 		checkResumed(t, p, kw)
@@ -239,15 +240,15 @@ func TestKubernetesFaults(t *testing.T) {
 		})
 		k.deletePod(t, kw.ws.ID)
 
-		failed := waitPhase(t, p.api, kw.ws.ID, models.PhaseFailed, time.Minute)
+		failed := waitPhase(t, p.api, kw.ws.ID, wire.PhaseFailed, time.Minute)
 		if !strings.Contains(failed.Reason, "unschedulable") {
 			t.Errorf("failed reason %q does not give the scheduler's reason", failed.Reason)
 		}
 		// One replacement, which cannot be scheduled either, then
 		// escalated, with the scheduler's reason.
-		esc := waitPhase(t, p.api, kw.ws.ID, models.PhaseEscalated, 2*time.Minute)
-		evs := waitEvent(t, p.api, kw.ws.ID, models.EventEscalated, 30*time.Second)
-		want := []string{"running>failed", models.EventRecoveryStarted, "failed>pending", models.EventRecoveryFailed, "pending>failed", "failed>escalated", models.EventEscalated}
+		esc := waitPhase(t, p.api, kw.ws.ID, wire.PhaseEscalated, 2*time.Minute)
+		evs := waitEvent(t, p.api, kw.ws.ID, wire.EventEscalated, 30*time.Second)
+		want := []string{"running>failed", wire.EventRecoveryStarted, "failed>pending", wire.EventRecoveryFailed, "pending>failed", "failed>escalated", wire.EventEscalated}
 		if got := eventKeys(t, evs); !subsequence(got, want) {
 			t.Errorf("events = %v; want in order %v", got, want)
 		}
@@ -255,7 +256,7 @@ func TestKubernetesFaults(t *testing.T) {
 			Error string `json:"error"`
 		}
 		for _, ev := range evs {
-			if ev.Type == models.EventRecoveryFailed {
+			if ev.Type == wire.EventRecoveryFailed {
 				_ = json.Unmarshal(ev.Data, &rf)
 			}
 		}
@@ -270,8 +271,8 @@ func TestKubernetesFaults(t *testing.T) {
 			t.Fatalf("recover: %v", err)
 		}
 		// The signal is taken in a moment: pending, then running.
-		waitPhase(t, p.api, kw.ws.ID, models.PhasePending, time.Minute)
-		waitPhase(t, p.api, kw.ws.ID, models.PhaseRunning, 2*time.Minute)
+		waitPhase(t, p.api, kw.ws.ID, wire.PhasePending, time.Minute)
+		waitPhase(t, p.api, kw.ws.ID, wire.PhaseRunning, 2*time.Minute)
 		if got, err := p.api.ReadFile(ctx, kw.ws.ID, "notes.txt"); err != nil || string(got) != notes {
 			t.Errorf("notes.txt after recover = %q, %v; want %q", got, err, notes)
 		}
@@ -305,7 +306,7 @@ func TestKubernetesFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, failed := lastChangeTo(t, evs, models.PhaseFailed); failed {
+		if _, failed := lastChangeTo(t, evs, wire.PhaseFailed); failed {
 			t.Errorf("the workspace went failed while only the kubelet was stopped: %v", eventKeys(t, evs))
 		}
 		after := k.pod(t, kw.ws.ID)
@@ -337,7 +338,7 @@ func TestKubernetesFaults(t *testing.T) {
 		}
 		p.restart()
 		ws, err := p.api.GetWorkspace(ctx, id)
-		if err != nil || ws.Phase != models.PhaseRunning {
+		if err != nil || ws.Phase != wire.PhaseRunning {
 			t.Fatalf("after restart: %+v, %v; want running", ws, err)
 		}
 		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"sh", "-c", `cat notes.txt; echo "$API_KEY"`}})
@@ -361,7 +362,7 @@ func TestKubernetesFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, failed := lastChangeTo(t, evs, models.PhaseFailed); failed {
+		if _, failed := lastChangeTo(t, evs, wire.PhaseFailed); failed {
 			t.Errorf("the workspace went failed across the restart: %v", eventKeys(t, evs))
 		}
 	})

@@ -16,7 +16,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/testenv"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -33,21 +33,21 @@ func testLifecycle(t *testing.T, p *primer) {
 	ctx := ctxT(t, 3*time.Minute)
 
 	provs, err := p.api.ListProviders(ctx)
-	if err != nil || len(provs) != 1 || provs[0].ID != models.LocalProviderID {
+	if err != nil || len(provs) != 1 || provs[0].ID != wire.LocalProviderID {
 		t.Fatalf("providers at first start = %+v, %v; want the local provider only", provs, err)
 	}
-	if _, err := p.api.GetTemplate(ctx, models.DefaultTemplateID); err != nil {
+	if _, err := p.api.GetTemplate(ctx, wire.DefaultTemplateID); err != nil {
 		t.Fatalf("default template: %v", err)
 	}
 
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID, Labels: map[string]string{"suite": "e2e"}})
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID, Labels: map[string]string{"suite": "e2e"}})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}
-	if !strings.HasPrefix(ws.ID, "ws-") || ws.Phase != models.PhasePending {
+	if !strings.HasPrefix(ws.ID, "ws-") || ws.Phase != wire.PhasePending {
 		t.Fatalf("created workspace = %+v; want id ws-..., phase pending", ws)
 	}
-	ws, err = p.api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil)
+	ws, err = p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil)
 	if err != nil {
 		t.Fatalf("wait running: %v", err)
 	}
@@ -120,7 +120,7 @@ func testLifecycle(t *testing.T, p *primer) {
 			t.Errorf("event %s mentions a token: %s", e.Type, e.Data)
 		}
 	}
-	want := []string{models.EventProvisioned, models.EventPhaseChanged, models.EventPhaseChanged, models.EventDestroyed}
+	want := []string{wire.EventProvisioned, wire.EventPhaseChanged, wire.EventPhaseChanged, wire.EventDestroyed}
 	if strings.Join(types, ",") != strings.Join(want, ",") {
 		t.Errorf("event types = %v, want %v", types, want)
 	}
@@ -145,9 +145,9 @@ func testLifecycle(t *testing.T, p *primer) {
 func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 	p := startPrimer(t, withProbeInterval(150*time.Millisecond))
 	ctx := ctxT(t, 3*time.Minute)
-	ws := createRunning(t, p, models.DefaultTemplateID)
+	ws := createRunning(t, p, wire.DefaultTemplateID)
 	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval-1"})
-	if err != nil || ses.Status != models.SessionOpen {
+	if err != nil || ses.Status != wire.SessionOpen {
 		t.Fatalf("create session = %+v, %v", ses, err)
 	}
 
@@ -155,7 +155,7 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 	if err := os.Rename(ws.Path, hidden); err != nil {
 		t.Fatal(err)
 	}
-	failed, err := p.api.WaitWorkspace(ctx, ws.ID, models.PhaseFailed, nil)
+	failed, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseFailed, nil)
 	if err != nil {
 		t.Fatalf("wait failed: %v", err)
 	}
@@ -163,7 +163,7 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 		t.Error("failed workspace has no reason")
 	}
 	ses, err = p.api.GetSession(ctx, ses.ID)
-	if err != nil || ses.Status != models.SessionEnded || ses.EndReason != models.ReasonWorkspaceLost {
+	if err != nil || ses.Status != wire.SessionEnded || ses.EndReason != wire.ReasonWorkspaceLost {
 		t.Errorf("session after failure = %+v, %v; want ended workspace_lost", ses, err)
 	}
 	if _, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"true"}}); errs.KindOf(err) != errs.Precondition {
@@ -175,12 +175,12 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 	}
 	eventually(t, time.Minute, "running again after three hits", func() bool {
 		got, err := p.api.GetWorkspace(ctx, ws.ID)
-		return err == nil && got.Phase == models.PhaseRunning
+		return err == nil && got.Phase == wire.PhaseRunning
 	})
 	evs, _ := p.api.Events(ctx, ws.ID, 0)
 	var phases []string
 	for _, e := range evs {
-		if e.Type == models.EventPhaseChanged {
+		if e.Type == wire.EventPhaseChanged {
 			var ph struct{ From, To string }
 			decode(t, e.Data, &ph)
 			phases = append(phases, ph.From+">"+ph.To)
@@ -210,7 +210,7 @@ func TestRestartCarriesOn(t *testing.T) {
 	t.Logf("restart took %s", time.Since(start))
 
 	got, err := p.api.GetWorkspace(ctx, ws.ID)
-	if err != nil || got.Phase != models.PhaseRunning {
+	if err != nil || got.Phase != wire.PhaseRunning {
 		t.Fatalf("after restart: %+v, %v; want running", got, err)
 	}
 	data, err := p.api.ReadFile(ctx, ws.ID, "keep.txt")
@@ -286,17 +286,17 @@ func TestProvisionFailure(t *testing.T) {
 	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "broken", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"sk-live-abc123"},"init":["echo doomed $API_KEY >&2; exit 7"]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ws := createInPhase(t, p, "broken", models.PhaseFailed)
+	ws := createInPhase(t, p, "broken", wire.PhaseFailed)
 	if !strings.Contains(ws.Reason, "doomed") {
 		t.Errorf("reason = %q, want the init command's stderr", ws.Reason)
 	}
 	evs, _ := p.api.Events(ctx, ws.ID, 0)
 	var sawFailed bool
 	for _, e := range evs {
-		if e.Type == models.EventProvisionFailed {
+		if e.Type == wire.EventProvisionFailed {
 			sawFailed = strings.Contains(string(e.Data), "doomed") && strings.Contains(string(e.Data), `"workspace_type":"local"`)
 		}
-		if e.Type == models.EventProvisioned {
+		if e.Type == wire.EventProvisioned {
 			t.Errorf("provisioned event for a failed provision: %s", e.Data)
 		}
 	}
@@ -340,14 +340,14 @@ func TestProvisionFailure(t *testing.T) {
 	}
 }
 
-func createRunning(t *testing.T, p *primer, template string) *models.Workspace {
+func createRunning(t *testing.T, p *primer, template string) *wire.Workspace {
 	t.Helper()
-	return createInPhase(t, p, template, models.PhaseRunning)
+	return createInPhase(t, p, template, wire.PhaseRunning)
 }
 
 // createInPhase creates a workspace from template and waits until it
 // reaches phase (running, or failed for a template that cannot work).
-func createInPhase(t *testing.T, p *primer, template, phase string) *models.Workspace {
+func createInPhase(t *testing.T, p *primer, template, phase string) *wire.Workspace {
 	t.Helper()
 	ctx := ctxT(t, 2*time.Minute)
 	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})

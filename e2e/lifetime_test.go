@@ -8,7 +8,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -16,10 +16,10 @@ import (
 // reason.
 func expiredEvent(t *testing.T, api *client.Client, id, reason string) {
 	t.Helper()
-	evs := waitEvent(t, api, id, models.EventExpired, 30*time.Second)
+	evs := waitEvent(t, api, id, wire.EventExpired, 30*time.Second)
 	var data map[string]any
 	if err := json.Unmarshal(evs[len(evs)-1].Data, &data); err != nil || data["reason"] != reason {
-		t.Fatalf("%s event of %s = %s, want reason %s", models.EventExpired, id, evs[len(evs)-1].Data, reason)
+		t.Fatalf("%s event of %s = %s, want reason %s", wire.EventExpired, id, evs[len(evs)-1].Data, reason)
 	}
 }
 
@@ -42,7 +42,7 @@ func waitGoneWithin(t *testing.T, api *client.Client, id string, since time.Time
 // end to end on the local backend with second-long lifetimes.
 func TestLifetimesLocal(t *testing.T) {
 	p := startPrimer(t)
-	runLifetimes(t, p, models.LocalProviderID, json.RawMessage(`{"kind":"local"}`))
+	runLifetimes(t, p, wire.LocalProviderID, json.RawMessage(`{"kind":"local"}`))
 }
 
 // TestLifetimesOnContainers runs the same once on each container engine.
@@ -71,7 +71,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			t.Fatalf("create template %s: %v", id, err)
 		}
 	}
-	create := func(tmpl, ttl string) (*models.Workspace, time.Time) {
+	create := func(tmpl, ttl string) (*wire.Workspace, time.Time) {
 		t.Helper()
 		start := time.Now()
 		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: tmpl, TTL: ttl})
@@ -95,15 +95,15 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		if ws.ExpiresAt == nil || ws.IdleDeadline != nil {
 			t.Fatalf("created with expires_at %v, idle_deadline %v", ws.ExpiresAt, ws.IdleDeadline)
 		}
-		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
+		waitPhase(t, api, ws.ID, wire.PhaseRunning, time.Minute)
 		lived := waitGoneWithin(t, api, ws.ID, start, 4*time.Second, time.Minute)
-		expiredEvent(t, api, ws.ID, models.ReasonExpired)
+		expiredEvent(t, api, ws.ID, wire.ReasonExpired)
 		t.Logf("max 4s: gone after %s", lived.Round(time.Millisecond))
 	})
 
 	t.Run("idle", func(t *testing.T) {
 		ws, _ := create("life-idle", "")
-		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
+		waitPhase(t, api, ws.ID, wire.PhaseRunning, time.Minute)
 		// Calls keep it alive past its idle timeout...
 		busyUntil := time.Now().Add(5 * time.Second)
 		// last is taken before each call, which moves the deadline to its
@@ -120,13 +120,13 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		}
 		// ...and it goes once they stop.
 		lived := waitGoneWithin(t, api, ws.ID, last, 3*time.Second-200*time.Millisecond, time.Minute)
-		expiredEvent(t, api, ws.ID, models.ReasonIdle)
+		expiredEvent(t, api, ws.ID, wire.ReasonIdle)
 		t.Logf("idle 3s: gone %s after the last call", lived.Round(time.Millisecond))
 	})
 
 	t.Run("extend", func(t *testing.T) {
 		ws, start := create("life-long", "3s")
-		waitPhase(t, api, ws.ID, models.PhaseRunning, time.Minute)
+		waitPhase(t, api, ws.ID, wire.PhaseRunning, time.Minute)
 		out, stderr, code := p.primectl("", "workspace", "extend", ws.ID, "--by", "4s")
 		if code != 0 {
 			t.Fatalf("primectl workspace extend: %d %s %s", code, out, stderr)
@@ -140,7 +140,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			t.Fatalf("extend past max = %v, want invalid naming by", err)
 		}
 		lived := waitGoneWithin(t, api, ws.ID, start, 7*time.Second, time.Minute)
-		expiredEvent(t, api, ws.ID, models.ReasonExpired)
+		expiredEvent(t, api, ws.ID, wire.ReasonExpired)
 		t.Logf("ttl 3s extended by 4s: gone after %s", lived.Round(time.Millisecond))
 	})
 
@@ -155,9 +155,9 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			ctx := ctxT(t, 30*time.Second)
 			_, _ = api.DeletePool(ctx, "life")
 		})
-		var member models.Workspace
+		var member wire.Workspace
 		eventually(t, 2*time.Minute, "an idle running member", func() bool {
-			ws, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "life", PoolState: models.PoolIdle, Phase: models.PhaseRunning})
+			ws, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "life", PoolState: wire.PoolIdle, Phase: wire.PhaseRunning})
 			if err == nil && len(ws) == 1 {
 				member = ws[0]
 				return true
@@ -170,7 +170,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			if err != nil {
 				t.Fatalf("idle pool member %s: %v", member.ID, err)
 			}
-			return ws.PoolState == models.PoolIdle && time.Since(ws.CreatedAt) > 5*time.Second
+			return ws.PoolState == wire.PoolIdle && time.Since(ws.CreatedAt) > 5*time.Second
 		})
 		leased := time.Now()
 		l, err := api.LeasePool(ctx, "life", client.LeaseRequest{})
@@ -180,21 +180,21 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		if l.Workspace.ID != member.ID || l.Workspace.LeaseExpiresAt == nil {
 			t.Fatalf("lease = %s %+v", l.Source, l.Workspace)
 		}
-		evs := waitEvent(t, api, member.ID, models.EventLeaseExpired, time.Minute)
+		evs := waitEvent(t, api, member.ID, wire.EventLeaseExpired, time.Minute)
 		took := time.Since(leased)
 		if took < 1500*time.Millisecond {
 			t.Fatalf("lease taken back after %s, before its ttl", took)
 		}
 		var data map[string]any
-		if err := json.Unmarshal(evs[len(evs)-1].Data, &data); err != nil || data["reason"] != models.ReasonLeaseExpired {
-			t.Fatalf("%s data = %s", models.EventLeaseExpired, evs[len(evs)-1].Data)
+		if err := json.Unmarshal(evs[len(evs)-1].Data, &data); err != nil || data["reason"] != wire.ReasonLeaseExpired {
+			t.Fatalf("%s data = %s", wire.EventLeaseExpired, evs[len(evs)-1].Data)
 		}
 		// Reset and back in the pool: the same workspace, idle, without deadlines.
 		eventually(t, time.Minute, "the member idle again", func() bool {
 			ws, err := api.GetWorkspace(ctx, member.ID)
-			return err == nil && ws.PoolState == models.PoolIdle && ws.Phase == models.PhaseRunning && ws.LeaseExpiresAt == nil
+			return err == nil && ws.PoolState == wire.PoolIdle && ws.Phase == wire.PhaseRunning && ws.LeaseExpiresAt == nil
 		})
-		waitEvent(t, api, member.ID, models.EventReturned, time.Minute)
+		waitEvent(t, api, member.ID, wire.EventReturned, time.Minute)
 		t.Logf("lease_ttl 1.5s: taken back after %s", took.Round(time.Millisecond))
 	})
 }

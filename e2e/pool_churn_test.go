@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -129,11 +129,11 @@ func TestPoolChurn(t *testing.T) {
 			for _, ev := range evs {
 				n[ev.Type]++
 			}
-			if n[models.EventProvisioned] != 1 || n[models.EventDestroyed] != 0 {
+			if n[wire.EventProvisioned] != 1 || n[wire.EventDestroyed] != 0 {
 				t.Fatalf("events of member %s: %v; want one provisioned and none destroyed", id, n)
 			}
-			leased += n[models.EventLeased]
-			returned += n[models.EventReturned]
+			leased += n[wire.EventLeased]
+			returned += n[wire.EventReturned]
 		}
 		return leased == leases && returned == leases
 	})

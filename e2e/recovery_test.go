@@ -29,6 +29,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -138,14 +139,14 @@ func (r *faultRig) template(id string, extra map[string]any) {
 }
 
 // running creates a workspace of template and waits until it runs.
-func (r *faultRig) running(t *testing.T, template string) *models.Workspace {
+func (r *faultRig) running(t *testing.T, template string) *wire.Workspace {
 	t.Helper()
 	ctx := ctxT(t, 2*time.Minute)
 	ws, err := r.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
 	if err != nil {
 		t.Fatalf("create workspace of %s: %v", template, err)
 	}
-	return waitPhase(t, r.p.api, ws.ID, models.PhaseRunning, time.Minute)
+	return waitPhase(t, r.p.api, ws.ID, wire.PhaseRunning, time.Minute)
 }
 
 // containers lists the containers (any state) labelled as workspace id's.
@@ -222,11 +223,11 @@ func (r *faultRig) deleteGone(t *testing.T, id string) {
 // for running, a workspace that is escalated or terminating fails the test
 // at once (it does not leave those phases by itself); a failed one may
 // still be recovered and is waited through.
-func waitPhase(t *testing.T, api *client.Client, id, phase string, d time.Duration) *models.Workspace {
+func waitPhase(t *testing.T, api *client.Client, id, phase string, d time.Duration) *wire.Workspace {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	var last *models.Workspace
+	var last *wire.Workspace
 	for {
 		ws, err := api.GetWorkspace(ctx, id)
 		if err == nil {
@@ -234,7 +235,7 @@ func waitPhase(t *testing.T, api *client.Client, id, phase string, d time.Durati
 			if ws.Phase == phase {
 				return ws
 			}
-			if phase == models.PhaseRunning && (ws.Phase == models.PhaseEscalated || ws.Phase == models.PhaseTerminating) {
+			if phase == wire.PhaseRunning && (ws.Phase == wire.PhaseEscalated || ws.Phase == wire.PhaseTerminating) {
 				t.Fatalf("workspace %s is %s (%s), want running", id, ws.Phase, ws.Reason)
 			}
 		} else if !errs.Is(err, errs.Unavailable) && ctx.Err() == nil {
@@ -250,11 +251,11 @@ func waitPhase(t *testing.T, api *client.Client, id, phase string, d time.Durati
 
 // waitEvent polls the events of workspace id until one of type typ
 // arrives, for at most d, and returns the events up to and including it.
-func waitEvent(t *testing.T, api *client.Client, id, typ string, d time.Duration) []models.Event {
+func waitEvent(t *testing.T, api *client.Client, id, typ string, d time.Duration) []wire.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	var evs []models.Event
+	var evs []wire.Event
 	for {
 		var err error
 		evs, err = api.Events(ctx, id, 0)
@@ -274,7 +275,7 @@ func waitEvent(t *testing.T, api *client.Client, id, typ string, d time.Duration
 }
 
 // describeEvents is a compact account of events for failure messages.
-func describeEvents(evs []models.Event) string {
+func describeEvents(evs []wire.Event) string {
 	var b strings.Builder
 	for _, ev := range evs {
 		fmt.Fprintf(&b, "\n  %s %s", ev.Type, ev.Data)
@@ -288,11 +289,11 @@ type phaseChange struct {
 }
 
 // transitions lists the phase changes among evs, in order.
-func transitions(t *testing.T, evs []models.Event) []phaseChange {
+func transitions(t *testing.T, evs []wire.Event) []phaseChange {
 	t.Helper()
 	var out []phaseChange
 	for _, ev := range evs {
-		if ev.Type != models.EventPhaseChanged {
+		if ev.Type != wire.EventPhaseChanged {
 			continue
 		}
 		var pc phaseChange
@@ -303,7 +304,7 @@ func transitions(t *testing.T, evs []models.Event) []phaseChange {
 }
 
 // lastChangeTo returns the last phase change into phase among evs.
-func lastChangeTo(t *testing.T, evs []models.Event, phase string) (phaseChange, bool) {
+func lastChangeTo(t *testing.T, evs []wire.Event, phase string) (phaseChange, bool) {
 	t.Helper()
 	pcs := transitions(t, evs)
 	for i := len(pcs) - 1; i >= 0; i-- {
@@ -315,12 +316,12 @@ func lastChangeTo(t *testing.T, evs []models.Event, phase string) (phaseChange, 
 }
 
 // eventKeys lists events as "type" or, for phase changes, "from>to".
-func eventKeys(t *testing.T, evs []models.Event) []string {
+func eventKeys(t *testing.T, evs []wire.Event) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range evs {
 		k := ev.Type
-		if ev.Type == models.EventPhaseChanged {
+		if ev.Type == wire.EventPhaseChanged {
 			var pc phaseChange
 			decode(t, ev.Data, &pc)
 			k = pc.From + ">" + pc.To
@@ -355,7 +356,7 @@ type recoveredData struct {
 // file written through the API, a session with one recorded tool call, and
 // its container.
 type lostWorkspace struct {
-	ws      *models.Workspace
+	ws      *wire.Workspace
 	session string
 	commit  string // the session's tool call
 	before  dcontainer.InspectResponse
@@ -388,12 +389,12 @@ func (r *faultRig) prepareLoss(t *testing.T, template string) *lostWorkspace {
 // workspace_lost and resumed by a new open session that can call tools and
 // sees the old session's history, the files kept, and the events of the
 // recovery in order. It returns the events.
-func (r *faultRig) checkRecovered(t *testing.T, lw *lostWorkspace) []models.Event {
+func (r *faultRig) checkRecovered(t *testing.T, lw *lostWorkspace) []wire.Event {
 	t.Helper()
 	ctx := ctxT(t, time.Minute)
 	id := lw.ws.ID
-	evs := waitEvent(t, r.p.api, id, models.EventRecovered, 90*time.Second)
-	ws := waitPhase(t, r.p.api, id, models.PhaseRunning, 30*time.Second)
+	evs := waitEvent(t, r.p.api, id, wire.EventRecovered, 90*time.Second)
+	ws := waitPhase(t, r.p.api, id, wire.PhaseRunning, 30*time.Second)
 	if ws.Reason == "" {
 		t.Errorf("recovered workspace has no reason")
 	}
@@ -446,7 +447,7 @@ func (r *faultRig) checkRecovered(t *testing.T, lw *lostWorkspace) []models.Even
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"pending>running", "running>failed", models.EventRecoveryStarted, "failed>pending", models.EventProvisioned, "pending>running", models.EventRecovered}
+	want := []string{"pending>running", "running>failed", wire.EventRecoveryStarted, "failed>pending", wire.EventProvisioned, "pending>running", wire.EventRecovered}
 	if got := eventKeys(t, evs); !subsequence(got, want) {
 		t.Errorf("events of %s = %v; want in order %v", id, got, want)
 	}
@@ -455,25 +456,25 @@ func (r *faultRig) checkRecovered(t *testing.T, lw *lostWorkspace) []models.Even
 
 // resumedSession checks that session lost of workspace id ended
 // workspace_lost and returns the open session that resumes it.
-func resumedSession(t *testing.T, api *client.Client, ctx context.Context, id, lost string) *models.Session {
+func resumedSession(t *testing.T, api *client.Client, ctx context.Context, id, lost string) *wire.Session {
 	t.Helper()
 	ss, err := api.ListSessions(ctx, client.SessionListOptions{WorkspaceID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var resumed *models.Session
+	var resumed *wire.Session
 	for i := range ss {
 		s := &ss[i]
 		switch {
 		case s.ID == lost:
-			if s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceLost {
+			if s.Status != wire.SessionEnded || s.EndReason != wire.ReasonWorkspaceLost {
 				t.Errorf("lost session %s is %s (%s), want ended workspace_lost", s.ID, s.Status, s.EndReason)
 			}
 		case s.ResumedFrom == lost:
 			resumed = s
 		}
 	}
-	if resumed == nil || resumed.Status != models.SessionOpen {
+	if resumed == nil || resumed.Status != wire.SessionOpen {
 		t.Fatalf("sessions of %s = %+v; want an open one resumed from %s", id, ss, lost)
 	}
 	return resumed
@@ -548,7 +549,7 @@ func TestRecoveryFaults(t *testing.T) {
 				evs := r.checkRecovered(t, lw)
 				t.Logf("%s: recovered in %s", f.name, time.Since(start).Round(time.Millisecond))
 
-				failed, ok := lastChangeTo(t, evs, models.PhaseFailed)
+				failed, ok := lastChangeTo(t, evs, wire.PhaseFailed)
 				t.Logf("%s: failed: %s", f.name, failed.Reason)
 				if !ok || !strings.Contains(failed.Reason, f.reason) {
 					t.Errorf("failed reason %q does not say %q", failed.Reason, f.reason)
@@ -613,12 +614,12 @@ func TestRecoveryEscalation(t *testing.T) {
 		if err := r.eng.Client().ContainerKill(ctx, lw.before.ID, "KILL"); err != nil {
 			t.Fatal(err)
 		}
-		esc := waitPhase(t, r.p.api, id, models.PhaseEscalated, 90*time.Second)
+		esc := waitPhase(t, r.p.api, id, wire.PhaseEscalated, 90*time.Second)
 		if !strings.Contains(esc.Reason, "gave up after 1 recovery attempts") || !strings.Contains(esc.Reason, "e2e-escalation") {
 			t.Errorf("escalated reason %q does not say it gave up and why (the missing image)", esc.Reason)
 		}
-		evs := waitEvent(t, r.p.api, id, models.EventEscalated, 10*time.Second)
-		want := []string{"running>failed", models.EventRecoveryStarted, "failed>pending", models.EventRecoveryFailed, "pending>failed", "failed>escalated", models.EventEscalated}
+		evs := waitEvent(t, r.p.api, id, wire.EventEscalated, 10*time.Second)
+		want := []string{"running>failed", wire.EventRecoveryStarted, "failed>pending", wire.EventRecoveryFailed, "pending>failed", "failed>escalated", wire.EventEscalated}
 		if got := eventKeys(t, evs); !subsequence(got, want) {
 			t.Errorf("events = %v; want in order %v", got, want)
 		}
@@ -627,9 +628,9 @@ func TestRecoveryEscalation(t *testing.T) {
 			if h.ct != "application/json" {
 				t.Errorf("webhook content type %q, want application/json", h.ct)
 			}
-			if h.body["event"] != models.EventEscalated || h.body["workspace_id"] != id || h.body["phase"] != models.PhaseEscalated ||
+			if h.body["event"] != wire.EventEscalated || h.body["workspace_id"] != id || h.body["phase"] != wire.PhaseEscalated ||
 				h.body["template_id"] != "esc" || h.body["attempts"] != float64(1) || h.body["reason"] != esc.Reason {
-				t.Errorf("webhook body %v; want event %s, workspace %s, phase escalated, attempts 1, reason %q", h.body, models.EventEscalated, id, esc.Reason)
+				t.Errorf("webhook body %v; want event %s, workspace %s, phase escalated, attempts 1, reason %q", h.body, wire.EventEscalated, id, esc.Reason)
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatal("no webhook POST within 30s of the escalation")
@@ -647,7 +648,7 @@ func TestRecoveryEscalation(t *testing.T) {
 		}
 		// Escalated stays escalated: no more attempts on their own.
 		time.Sleep(time.Second)
-		if ws, err := r.p.api.GetWorkspace(ctx, id); err != nil || ws.Phase != models.PhaseEscalated {
+		if ws, err := r.p.api.GetWorkspace(ctx, id); err != nil || ws.Phase != wire.PhaseEscalated {
 			t.Errorf("a second after escalation: %+v, %v; want still escalated", ws, err)
 		}
 
@@ -661,7 +662,7 @@ func TestRecoveryEscalation(t *testing.T) {
 		evs = r.checkRecovered(t, lw)
 		var requested bool
 		for _, ev := range evs {
-			if ev.Type == models.EventRecoveryStarted && strings.Contains(string(ev.Data), "requested by user") {
+			if ev.Type == wire.EventRecoveryStarted && strings.Contains(string(ev.Data), "requested by user") {
 				requested = true
 			}
 		}
@@ -704,7 +705,7 @@ func TestRecoveryStartTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		failed := waitPhase(t, r.p.api, ws.ID, models.PhaseFailed, time.Minute)
+		failed := waitPhase(t, r.p.api, ws.ID, wire.PhaseFailed, time.Minute)
 		took := time.Since(start)
 		t.Logf("failed after %s: %s", took.Round(time.Millisecond), failed.Reason)
 		if !strings.Contains(failed.Reason, "start timeout (3s)") {
@@ -713,7 +714,7 @@ func TestRecoveryStartTimeout(t *testing.T) {
 		if took > 20*time.Second {
 			t.Errorf("failed after %s, want soon after the 3s start timeout", took)
 		}
-		evs := waitEvent(t, r.p.api, ws.ID, models.EventProvisionFailed, 10*time.Second)
+		evs := waitEvent(t, r.p.api, ws.ID, wire.EventProvisionFailed, 10*time.Second)
 		if !strings.Contains(string(evs[len(evs)-1].Data), "start timeout") {
 			t.Errorf("provision_failed %s does not name the start timeout", evs[len(evs)-1].Data)
 		}
@@ -852,14 +853,14 @@ func TestRecoveryEngineDown(t *testing.T) {
 		if _, err := r.p.api.DeleteWorkspace(ctx, del.ID); err != nil {
 			t.Fatalf("delete while the engine is down: %v", err)
 		}
-		var stuck *models.Workspace
+		var stuck *wire.Workspace
 		eventually(t, 60*time.Second, "terminating with the destroy failure in the reason", func() bool {
 			ws, err := r.p.api.GetWorkspace(ctx, del.ID)
 			if err != nil {
 				return false
 			}
 			stuck = ws
-			return ws.Phase == models.PhaseTerminating && strings.Contains(ws.Reason, "destroy failed")
+			return ws.Phase == wire.PhaseTerminating && strings.Contains(ws.Reason, "destroy failed")
 		})
 		t.Logf("while down: %s %s", stuck.Phase, stuck.Reason)
 		if !strings.Contains(stuck.Reason, "not reachable") || !strings.Contains(stuck.Reason, proxy.path) {
@@ -873,7 +874,7 @@ func TestRecoveryEngineDown(t *testing.T) {
 		if d := 2*time.Second - time.Since(downAt); d > 0 {
 			time.Sleep(d)
 		}
-		if ws, err := r.p.api.GetWorkspace(ctx, keep.ID); err != nil || ws.Phase != models.PhaseRunning {
+		if ws, err := r.p.api.GetWorkspace(ctx, keep.ID); err != nil || ws.Phase != wire.PhaseRunning {
 			t.Errorf("running workspace while the engine is down = %+v, %v; want running", ws, err)
 		}
 		if res, err := r.p.api.Exec(ctx, client.ExecRequest{WorkspaceID: keep.ID, Command: []string{"cat", "keep.txt"}}); err != nil || res.Stdout != "kept" {
@@ -954,7 +955,7 @@ func TestPoolOnContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 		leaseTook := time.Since(leaseStart)
-		if l.Source != client.LeaseWarm || l.Workspace.Phase != models.PhaseRunning || l.Workspace.PoolState != models.PoolLeased {
+		if l.Source != client.LeaseWarm || l.Workspace.Phase != wire.PhaseRunning || l.Workspace.PoolState != wire.PoolLeased {
 			t.Fatalf("lease = %s %+v; want warm, running, leased", l.Source, l.Workspace)
 		}
 		a := l.Workspace.ID
@@ -986,7 +987,7 @@ func TestPoolOnContainers(t *testing.T) {
 		}
 		eventually(t, time.Minute, "the returned workspace idle again", func() bool {
 			ws, err := api.GetWorkspace(ctx, a)
-			return err == nil && ws.PoolState == models.PoolIdle && ws.Phase == models.PhaseRunning
+			return err == nil && ws.PoolState == wire.PoolIdle && ws.Phase == wire.PhaseRunning
 		})
 		if res := exec(a, "ls -A; cat hello.txt"); res.Stdout != "hello.txt\nhello from the template\n" {
 			t.Errorf("files after the return = %q; want the template's hello.txt only", res.Stdout)
@@ -1004,14 +1005,14 @@ func TestPoolOnContainers(t *testing.T) {
 		} else {
 			t.Logf("container top: %v", err)
 		}
-		if s, err := api.GetSession(ctx, ses.ID); err != nil || s.Status != models.SessionEnded || s.EndReason != models.ReasonWorkspaceReturned {
+		if s, err := api.GetSession(ctx, ses.ID); err != nil || s.Status != wire.SessionEnded || s.EndReason != wire.ReasonWorkspaceReturned {
 			t.Errorf("lessee's session after the return = %+v, %v; want ended workspace_returned", s, err)
 		}
-		waitEvent(t, api, a, models.EventReturned, 10*time.Second)
+		waitEvent(t, api, a, wire.EventReturned, 10*time.Second)
 
 		// Drain the pool: leases come warm until it is empty, then cold.
 		var warm []string
-		var cold *models.Workspace
+		var cold *wire.Workspace
 		for range 6 {
 			l, err := api.LeasePool(ctx, "warm", client.LeaseRequest{Labels: map[string]string{"run": "drain"}})
 			if err != nil {
@@ -1026,10 +1027,10 @@ func TestPoolOnContainers(t *testing.T) {
 		if cold == nil {
 			t.Fatalf("six leases of a pool of two were all warm: %v", warm)
 		}
-		if cold.PoolID != "" || cold.Labels["run"] != "drain" || cold.Phase != models.PhasePending {
+		if cold.PoolID != "" || cold.Labels["run"] != "drain" || cold.Phase != wire.PhasePending {
 			t.Errorf("cold lease = %+v; want a pending workspace outside the pool with the lease's labels", cold)
 		}
-		waitPhase(t, api, cold.ID, models.PhaseRunning, time.Minute)
+		waitPhase(t, api, cold.ID, wire.PhaseRunning, time.Minute)
 		r.deleteGone(t, cold.ID)
 		// Keep one lease to the end; give the others back. The kept one
 		// counts toward the pool's size, so grow the pool to 3 to roll
@@ -1046,7 +1047,7 @@ func TestPoolOnContainers(t *testing.T) {
 		waitIdle(2, 2*time.Minute)
 
 		// A template update rolls the idle members over.
-		ws1, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm", PoolState: models.PoolIdle})
+		ws1, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm", PoolState: wire.PoolIdle})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1061,16 +1062,16 @@ func TestPoolOnContainers(t *testing.T) {
 		rollStart := time.Now()
 		minReady := 2
 		eventually(t, 2*time.Minute, "every idle member of the new template generation", func() bool {
-			ws, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm", PoolState: models.PoolIdle})
+			ws, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm", PoolState: wire.PoolIdle})
 			if err != nil {
 				return false
 			}
 			ready, done := 0, true
 			for _, w := range ws {
-				if w.Phase == models.PhaseRunning {
+				if w.Phase == wire.PhaseRunning {
 					ready++
 				}
-				if w.TemplateGeneration != tmpl.Generation || w.Phase != models.PhaseRunning {
+				if w.TemplateGeneration != tmpl.Generation || w.Phase != wire.PhaseRunning {
 					done = false
 				}
 			}
@@ -1094,7 +1095,7 @@ func TestPoolOnContainers(t *testing.T) {
 				t.Errorf("old member %s left %v", id, objs)
 			}
 		}
-		ws2, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm", PoolState: models.PoolIdle})
+		ws2, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm", PoolState: wire.PoolIdle})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1106,7 +1107,7 @@ func TestPoolOnContainers(t *testing.T) {
 			}
 			r.oneSandbox(t, w.ID)
 		}
-		if kw, err := api.GetWorkspace(ctx, kept); err != nil || kw.PoolState != models.PoolLeased || kw.TemplateGeneration == tmpl.Generation {
+		if kw, err := api.GetWorkspace(ctx, kept); err != nil || kw.PoolState != wire.PoolLeased || kw.TemplateGeneration == tmpl.Generation {
 			t.Errorf("leased member after the roll = %+v, %v; want still leased, of the old generation", kw, err)
 		}
 
@@ -1129,7 +1130,7 @@ func TestPoolOnContainers(t *testing.T) {
 			return err == nil && kw.PoolID == ""
 		})
 		kw, err := api.GetWorkspace(ctx, kept)
-		if err != nil || kw.Phase != models.PhaseRunning {
+		if err != nil || kw.Phase != wire.PhaseRunning {
 			t.Errorf("leased member after the pool's delete = %+v, %v; want running", kw, err)
 		}
 		if res := exec(kept, "echo still here"); res.Stdout != "still here\n" {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/internal/testenv"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestServeOnTemporalCluster is the `primer serve --role all` binary on a
@@ -62,11 +62,11 @@ func TestServeOnTemporalCluster(t *testing.T) {
 	api := client.New("http://"+listen, client.WithToken(strings.TrimSpace(string(key))))
 	ctx := ctxT(t, 3*time.Minute)
 
-	ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}
-	if ws, err = api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+	if ws, err = api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatalf("workspace %s: %v", ws.ID, err)
 	}
 	res, err := api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", "echo on the cluster; exit 5"}})

@@ -14,6 +14,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestTenantQuotaConcurrentCreates is issue 13's quota test on the real
@@ -39,13 +40,13 @@ func testTenantQuota(t *testing.T, p *primer) {
 	ctx := ctxT(t, 3*time.Minute)
 	store := p.srv.Store()
 	const tenant, limit, attempts = "quota", 10, 50
-	if err := store.CreateTenant(ctx, &models.Tenant{ID: tenant, Quota: models.Quota{MaxWorkspaces: limit}}); err != nil {
+	if err := store.CreateTenant(ctx, &wire.Tenant{ID: tenant, Quota: wire.Quota{MaxWorkspaces: limit}}); err != nil {
 		t.Fatal(err)
 	}
 	// An admin of tenant "quota": only admins may create workspaces on the
 	// local backend, and an admin creates in its own tenant.
 	id, key, hash := models.NewAPIKey()
-	if err := store.CreateAPIKey(ctx, &models.APIKey{ID: id, TenantID: tenant, Role: models.RoleAdmin, Hash: hash, Name: "quota test"}); err != nil {
+	if err := store.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: tenant, Role: wire.RoleAdmin, Hash: hash, Name: "quota test"}); err != nil {
 		t.Fatal(err)
 	}
 	api := client.New(p.srv.URL(), client.WithToken(key))
@@ -72,7 +73,7 @@ func testTenantQuota(t *testing.T, p *primer) {
 	create := func(key string) answer {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.srv.URL()+"/v1/workspaces",
-			bytes.NewReader([]byte(`{"template_id":"`+models.DefaultTemplateID+`"}`)))
+			bytes.NewReader([]byte(`{"template_id":"`+wire.DefaultTemplateID+`"}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +86,7 @@ func testTenantQuota(t *testing.T, p *primer) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		var env struct {
-			models.Workspace
+			wire.Workspace
 			Error struct {
 				Code    string `json:"code"`
 				Message string `json:"message"`
@@ -151,7 +152,7 @@ func testTenantQuota(t *testing.T, p *primer) {
 	// A deleted workspace counts until its row is gone: creates are refused
 	// while it is there, and one succeeds only once it is gone.
 	gone := created[0]
-	if w, err := api.DeleteWorkspace(ctx, gone); err != nil || w.Phase != models.PhaseTerminating {
+	if w, err := api.DeleteWorkspace(ctx, gone); err != nil || w.Phase != wire.PhaseTerminating {
 		t.Fatalf("delete %s = %+v, %v; want terminating", gone, w, err)
 	}
 	sawRefusal := false

@@ -25,6 +25,7 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -60,40 +61,40 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 	// Admin: a tenant and its member key (the key's one response is not
 	// recorded: it is the one place the key may appear).
 	h.do(adminKey, "POST", "/v1/tenants", map[string]any{"id": "acme", "description": "a team"}, 201, nil)
-	expect("tenants.create", "tenants/acme", 201, adminID, models.DefaultTenantID, "ok")
+	expect("tenants.create", "tenants/acme", 201, adminID, wire.DefaultTenantID, "ok")
 	var member createdKey
 	h.doSecret(adminKey, "POST", "/v1/apikeys", map[string]any{"tenant_id": "acme", "role": "member", "name": "acme member"}, 201, &member)
-	expect("apikeys.create", "apikeys/"+member.ID, 201, adminID, models.DefaultTenantID, "ok")
-	if member.Key == "" || member.ID != keyID(t, member.Key) || member.TenantID != "acme" || member.Role != models.RoleMember {
+	expect("apikeys.create", "apikeys/"+member.ID, 201, adminID, wire.DefaultTenantID, "ok")
+	if member.Key == "" || member.ID != keyID(t, member.Key) || member.TenantID != "acme" || member.Role != wire.RoleMember {
 		t.Fatalf("created member key: %+v", member)
 	}
 
 	// Admin, default tenant: a template with a secret in its env, and a
 	// workspace of it through exec, files and delete.
 	h.do(adminKey, "POST", "/v1/templates", map[string]any{
-		"id": "secret-env", "provider_id": models.LocalProviderID,
+		"id": "secret-env", "provider_id": wire.LocalProviderID,
 		"backend": map[string]any{"kind": "local", "env": map[string]string{"SECRET_ENV": envValue}},
 	}, 201, nil)
-	expect("templates.create", "templates/secret-env", 201, adminID, models.DefaultTenantID, "ok")
-	var ws models.Workspace
+	expect("templates.create", "templates/secret-env", 201, adminID, wire.DefaultTenantID, "ok")
+	var ws wire.Workspace
 	h.do(adminKey, "POST", "/v1/workspaces", map[string]any{"template_id": "secret-env"}, 201, &ws)
-	expect("workspaces.create", "workspaces/"+ws.ID, 201, adminID, models.DefaultTenantID, "ok")
+	expect("workspaces.create", "workspaces/"+ws.ID, 201, adminID, wire.DefaultTenantID, "ok")
 	eventually(t, time.Minute, "workspace running", func() bool {
-		var w models.Workspace
+		var w wire.Workspace
 		h.do(adminKey, "GET", "/v1/workspaces/"+ws.ID, nil, 200, &w)
-		return w.Phase == models.PhaseRunning
+		return w.Phase == wire.PhaseRunning
 	})
 	// The env reached the command; its value never travels in a request
 	// or response, only its digest does.
 	var res client.ExecResponse
 	h.do(adminKey, "POST", "/v1/workspaces/"+ws.ID+"/exec", map[string]any{"command": []string{"sh", "-c", `printf %s "$SECRET_ENV" | sha256sum`}}, 200, &res)
-	expect("workspaces.exec", "workspaces/"+ws.ID, 200, adminID, models.DefaultTenantID, "ok")
+	expect("workspaces.exec", "workspaces/"+ws.ID, 200, adminID, wire.DefaultTenantID, "ok")
 	digest := sha256.Sum256([]byte(envValue))
 	if res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, hex.EncodeToString(digest[:])) {
 		t.Errorf("exec: %+v, want the sha256 of the template's env value", res)
 	}
 	h.do(adminKey, "PUT", "/v1/workspaces/"+ws.ID+"/files/notes/a.txt", []byte("hello\n"), 200, nil)
-	expect("workspaces.files.update", "workspaces/"+ws.ID+"/files/notes/a.txt", 200, adminID, models.DefaultTenantID, "ok")
+	expect("workspaces.files.update", "workspaces/"+ws.ID+"/files/notes/a.txt", 200, adminID, wire.DefaultTenantID, "ok")
 	if got := h.do(adminKey, "GET", "/v1/workspaces/"+ws.ID+"/files/notes/a.txt", nil, 200, nil); string(got) != "hello\n" {
 		t.Errorf("file read back: %q", got)
 	}
@@ -108,14 +109,14 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 	var tenant string
 	if pl := desc.WorkflowExecutionInfo.GetSearchAttributes().GetIndexedFields()["PrimerTenant"]; pl == nil {
 		t.Errorf("workflow %s has no PrimerTenant search attribute", workflows.WorkflowID(ws.ID))
-	} else if err := converter.GetDefaultDataConverter().FromPayload(pl, &tenant); err != nil || tenant != models.DefaultTenantID {
-		t.Errorf("PrimerTenant = %q (%v), want %q", tenant, err, models.DefaultTenantID)
+	} else if err := converter.GetDefaultDataConverter().FromPayload(pl, &tenant); err != nil || tenant != wire.DefaultTenantID {
+		t.Errorf("PrimerTenant = %q (%v), want %q", tenant, err, wire.DefaultTenantID)
 	}
 
 	// Member, tenant acme: sees nothing of the default tenant's, and
 	// reaching for it is a 404 like an unknown id.
 	memberID := member.ID
-	var wss struct{ Items []models.Workspace }
+	var wss struct{ Items []wire.Workspace }
 	h.do(member.Key, "GET", "/v1/workspaces", nil, 200, &wss)
 	if len(wss.Items) != 0 {
 		t.Errorf("the member lists %d workspaces, want none: %+v", len(wss.Items), wss.Items)
@@ -128,17 +129,17 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 	var viewer createdKey
 	h.doSecret(member.Key, "POST", "/v1/apikeys", map[string]any{"role": "viewer", "name": "acme viewer"}, 201, &viewer)
 	expect("apikeys.create", "apikeys/"+viewer.ID, 201, memberID, "acme", "ok")
-	if viewer.Key == "" || viewer.TenantID != "acme" || viewer.Role != models.RoleViewer || viewer.CreatedBy != memberID {
+	if viewer.Key == "" || viewer.TenantID != "acme" || viewer.Role != wire.RoleViewer || viewer.CreatedBy != memberID {
 		t.Fatalf("created viewer key: %+v", viewer)
 	}
 	// A viewer reads, and may not write.
 	h.do(viewer.Key, "GET", "/v1/workspaces", nil, 200, nil)
-	h.do(viewer.Key, "POST", "/v1/workspaces", map[string]any{"template_id": models.DefaultTemplateID}, 403, nil)
+	h.do(viewer.Key, "POST", "/v1/workspaces", map[string]any{"template_id": wire.DefaultTemplateID}, 403, nil)
 	expect("workspaces.create", "workspaces", 403, viewer.ID, "acme", "forbidden")
 	h.do(member.Key, "POST", "/v1/apikeys/"+viewer.ID+"/revoke", nil, 200, nil)
 	expect("apikeys.revoke", "apikeys/"+viewer.ID, 200, memberID, "acme", "ok")
 	// A revoked key is no key: 401, recorded without a key or tenant.
-	h.do(viewer.Key, "POST", "/v1/workspaces", map[string]any{"template_id": models.DefaultTemplateID}, 401, nil)
+	h.do(viewer.Key, "POST", "/v1/workspaces", map[string]any{"template_id": wire.DefaultTemplateID}, 401, nil)
 	expect("workspaces.create", "workspaces", 401, "", "", "unauthenticated")
 	h.do(member.Key, "GET", "/v1/apikeys", nil, 200, nil)
 	h.do(adminKey, "GET", "/v1/apikeys", nil, 200, nil)
@@ -150,18 +151,18 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 
 	// Admin: the workspace goes.
 	h.do(adminKey, "DELETE", "/v1/workspaces/"+ws.ID, nil, 202, nil)
-	expect("workspaces.delete", "workspaces/"+ws.ID, 202, adminID, models.DefaultTenantID, "ok")
+	expect("workspaces.delete", "workspaces/"+ws.ID, 202, adminID, wire.DefaultTenantID, "ok")
 	eventually(t, time.Minute, "workspace gone", func() bool {
 		return h.status(adminKey, "GET", "/v1/workspaces/"+ws.ID) == 404
 	})
-	var evs struct{ Items []models.Event }
+	var evs struct{ Items []wire.Event }
 	h.do(adminKey, "GET", "/v1/workspaces/"+ws.ID+"/events", nil, 200, &evs)
 	if len(evs.Items) < 3 {
 		t.Errorf("workspace events: %d, want the walkthrough's", len(evs.Items))
 	}
 
 	// The audit log: exactly the mutating requests above, in order.
-	var all struct{ Items []models.AuditEntry }
+	var all struct{ Items []wire.AuditEntry }
 	h.do(adminKey, "GET", "/v1/audit?limit=1000", nil, 200, &all)
 	slices.Reverse(all.Items) // newest first -> in order
 	if got := auditWants(all.Items); !slices.Equal(got, want) {
@@ -178,7 +179,7 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 			acmeWant = append(acmeWant, w)
 		}
 	}
-	var mine struct{ Items []models.AuditEntry }
+	var mine struct{ Items []wire.AuditEntry }
 	h.do(member.Key, "GET", "/v1/audit?tenant=default", nil, 200, &mine) // ?tenant is an admin's filter only
 	slices.Reverse(mine.Items)
 	if got := auditWants(mine.Items); !slices.Equal(got, acmeWant) {
@@ -244,7 +245,7 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 
 // createdKey is the answer to POST /v1/apikeys.
 type createdKey struct {
-	models.APIKey
+	wire.APIKey
 	Key string `json:"key"`
 }
 
@@ -256,7 +257,7 @@ type auditWant struct {
 	Result           string
 }
 
-func auditWants(es []models.AuditEntry) []auditWant {
+func auditWants(es []wire.AuditEntry) []auditWant {
 	out := make([]auditWant, 0, len(es))
 	for _, e := range es {
 		out = append(out, auditWant{e.Action, e.Resource, e.Status, e.KeyID, e.TenantID, e.Result})

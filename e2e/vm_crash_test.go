@@ -13,6 +13,7 @@ import (
 	"github.com/primerhq/primer/backend/vm"
 	"github.com/primerhq/primer/backend/vm/vmtest"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // gateUseradd puts a useradd in front of the host's (root's PATH has
@@ -60,7 +61,7 @@ func TestVMCrashDuringProvision(t *testing.T) {
 	eventually(t, time.Minute, "the start script of "+id+" in useradd", func() bool {
 		return strings.TrimSpace(host.Exec(t, "test -e /tmp/primer-gate/reached && echo yes; true")) == "yes"
 	})
-	if got, err := s.api.GetWorkspace(ctx, id); err != nil || got.Phase != models.PhasePending {
+	if got, err := s.api.GetWorkspace(ctx, id); err != nil || got.Phase != wire.PhasePending {
 		t.Fatalf("before the kill: %+v, %v; want pending (its start script waits in useradd)", got, err)
 	}
 	killed := time.Now()
@@ -118,7 +119,7 @@ func TestVMCrashDuringProvision(t *testing.T) {
 	// The cut-off provisioning was resumed, not failed and rebuilt.
 	evs := eventTypes(t, ctx, s.api, id)
 	t.Logf("%s events: %v", id, evs)
-	if slices.Contains(evs, models.EventProvisionFailed) || slices.Contains(evs, models.EventRecoveryStarted) {
+	if slices.Contains(evs, wire.EventProvisionFailed) || slices.Contains(evs, wire.EventRecoveryStarted) {
 		t.Errorf("%s: events %v, want the provisioning resumed without a failure", id, evs)
 	}
 

@@ -14,7 +14,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/vm"
 	"github.com/primerhq/primer/backend/vm/vmtest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // vmSnippet is the recipe's snippet with paths relative to the workspace
@@ -133,10 +133,10 @@ func TestVMFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.Restart(t)
-		failed := waitPhase(t, p.api, ws.ID, models.PhaseFailed, time.Minute)
+		failed := waitPhase(t, p.api, ws.ID, wire.PhaseFailed, time.Minute)
 		t.Logf("failed: %s", failed.Reason)
-		waitEvent(t, p.api, ws.ID, models.EventRecovered, 2*time.Minute)
-		waitPhase(t, p.api, ws.ID, models.PhaseRunning, time.Minute)
+		waitEvent(t, p.api, ws.ID, wire.EventRecovered, 2*time.Minute)
+		waitPhase(t, p.api, ws.ID, wire.PhaseRunning, time.Minute)
 		if got, err := p.api.ReadFile(ctx, ws.ID, "notes.txt"); err != nil || string(got) != "must survive a reboot\n" {
 			t.Errorf("notes.txt after recovery = %q, %v", got, err)
 		}
@@ -146,7 +146,7 @@ func TestVMFaults(t *testing.T) {
 		ws := createRunning(t, p, "stays")
 		b.KillSSHD(t)
 		t.Cleanup(func() { b.Restart(t) })
-		failed := waitPhase(t, p.api, ws.ID, models.PhaseFailed, time.Minute)
+		failed := waitPhase(t, p.api, ws.ID, wire.PhaseFailed, time.Minute)
 		if !strings.Contains(strings.ToLower(failed.Reason), "ssh") {
 			t.Errorf("failed reason = %q, want the SSH error", failed.Reason)
 		}
@@ -190,7 +190,7 @@ func TestVMBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	host.Stop(t)
-	ws := createInPhase(t, p, "box", models.PhaseFailed)
+	ws := createInPhase(t, p, "box", wire.PhaseFailed)
 	if !strings.Contains(ws.Reason, "ssh") || !strings.Contains(ws.Reason, host.Addr) {
 		t.Errorf("failed reason = %q, want the SSH error naming %s", ws.Reason, host.Addr)
 	}

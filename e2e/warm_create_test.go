@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -46,7 +46,7 @@ func TestWarmCreate(t *testing.T) {
 		t.Fatalf("first exec in %s: %+v (%v)", ws.ID, res, err)
 	}
 	t.Logf("warm create to first exec: %s", took)
-	if ws.Source != client.LeaseWarm || ws.Phase != models.PhaseRunning || ws.PoolID != "" || ws.PoolState != "" ||
+	if ws.Source != client.LeaseWarm || ws.Phase != wire.PhaseRunning || ws.PoolID != "" || ws.PoolState != "" ||
 		ws.Labels["run"] != "1" || (ws.ID != members[0].ID && ws.ID != members[1].ID) {
 		t.Fatalf("create = %+v, want a running member of %v, out of the pool, with its labels", ws, members)
 	}
@@ -66,16 +66,16 @@ func TestWarmCreate(t *testing.T) {
 		}
 	}
 	got, err := api.GetWorkspace(ctx, ws.ID)
-	if err != nil || got.Phase != models.PhaseRunning || got.PoolID != "" {
+	if err != nil || got.Phase != wire.PhaseRunning || got.PoolID != "" {
 		t.Fatalf("taken workspace = %+v (%v)", got, err)
 	}
 
 	// No pool on the template: cold, pending.
-	cold, err := api.Create(ctx, client.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	cold, err := api.Create(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cold.Source != client.LeaseCold || cold.Phase != models.PhasePending {
+	if cold.Source != client.LeaseCold || cold.Phase != wire.PhasePending {
 		t.Fatalf("create without a pool = %+v, want cold and pending", cold)
 	}
 

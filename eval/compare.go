@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // scoreEpsilon is how much two scores may differ and still be the same:
@@ -50,7 +50,7 @@ type ScoreChange struct {
 // never nil. A case only counts as a regression or fix between final
 // verdicts (pass and fail or error); a case not final in either run is
 // neither, nor unchanged.
-func Compare(baseID string, base []models.CaseResult, headID string, head []models.CaseResult) Comparison {
+func Compare(baseID string, base []wire.CaseResult, headID string, head []wire.CaseResult) Comparison {
 	cmp := Comparison{
 		Base:         baseID,
 		Head:         headID,
@@ -60,7 +60,7 @@ func Compare(baseID string, base []models.CaseResult, headID string, head []mode
 		Missing:      []string{},
 		ScoreChanges: []ScoreChange{},
 	}
-	baseByID := make(map[string]*models.CaseResult, len(base))
+	baseByID := make(map[string]*wire.CaseResult, len(base))
 	for i := range base {
 		baseByID[base[i].CaseID] = &base[i]
 	}
@@ -115,8 +115,8 @@ func Compare(baseID string, base []models.CaseResult, headID string, head []mode
 // finalVerdict is r's verdict when it is final, else its status
 // (pending, running, canceled), so a finished case never compares equal
 // to an unfinished one.
-func finalVerdict(r *models.CaseResult) string {
-	if r.Status == models.CaseDone {
+func finalVerdict(r *wire.CaseResult) string {
+	if r.Status == wire.CaseDone {
 		return r.Verdict
 	}
 	return r.Status

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func TestCompare(t *testing.T) {
-	withReason := func(r models.CaseResult, reason string) models.CaseResult { r.Reason = reason; return r }
-	base := []models.CaseResult{
+	withReason := func(r wire.CaseResult, reason string) wire.CaseResult { r.Reason = reason; return r }
+	base := []wire.CaseResult{
 		done("flip-down", VerdictPass, 0, nil),
 		done("flip-up", VerdictFail, 0, nil),
 		done("err-up", VerdictError, 0, nil),
@@ -26,7 +26,7 @@ func TestCompare(t *testing.T) {
 		done("fail-to-error", VerdictFail, 0, nil),
 		done("was-done", VerdictPass, 0, nil),
 	}
-	head := []models.CaseResult{
+	head := []wire.CaseResult{
 		done("only-head", VerdictPass, 0, nil),
 		withReason(done("flip-down", VerdictFail, 0, nil), "exit code 1, want 0"),
 		done("flip-up", VerdictPass, 0, nil),
@@ -39,7 +39,7 @@ func TestCompare(t *testing.T) {
 		done("score-new", VerdictPass, 0, fp(1)),
 		done("score-noise", VerdictPass, 0, fp(0.3)),
 		done("fail-to-error", VerdictError, 0, nil),
-		{CaseID: "was-done", Status: models.CaseCanceled},
+		{CaseID: "was-done", Status: wire.CaseCanceled},
 	}
 	cmp := Compare("run-a", base, "run-b", head)
 	if cmp.Base != "run-a" || cmp.Head != "run-b" {
@@ -91,7 +91,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestCompareEmptyListsAreJSONArrays(t *testing.T) {
-	same := []models.CaseResult{done("a", VerdictPass, 0, nil)}
+	same := []wire.CaseResult{done("a", VerdictPass, 0, nil)}
 	for _, cmp := range []Comparison{Compare("x", nil, "y", nil), Compare("x", same, "y", same)} {
 		out, err := json.Marshal(cmp)
 		if err != nil {

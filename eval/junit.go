@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // The JUnit XML document, in the shape CI systems (Jenkins, GitLab,
@@ -59,7 +59,7 @@ type (
 // the suite, one testcase per case (classname the suite id, name the case
 // id, time in seconds), <failure> for fail, <error> for error, <skipped>
 // for cases not final, system-out/system-err with the tails.
-func JUnit(run *models.Run, results []models.CaseResult) ([]byte, error) {
+func JUnit(run *wire.Run, results []wire.CaseResult) ([]byte, error) {
 	if run == nil {
 		return nil, errs.E(errs.Other, "junit: no run")
 	}
@@ -84,7 +84,7 @@ func JUnit(run *models.Run, results []models.CaseResult) ([]byte, error) {
 		}
 		sumMS += r.DurationMS
 		switch {
-		case r.Status != models.CaseDone:
+		case r.Status != wire.CaseDone:
 			suite.Skipped++
 			tc.Skipped = &junitProblem{Message: r.Status}
 		case r.Verdict == VerdictPass:
@@ -125,7 +125,7 @@ func JUnit(run *models.Run, results []models.CaseResult) ([]byte, error) {
 
 // detail is the body of a failure or error: the reason and, when the
 // command ran, its exit code.
-func detail(r *models.CaseResult) string {
+func detail(r *wire.CaseResult) string {
 	if r.ExitCode == nil {
 		return r.Reason
 	}

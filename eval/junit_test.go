@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // parsed is what a CI system reads of a JUnit document.
@@ -46,18 +46,18 @@ type parsed struct {
 func TestJUnit(t *testing.T) {
 	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	end := start.Add(90 * time.Second)
-	run := &models.Run{ID: "run-1", SuiteID: "py-basics", Status: models.RunSucceeded, StartedAt: &start, EndedAt: &end}
+	run := &wire.Run{ID: "run-1", SuiteID: "py-basics", Status: wire.RunSucceeded, StartedAt: &start, EndedAt: &end}
 	fail := done("b", VerdictFail, 2500, nil)
 	fail.Reason, fail.ExitCode = `stdout does not contain "<ok> & 'done'"`, intp(1)
 	fail.Stdout, fail.Stderr = "got \x00\x1b[31mred\x1b[0m <b>", "Traceback ]]> end"
 	errored := done("c", VerdictError, 10, nil)
 	errored.Reason = "workspace ws-1: lost"
-	results := []models.CaseResult{
+	results := []wire.CaseResult{
 		done("a", VerdictPass, 1234, fp(1)),
 		fail,
 		errored,
-		{CaseID: "d", Status: models.CaseCanceled},
-		{CaseID: "e", Status: models.CasePending},
+		{CaseID: "d", Status: wire.CaseCanceled},
+		{CaseID: "e", Status: wire.CasePending},
 	}
 	out, err := JUnit(run, results)
 	if err != nil {
@@ -114,12 +114,12 @@ func TestJUnit(t *testing.T) {
 	if c.Error == nil || c.Error.Message != "workspace ws-1: lost" {
 		t.Errorf("error case = %+v", c)
 	}
-	if d.Skipped == nil || d.Skipped.Message != models.CaseCanceled {
+	if d.Skipped == nil || d.Skipped.Message != wire.CaseCanceled {
 		t.Errorf("canceled case = %+v", d)
 	}
 
 	// A run not begun: the suite's time is the sum of its cases'.
-	out, err = JUnit(&models.Run{ID: "run-2", SuiteID: "s"}, []models.CaseResult{done("a", VerdictPass, 1500, nil), done("b", VerdictPass, 500, nil)})
+	out, err = JUnit(&wire.Run{ID: "run-2", SuiteID: "s"}, []wire.CaseResult{done("a", VerdictPass, 1500, nil), done("b", VerdictPass, 500, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package eval
 import (
 	"slices"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Progress is a run's live summary.
@@ -27,7 +27,7 @@ type Progress struct {
 // Summarize computes a run's progress from its results. A case is final
 // when its status is models.CaseDone; a final case without a known
 // verdict counts as an error, a status Primer does not know as pending.
-func Summarize(results []models.CaseResult) Progress {
+func Summarize(results []wire.CaseResult) Progress {
 	p := Progress{Total: len(results)}
 	var (
 		durations []int64
@@ -37,11 +37,11 @@ func Summarize(results []models.CaseResult) Progress {
 	for i := range results {
 		r := &results[i]
 		switch r.Status {
-		case models.CaseDone:
-		case models.CaseRunning:
+		case wire.CaseDone:
+		case wire.CaseRunning:
 			p.Running++
 			continue
-		case models.CaseCanceled:
+		case wire.CaseCanceled:
 			p.Canceled++
 			continue
 		default:

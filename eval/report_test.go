@@ -6,24 +6,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func fp(f float64) *float64 { return &f }
 
-func done(id, verdict string, ms int64, score *float64) models.CaseResult {
-	return models.CaseResult{CaseID: id, Status: models.CaseDone, Verdict: verdict, DurationMS: ms, Score: score}
+func done(id, verdict string, ms int64, score *float64) wire.CaseResult {
+	return wire.CaseResult{CaseID: id, Status: wire.CaseDone, Verdict: verdict, DurationMS: ms, Score: score}
 }
 
 func TestSummarize(t *testing.T) {
-	results := []models.CaseResult{
+	results := []wire.CaseResult{
 		done("a", VerdictPass, 100, fp(1)),
 		done("b", VerdictPass, 300, fp(0.5)),
 		done("c", VerdictFail, 200, nil),
 		done("d", VerdictError, 400, fp(0)),
-		{CaseID: "e", Status: models.CasePending},
-		{CaseID: "f", Status: models.CaseRunning, DurationMS: 99999, Score: fp(100)},
-		{CaseID: "g", Status: models.CaseCanceled, DurationMS: 99999},
+		{CaseID: "e", Status: wire.CasePending},
+		{CaseID: "f", Status: wire.CaseRunning, DurationMS: 99999, Score: fp(100)},
+		{CaseID: "g", Status: wire.CaseCanceled, DurationMS: 99999},
 	}
 	p := Summarize(results)
 	want := Progress{Total: 7, Pending: 1, Running: 1, Pass: 2, Fail: 1, Error: 1, Canceled: 1,
@@ -40,7 +40,7 @@ func TestSummarize(t *testing.T) {
 	if empty != (Progress{}) {
 		t.Errorf("Summarize(nil) = %+v", empty)
 	}
-	out, _ := json.Marshal(Summarize([]models.CaseResult{{Status: models.CasePending}}))
+	out, _ := json.Marshal(Summarize([]wire.CaseResult{{Status: wire.CasePending}}))
 	if strings.Contains(string(out), "mean_score") || !strings.Contains(string(out), `"pass_rate":0`) {
 		t.Errorf("progress without final cases = %s", out)
 	}

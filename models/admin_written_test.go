@@ -3,6 +3,8 @@ package models
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // TestEnsureDefaultsAdminWritten: the seeded default template is the
@@ -24,17 +26,17 @@ func TestEnsureDefaultsAdminWritten(t *testing.T) {
 			s := openTestSQLite(t)
 			ctx := t.Context()
 			must(t, s.EnsureDefaults(ctx, t.TempDir()))
-			got, err := s.GetTemplate(ctx, DefaultTemplateID)
+			got, err := s.GetTemplate(ctx, wire.DefaultTemplateID)
 			must(t, err)
 			if !got.AdminWritten {
 				t.Fatal("a fresh default template is not admin-written")
 			}
 			// As stored before the rule: no mark, maybe edited.
-			must(t, s.w.Model(&Template{}).Where("id = ?", DefaultTemplateID).UpdateColumns(map[string]any{
+			must(t, s.w.Model(&wire.Template{}).Where("id = ?", wire.DefaultTemplateID).UpdateColumns(map[string]any{
 				"admin_written": false, "generation": tc.gen, "backend": jsonColumn(json.RawMessage(tc.backend)),
 			}).Error)
 			must(t, s.EnsureDefaults(ctx, t.TempDir()))
-			got, err = s.GetTemplate(ctx, DefaultTemplateID)
+			got, err = s.GetTemplate(ctx, wire.DefaultTemplateID)
 			must(t, err)
 			if got.AdminWritten != tc.want {
 				t.Errorf("after the upgrade admin_written = %v, want %v", got.AdminWritten, tc.want)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // migrateKeyParents gives the keys made before parents were recorded the
@@ -15,22 +17,22 @@ import (
 // whose keys all have their parents, so it is cheap on every start.
 func migrateKeyParents(tx *gorm.DB) error {
 	res := tx.Exec(`UPDATE api_keys SET parent_id = created_by
-		WHERE parent_id = '' AND created_by <> '' AND created_by IN (SELECT id FROM api_keys WHERE role <> ?)`, RoleAdmin)
+		WHERE parent_id = '' AND created_by <> '' AND created_by IN (SELECT id FROM api_keys WHERE role <> ?)`, wire.RoleAdmin)
 	if res.Error != nil || res.RowsAffected == 0 {
 		return res.Error
 	}
-	var ks []APIKey
+	var ks []wire.APIKey
 	if err := tx.Find(&ks).Error; err != nil {
 		return err
 	}
-	byID := make(map[string]*APIKey, len(ks))
+	byID := make(map[string]*wire.APIKey, len(ks))
 	for i := range ks {
 		byID[ks[i].ID] = &ks[i]
 	}
 	for i := range ks {
 		k := &ks[i]
 		revoked, expires := k.RevokedAt, k.ExpiresAt
-		for p, depth := byID[k.ParentID], 0; p != nil && depth <= MaxKeyDepth; p, depth = byID[p.ParentID], depth+1 {
+		for p, depth := byID[k.ParentID], 0; p != nil && depth <= wire.MaxKeyDepth; p, depth = byID[p.ParentID], depth+1 {
 			if revoked == nil && p.RevokedAt != nil {
 				revoked = p.RevokedAt
 			}
@@ -41,7 +43,7 @@ func migrateKeyParents(tx *gorm.DB) error {
 		if revoked == k.RevokedAt && expires == k.ExpiresAt {
 			continue
 		}
-		if err := tx.Model(&APIKey{}).Where("id = ?", k.ID).Updates(map[string]any{
+		if err := tx.Model(&wire.APIKey{}).Where("id = ?", k.ID).Updates(map[string]any{
 			"revoked_at": timeOrNil(revoked), "expires_at": timeOrNil(expires),
 		}).Error; err != nil {
 			return err

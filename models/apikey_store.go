@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // apiKeyPrefix starts every API key: pmr.<key id>.<secret>.
@@ -44,10 +45,6 @@ func ParseAPIKey(key string) (string, error) {
 	return parts[1], nil
 }
 
-// MaxKeyDepth is how deep a key may sit under its root: a key at this
-// depth may not mint another. It bounds the chain authentication walks.
-const MaxKeyDepth = 16
-
 // CreateAPIKey inserts k; Conflict if the id exists, NotFound (field
 // tenant_id) if its tenant does not exist, Invalid for an unknown role.
 //
@@ -56,9 +53,9 @@ const MaxKeyDepth = 16
 // ExpiresAt after the parent's is Invalid (field expires_at), and no
 // ExpiresAt takes the parent's. The parent's row is locked while the key is
 // inserted, so a revoke of the parent that races the insert sees the new key.
-func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
+func (s *Store) CreateAPIKey(ctx context.Context, k *wire.APIKey) error {
 	switch k.Role {
-	case RoleAdmin, RoleMember, RoleViewer:
+	case wire.RoleAdmin, wire.RoleMember, wire.RoleViewer:
 	default:
 		return errs.Field("role", "api key: role %q: want admin, member or viewer", k.Role)
 	}
@@ -71,14 +68,14 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 	}
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var n int64
-		if err := tx.Model(&Tenant{}).Where("id = ?", k.TenantID).Count(&n).Error; err != nil {
+		if err := tx.Model(&wire.Tenant{}).Where("id = ?", k.TenantID).Count(&n).Error; err != nil {
 			return dbError(ctx, err, "api key "+k.ID+": create")
 		}
 		if n == 0 {
 			return &errs.Error{Kind: errs.NotFound, Field: "tenant_id", Msg: "api key: tenant " + k.TenantID + ": not found"}
 		}
 		if k.ParentID != "" {
-			if err := lockRow(tx, forUpdate, &APIKey{}, "api key", k.ParentID); err != nil {
+			if err := lockRow(tx, forUpdate, &wire.APIKey{}, "api key", k.ParentID); err != nil {
 				return err
 			}
 			chain, err := keyChain(tx, k.ParentID)
@@ -97,11 +94,11 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *APIKey) error {
 // boundByParent checks that k may be minted under chain (its parent first,
 // then the parent's ancestors) at now, and gives k the parent's expiry when
 // it has none.
-func boundByParent(k *APIKey, chain []APIKey, now time.Time) error {
+func boundByParent(k *wire.APIKey, chain []wire.APIKey, now time.Time) error {
 	if why := chainProblem(chain, now); why != "" {
 		return errs.E(errs.Forbidden, "api key: the key %s minting it %s", k.ParentID, why)
 	}
-	if len(chain) >= MaxKeyDepth {
+	if len(chain) >= wire.MaxKeyDepth {
 		return errs.E(errs.Forbidden, "api key: the key %s minting it is %d keys deep; a key that deep may not mint another", k.ParentID, len(chain))
 	}
 	limit := ChainExpiry(chain)
@@ -120,7 +117,7 @@ func boundByParent(k *APIKey, chain []APIKey, now time.Time) error {
 // ChainWorks returns nil if every key of chain (a key, then its ancestors
 // up to its root) is neither revoked nor expired at now, else an
 // Unauthenticated error saying which is, without echoing any secret.
-func ChainWorks(chain []APIKey, now time.Time) error {
+func ChainWorks(chain []wire.APIKey, now time.Time) error {
 	if len(chain) == 0 {
 		return errs.E(errs.Unauthenticated, "api key: unknown")
 	}
@@ -132,7 +129,7 @@ func ChainWorks(chain []APIKey, now time.Time) error {
 
 // chainProblem says why chain does not work at now ("" if it does): the
 // first key of it that is revoked or expired, or a missing ancestor.
-func chainProblem(chain []APIKey, now time.Time) string {
+func chainProblem(chain []wire.APIKey, now time.Time) string {
 	for i, k := range chain {
 		whose := ""
 		if i > 0 {
@@ -155,7 +152,7 @@ func chainProblem(chain []APIKey, now time.Time) string {
 
 // ChainExpiry is the earliest expiry of chain: when the first key of it
 // stops working by time alone; nil if none of them expires.
-func ChainExpiry(chain []APIKey) *time.Time {
+func ChainExpiry(chain []wire.APIKey) *time.Time {
 	var at *time.Time
 	for _, k := range chain {
 		if k.ExpiresAt != nil && (at == nil || k.ExpiresAt.Before(*at)) {
@@ -175,15 +172,15 @@ const keyChainSQL = `WITH RECURSIVE chain AS (
 
 // keyChain returns the key id and its ancestors, the key first, root last;
 // empty if id is unknown.
-func keyChain(db *gorm.DB, id string) ([]APIKey, error) {
+func keyChain(db *gorm.DB, id string) ([]wire.APIKey, error) {
 	var rows []struct {
-		APIKey
+		wire.APIKey
 		Depth int
 	}
-	if err := db.Raw(keyChainSQL, id, MaxKeyDepth+1).Scan(&rows).Error; err != nil {
+	if err := db.Raw(keyChainSQL, id, wire.MaxKeyDepth+1).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
-	ks := make([]APIKey, len(rows))
+	ks := make([]wire.APIKey, len(rows))
 	for i, r := range rows {
 		ks[i] = r.APIKey
 	}
@@ -193,7 +190,7 @@ func keyChain(db *gorm.DB, id string) ([]APIKey, error) {
 // APIKeyChain returns the key id and every key above it (its parent, the
 // parent's parent, up to the root), the key first, in one read; NotFound
 // if id is unknown. Authentication checks the whole chain.
-func (s *Store) APIKeyChain(ctx context.Context, id string) ([]APIKey, error) {
+func (s *Store) APIKeyChain(ctx context.Context, id string) ([]wire.APIKey, error) {
 	ks, err := keyChain(s.r.WithContext(ctx), id)
 	if err != nil {
 		return nil, dbError(ctx, err, "api key "+id+": get chain")
@@ -205,8 +202,8 @@ func (s *Store) APIKeyChain(ctx context.Context, id string) ([]APIKey, error) {
 }
 
 // GetAPIKey returns the key row; NotFound if absent.
-func (s *Store) GetAPIKey(ctx context.Context, id string) (*APIKey, error) {
-	var k APIKey
+func (s *Store) GetAPIKey(ctx context.Context, id string) (*wire.APIKey, error) {
+	var k wire.APIKey
 	if err := s.r.WithContext(ctx).Take(&k, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "api key", id)
 	}
@@ -217,7 +214,7 @@ func (s *Store) GetAPIKey(ctx context.Context, id string) (*APIKey, error) {
 // on a database no `primer serve` has started on yet.
 func (s *Store) CountAPIKeys(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.r.WithContext(ctx).Model(&APIKey{}).Count(&n).Error; err != nil {
+	if err := s.r.WithContext(ctx).Model(&wire.APIKey{}).Count(&n).Error; err != nil {
 		return 0, dbError(ctx, err, "api keys: count")
 	}
 	return n, nil
@@ -225,12 +222,12 @@ func (s *Store) CountAPIKeys(ctx context.Context) (int64, error) {
 
 // ListAPIKeys returns the keys of tenant ("" = every tenant), revoked and
 // expired ones included, oldest first.
-func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey, error) {
+func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]wire.APIKey, error) {
 	q := s.r.WithContext(ctx).Order("created_at, id")
 	if tenant != "" {
 		q = q.Where("tenant_id = ?", tenant)
 	}
-	ks := []APIKey{}
+	ks := []wire.APIKey{}
 	if err := q.Find(&ks).Error; err != nil {
 		return nil, dbError(ctx, err, "api keys: list")
 	}
@@ -247,23 +244,23 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey, error
 // on PostgreSQL each level reads what committed before it: a key minted
 // under a key of the subtree while this runs (its insert locked the parent
 // row, which this revoke waits for) is found by the next level.
-func (s *Store) RevokeAPIKey(ctx context.Context, id string) (*APIKey, int, error) {
+func (s *Store) RevokeAPIKey(ctx context.Context, id string) (*wire.APIKey, int, error) {
 	now := storedTime(time.Now())
 	var below int
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
+		if err := tx.Model(&wire.APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", now).Error; err != nil {
 			return err
 		}
 		level := []string{id}
-		for depth := 0; len(level) > 0 && depth <= MaxKeyDepth; depth++ {
+		for depth := 0; len(level) > 0 && depth <= wire.MaxKeyDepth; depth++ {
 			var next []string
-			if err := tx.Model(&APIKey{}).Where("parent_id IN ?", level).Order("id").Pluck("id", &next).Error; err != nil {
+			if err := tx.Model(&wire.APIKey{}).Where("parent_id IN ?", level).Order("id").Pluck("id", &next).Error; err != nil {
 				return err
 			}
 			if len(next) == 0 {
 				break
 			}
-			res := tx.Model(&APIKey{}).Where("id IN ? AND revoked_at IS NULL", next).Update("revoked_at", now)
+			res := tx.Model(&wire.APIKey{}).Where("id IN ? AND revoked_at IS NULL", next).Update("revoked_at", now)
 			if res.Error != nil {
 				return res.Error
 			}
@@ -280,23 +277,16 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) (*APIKey, int, erro
 	return k, below, err
 }
 
-// APIKeyNode is one key of a key tree listing: the key and how deep it
-// sits under the first listed key above it (0: a root of the listing).
-type APIKeyNode struct {
-	APIKey
-	Depth int `json:"depth"`
-}
-
 // KeyTree orders ks as a forest, depth first: each key is followed by the
 // keys minted under it, oldest first. A key whose parent is not in ks
 // (a root, or a key minted by another tenant's admin key) starts a tree.
-func KeyTree(ks []APIKey) []APIKeyNode {
+func KeyTree(ks []wire.APIKey) []wire.APIKeyNode {
 	in := make(map[string]bool, len(ks))
 	for _, k := range ks {
 		in[k.ID] = true
 	}
-	children := map[string][]APIKey{}
-	var roots []APIKey
+	children := map[string][]wire.APIKey{}
+	var roots []wire.APIKey
 	for _, k := range ks {
 		if k.ParentID != "" && in[k.ParentID] && k.ParentID != k.ID {
 			children[k.ParentID] = append(children[k.ParentID], k)
@@ -304,15 +294,15 @@ func KeyTree(ks []APIKey) []APIKeyNode {
 			roots = append(roots, k)
 		}
 	}
-	out := make([]APIKeyNode, 0, len(ks))
+	out := make([]wire.APIKeyNode, 0, len(ks))
 	seen := make(map[string]bool, len(ks))
-	var walk func(k APIKey, depth int)
-	walk = func(k APIKey, depth int) {
+	var walk func(k wire.APIKey, depth int)
+	walk = func(k wire.APIKey, depth int) {
 		if seen[k.ID] {
 			return
 		}
 		seen[k.ID] = true
-		out = append(out, APIKeyNode{APIKey: k, Depth: depth})
+		out = append(out, wire.APIKeyNode{APIKey: k, Depth: depth})
 		for _, c := range children[k.ID] {
 			walk(c, depth+1)
 		}
@@ -331,6 +321,6 @@ func KeyTree(ks []APIKey) []APIKeyNode {
 // update of one column; an unknown id is not an error (the key may have
 // been deleted with nothing to record).
 func (s *Store) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
-	err := s.w.WithContext(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", storedTime(at)).Error
+	err := s.w.WithContext(ctx).Model(&wire.APIKey{}).Where("id = ?", id).Update("last_used_at", storedTime(at)).Error
 	return writeError(ctx, err, "api key", id, "touch")
 }

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // childKey stores a key of tenant minted under parent and returns it.
-func childKey(t *testing.T, ctx context.Context, s *Store, tenant, role, parent string, expires *time.Time) *APIKey {
+func childKey(t *testing.T, ctx context.Context, s *Store, tenant, role, parent string, expires *time.Time) *wire.APIKey {
 	t.Helper()
 	id, _, hash := NewAPIKey()
-	k := &APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash, CreatedBy: parent, ParentID: parent, ExpiresAt: expires}
+	k := &wire.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash, CreatedBy: parent, ParentID: parent, ExpiresAt: expires}
 	must(t, s.CreateAPIKey(ctx, k))
 	return k
 }
@@ -33,16 +34,16 @@ func chainErr(t *testing.T, ctx context.Context, s *Store, id string) error {
 }
 
 func testAPIKeyChain(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "team"}))
-	root := childKey(t, ctx, s, "team", RoleMember, "", nil)
-	a := childKey(t, ctx, s, "team", RoleMember, root.ID, nil)
-	b := childKey(t, ctx, s, "team", RoleMember, a.ID, nil)
-	c := childKey(t, ctx, s, "team", RoleViewer, b.ID, nil)
-	sibling := childKey(t, ctx, s, "team", RoleMember, root.ID, nil)
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "team"}))
+	root := childKey(t, ctx, s, "team", wire.RoleMember, "", nil)
+	a := childKey(t, ctx, s, "team", wire.RoleMember, root.ID, nil)
+	b := childKey(t, ctx, s, "team", wire.RoleMember, a.ID, nil)
+	c := childKey(t, ctx, s, "team", wire.RoleViewer, b.ID, nil)
+	sibling := childKey(t, ctx, s, "team", wire.RoleMember, root.ID, nil)
 
 	chain, err := s.APIKeyChain(ctx, c.ID)
 	must(t, err)
-	if got := idsOf(chain, func(k APIKey) string { return k.ID }); !slices.Equal(got, []string{c.ID, b.ID, a.ID, root.ID}) {
+	if got := idsOf(chain, func(k wire.APIKey) string { return k.ID }); !slices.Equal(got, []string{c.ID, b.ID, a.ID, root.ID}) {
 		t.Fatalf("APIKeyChain(c) = %v", got)
 	}
 	_, err = s.APIKeyChain(ctx, "key-nope")
@@ -69,63 +70,63 @@ func testAPIKeyChain(t *testing.T, ctx context.Context, s *Store) {
 	}
 	// A revoked key mints nothing.
 	id, _, hash := NewAPIKey()
-	err = s.CreateAPIKey(ctx, &APIKey{ID: id, TenantID: "team", Role: RoleMember, Hash: hash, ParentID: b.ID})
+	err = s.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: "team", Role: wire.RoleMember, Hash: hash, ParentID: b.ID})
 	wantErr(t, err, errs.Forbidden, "revoked")
 
 	// A child of an expiring key: none asked, it takes the parent's
 	// expiry; a later one is refused; an earlier one is kept.
 	soon := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-	exp := childKey(t, ctx, s, "team", RoleMember, root.ID, &soon)
-	inherit := childKey(t, ctx, s, "team", RoleMember, exp.ID, nil)
+	exp := childKey(t, ctx, s, "team", wire.RoleMember, root.ID, &soon)
+	inherit := childKey(t, ctx, s, "team", wire.RoleMember, exp.ID, nil)
 	if inherit.ExpiresAt == nil || !inherit.ExpiresAt.Equal(soon) {
 		t.Errorf("child of a key expiring %v expires %v, want the same", soon, inherit.ExpiresAt)
 	}
 	later := soon.Add(time.Minute)
 	id, _, hash = NewAPIKey()
-	err = s.CreateAPIKey(ctx, &APIKey{ID: id, TenantID: "team", Role: RoleMember, Hash: hash, ParentID: exp.ID, ExpiresAt: &later})
+	err = s.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: "team", Role: wire.RoleMember, Hash: hash, ParentID: exp.ID, ExpiresAt: &later})
 	wantErr(t, err, errs.Invalid, "a key never outlives its parent")
 	if errs.FieldOf(err) != "expires_at" {
 		t.Errorf("later expiry: field %q, want expires_at", errs.FieldOf(err))
 	}
 	earlier := soon.Add(-time.Minute)
-	if k := childKey(t, ctx, s, "team", RoleMember, exp.ID, &earlier); !k.ExpiresAt.Equal(earlier) {
+	if k := childKey(t, ctx, s, "team", wire.RoleMember, exp.ID, &earlier); !k.ExpiresAt.Equal(earlier) {
 		t.Errorf("earlier expiry became %v", k.ExpiresAt)
 	}
 
 	// An ancestor that expired stops the chain even when the child's own
 	// row says it works (a row made before expiries were bounded).
 	past := time.Now().Add(-time.Minute)
-	must(t, s.w.Model(&APIKey{}).Where("id = ?", exp.ID).Update("expires_at", storedTime(past)).Error)
+	must(t, s.w.Model(&wire.APIKey{}).Where("id = ?", exp.ID).Update("expires_at", storedTime(past)).Error)
 	wantErr(t, chainErr(t, ctx, s, inherit.ID), errs.Unauthenticated, "expired at")
 	wantErr(t, chainErr(t, ctx, s, inherit.ID), errs.Unauthenticated, exp.ID)
 
 	// A missing ancestor row refuses the key too.
-	orphan := childKey(t, ctx, s, "team", RoleMember, root.ID, nil)
-	must(t, s.w.Model(&APIKey{}).Where("id = ?", orphan.ID).Update("parent_id", "key-gone").Error)
+	orphan := childKey(t, ctx, s, "team", wire.RoleMember, root.ID, nil)
+	must(t, s.w.Model(&wire.APIKey{}).Where("id = ?", orphan.ID).Update("parent_id", "key-gone").Error)
 	wantErr(t, chainErr(t, ctx, s, orphan.ID), errs.Unauthenticated, "key-gone, which is unknown")
 
 	// Depth is bounded.
 	parent := root.ID
-	for range MaxKeyDepth - 1 {
-		parent = childKey(t, ctx, s, "team", RoleMember, parent, nil).ID
+	for range wire.MaxKeyDepth - 1 {
+		parent = childKey(t, ctx, s, "team", wire.RoleMember, parent, nil).ID
 	}
 	id, _, hash = NewAPIKey()
-	err = s.CreateAPIKey(ctx, &APIKey{ID: id, TenantID: "team", Role: RoleMember, Hash: hash, ParentID: parent})
+	err = s.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: "team", Role: wire.RoleMember, Hash: hash, ParentID: parent})
 	wantErr(t, err, errs.Forbidden, "may not mint another")
 }
 
 func TestKeyTree(t *testing.T) {
-	k := func(id, parent string) APIKey { return APIKey{ID: id, ParentID: parent} }
+	k := func(id, parent string) wire.APIKey { return wire.APIKey{ID: id, ParentID: parent} }
 	for _, tc := range []struct {
 		name string
-		in   []APIKey
+		in   []wire.APIKey
 		want []string // id:depth
 	}{
 		{"empty", nil, []string{}},
-		{"flat", []APIKey{k("a", ""), k("b", "")}, []string{"a:0", "b:0"}},
-		{"nested", []APIKey{k("r", ""), k("a", "r"), k("b", "r"), k("c", "a")}, []string{"r:0", "a:1", "c:2", "b:1"}},
-		{"parent elsewhere", []APIKey{k("a", "admin"), k("b", "a")}, []string{"a:0", "b:1"}},
-		{"cycle", []APIKey{k("a", "b"), k("b", "a")}, []string{"a:0", "b:1"}},
+		{"flat", []wire.APIKey{k("a", ""), k("b", "")}, []string{"a:0", "b:0"}},
+		{"nested", []wire.APIKey{k("r", ""), k("a", "r"), k("b", "r"), k("c", "a")}, []string{"r:0", "a:1", "c:2", "b:1"}},
+		{"parent elsewhere", []wire.APIKey{k("a", "admin"), k("b", "a")}, []string{"a:0", "b:1"}},
+		{"cycle", []wire.APIKey{k("a", "b"), k("b", "a")}, []string{"a:0", "b:1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := []string{}
@@ -140,19 +141,19 @@ func TestKeyTree(t *testing.T) {
 }
 
 func testKeyParentsMigration(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "team"}))
-	admin := childKey(t, ctx, s, "team", RoleAdmin, "", nil)
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "team"}))
+	admin := childKey(t, ctx, s, "team", wire.RoleAdmin, "", nil)
 	soon := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
-	member := childKey(t, ctx, s, "team", RoleMember, "", &soon)
+	member := childKey(t, ctx, s, "team", wire.RoleMember, "", &soon)
 	// Rows as an older Primer wrote them: created_by only.
 	legacy := func(role, by string) string {
 		id, _, hash := NewAPIKey()
-		must(t, s.w.Create(&APIKey{ID: id, TenantID: "team", Role: role, Hash: hash, CreatedBy: by}).Error)
+		must(t, s.w.Create(&wire.APIKey{ID: id, TenantID: "team", Role: role, Hash: hash, CreatedBy: by}).Error)
 		return id
 	}
-	byAdmin := legacy(RoleMember, admin.ID)
-	byMember := legacy(RoleMember, member.ID)
-	grandchild := legacy(RoleViewer, byMember)
+	byAdmin := legacy(wire.RoleMember, admin.ID)
+	byMember := legacy(wire.RoleMember, member.ID)
+	grandchild := legacy(wire.RoleViewer, byMember)
 	must(t, s.w.Transaction(migrateKeyParents))
 	must(t, s.w.Transaction(migrateKeyParents)) // idempotent
 
@@ -191,7 +192,7 @@ func TestTenantOwnedRowsAllRuled(t *testing.T) {
 	}
 	for _, m := range allModels {
 		typ := reflect.TypeOf(m)
-		if _, ok := typ.Elem().FieldByName("TenantID"); !ok || typ == reflect.TypeOf(&Tenant{}) {
+		if _, ok := typ.Elem().FieldByName("TenantID"); !ok || typ == reflect.TypeOf(&wire.Tenant{}) {
 			continue
 		}
 		if _, ok := ruled[typ]; !ok {
@@ -201,33 +202,33 @@ func TestTenantOwnedRowsAllRuled(t *testing.T) {
 }
 
 func testTenantDeleteHistory(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "team"}))
-	must(t, s.CreateLLMProvider(ctx, &LLMProvider{ID: "llm", TenantID: "team", Kind: "openai", BaseURL: "https://api.example"}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "team"}))
+	must(t, s.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "llm", TenantID: "team", Kind: "openai", BaseURL: "https://api.example"}))
 	wantErr(t, s.DeleteTenant(ctx, "team"), errs.Conflict, "1 llm providers")
-	must(t, s.CreateAgent(ctx, &Agent{ID: "agent", TenantID: "team", Model: AgentModel{ProviderID: "llm", ModelName: "m"}}))
+	must(t, s.CreateAgent(ctx, &wire.Agent{ID: "agent", TenantID: "team", Model: wire.AgentModel{ProviderID: "llm", ModelName: "m"}}))
 	wantErr(t, s.DeleteTenant(ctx, "team"), errs.Conflict, "1 agents")
 	must(t, s.DeleteAgent(ctx, "agent"))
 	must(t, s.DeleteLLMProvider(ctx, "llm"))
 
 	// History no route deletes: an event, an ended session with its run
 	// and transcript, a revoked key, an audit entry.
-	must(t, s.AppendEvent(ctx, &Event{TenantID: "team", WorkspaceID: "ws-gone", Type: "workspace.destroyed", Data: json.RawMessage(`{}`)}))
-	ses := &Session{ID: NewID("ses"), TenantID: "team", WorkspaceID: "ws-gone", Status: "open"}
+	must(t, s.AppendEvent(ctx, &wire.Event{TenantID: "team", WorkspaceID: "ws-gone", Type: "workspace.destroyed", Data: json.RawMessage(`{}`)}))
+	ses := &wire.Session{ID: NewID("ses"), TenantID: "team", WorkspaceID: "ws-gone", Status: "open"}
 	must(t, s.w.Create(ses).Error)
-	must(t, s.w.Create(&SessionRun{SessionID: ses.ID, TenantID: "team", AgentID: "agent", Status: "running"}).Error)
-	must(t, s.w.Create(&TranscriptEntry{SessionID: ses.ID, Seq: 1, Role: RoleUser, Content: "hi"}).Error)
+	must(t, s.w.Create(&wire.SessionRun{SessionID: ses.ID, TenantID: "team", AgentID: "agent", Status: "running"}).Error)
+	must(t, s.w.Create(&wire.TranscriptEntry{SessionID: ses.ID, Seq: 1, Role: wire.RoleUser, Content: "hi"}).Error)
 	wantErr(t, s.DeleteTenant(ctx, "team"), errs.Conflict, "1 running session runs, 1 open sessions")
-	must(t, s.w.Model(&Session{}).Where("id = ?", ses.ID).Update("status", "ended").Error)
-	must(t, s.w.Model(&SessionRun{}).Where("session_id = ?", ses.ID).Update("status", "ended").Error)
-	key := childKey(t, ctx, s, "team", RoleMember, "", nil)
+	must(t, s.w.Model(&wire.Session{}).Where("id = ?", ses.ID).Update("status", "ended").Error)
+	must(t, s.w.Model(&wire.SessionRun{}).Where("session_id = ?", ses.ID).Update("status", "ended").Error)
+	key := childKey(t, ctx, s, "team", wire.RoleMember, "", nil)
 	_, _, err := s.RevokeAPIKey(ctx, key.ID)
 	must(t, err)
-	must(t, s.AppendAudit(ctx, &AuditEntry{TenantID: "team", Action: "workspaces.create", Status: 201, Result: "ok"}))
+	must(t, s.AppendAudit(ctx, &wire.AuditEntry{TenantID: "team", Action: "workspaces.create", Status: 201, Result: "ok"}))
 	must(t, s.DeleteTenant(ctx, "team"))
 
 	// The same id again starts empty; the audit log keeps the old entry.
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "team"}))
-	for _, o := range append(tenantOwned, tenantRows{model: &TranscriptEntry{}, name: "transcript entries"}) {
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "team"}))
+	for _, o := range append(tenantOwned, tenantRows{model: &wire.TranscriptEntry{}, name: "transcript entries"}) {
 		var n int64
 		q := s.r.Model(o.model)
 		if _, ok := reflect.TypeOf(o.model).Elem().FieldByName("TenantID"); ok {
@@ -243,8 +244,8 @@ func testTenantDeleteHistory(t *testing.T, ctx context.Context, s *Store) {
 func testAuditSanitise(t *testing.T, ctx context.Context, s *Store) {
 	// PostgreSQL refuses invalid UTF-8 and NUL in text: before SanitizeAudit
 	// this entry was lost there.
-	e := &AuditEntry{KeyID: "key-1", TenantID: "a", Action: "workspaces.files.update",
-		Resource: "workspaces/ws-1/files/bad\xff\xfe\x00name%.txt", Status: 0, Result: AuditPending, Address: "10.0.0.1\x00"}
+	e := &wire.AuditEntry{KeyID: "key-1", TenantID: "a", Action: "workspaces.files.update",
+		Resource: "workspaces/ws-1/files/bad\xff\xfe\x00name%.txt", Status: 0, Result: wire.AuditPending, Address: "10.0.0.1\x00"}
 	must(t, s.AppendAudit(ctx, e))
 	must(t, s.FinishAudit(ctx, e.ID, 200, "ok", "workspaces/ws-1/files/\x00\xc3"))
 	es, err := s.ListAudit(ctx, AuditFilter{TenantID: "a"})

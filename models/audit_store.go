@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // AuditFilter selects audit entries. The zero value is the newest
@@ -28,15 +30,10 @@ type AuditFilter struct {
 // DefaultAuditLimit is how many audit entries a list returns unless asked.
 const DefaultAuditLimit = 100
 
-// AuditPending is the Result of an entry written before its request ran
-// (Status 0): FinishAudit gives it the outcome. One left pending is a
-// request whose server stopped before it answered.
-const AuditPending = "pending"
-
 // AppendAudit stores e, giving it an id and (if zero) the current time.
 // Every field is sanitised first (SanitizeAudit), so no path, name or
 // address a client sends can make the write fail.
-func (s *Store) AppendAudit(ctx context.Context, e *AuditEntry) error {
+func (s *Store) AppendAudit(ctx context.Context, e *wire.AuditEntry) error {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = time.Now()
 	}
@@ -56,7 +53,7 @@ func (s *Store) AppendAudit(ctx context.Context, e *AuditEntry) error {
 // FinishAudit records how the request of entry id ended: its status,
 // result and resource (a create names its new object only once it ran).
 func (s *Store) FinishAudit(ctx context.Context, id uint64, status int, result, resource string) error {
-	err := s.w.WithContext(ctx).Model(&AuditEntry{}).Where("id = ?", id).Updates(map[string]any{
+	err := s.w.WithContext(ctx).Model(&wire.AuditEntry{}).Where("id = ?", id).Updates(map[string]any{
 		"status": status, "result": SanitizeAudit(result, 32), "resource": SanitizeAudit(resource, 300),
 	}).Error
 	if err != nil {
@@ -67,7 +64,7 @@ func (s *Store) FinishAudit(ctx context.Context, id uint64, status int, result, 
 
 // ListAudit returns the entries f selects: with AfterID, those after it,
 // oldest first; otherwise the newest ones, newest first.
-func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]wire.AuditEntry, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultAuditLimit
@@ -84,7 +81,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, err
 	} else {
 		q = q.Order("id DESC")
 	}
-	es := []AuditEntry{}
+	es := []wire.AuditEntry{}
 	if err := q.Find(&es).Error; err != nil {
 		return nil, dbError(ctx, err, "audit: list")
 	}

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // ConsoleSession is one signed-in console browser, stored so a sign-in
@@ -127,7 +128,7 @@ func (s *Store) SweepConsoleSessions(ctx context.Context, now time.Time) (int64,
 		if err := tx.Where("expires_at <= ?", now).Delete(&ConsoleSession{}).Error; err != nil {
 			return err
 		}
-		dead := tx.Model(&APIKey{}).Select("id").Where("revoked_at IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= ?)", now)
+		dead := tx.Model(&wire.APIKey{}).Select("id").Where("revoked_at IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= ?)", now)
 		if err := tx.Where("key_id IN (?)", dead).Delete(&ConsoleSession{}).Error; err != nil {
 			return err
 		}

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // testConsoleSessions checks the stored console sessions: found by the
 // token's hash only, bounded per key and in all, expired ones gone, and a
 // revoked key's sessions ended.
 func testConsoleSessions(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "team"}))
-	a := childKey(t, ctx, s, "team", RoleMember, "", nil)
-	b := childKey(t, ctx, s, "team", RoleViewer, "", nil)
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "team"}))
+	a := childKey(t, ctx, s, "team", wire.RoleMember, "", nil)
+	b := childKey(t, ctx, s, "team", wire.RoleViewer, "", nil)
 	now := time.Now()
-	mk := func(k *APIKey, expires time.Time, perKey, max int) (string, error) {
+	mk := func(k *wire.APIKey, expires time.Time, perKey, max int) (string, error) {
 		tok, hash := NewConsoleToken()
 		if !IsConsoleToken(tok) || hash == tok {
 			t.Fatalf("NewConsoleToken() = %q, %q", tok, hash)
@@ -35,7 +36,7 @@ func testConsoleSessions(t *testing.T, ctx context.Context, s *Store) {
 	for _, h := range []string{a2, a3} {
 		cs, err := s.ConsoleSession(ctx, h)
 		must(t, err)
-		if cs.KeyID != a.ID || cs.TenantID != "team" || cs.Role != RoleMember {
+		if cs.KeyID != a.ID || cs.TenantID != "team" || cs.Role != wire.RoleMember {
 			t.Errorf("ConsoleSession = %+v, want key %s of team, member", cs, a.ID)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"gorm.io/gorm"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // DeleteRun removes a run and its case results in one transaction;
@@ -11,10 +13,10 @@ import (
 // could not be started, so no run sits pending with nothing to move it.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Delete(&CaseResult{}, "run_id = ?", id).Error; err != nil {
+		if err := tx.Delete(&wire.CaseResult{}, "run_id = ?", id).Error; err != nil {
 			return err
 		}
-		res := tx.Delete(&Run{}, "id = ?", id)
+		res := tx.Delete(&wire.Run{}, "id = ?", id)
 		if res.Error != nil {
 			return res.Error
 		}

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // Batched inserts: 10,000 cases take a few dozen INSERT statements
@@ -37,13 +38,13 @@ const (
 )
 
 // finalRun are the run statuses SetRunStatus does not move away from.
-var finalRun = map[string]bool{RunSucceeded: true, RunCanceled: true, RunFailed: true}
+var finalRun = map[string]bool{wire.RunSucceeded: true, wire.RunCanceled: true, wire.RunFailed: true}
 
 // runStatuses are the statuses SetRunStatus accepts.
-var runStatuses = map[string]bool{RunPending: true, RunRunning: true, RunSucceeded: true, RunCanceled: true, RunFailed: true}
+var runStatuses = map[string]bool{wire.RunPending: true, wire.RunRunning: true, wire.RunSucceeded: true, wire.RunCanceled: true, wire.RunFailed: true}
 
 // finalCase are the case statuses after which a case is not written again.
-var finalCase = []string{CaseDone, CaseCanceled}
+var finalCase = []string{wire.CaseDone, wire.CaseCanceled}
 
 // CreateRun inserts the run and its pending case results (in batches) in
 // one transaction; Conflict if the run id exists. Total is set to
@@ -52,7 +53,7 @@ var finalCase = []string{CaseDone, CaseCanceled}
 // Each result gets RunID r.ID and status pending; its Ordinal is kept as
 // given and must be unique in the run (Conflict otherwise). An empty
 // Status is pending and an empty WorkflowID is the run's id.
-func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) error {
+func (s *Store) CreateRun(ctx context.Context, r *wire.Run, results []wire.CaseResult) error {
 	if r.ID == "" {
 		return errs.Field("id", "run: id is required")
 	}
@@ -60,7 +61,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) err
 		return errs.Field("suite_id", "run %s: suite_id is required", r.ID)
 	}
 	if r.Status == "" {
-		r.Status = RunPending
+		r.Status = wire.RunPending
 	}
 	if !runStatuses[r.Status] {
 		return errs.Field("status", "run %s: unknown status %q", r.ID, r.Status)
@@ -80,7 +81,7 @@ func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) err
 	r.CreatedAt = storedTime(r.CreatedAt)
 	for i := range results {
 		c := &results[i]
-		c.RunID, c.Status = r.ID, CasePending
+		c.RunID, c.Status = r.ID, wire.CasePending
 		c.StartedAt, c.EndedAt = storedPtr(c.StartedAt), storedPtr(c.EndedAt)
 		if err := checkJSON("spec", fmt.Sprintf("run %s: case %s", r.ID, c.CaseID), c.Spec); err != nil {
 			return err
@@ -93,9 +94,9 @@ func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) err
 		if len(results) == 0 {
 			return nil
 		}
-		err := tx.CreateInBatches(results, batchRows(tx, s.dialect, &CaseResult{})).Error
+		err := tx.CreateInBatches(results, batchRows(tx, s.dialect, &wire.CaseResult{})).Error
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
-			return errs.E(errs.Conflict, "run %s: case ordinal %d: given twice", r.ID, firstDuplicate(results, func(c CaseResult) int { return c.Ordinal }))
+			return errs.E(errs.Conflict, "run %s: case ordinal %d: given twice", r.ID, firstDuplicate(results, func(c wire.CaseResult) int { return c.Ordinal }))
 		}
 		return err
 	})
@@ -103,8 +104,8 @@ func (s *Store) CreateRun(ctx context.Context, r *Run, results []CaseResult) err
 }
 
 // GetRun returns the run; NotFound if absent.
-func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
-	var r Run
+func (s *Store) GetRun(ctx context.Context, id string) (*wire.Run, error) {
+	var r wire.Run
 	if err := s.r.WithContext(ctx).Take(&r, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "run", id)
 	}
@@ -112,7 +113,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*Run, error) {
 }
 
 // ListRuns returns runs matching f, newest first.
-func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]wire.Run, error) {
 	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
 	if f.TenantID != "" {
 		q = q.Where("tenant_id = ?", f.TenantID)
@@ -126,7 +127,7 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	if f.Limit > 0 {
 		q = q.Limit(f.Limit)
 	}
-	rs := []Run{}
+	rs := []wire.Run{}
 	if err := q.Find(&rs).Error; err != nil {
 		return nil, dbError(ctx, err, "runs: list")
 	}
@@ -149,14 +150,14 @@ func (s *Store) SetRunStatus(ctx context.Context, id, status, reason string) err
 	now := db.NowFunc()
 	cols := map[string]any{"status": status, "reason": reason}
 	switch {
-	case status == RunRunning:
+	case status == wire.RunRunning:
 		cols["started_at"] = gorm.Expr("COALESCE(started_at, ?)", now)
 	case finalRun[status]:
 		cols["ended_at"] = now
 	}
 	// One conditional statement: of two racing final moves exactly one
 	// matches; the other sees the run final below.
-	res := db.Model(&Run{}).Where("id = ? AND status NOT IN ?", id, []string{RunSucceeded, RunCanceled, RunFailed}).Updates(cols)
+	res := db.Model(&wire.Run{}).Where("id = ? AND status NOT IN ?", id, []string{wire.RunSucceeded, wire.RunCanceled, wire.RunFailed}).Updates(cols)
 	if res.Error != nil {
 		return writeError(ctx, res.Error, "run", id, "set status")
 	}
@@ -164,7 +165,7 @@ func (s *Store) SetRunStatus(ctx context.Context, id, status, reason string) err
 		return nil
 	}
 	var states []string
-	if err := db.Model(&Run{}).Where("id = ?", id).Pluck("status", &states).Error; err != nil {
+	if err := db.Model(&wire.Run{}).Where("id = ?", id).Pluck("status", &states).Error; err != nil {
 		return dbError(ctx, err, "run "+id+": set status")
 	}
 	switch {
@@ -177,8 +178,8 @@ func (s *Store) SetRunStatus(ctx context.Context, id, status, reason string) err
 }
 
 // GetCaseResult returns one case of a run; NotFound if absent.
-func (s *Store) GetCaseResult(ctx context.Context, runID string, ordinal int) (*CaseResult, error) {
-	var c CaseResult
+func (s *Store) GetCaseResult(ctx context.Context, runID string, ordinal int) (*wire.CaseResult, error) {
+	var c wire.CaseResult
 	err := s.r.WithContext(ctx).Take(&c, "run_id = ? AND ordinal = ?", runID, ordinal).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, caseNotFound(runID, ordinal)
@@ -191,7 +192,7 @@ func (s *Store) GetCaseResult(ctx context.Context, runID string, ordinal int) (*
 
 // ListCaseResults returns a run's cases in ordinal order, the Spec column
 // included only when withSpec. NotFound if the run does not exist.
-func (s *Store) ListCaseResults(ctx context.Context, runID string, withSpec bool) ([]CaseResult, error) {
+func (s *Store) ListCaseResults(ctx context.Context, runID string, withSpec bool) ([]wire.CaseResult, error) {
 	db := s.r.WithContext(ctx)
 	q := db.Where("run_id = ?", runID).Order("ordinal")
 	if !withSpec {
@@ -199,14 +200,14 @@ func (s *Store) ListCaseResults(ctx context.Context, runID string, withSpec bool
 		// needed by progress, reports or comparisons.
 		q = q.Omit("spec")
 	}
-	results := []CaseResult{}
+	results := []wire.CaseResult{}
 	if err := q.Find(&results).Error; err != nil {
 		return nil, dbError(ctx, err, "run "+runID+": list results")
 	}
 	if len(results) > 0 {
 		return results, nil
 	}
-	if err := existsOr404(db, &Run{}, "run", runID); err != nil {
+	if err := existsOr404(db, &wire.Run{}, "run", runID); err != nil {
 		return nil, writeError(ctx, err, "run", runID, "list results")
 	}
 	return results, nil
@@ -221,7 +222,7 @@ func (s *Store) StartCase(ctx context.Context, runID string, ordinal int, at tim
 		at = db.NowFunc()
 	}
 	return s.updateOpenCase(ctx, runID, ordinal, "start", map[string]any{
-		"status":     CaseRunning,
+		"status":     wire.CaseRunning,
 		"started_at": gorm.Expr("COALESCE(started_at, ?)", storedTime(at)),
 	})
 }
@@ -235,7 +236,7 @@ func (s *Store) StartCase(ctx context.Context, runID string, ordinal int, at tim
 // A zero EndedAt is now; on success r.Status is done. NotFound if the
 // case does not exist; Invalid (field verdict, artifacts or attempts)
 // for a verdict that is not pass, fail or error or for bad JSON.
-func (s *Store) FinishCase(ctx context.Context, r *CaseResult) error {
+func (s *Store) FinishCase(ctx context.Context, r *wire.CaseResult) error {
 	object := fmt.Sprintf("run %s: case %d", r.RunID, r.Ordinal)
 	switch r.Verdict {
 	case verdictPass, verdictFail, verdictError:
@@ -260,7 +261,7 @@ func (s *Store) FinishCase(ctx context.Context, r *CaseResult) error {
 		ended = &now
 	}
 	err = s.updateOpenCase(ctx, r.RunID, r.Ordinal, "finish", map[string]any{
-		"status":      CaseDone,
+		"status":      wire.CaseDone,
 		"verdict":     r.Verdict,
 		"reason":      r.Reason,
 		"exit_code":   r.ExitCode,
@@ -277,7 +278,7 @@ func (s *Store) FinishCase(ctx context.Context, r *CaseResult) error {
 	if err != nil {
 		return err
 	}
-	r.Status, r.EndedAt = CaseDone, ended
+	r.Status, r.EndedAt = wire.CaseDone, ended
 	return nil
 }
 
@@ -294,8 +295,8 @@ func (s *Store) SetCaseAttempts(ctx context.Context, runID string, ordinal int, 
 // canceled and returns how many.
 func (s *Store) CancelCases(ctx context.Context, runID string) (int, error) {
 	db := s.w.WithContext(ctx)
-	res := db.Model(&CaseResult{}).Where("run_id = ? AND status IN ?", runID, []string{CasePending, CaseRunning}).
-		Updates(map[string]any{"status": CaseCanceled, "ended_at": db.NowFunc()})
+	res := db.Model(&wire.CaseResult{}).Where("run_id = ? AND status IN ?", runID, []string{wire.CasePending, wire.CaseRunning}).
+		Updates(map[string]any{"status": wire.CaseCanceled, "ended_at": db.NowFunc()})
 	if res.Error != nil {
 		return 0, dbError(ctx, res.Error, "run "+runID+": cancel cases")
 	}
@@ -310,7 +311,7 @@ func (s *Store) CountCases(ctx context.Context, runID string) (RunCounts, error)
 		Verdict string
 		N       int
 	}
-	err := s.r.WithContext(ctx).Model(&CaseResult{}).Select("status, verdict, COUNT(*) AS n").
+	err := s.r.WithContext(ctx).Model(&wire.CaseResult{}).Select("status, verdict, COUNT(*) AS n").
 		Where("run_id = ?", runID).Group("status, verdict").Scan(&rows).Error
 	if err != nil {
 		return RunCounts{}, dbError(ctx, err, "run "+runID+": count cases")
@@ -319,13 +320,13 @@ func (s *Store) CountCases(ctx context.Context, runID string) (RunCounts, error)
 	for _, r := range rows {
 		c.Total += r.N
 		switch r.Status {
-		case CasePending:
+		case wire.CasePending:
 			c.Pending += r.N
-		case CaseRunning:
+		case wire.CaseRunning:
 			c.Running += r.N
-		case CaseCanceled:
+		case wire.CaseCanceled:
 			c.Canceled += r.N
-		case CaseDone:
+		case wire.CaseDone:
 			switch r.Verdict {
 			case verdictPass:
 				c.Pass += r.N
@@ -348,7 +349,7 @@ func (s *Store) CountCases(ctx context.Context, runID string) (RunCounts, error)
 func (s *Store) updateOpenCase(ctx context.Context, runID string, ordinal int, action string, cols map[string]any) error {
 	db := s.w.WithContext(ctx)
 	what := fmt.Sprintf("run %s: case %d: %s", runID, ordinal, action)
-	res := db.Model(&CaseResult{}).Where("run_id = ? AND ordinal = ? AND status NOT IN ?", runID, ordinal, finalCase).Updates(cols)
+	res := db.Model(&wire.CaseResult{}).Where("run_id = ? AND ordinal = ? AND status NOT IN ?", runID, ordinal, finalCase).Updates(cols)
 	if res.Error != nil {
 		return dbError(ctx, res.Error, what)
 	}
@@ -356,7 +357,7 @@ func (s *Store) updateOpenCase(ctx context.Context, runID string, ordinal int, a
 		return nil
 	}
 	var states []string
-	if err := db.Model(&CaseResult{}).Where("run_id = ? AND ordinal = ?", runID, ordinal).Pluck("status", &states).Error; err != nil {
+	if err := db.Model(&wire.CaseResult{}).Where("run_id = ? AND ordinal = ?", runID, ordinal).Pluck("status", &states).Error; err != nil {
 		return dbError(ctx, err, what)
 	}
 	if len(states) == 0 {

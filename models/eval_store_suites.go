@@ -8,13 +8,14 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // CreateSuite inserts the suite and its cases (Ordinal 0..n-1 in order)
 // in one transaction and sets CaseCount; Conflict if the id exists,
 // NotFound (field template_id or pool_id) if the template or pool it
 // names does not exist. Nothing is stored on error.
-func (s *Store) CreateSuite(ctx context.Context, su *Suite, cases []SuiteCase) error {
+func (s *Store) CreateSuite(ctx context.Context, su *wire.Suite, cases []wire.SuiteCase) error {
 	if su.ID == "" {
 		return errs.Field("id", "suite: id is required")
 	}
@@ -38,8 +39,8 @@ func (s *Store) CreateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 }
 
 // GetSuite returns the suite; NotFound if absent.
-func (s *Store) GetSuite(ctx context.Context, id string) (*Suite, error) {
-	var su Suite
+func (s *Store) GetSuite(ctx context.Context, id string) (*wire.Suite, error) {
+	var su wire.Suite
 	if err := s.r.WithContext(ctx).Take(&su, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "suite", id)
 	}
@@ -48,12 +49,12 @@ func (s *Store) GetSuite(ctx context.Context, id string) (*Suite, error) {
 
 // ListSuites returns suites ordered by id: every one when tenant is empty,
 // else the tenant's.
-func (s *Store) ListSuites(ctx context.Context, tenant string) ([]Suite, error) {
+func (s *Store) ListSuites(ctx context.Context, tenant string) ([]wire.Suite, error) {
 	q := s.r.WithContext(ctx).Order("id")
 	if tenant != "" {
 		q = q.Where("tenant_id = ?", tenant)
 	}
-	sus := []Suite{}
+	sus := []wire.Suite{}
 	if err := q.Find(&sus).Error; err != nil {
 		return nil, dbError(ctx, err, "suites: list")
 	}
@@ -62,9 +63,9 @@ func (s *Store) ListSuites(ctx context.Context, tenant string) ([]Suite, error) 
 
 // ListSuiteCases returns a suite's cases in order; NotFound if the suite
 // does not exist.
-func (s *Store) ListSuiteCases(ctx context.Context, suiteID string) ([]SuiteCase, error) {
+func (s *Store) ListSuiteCases(ctx context.Context, suiteID string) ([]wire.SuiteCase, error) {
 	db := s.r.WithContext(ctx)
-	cases := []SuiteCase{}
+	cases := []wire.SuiteCase{}
 	if err := db.Where("suite_id = ?", suiteID).Order("ordinal").Find(&cases).Error; err != nil {
 		return nil, dbError(ctx, err, "suite "+suiteID+": list cases")
 	}
@@ -74,7 +75,7 @@ func (s *Store) ListSuiteCases(ctx context.Context, suiteID string) ([]SuiteCase
 	// Only an empty answer needs telling apart. Not one transaction with
 	// the read above: on SQLite that would take the write lock
 	// (_txlock=immediate), and a suite deleted in between is gone anyway.
-	if err := existsOr404(db, &Suite{}, "suite", suiteID); err != nil {
+	if err := existsOr404(db, &wire.Suite{}, "suite", suiteID); err != nil {
 		return nil, writeError(ctx, err, "suite", suiteID, "list cases")
 	}
 	return cases, nil
@@ -84,7 +85,7 @@ func (s *Store) ListSuiteCases(ctx context.Context, suiteID string) ([]SuiteCase
 // transaction, with the checks of CreateSuite; NotFound if absent. Runs
 // already made keep their own copy of the cases. On success su holds the
 // stored row.
-func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) error {
+func (s *Store) UpdateSuite(ctx context.Context, su *wire.Suite, cases []wire.SuiteCase) error {
 	if err := checkJSON("spec", "suite "+su.ID, su.Spec); err != nil {
 		return err
 	}
@@ -92,13 +93,13 @@ func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 		return err
 	}
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockRow(tx, forUpdate, &Suite{}, "suite", su.ID); err != nil {
+		if err := lockRow(tx, forUpdate, &wire.Suite{}, "suite", su.ID); err != nil {
 			return err
 		}
 		if err := lockSuiteTargets(tx, su); err != nil {
 			return err
 		}
-		err := tx.Model(&Suite{}).Where("id = ?", su.ID).Updates(map[string]any{
+		err := tx.Model(&wire.Suite{}).Where("id = ?", su.ID).Updates(map[string]any{
 			"description":   su.Description,
 			"template_id":   su.TemplateID,
 			"pool_id":       su.PoolID,
@@ -110,7 +111,7 @@ func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 		if err != nil {
 			return err
 		}
-		if err := tx.Where("suite_id = ?", su.ID).Delete(&SuiteCase{}).Error; err != nil {
+		if err := tx.Where("suite_id = ?", su.ID).Delete(&wire.SuiteCase{}).Error; err != nil {
 			return err
 		}
 		if err := insertSuiteCases(tx, s.dialect, su.ID, cases); err != nil {
@@ -125,20 +126,20 @@ func (s *Store) UpdateSuite(ctx context.Context, su *Suite, cases []SuiteCase) e
 // runs and their results stay.
 func (s *Store) DeleteSuite(ctx context.Context, id string) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Delete(&Suite{}, "id = ?", id)
+		res := tx.Delete(&wire.Suite{}, "id = ?", id)
 		if res.Error != nil {
 			return res.Error
 		}
 		if res.RowsAffected == 0 {
 			return notFound("suite", id)
 		}
-		return tx.Where("suite_id = ?", id).Delete(&SuiteCase{}).Error
+		return tx.Where("suite_id = ?", id).Delete(&wire.SuiteCase{}).Error
 	})
 	return writeError(ctx, err, "suite", id, "delete")
 }
 
 // prepareCases numbers cases 0..n-1 for suite su and sets su.CaseCount.
-func prepareCases(su *Suite, cases []SuiteCase) error {
+func prepareCases(su *wire.Suite, cases []wire.SuiteCase) error {
 	for i := range cases {
 		c := &cases[i]
 		if c.CaseID == "" {
@@ -156,13 +157,13 @@ func prepareCases(su *Suite, cases []SuiteCase) error {
 // insertSuiteCases inserts the prepared cases of suite id in batches; a
 // case id given twice is Conflict naming it (the unique index
 // idx_suite_cases_case is what enforces it).
-func insertSuiteCases(tx *gorm.DB, dialect, id string, cases []SuiteCase) error {
+func insertSuiteCases(tx *gorm.DB, dialect, id string, cases []wire.SuiteCase) error {
 	if len(cases) == 0 {
 		return nil
 	}
-	err := tx.CreateInBatches(cases, batchRows(tx, dialect, &SuiteCase{})).Error
+	err := tx.CreateInBatches(cases, batchRows(tx, dialect, &wire.SuiteCase{})).Error
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
-		return errs.E(errs.Conflict, "suite %s: case %s: id given twice", id, firstDuplicate(cases, func(c SuiteCase) string { return c.CaseID }))
+		return errs.E(errs.Conflict, "suite %s: case %s: id given twice", id, firstDuplicate(cases, func(c wire.SuiteCase) string { return c.CaseID }))
 	}
 	return err
 }
@@ -170,14 +171,14 @@ func insertSuiteCases(tx *gorm.DB, dialect, id string, cases []SuiteCase) error 
 // lockSuiteTargets locks su's template and pool, those it names, against
 // deletion for the rest of tx; NotFound (field template_id or pool_id) if
 // one does not exist.
-func lockSuiteTargets(tx *gorm.DB, su *Suite) error {
+func lockSuiteTargets(tx *gorm.DB, su *wire.Suite) error {
 	for _, t := range []struct {
 		model       any
 		kind, field string
 		id          string
 	}{
-		{&Template{}, "template", "template_id", su.TemplateID},
-		{&Pool{}, "pool", "pool_id", su.PoolID},
+		{&wire.Template{}, "template", "template_id", su.TemplateID},
+		{&wire.Pool{}, "pool", "pool_id", su.PoolID},
 	} {
 		if t.id == "" {
 			continue

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestEvalStore runs the suite, run and case result behaviours of the
@@ -43,11 +44,11 @@ var evalCases = []storeCase{
 }
 
 // newSuiteCases returns n cases c00000, c00001, ... labelled by parity.
-func newSuiteCases(n int) []SuiteCase {
-	cases := make([]SuiteCase, n)
+func newSuiteCases(n int) []wire.SuiteCase {
+	cases := make([]wire.SuiteCase, n)
 	for i := range cases {
 		id := fmt.Sprintf("c%05d", i)
-		cases[i] = SuiteCase{
+		cases[i] = wire.SuiteCase{
 			CaseID: id,
 			Labels: map[string]string{"parity": []string{"even", "odd"}[i%2]},
 			Spec:   json.RawMessage(fmt.Sprintf(`{"id":%q,"command":{"args":["true"]}}`, id)),
@@ -57,11 +58,11 @@ func newSuiteCases(n int) []SuiteCase {
 }
 
 // newResults returns n pending results of cases c00000, ... at ordinals 0..n-1.
-func newResults(n int) []CaseResult {
-	rs := make([]CaseResult, n)
+func newResults(n int) []wire.CaseResult {
+	rs := make([]wire.CaseResult, n)
 	for i := range rs {
 		id := fmt.Sprintf("c%05d", i)
-		rs[i] = CaseResult{Ordinal: i, CaseID: id, Spec: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id))}
+		rs[i] = wire.CaseResult{Ordinal: i, CaseID: id, Spec: json.RawMessage(fmt.Sprintf(`{"id":%q}`, id))}
 	}
 	return rs
 }
@@ -75,8 +76,8 @@ func countRows(t *testing.T, s *Store, model any, where string, args ...any) int
 }
 
 // caseIDs lists the case ids of cases in order.
-func caseIDs(cases []SuiteCase) []string {
-	return idsOf(cases, func(c SuiteCase) string { return c.CaseID })
+func caseIDs(cases []wire.SuiteCase) []string {
+	return idsOf(cases, func(c wire.SuiteCase) string { return c.CaseID })
 }
 
 // wantCases fails unless suite id stores exactly want, in order, numbered 0..n-1.
@@ -93,7 +94,7 @@ func wantCases(t *testing.T, ctx context.Context, s *Store, id string, want []st
 			break
 		}
 	}
-	if n := countRows(t, s, &SuiteCase{}, "suite_id = ?", id); n != len(want) {
+	if n := countRows(t, s, &wire.SuiteCase{}, "suite_id = ?", id); n != len(want) {
 		t.Errorf("suite %s: %d case rows, want %d", id, n, len(want))
 	}
 }
@@ -104,21 +105,21 @@ func testCreateSuites(t *testing.T, ctx context.Context, s *Store) {
 	dup[2].CaseID = dup[0].CaseID
 	for _, tc := range []struct {
 		name  string
-		suite Suite
-		cases []SuiteCase
+		suite wire.Suite
+		cases []wire.SuiteCase
 		kind  errs.Kind // 0: success
 		field string
 		msg   string
 	}{
-		{name: "on template", suite: Suite{ID: "s-t", TemplateID: "t", Description: "d", Spec: json.RawMessage(`{"concurrency":4}`)}, cases: newSuiteCases(3)},
-		{name: "on pool", suite: Suite{ID: "s-p", PoolID: "pool-1"}, cases: newSuiteCases(2)},
-		{name: "no cases", suite: Suite{ID: "s-empty", TemplateID: "t"}},
-		{name: "no id", suite: Suite{TemplateID: "t"}, cases: newSuiteCases(1), kind: errs.Invalid, field: "id"},
-		{name: "bad spec", suite: Suite{ID: "x", TemplateID: "t", Spec: json.RawMessage(`{`)}, kind: errs.Invalid, field: "spec"},
-		{name: "unknown template", suite: Suite{ID: "x", TemplateID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "template_id", msg: "suite x: template ghost: not found"},
-		{name: "unknown pool", suite: Suite{ID: "x", PoolID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "pool_id", msg: "suite x: pool ghost: not found"},
-		{name: "duplicate id", suite: Suite{ID: "s-t", PoolID: "pool-1"}, cases: newSuiteCases(5), kind: errs.Conflict, msg: "suite s-t: already exists"},
-		{name: "duplicate case id", suite: Suite{ID: "x", TemplateID: "t"}, cases: dup, kind: errs.Conflict, msg: "case c00000: id given twice"},
+		{name: "on template", suite: wire.Suite{ID: "s-t", TemplateID: "t", Description: "d", Spec: json.RawMessage(`{"concurrency":4}`)}, cases: newSuiteCases(3)},
+		{name: "on pool", suite: wire.Suite{ID: "s-p", PoolID: "pool-1"}, cases: newSuiteCases(2)},
+		{name: "no cases", suite: wire.Suite{ID: "s-empty", TemplateID: "t"}},
+		{name: "no id", suite: wire.Suite{TemplateID: "t"}, cases: newSuiteCases(1), kind: errs.Invalid, field: "id"},
+		{name: "bad spec", suite: wire.Suite{ID: "x", TemplateID: "t", Spec: json.RawMessage(`{`)}, kind: errs.Invalid, field: "spec"},
+		{name: "unknown template", suite: wire.Suite{ID: "x", TemplateID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "template_id", msg: "suite x: template ghost: not found"},
+		{name: "unknown pool", suite: wire.Suite{ID: "x", PoolID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "pool_id", msg: "suite x: pool ghost: not found"},
+		{name: "duplicate id", suite: wire.Suite{ID: "s-t", PoolID: "pool-1"}, cases: newSuiteCases(5), kind: errs.Conflict, msg: "suite s-t: already exists"},
+		{name: "duplicate case id", suite: wire.Suite{ID: "x", TemplateID: "t"}, cases: dup, kind: errs.Conflict, msg: "case c00000: id given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			su := tc.suite
@@ -149,7 +150,7 @@ func testCreateSuites(t *testing.T, ctx context.Context, s *Store) {
 	if _, err := s.GetSuite(ctx, "x"); !errs.Is(err, errs.NotFound) {
 		t.Errorf("GetSuite(x) after failed creates: %v, want NotFound", err)
 	}
-	if n := countRows(t, s, &SuiteCase{}, "suite_id IN ?", []string{"x", ""}); n != 0 {
+	if n := countRows(t, s, &wire.SuiteCase{}, "suite_id IN ?", []string{"x", ""}); n != 0 {
 		t.Errorf("%d case rows of failed creates stored", n)
 	}
 	wantCases(t, ctx, s, "s-t", []string{"c00000", "c00001", "c00002"})
@@ -166,7 +167,7 @@ func testCreateSuites(t *testing.T, ctx context.Context, s *Store) {
 
 	sus, err := s.ListSuites(ctx, "")
 	must(t, err)
-	if got := idsOf(sus, func(s Suite) string { return s.ID }); !slices.Equal(got, []string{"s-empty", "s-p", "s-t"}) {
+	if got := idsOf(sus, func(s wire.Suite) string { return s.ID }); !slices.Equal(got, []string{"s-empty", "s-p", "s-t"}) {
 		t.Errorf("ListSuites = %v", got)
 	}
 	if got, err := s.ListSuiteCases(ctx, "s-empty"); err != nil || got == nil || len(got) != 0 {
@@ -180,7 +181,7 @@ func testCreateSuites(t *testing.T, ctx context.Context, s *Store) {
 
 func testUpdateSuite(t *testing.T, ctx context.Context, s *Store) {
 	poolFixture(t, ctx, s)
-	su := &Suite{ID: "s", TemplateID: "t", Description: "first"}
+	su := &wire.Suite{ID: "s", TemplateID: "t", Description: "first"}
 	must(t, s.CreateSuite(ctx, su, newSuiteCases(4)))
 	created := su.CreatedAt
 
@@ -188,16 +189,16 @@ func testUpdateSuite(t *testing.T, ctx context.Context, s *Store) {
 	dup[1].CaseID = dup[0].CaseID
 	for _, tc := range []struct {
 		name  string
-		suite Suite
-		cases []SuiteCase
+		suite wire.Suite
+		cases []wire.SuiteCase
 		kind  errs.Kind
 		field string
 		msg   string
 	}{
-		{name: "unknown suite", suite: Suite{ID: "ghost", TemplateID: "t"}, kind: errs.NotFound, msg: "suite ghost: not found"},
-		{name: "unknown pool", suite: Suite{ID: "s", PoolID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "pool_id", msg: "pool ghost: not found"},
-		{name: "unknown template", suite: Suite{ID: "s", TemplateID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "template_id"},
-		{name: "duplicate case id", suite: Suite{ID: "s", PoolID: "pool-1"}, cases: dup, kind: errs.Conflict, msg: "case c00000: id given twice"},
+		{name: "unknown suite", suite: wire.Suite{ID: "ghost", TemplateID: "t"}, kind: errs.NotFound, msg: "suite ghost: not found"},
+		{name: "unknown pool", suite: wire.Suite{ID: "s", PoolID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "pool_id", msg: "pool ghost: not found"},
+		{name: "unknown template", suite: wire.Suite{ID: "s", TemplateID: "ghost"}, cases: newSuiteCases(1), kind: errs.NotFound, field: "template_id"},
+		{name: "duplicate case id", suite: wire.Suite{ID: "s", PoolID: "pool-1"}, cases: dup, kind: errs.Conflict, msg: "case c00000: id given twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := tc.suite
@@ -218,8 +219,8 @@ func testUpdateSuite(t *testing.T, ctx context.Context, s *Store) {
 
 	cases := newSuiteCases(3)
 	cases[0], cases[2] = cases[2], cases[0]
-	cases = append(cases, SuiteCase{CaseID: "new", Spec: json.RawMessage(`{}`)})
-	u := &Suite{ID: "s", PoolID: "pool-1", Description: "second", Spec: json.RawMessage(`{"concurrency":2}`)}
+	cases = append(cases, wire.SuiteCase{CaseID: "new", Spec: json.RawMessage(`{}`)})
+	u := &wire.Suite{ID: "s", PoolID: "pool-1", Description: "second", Spec: json.RawMessage(`{"concurrency":2}`)}
 	must(t, s.UpdateSuite(ctx, u, cases))
 	if u.Description != "second" || u.CaseCount != 4 || !u.CreatedAt.Equal(created) || !u.UpdatedAt.After(created) {
 		t.Errorf("UpdateSuite left %+v; want the stored row, created %v", u, created)
@@ -235,9 +236,9 @@ func testUpdateSuite(t *testing.T, ctx context.Context, s *Store) {
 
 func testDeleteSuite(t *testing.T, ctx context.Context, s *Store) {
 	poolFixture(t, ctx, s)
-	must(t, s.CreateSuite(ctx, &Suite{ID: "s", TemplateID: "t"}, newSuiteCases(5)))
-	must(t, s.CreateSuite(ctx, &Suite{ID: "other", TemplateID: "t"}, newSuiteCases(2)))
-	must(t, s.CreateRun(ctx, &Run{ID: "r", SuiteID: "s"}, newResults(5)))
+	must(t, s.CreateSuite(ctx, &wire.Suite{ID: "s", TemplateID: "t"}, newSuiteCases(5)))
+	must(t, s.CreateSuite(ctx, &wire.Suite{ID: "other", TemplateID: "t"}, newSuiteCases(2)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r", SuiteID: "s"}, newResults(5)))
 
 	must(t, s.DeleteSuite(ctx, "s"))
 	if _, err := s.GetSuite(ctx, "s"); !errs.Is(err, errs.NotFound) {
@@ -246,7 +247,7 @@ func testDeleteSuite(t *testing.T, ctx context.Context, s *Store) {
 	if _, err := s.ListSuiteCases(ctx, "s"); !errs.Is(err, errs.NotFound) {
 		t.Errorf("ListSuiteCases after delete: %v, want NotFound", err)
 	}
-	if n := countRows(t, s, &SuiteCase{}, "suite_id = ?", "s"); n != 0 {
+	if n := countRows(t, s, &wire.SuiteCase{}, "suite_id = ?", "s"); n != 0 {
 		t.Errorf("%d cases of the deleted suite left", n)
 	}
 	wantCases(t, ctx, s, "other", []string{"c00000", "c00001"})
@@ -274,7 +275,7 @@ func testManyCases(t *testing.T, ctx context.Context, s *Store) {
 		inserts[db.Statement.Table]++
 	}))
 	wantInserts := map[string]int{}
-	for table, model := range map[string]any{"suite_cases": &SuiteCase{}, "case_results": &CaseResult{}} {
+	for table, model := range map[string]any{"suite_cases": &wire.SuiteCase{}, "case_results": &wire.CaseResult{}} {
 		rows := batchRows(s.w, s.Dialect(), model)
 		if rows < 50 {
 			t.Errorf("%s: %d rows per INSERT; want batches of at least 50", table, rows)
@@ -283,11 +284,11 @@ func testManyCases(t *testing.T, ctx context.Context, s *Store) {
 	}
 
 	start := time.Now()
-	must(t, s.CreateSuite(ctx, &Suite{ID: "big", TemplateID: "t"}, newSuiteCases(n)))
+	must(t, s.CreateSuite(ctx, &wire.Suite{ID: "big", TemplateID: "t"}, newSuiteCases(n)))
 	suiteTook := time.Since(start)
 
 	start = time.Now()
-	must(t, s.CreateRun(ctx, &Run{ID: "big-1", SuiteID: "big"}, newResults(n)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "big-1", SuiteID: "big"}, newResults(n)))
 	runTook := time.Since(start)
 	t.Logf("%s: 10,000 suite cases in %v, 10,000 case results in %v", s.Dialect(), suiteTook, runTook)
 
@@ -335,20 +336,20 @@ func testManyCases(t *testing.T, ctx context.Context, s *Store) {
 
 func testCreateRuns(t *testing.T, ctx context.Context, s *Store) {
 	poolFixture(t, ctx, s)
-	must(t, s.CreateSuite(ctx, &Suite{ID: "s", TemplateID: "t"}, newSuiteCases(3)))
+	must(t, s.CreateSuite(ctx, &wire.Suite{ID: "s", TemplateID: "t"}, newSuiteCases(3)))
 
 	results := newResults(3)
 	results[1].Labels = map[string]string{"parity": "odd"}
-	results[2].Status = CaseDone // ignored: a new run's cases are pending
-	r := &Run{ID: "r1", SuiteID: "s", Trigger: TriggerUser, TriggeredBy: "alice",
+	results[2].Status = wire.CaseDone // ignored: a new run's cases are pending
+	r := &wire.Run{ID: "r1", SuiteID: "s", Trigger: wire.TriggerUser, TriggeredBy: "alice",
 		Spec: json.RawMessage(`{"concurrency":2}`), Selection: json.RawMessage(`{"labels":{"parity":"odd"}}`)}
 	must(t, s.CreateRun(ctx, r, results))
-	if r.Total != 3 || r.Status != RunPending || r.WorkflowID != "r1" {
+	if r.Total != 3 || r.Status != wire.RunPending || r.WorkflowID != "r1" {
 		t.Errorf("CreateRun left %+v; want total 3, pending, workflow r1", r)
 	}
 	got, err := s.GetRun(ctx, "r1")
 	must(t, err)
-	if got.Total != 3 || got.Status != RunPending || got.Trigger != TriggerUser || got.TriggeredBy != "alice" ||
+	if got.Total != 3 || got.Status != wire.RunPending || got.Trigger != wire.TriggerUser || got.TriggeredBy != "alice" ||
 		got.CreatedAt.IsZero() || got.StartedAt != nil || got.EndedAt != nil {
 		t.Errorf("GetRun = %+v", got)
 	}
@@ -358,7 +359,7 @@ func testCreateRuns(t *testing.T, ctx context.Context, s *Store) {
 	rs, err := s.ListCaseResults(ctx, "r1", true)
 	must(t, err)
 	for i, c := range rs {
-		if c.RunID != "r1" || c.Ordinal != i || c.Status != CasePending || c.Verdict != "" {
+		if c.RunID != "r1" || c.Ordinal != i || c.Status != wire.CasePending || c.Verdict != "" {
 			t.Errorf("result %d = %+v, want pending of r1", i, c)
 		}
 		jsonEq(t, c.Spec, fmt.Sprintf(`{"id":"c%05d"}`, i))
@@ -377,18 +378,18 @@ func testCreateRuns(t *testing.T, ctx context.Context, s *Store) {
 	dupOrdinal[2].Ordinal = 0
 	for _, tc := range []struct {
 		name    string
-		run     Run
-		results []CaseResult
+		run     wire.Run
+		results []wire.CaseResult
 		kind    errs.Kind
 		field   string
 		msg     string
 	}{
-		{name: "duplicate id", run: Run{ID: "r1", SuiteID: "s"}, results: newResults(5), kind: errs.Conflict, msg: "run r1: already exists"},
-		{name: "duplicate ordinal", run: Run{ID: "r2", SuiteID: "s"}, results: dupOrdinal, kind: errs.Conflict, msg: "case ordinal 0: given twice"},
-		{name: "no id", run: Run{SuiteID: "s"}, kind: errs.Invalid, field: "id"},
-		{name: "no suite", run: Run{ID: "r2"}, kind: errs.Invalid, field: "suite_id"},
-		{name: "bad status", run: Run{ID: "r2", SuiteID: "s", Status: "bogus"}, kind: errs.Invalid, field: "status"},
-		{name: "bad selection", run: Run{ID: "r2", SuiteID: "s", Selection: json.RawMessage(`[`)}, kind: errs.Invalid, field: "selection"},
+		{name: "duplicate id", run: wire.Run{ID: "r1", SuiteID: "s"}, results: newResults(5), kind: errs.Conflict, msg: "run r1: already exists"},
+		{name: "duplicate ordinal", run: wire.Run{ID: "r2", SuiteID: "s"}, results: dupOrdinal, kind: errs.Conflict, msg: "case ordinal 0: given twice"},
+		{name: "no id", run: wire.Run{SuiteID: "s"}, kind: errs.Invalid, field: "id"},
+		{name: "no suite", run: wire.Run{ID: "r2"}, kind: errs.Invalid, field: "suite_id"},
+		{name: "bad status", run: wire.Run{ID: "r2", SuiteID: "s", Status: "bogus"}, kind: errs.Invalid, field: "status"},
+		{name: "bad selection", run: wire.Run{ID: "r2", SuiteID: "s", Selection: json.RawMessage(`[`)}, kind: errs.Invalid, field: "selection"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := tc.run
@@ -403,7 +404,7 @@ func testCreateRuns(t *testing.T, ctx context.Context, s *Store) {
 	if _, err := s.GetRun(ctx, "r2"); !errs.Is(err, errs.NotFound) {
 		t.Errorf("GetRun(r2) after failed creates: %v, want NotFound", err)
 	}
-	if n := countRows(t, s, &CaseResult{}, "1 = 1"); n != 3 {
+	if n := countRows(t, s, &wire.CaseResult{}, "1 = 1"); n != 3 {
 		t.Errorf("%d case results stored, want r1's 3", n)
 	}
 	if got, err := s.GetRun(ctx, "r1"); err != nil || got.Total != 3 {
@@ -411,7 +412,7 @@ func testCreateRuns(t *testing.T, ctx context.Context, s *Store) {
 	}
 
 	// A run of no cases is a run; an unknown run is NotFound.
-	must(t, s.CreateRun(ctx, &Run{ID: "r-empty", SuiteID: "s"}, nil))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r-empty", SuiteID: "s"}, nil))
 	if rs, err := s.ListCaseResults(ctx, "r-empty", false); err != nil || rs == nil || len(rs) != 0 {
 		t.Errorf("ListCaseResults(r-empty) = %v, %v; want empty, nil", rs, err)
 	}
@@ -423,12 +424,12 @@ func testCreateRuns(t *testing.T, ctx context.Context, s *Store) {
 
 func testListRuns(t *testing.T, ctx context.Context, s *Store) {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, r := range []Run{
+	for _, r := range []wire.Run{
 		{ID: "a1", SuiteID: "a", CreatedAt: base},
-		{ID: "a2", SuiteID: "a", CreatedAt: base.Add(time.Minute), Status: RunRunning},
+		{ID: "a2", SuiteID: "a", CreatedAt: base.Add(time.Minute), Status: wire.RunRunning},
 		{ID: "b1", SuiteID: "b", CreatedAt: base.Add(30 * time.Second)},
 		{ID: "a3", SuiteID: "a", CreatedAt: base.Add(time.Minute)}, // same time as a2: id breaks the tie
-		{ID: "b2", SuiteID: "b", CreatedAt: base.Add(2 * time.Minute), Status: RunRunning},
+		{ID: "b2", SuiteID: "b", CreatedAt: base.Add(2 * time.Minute), Status: wire.RunRunning},
 	} {
 		must(t, s.CreateRun(ctx, &r, nil))
 	}
@@ -439,14 +440,14 @@ func testListRuns(t *testing.T, ctx context.Context, s *Store) {
 	}{
 		{"all", RunFilter{}, []string{"b2", "a3", "a2", "b1", "a1"}},
 		{"suite", RunFilter{SuiteID: "a"}, []string{"a3", "a2", "a1"}},
-		{"status", RunFilter{Status: RunRunning}, []string{"b2", "a2"}},
-		{"suite and status", RunFilter{SuiteID: "a", Status: RunPending}, []string{"a3", "a1"}},
+		{"status", RunFilter{Status: wire.RunRunning}, []string{"b2", "a2"}},
+		{"suite and status", RunFilter{SuiteID: "a", Status: wire.RunPending}, []string{"a3", "a1"}},
 		{"limit", RunFilter{Limit: 2}, []string{"b2", "a3"}},
 		{"none", RunFilter{SuiteID: "ghost"}, []string{}},
 	} {
 		rs, err := s.ListRuns(ctx, tc.f)
 		must(t, err)
-		if got := idsOf(rs, func(r Run) string { return r.ID }); !slices.Equal(got, tc.want) {
+		if got := idsOf(rs, func(r wire.Run) string { return r.ID }); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: ListRuns(%+v) = %v, want %v", tc.name, tc.f, got, tc.want)
 		}
 	}
@@ -456,7 +457,7 @@ func testListRuns(t *testing.T, ctx context.Context, s *Store) {
 }
 
 func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateRun(ctx, &Run{ID: "r", SuiteID: "s"}, newResults(3)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r", SuiteID: "s"}, newResults(3)))
 	t1 := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	t2 := t1.Add(time.Minute)
 
@@ -465,7 +466,7 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 	must(t, s.StartCase(ctx, "r", 0, t2))
 	c, err := s.GetCaseResult(ctx, "r", 0)
 	must(t, err)
-	if c.Status != CaseRunning || c.StartedAt == nil || !c.StartedAt.Equal(storedTime(t1)) {
+	if c.Status != wire.CaseRunning || c.StartedAt == nil || !c.StartedAt.Equal(storedTime(t1)) {
 		t.Errorf("after StartCase: status %s started %v, want running at %v", c.Status, c.StartedAt, storedTime(t1))
 	}
 
@@ -477,7 +478,7 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 
 	exit, score := 1, 0.75
 	ended := t2.Add(time.Second)
-	fin := &CaseResult{
+	fin := &wire.CaseResult{
 		RunID: "r", Ordinal: 0, Verdict: "fail", Reason: "exit code 1, want 0",
 		ExitCode: &exit, DurationMS: 1500, CommandMS: 1200, Stdout: "out", Stderr: "err",
 		Score: &score, Metrics: map[string]float64{"acc": 0.5},
@@ -486,12 +487,12 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 		EndedAt:   &ended,
 	}
 	must(t, s.FinishCase(ctx, fin))
-	if fin.Status != CaseDone {
+	if fin.Status != wire.CaseDone {
 		t.Errorf("FinishCase left status %q", fin.Status)
 	}
 	c, err = s.GetCaseResult(ctx, "r", 0)
 	must(t, err)
-	if c.Status != CaseDone || c.Verdict != "fail" || c.Reason != fin.Reason || c.ExitCode == nil || *c.ExitCode != 1 ||
+	if c.Status != wire.CaseDone || c.Verdict != "fail" || c.Reason != fin.Reason || c.ExitCode == nil || *c.ExitCode != 1 ||
 		c.DurationMS != 1500 || c.CommandMS != 1200 || c.Stdout != "out" || c.Stderr != "err" ||
 		c.Score == nil || *c.Score != 0.75 || c.Metrics["acc"] != 0.5 || c.EndedAt == nil || !c.EndedAt.Equal(storedTime(ended)) ||
 		c.StartedAt == nil || !c.StartedAt.Equal(storedTime(t1)) || c.CaseID != "c00000" {
@@ -504,7 +505,7 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 	// A case finished without starting (nothing to run) is final too; no
 	// exit code, score or metrics stay NULL, and EndedAt defaults to now.
 	before := time.Now().Add(-time.Second)
-	must(t, s.FinishCase(ctx, &CaseResult{RunID: "r", Ordinal: 1, Verdict: "error", Reason: "workspace lost"}))
+	must(t, s.FinishCase(ctx, &wire.CaseResult{RunID: "r", Ordinal: 1, Verdict: "error", Reason: "workspace lost"}))
 	c, err = s.GetCaseResult(ctx, "r", 1)
 	must(t, err)
 	if c.Verdict != "error" || c.ExitCode != nil || c.Score != nil || c.Metrics != nil || c.Attempts != nil ||
@@ -518,13 +519,13 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 		kind errs.Kind
 		msg  string
 	}{
-		{"finish twice", s.FinishCase(ctx, &CaseResult{RunID: "r", Ordinal: 0, Verdict: "pass"}), errs.Conflict, "run r: case 0: already done"},
+		{"finish twice", s.FinishCase(ctx, &wire.CaseResult{RunID: "r", Ordinal: 0, Verdict: "pass"}), errs.Conflict, "run r: case 0: already done"},
 		{"start done", s.StartCase(ctx, "r", 0, t2), errs.Conflict, "already done"},
 		{"attempts of done", s.SetCaseAttempts(ctx, "r", 1, []byte(`[]`)), errs.Conflict, "already done"},
 		{"start unknown", s.StartCase(ctx, "r", 9, t1), errs.NotFound, "run r: case 9: not found"},
-		{"finish unknown", s.FinishCase(ctx, &CaseResult{RunID: "ghost", Ordinal: 0, Verdict: "pass"}), errs.NotFound, "run ghost: case 0: not found"},
+		{"finish unknown", s.FinishCase(ctx, &wire.CaseResult{RunID: "ghost", Ordinal: 0, Verdict: "pass"}), errs.NotFound, "run ghost: case 0: not found"},
 		{"attempts of unknown", s.SetCaseAttempts(ctx, "r", 9, []byte(`[]`)), errs.NotFound, "not found"},
-		{"bad verdict", s.FinishCase(ctx, &CaseResult{RunID: "r", Ordinal: 2, Verdict: "maybe"}), errs.Invalid, "verdict"},
+		{"bad verdict", s.FinishCase(ctx, &wire.CaseResult{RunID: "r", Ordinal: 2, Verdict: "maybe"}), errs.Invalid, "verdict"},
 		{"bad attempts", s.SetCaseAttempts(ctx, "r", 2, []byte(`{`)), errs.Invalid, "attempts"},
 	} {
 		wantErr(t, tc.err, tc.kind, tc.msg)
@@ -540,7 +541,7 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 	}
 	c, err = s.GetCaseResult(ctx, "r", 2)
 	must(t, err)
-	if c.Status != CasePending || c.Verdict != "" {
+	if c.Status != wire.CasePending || c.Verdict != "" {
 		t.Errorf("case 2 after refused finish = %+v", c)
 	}
 }
@@ -550,7 +551,7 @@ func testCaseLifecycle(t *testing.T, ctx context.Context, s *Store) {
 // contender cancels the run's cases at the same moment.
 func testFinishCaseRace(t *testing.T, ctx context.Context, s *Store) {
 	const n = 20
-	must(t, s.CreateRun(ctx, &Run{ID: "r", SuiteID: "s"}, newResults(n)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r", SuiteID: "s"}, newResults(n)))
 	for i := range n {
 		must(t, s.StartCase(ctx, "r", i, time.Now()))
 	}
@@ -564,7 +565,7 @@ func testFinishCaseRace(t *testing.T, ctx context.Context, s *Store) {
 		for w, v := range verdicts {
 			wg.Go(func() {
 				<-start
-				errsC[w] = s.FinishCase(ctx, &CaseResult{RunID: "r", Ordinal: i, Verdict: v, Reason: fmt.Sprintf("worker %d", w)})
+				errsC[w] = s.FinishCase(ctx, &wire.CaseResult{RunID: "r", Ordinal: i, Verdict: v, Reason: fmt.Sprintf("worker %d", w)})
 			})
 		}
 		close(start)
@@ -586,13 +587,13 @@ func testFinishCaseRace(t *testing.T, ctx context.Context, s *Store) {
 		}
 		c, err := s.GetCaseResult(ctx, "r", i)
 		must(t, err)
-		if c.Status != CaseDone || c.Verdict != verdicts[winner] || c.Reason != fmt.Sprintf("worker %d", winner) {
+		if c.Status != wire.CaseDone || c.Verdict != verdicts[winner] || c.Reason != fmt.Sprintf("worker %d", winner) {
 			t.Errorf("case %d stored %s %s %q, want the winner's (worker %d)", i, c.Status, c.Verdict, c.Reason, winner)
 		}
 	}
 
 	// FinishCase racing CancelCases: each case ends exactly one way.
-	must(t, s.CreateRun(ctx, &Run{ID: "r2", SuiteID: "s"}, newResults(n)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r2", SuiteID: "s"}, newResults(n)))
 	var (
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
@@ -603,7 +604,7 @@ func testFinishCaseRace(t *testing.T, ctx context.Context, s *Store) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			finished[i] = s.FinishCase(ctx, &CaseResult{RunID: "r2", Ordinal: i, Verdict: "pass"})
+			finished[i] = s.FinishCase(ctx, &wire.CaseResult{RunID: "r2", Ordinal: i, Verdict: "pass"})
 		})
 	}
 	wg.Go(func() {
@@ -618,9 +619,9 @@ func testFinishCaseRace(t *testing.T, ctx context.Context, s *Store) {
 		c, gerr := s.GetCaseResult(ctx, "r2", i)
 		must(t, gerr)
 		switch {
-		case err == nil && c.Status == CaseDone:
+		case err == nil && c.Status == wire.CaseDone:
 			done++
-		case errs.Is(err, errs.Conflict) && c.Status == CaseCanceled:
+		case errs.Is(err, errs.Conflict) && c.Status == wire.CaseCanceled:
 		default:
 			t.Errorf("case %d: FinishCase %v but status %s", i, err, c.Status)
 		}
@@ -631,14 +632,14 @@ func testFinishCaseRace(t *testing.T, ctx context.Context, s *Store) {
 }
 
 func testCancelCountCases(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateRun(ctx, &Run{ID: "r", SuiteID: "s"}, newResults(7)))
-	must(t, s.CreateRun(ctx, &Run{ID: "other", SuiteID: "s"}, newResults(2)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r", SuiteID: "s"}, newResults(7)))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "other", SuiteID: "s"}, newResults(2)))
 	// 0 pending, 1 running, 2 and 3 pass, 4 fail, 5 error, 6 running.
 	for _, i := range []int{1, 2, 3, 4, 5, 6} {
 		must(t, s.StartCase(ctx, "r", i, time.Now()))
 	}
 	for i, v := range map[int]string{2: "pass", 3: "pass", 4: "fail", 5: "error"} {
-		must(t, s.FinishCase(ctx, &CaseResult{RunID: "r", Ordinal: i, Verdict: v}))
+		must(t, s.FinishCase(ctx, &wire.CaseResult{RunID: "r", Ordinal: i, Verdict: v}))
 	}
 	for _, step := range []struct {
 		name string
@@ -665,12 +666,12 @@ func testCancelCountCases(t *testing.T, ctx context.Context, s *Store) {
 		}
 	}
 	// A canceled case gets no result afterwards; the finished ones keep theirs.
-	wantErr(t, s.FinishCase(ctx, &CaseResult{RunID: "r", Ordinal: 0, Verdict: "pass"}), errs.Conflict, "already canceled")
+	wantErr(t, s.FinishCase(ctx, &wire.CaseResult{RunID: "r", Ordinal: 0, Verdict: "pass"}), errs.Conflict, "already canceled")
 	wantErr(t, s.StartCase(ctx, "r", 6, time.Now()), errs.Conflict, "already canceled")
-	if c, err := s.GetCaseResult(ctx, "r", 4); err != nil || c.Status != CaseDone || c.Verdict != "fail" {
+	if c, err := s.GetCaseResult(ctx, "r", 4); err != nil || c.Status != wire.CaseDone || c.Verdict != "fail" {
 		t.Errorf("case 4 after cancel = %+v, %v", c, err)
 	}
-	if c, err := s.GetCaseResult(ctx, "r", 1); err != nil || c.Status != CaseCanceled || c.EndedAt == nil {
+	if c, err := s.GetCaseResult(ctx, "r", 1); err != nil || c.Status != wire.CaseCanceled || c.EndedAt == nil {
 		t.Errorf("case 1 after cancel = %+v, %v; want canceled with an end time", c, err)
 	}
 	// Other runs are untouched.
@@ -683,7 +684,7 @@ func testCancelCountCases(t *testing.T, ctx context.Context, s *Store) {
 }
 
 func testSetRunStatus(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateRun(ctx, &Run{ID: "r", SuiteID: "s"}, nil))
+	must(t, s.CreateRun(ctx, &wire.Run{ID: "r", SuiteID: "s"}, nil))
 	var firstStart time.Time
 	for _, st := range []struct {
 		name, status, reason string
@@ -693,14 +694,14 @@ func testSetRunStatus(t *testing.T, ctx context.Context, s *Store) {
 		wantReason           string
 		started, ended       bool
 	}{
-		{name: "still pending", status: RunPending, reason: "queued", wantStatus: RunPending, wantReason: "queued"},
-		{name: "running", status: RunRunning, wantStatus: RunRunning, started: true},
-		{name: "running again", status: RunRunning, reason: "resumed", wantStatus: RunRunning, wantReason: "resumed", started: true},
-		{name: "unknown status", status: "done", kind: errs.Invalid, msg: `unknown status "done"`, wantStatus: RunRunning, wantReason: "resumed", started: true},
-		{name: "succeeded", status: RunSucceeded, reason: "all cases final", wantStatus: RunSucceeded, wantReason: "all cases final", started: true, ended: true},
-		{name: "succeeded again", status: RunSucceeded, reason: "retry", wantStatus: RunSucceeded, wantReason: "all cases final", started: true, ended: true},
-		{name: "canceled after", status: RunCanceled, kind: errs.Conflict, msg: "run r: already succeeded", wantStatus: RunSucceeded, wantReason: "all cases final", started: true, ended: true},
-		{name: "running after", status: RunRunning, kind: errs.Conflict, msg: "already succeeded", wantStatus: RunSucceeded, wantReason: "all cases final", started: true, ended: true},
+		{name: "still pending", status: wire.RunPending, reason: "queued", wantStatus: wire.RunPending, wantReason: "queued"},
+		{name: "running", status: wire.RunRunning, wantStatus: wire.RunRunning, started: true},
+		{name: "running again", status: wire.RunRunning, reason: "resumed", wantStatus: wire.RunRunning, wantReason: "resumed", started: true},
+		{name: "unknown status", status: "done", kind: errs.Invalid, msg: `unknown status "done"`, wantStatus: wire.RunRunning, wantReason: "resumed", started: true},
+		{name: "succeeded", status: wire.RunSucceeded, reason: "all cases final", wantStatus: wire.RunSucceeded, wantReason: "all cases final", started: true, ended: true},
+		{name: "succeeded again", status: wire.RunSucceeded, reason: "retry", wantStatus: wire.RunSucceeded, wantReason: "all cases final", started: true, ended: true},
+		{name: "canceled after", status: wire.RunCanceled, kind: errs.Conflict, msg: "run r: already succeeded", wantStatus: wire.RunSucceeded, wantReason: "all cases final", started: true, ended: true},
+		{name: "running after", status: wire.RunRunning, kind: errs.Conflict, msg: "already succeeded", wantStatus: wire.RunSucceeded, wantReason: "all cases final", started: true, ended: true},
 	} {
 		err := s.SetRunStatus(ctx, "r", st.status, st.reason)
 		if st.kind == 0 {
@@ -729,18 +730,18 @@ func testSetRunStatus(t *testing.T, ctx context.Context, s *Store) {
 	}
 
 	// Each final status from pending, and failing a run that never ran.
-	for _, final := range []string{RunSucceeded, RunCanceled, RunFailed} {
+	for _, final := range []string{wire.RunSucceeded, wire.RunCanceled, wire.RunFailed} {
 		id := "r-" + final
-		must(t, s.CreateRun(ctx, &Run{ID: id, SuiteID: "s"}, nil))
+		must(t, s.CreateRun(ctx, &wire.Run{ID: id, SuiteID: "s"}, nil))
 		must(t, s.SetRunStatus(ctx, id, final, "why"))
 		r, err := s.GetRun(ctx, id)
 		must(t, err)
 		if r.Status != final || r.StartedAt != nil || r.EndedAt == nil {
 			t.Errorf("%s: run = %+v, want %s, ended, never started", id, r, final)
 		}
-		wantErr(t, s.SetRunStatus(ctx, id, RunPending, ""), errs.Conflict, "already "+final)
+		wantErr(t, s.SetRunStatus(ctx, id, wire.RunPending, ""), errs.Conflict, "already "+final)
 	}
-	wantErr(t, s.SetRunStatus(ctx, "ghost", RunRunning, ""), errs.NotFound, "run ghost: not found")
+	wantErr(t, s.SetRunStatus(ctx, "ghost", wire.RunRunning, ""), errs.NotFound, "run ghost: not found")
 }
 
 // testSetRunStatusRace ends a run two ways at once: one wins, the other
@@ -748,9 +749,9 @@ func testSetRunStatus(t *testing.T, ctx context.Context, s *Store) {
 func testSetRunStatusRace(t *testing.T, ctx context.Context, s *Store) {
 	for i := range 10 {
 		id := fmt.Sprintf("r%d", i)
-		must(t, s.CreateRun(ctx, &Run{ID: id, SuiteID: "s"}, nil))
-		must(t, s.SetRunStatus(ctx, id, RunRunning, ""))
-		statuses := []string{RunSucceeded, RunCanceled}
+		must(t, s.CreateRun(ctx, &wire.Run{ID: id, SuiteID: "s"}, nil))
+		must(t, s.SetRunStatus(ctx, id, wire.RunRunning, ""))
+		statuses := []string{wire.RunSucceeded, wire.RunCanceled}
 		got := make([]error, len(statuses))
 		var wg sync.WaitGroup
 		start := make(chan struct{})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // Event streams wait for a wake-up instead of polling the database. A
@@ -138,7 +140,7 @@ func (s *Store) WaitListening(ctx context.Context) error {
 }
 
 // announce wakes this process's streams for an event, once committed.
-func (s *Store) announce(e *Event) {
+func (s *Store) announce(e *wire.Event) {
 	s.hub.wake(e.ID, eventTopics(e.TenantID, e.WorkspaceID)...)
 }
 
@@ -153,7 +155,7 @@ func (s *Store) notifyGone(tx *gorm.DB, id string) error {
 
 // notifyPayload is what NOTIFY carries: the sending store, so it skips its
 // own notifications (it woke its streams already), then the event.
-func (s *Store) notifyPayload(e *Event) string {
+func (s *Store) notifyPayload(e *wire.Event) string {
 	return s.origin + " " + strconv.FormatUint(e.ID, 10) + " " + e.TenantID + " " + e.WorkspaceID
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/internal/testenv"
+	"github.com/primerhq/primer/wire"
 )
 
 // wakeBound is how soon a wake-up must arrive: well under EventSafetyPoll,
@@ -37,7 +38,7 @@ func TestEventWakeInProcess(t *testing.T) {
 			must(t, s.CreateWorkspace(ctx, b))
 			wa, wb := s.WaitWorkspaceEvents(a.ID), s.WaitWorkspaceEvents(b.ID)
 			wt, wall := s.WaitTenantEvents(a.TenantID), s.WaitTenantEvents("")
-			must(t, s.AppendEvent(ctx, &Event{WorkspaceID: a.ID, Type: EventPhaseChanged, Data: json.RawMessage(`{}`)}))
+			must(t, s.AppendEvent(ctx, &wire.Event{WorkspaceID: a.ID, Type: wire.EventPhaseChanged, Data: json.RawMessage(`{}`)}))
 			for name, ch := range map[string]<-chan struct{}{"workspace": wa, "tenant": wt, "all": wall} {
 				if !woken(ch) {
 					t.Errorf("the %s waiter was not woken within %s", name, wakeBound)
@@ -78,7 +79,7 @@ func TestEventWakeAcrossStores(t *testing.T) {
 
 	for i := range 3 {
 		ch, all := watcher.WaitWorkspaceEvents(w.ID), watcher.WaitTenantEvents("")
-		e := &Event{WorkspaceID: w.ID, Type: EventPhaseChanged, Data: json.RawMessage(`{}`)}
+		e := &wire.Event{WorkspaceID: w.ID, Type: wire.EventPhaseChanged, Data: json.RawMessage(`{}`)}
 		must(t, writer.AppendEvent(ctx, e))
 		if !woken(ch) || !woken(all) {
 			t.Fatalf("event %d appended by the other store: no wake-up within %s", i, wakeBound)

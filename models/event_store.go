@@ -6,6 +6,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // eventLockClass is the first key of the PostgreSQL advisory lock that
@@ -23,7 +24,7 @@ const eventLockClass = 0x7072
 // stream (ListTenantEvents) spans its workspaces, and an admin's spans the
 // tenants. The transaction is a lookup and an insert, so the lock is held for
 // about a millisecond. SQLite's single writer does the same.
-func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
+func (s *Store) AppendEvent(ctx context.Context, e *wire.Event) error {
 	if e.WorkspaceID == "" {
 		return errs.Field("workspace_id", "event: workspace_id is required")
 	}
@@ -67,12 +68,12 @@ func (s *Store) AppendEvent(ctx context.Context, e *Event) error {
 }
 
 // ListEvents returns a workspace's events with ID > afterID, oldest first, at most limit (0: all).
-func (s *Store) ListEvents(ctx context.Context, workspaceID string, afterID uint64, limit int) ([]Event, error) {
+func (s *Store) ListEvents(ctx context.Context, workspaceID string, afterID uint64, limit int) ([]wire.Event, error) {
 	q := s.r.WithContext(ctx).Where("workspace_id = ? AND id > ?", workspaceID, afterID).Order("id")
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
-	es := []Event{}
+	es := []wire.Event{}
 	if err := q.Find(&es).Error; err != nil {
 		return nil, dbError(ctx, err, "workspace "+workspaceID+": list events")
 	}
@@ -82,7 +83,7 @@ func (s *Store) ListEvents(ctx context.Context, workspaceID string, afterID uint
 // ListTenantEvents returns the events of tenant's workspaces (every
 // tenant's when tenant is "") with ID > afterID, oldest first, at most limit
 // (0: all). The range is read on the (tenant_id, id) index.
-func (s *Store) ListTenantEvents(ctx context.Context, tenant string, afterID uint64, limit int) ([]Event, error) {
+func (s *Store) ListTenantEvents(ctx context.Context, tenant string, afterID uint64, limit int) ([]wire.Event, error) {
 	q := s.r.WithContext(ctx).Where("id > ?", afterID)
 	if tenant != "" {
 		q = q.Where("tenant_id = ?", tenant)
@@ -91,7 +92,7 @@ func (s *Store) ListTenantEvents(ctx context.Context, tenant string, afterID uin
 	if limit > 0 {
 		q = q.Limit(limit)
 	}
-	es := []Event{}
+	es := []wire.Event{}
 	if err := q.Find(&es).Error; err != nil {
 		return nil, dbError(ctx, err, "tenant "+tenant+": list events")
 	}
@@ -102,7 +103,7 @@ func (s *Store) ListTenantEvents(ctx context.Context, tenant string, afterID uin
 // when tenant is ""), 0 when there is none: where a stream of what happens
 // from now on starts.
 func (s *Store) LatestEventID(ctx context.Context, tenant string) (uint64, error) {
-	q := s.r.WithContext(ctx).Model(&Event{})
+	q := s.r.WithContext(ctx).Model(&wire.Event{})
 	if tenant != "" {
 		q = q.Where("tenant_id = ?", tenant)
 	}
@@ -117,8 +118,8 @@ func (s *Store) LatestEventID(ctx context.Context, tenant string) (uint64, error
 }
 
 // LatestEvents returns a workspace's newest n events, newest first.
-func (s *Store) LatestEvents(ctx context.Context, workspaceID string, n int) ([]Event, error) {
-	es := []Event{}
+func (s *Store) LatestEvents(ctx context.Context, workspaceID string, n int) ([]wire.Event, error) {
+	es := []wire.Event{}
 	if err := s.r.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("id DESC").Limit(n).Find(&es).Error; err != nil {
 		return nil, dbError(ctx, err, "workspace "+workspaceID+": latest events")
 	}
@@ -129,13 +130,13 @@ func (s *Store) LatestEvents(ctx context.Context, workspaceID string, n int) ([]
 // workspace row, or once the row is deleted (workspace.destroyed is written
 // around then) from the workspace's earlier events. The caller's value is
 // kept only when neither exists.
-func tenantOfEvent(tx *gorm.DB, e *Event) error {
+func tenantOfEvent(tx *gorm.DB, e *wire.Event) error {
 	var tenants []string
-	if err := tx.Model(&Workspace{}).Where("id = ?", e.WorkspaceID).Pluck("tenant_id", &tenants).Error; err != nil {
+	if err := tx.Model(&wire.Workspace{}).Where("id = ?", e.WorkspaceID).Pluck("tenant_id", &tenants).Error; err != nil {
 		return err
 	}
 	if len(tenants) == 0 {
-		err := tx.Model(&Event{}).Where("workspace_id = ?", e.WorkspaceID).Order("id DESC").Limit(1).Pluck("tenant_id", &tenants).Error
+		err := tx.Model(&wire.Event{}).Where("workspace_id = ?", e.WorkspaceID).Order("id DESC").Limit(1).Pluck("tenant_id", &tenants).Error
 		if err != nil {
 			return err
 		}

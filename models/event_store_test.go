@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // TestTenantEvents runs the tenant-wide event reads against every dialect
@@ -21,34 +23,34 @@ func TestTenantEvents(t *testing.T) {
 
 func testTenantEvents(t *testing.T, ctx context.Context, s *Store) {
 	for _, id := range []string{"ta", "tb"} {
-		must(t, s.CreateTenant(ctx, &Tenant{ID: id}))
+		must(t, s.CreateTenant(ctx, &wire.Tenant{ID: id}))
 	}
 	if id, err := s.LatestEventID(ctx, "ta"); err != nil || id != 0 {
 		t.Fatalf("LatestEventID of a tenant without events = %d, %v; want 0", id, err)
 	}
 	a1, a2, b1 := newWorkspace("t", "p"), newWorkspace("t", "p"), newWorkspace("t", "p")
 	a1.TenantID, a2.TenantID, b1.TenantID = "ta", "ta", "tb"
-	for _, w := range []*Workspace{a1, a2, b1} {
+	for _, w := range []*wire.Workspace{a1, a2, b1} {
 		must(t, s.CreateWorkspace(ctx, w))
 	}
-	var ta, all []Event
-	add := func(w *Workspace, typ string) {
-		e := &Event{WorkspaceID: w.ID, Type: typ, Data: json.RawMessage(`{"to":"running"}`)}
+	var ta, all []wire.Event
+	add := func(w *wire.Workspace, typ string) {
+		e := &wire.Event{WorkspaceID: w.ID, Type: typ, Data: json.RawMessage(`{"to":"running"}`)}
 		must(t, s.AppendEvent(ctx, e))
 		all = append(all, *e)
 		if w.TenantID == "ta" {
 			ta = append(ta, *e)
 		}
 	}
-	add(a1, EventPhaseChanged)
-	add(b1, EventPhaseChanged)
-	add(a2, EventPhaseChanged)
-	add(b1, EventDestroyed)
+	add(a1, wire.EventPhaseChanged)
+	add(b1, wire.EventPhaseChanged)
+	add(a2, wire.EventPhaseChanged)
+	add(b1, wire.EventDestroyed)
 	must(t, s.DeleteWorkspace(ctx, a1.ID))
-	add(a1, EventDestroyed) // after the row: still tenant ta's
-	add(a2, EventPhaseChanged)
+	add(a1, wire.EventDestroyed) // after the row: still tenant ta's
+	add(a2, wire.EventPhaseChanged)
 
-	ids := func(es []Event) string {
+	ids := func(es []wire.Event) string {
 		out := ""
 		for _, e := range es {
 			out += fmt.Sprintf("%d:%s/%s ", e.ID, e.TenantID, e.WorkspaceID)
@@ -60,14 +62,14 @@ func testTenantEvents(t *testing.T, ctx context.Context, s *Store) {
 		tenant string
 		after  uint64
 		limit  int
-		want   []Event
+		want   []wire.Event
 	}{
 		{"tenant ta", "ta", 0, 0, ta},
 		{"after its second", "ta", ta[1].ID, 0, ta[2:]},
 		{"after another tenant's event", "ta", all[1].ID, 0, ta[1:]},
 		{"limit", "ta", 0, 2, ta[:2]},
 		{"after and limit", "ta", ta[0].ID, 2, ta[1:3]},
-		{"tenant tb", "tb", 0, 0, []Event{all[1], all[3]}},
+		{"tenant tb", "tb", 0, 0, []wire.Event{all[1], all[3]}},
 		{"every tenant", "", 0, 0, all},
 		{"after the newest", "ta", all[len(all)-1].ID, 0, nil},
 		{"a tenant with none", "nobody", 0, 0, nil},
@@ -90,7 +92,7 @@ func testTenantEvents(t *testing.T, ctx context.Context, s *Store) {
 // does: it must see every event, each once, in ID order. On PostgreSQL this
 // holds only if IDs become visible in order across workspaces.
 func testTenantEventsConcurrent(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "tc"}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "tc"}))
 	const writers, each = 8, 15
 	var wg sync.WaitGroup
 	errc := make(chan error, writers)
@@ -102,7 +104,7 @@ func testTenantEventsConcurrent(t *testing.T, ctx context.Context, s *Store) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if err := s.AppendEvent(ctx, &Event{WorkspaceID: w.ID, Type: EventPhaseChanged}); err != nil {
+				if err := s.AppendEvent(ctx, &wire.Event{WorkspaceID: w.ID, Type: wire.EventPhaseChanged}); err != nil {
 					errc <- err
 					return
 				}

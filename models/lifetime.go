@@ -3,44 +3,15 @@ package models
 import (
 	"context"
 	"time"
-)
 
-// Lifetime reasons: why a workspace was deleted (the reason of its
-// terminating phase) or taken back to its pool.
-const (
-	// ReasonExpired: the workspace reached its ExpiresAt (lifetime.max or
-	// the create's ttl, as extended).
-	ReasonExpired = "expired"
-	// ReasonIdle: no exec, file or session call before its IdleDeadline.
-	ReasonIdle = "idle"
-	// ReasonLeaseExpired: a leased workspace was neither returned nor
-	// extended before its LeaseExpiresAt.
-	ReasonLeaseExpired = "lease_expired"
+	"github.com/primerhq/primer/wire"
 )
-
-// Lifetime events.
-const (
-	// EventExpired is recorded before a workspace is deleted for its
-	// lifetime; its data's reason is ReasonExpired or ReasonIdle.
-	EventExpired = "workspace.expired"
-	// EventLeaseExpired is recorded when a lease runs out and the
-	// workspace is taken back (reason ReasonLeaseExpired).
-	EventLeaseExpired = "workspace.lease_expired"
-)
-
-// Deadlines are a workspace's lifetime deadlines; nil fields do not apply.
-type Deadlines struct {
-	ExpiresAt      *time.Time
-	MaxExpiresAt   *time.Time
-	IdleDeadline   *time.Time
-	LeaseExpiresAt *time.Time
-}
 
 // StartDeadlines returns the deadlines of a workspace whose life (or
 // lease) starts at now: it expires after ttl when that is set, else after
 // maxLife; it may be extended up to maxLife; it goes idle after idle; its
 // lease runs out after leaseTTL. Zero durations set no deadline.
-func StartDeadlines(now time.Time, maxLife, ttl, idle, leaseTTL time.Duration) Deadlines {
+func StartDeadlines(now time.Time, maxLife, ttl, idle, leaseTTL time.Duration) wire.Deadlines {
 	at := func(d time.Duration) *time.Time {
 		if d <= 0 {
 			return nil
@@ -48,7 +19,7 @@ func StartDeadlines(now time.Time, maxLife, ttl, idle, leaseTTL time.Duration) D
 		t := storedTime(now.Add(d))
 		return &t
 	}
-	d := Deadlines{MaxExpiresAt: at(maxLife), IdleDeadline: at(idle), LeaseExpiresAt: at(leaseTTL)}
+	d := wire.Deadlines{MaxExpiresAt: at(maxLife), IdleDeadline: at(idle), LeaseExpiresAt: at(leaseTTL)}
 	d.ExpiresAt = at(maxLife)
 	if ttl > 0 {
 		d.ExpiresAt = at(ttl)
@@ -56,20 +27,9 @@ func StartDeadlines(now time.Time, maxLife, ttl, idle, leaseTTL time.Duration) D
 	return d
 }
 
-// Deadlines returns w's lifetime deadlines.
-func (w *Workspace) Deadlines() Deadlines {
-	return Deadlines{ExpiresAt: w.ExpiresAt, MaxExpiresAt: w.MaxExpiresAt, IdleDeadline: w.IdleDeadline, LeaseExpiresAt: w.LeaseExpiresAt}
-}
-
-// SetDeadlines sets d on w's fields, as stored.
-func (w *Workspace) SetDeadlines(d Deadlines) {
-	w.ExpiresAt, w.MaxExpiresAt = storedTimePtr(d.ExpiresAt), storedTimePtr(d.MaxExpiresAt)
-	w.IdleDeadline, w.LeaseExpiresAt = storedTimePtr(d.IdleDeadline), storedTimePtr(d.LeaseExpiresAt)
-}
-
 // SetDeadlines replaces the workspace's lifetime deadlines (nil clears
 // one); NotFound if the workspace does not exist.
-func (s *Store) SetDeadlines(ctx context.Context, id string, d Deadlines) error {
+func (s *Store) SetDeadlines(ctx context.Context, id string, d wire.Deadlines) error {
 	return s.updateWorkspace(ctx, id, "set deadlines", deadlineColumns(d))
 }
 
@@ -77,14 +37,14 @@ func (s *Store) SetDeadlines(ctx context.Context, id string, d Deadlines) error 
 // it has one, moves to until. It is one UPDATE of one row by its key that
 // leaves updated_at alone; callers throttle it (see api's touch).
 func (s *Store) TouchWorkspace(ctx context.Context, id string, until time.Time) error {
-	err := s.w.WithContext(ctx).Model(&Workspace{}).
+	err := s.w.WithContext(ctx).Model(&wire.Workspace{}).
 		Where("id = ? AND idle_deadline IS NOT NULL", id).
 		UpdateColumn("idle_deadline", storedTime(until)).Error
 	return writeError(ctx, err, "workspace", id, "touch")
 }
 
 // deadlineColumns are d's columns for an update; nil is NULL.
-func deadlineColumns(d Deadlines) map[string]any {
+func deadlineColumns(d wire.Deadlines) map[string]any {
 	col := func(t *time.Time) any {
 		if t == nil {
 			return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestLLMStore runs the model provider and agent store on every dialect.
@@ -31,19 +32,19 @@ func wantKind(t *testing.T, err error, kind errs.Kind, what string) {
 
 var llmStoreCases = []storeCase{
 	{"provider CRUD keeps the key", func(t *testing.T, ctx context.Context, s *Store) {
-		p := &LLMProvider{ID: "oa", TenantID: "t1", Kind: LLMOpenAI, BaseURL: "http://127.0.0.1:9/v1", APIKey: "sk-secret"}
+		p := &wire.LLMProvider{ID: "oa", TenantID: "t1", Kind: wire.LLMOpenAI, BaseURL: "http://127.0.0.1:9/v1", APIKey: "sk-secret"}
 		if err := s.CreateLLMProvider(ctx, p); err != nil {
 			t.Fatal(err)
 		}
-		wantKind(t, s.CreateLLMProvider(ctx, &LLMProvider{ID: "oa", Kind: LLMOpenAI, BaseURL: "x"}), errs.Conflict, "duplicate")
+		wantKind(t, s.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "oa", Kind: wire.LLMOpenAI, BaseURL: "x"}), errs.Conflict, "duplicate")
 		got, err := s.GetLLMProvider(ctx, "oa")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.APIKey != "sk-secret" || got.TenantID != "t1" || got.Kind != LLMOpenAI || got.CreatedAt.IsZero() {
+		if got.APIKey != "sk-secret" || got.TenantID != "t1" || got.Kind != wire.LLMOpenAI || got.CreatedAt.IsZero() {
 			t.Fatalf("got %+v", got)
 		}
-		if k, err := got.Key(); err != nil || k != "sk-secret" {
+		if k, err := LLMKey(got); err != nil || k != "sk-secret" {
 			t.Fatalf("Key() = %q, %v", k, err)
 		}
 		// The row marshals without its key (json:"-").
@@ -52,24 +53,24 @@ var llmStoreCases = []storeCase{
 			t.Fatalf("marshalled row holds the key: %s", b)
 		}
 
-		upd := &LLMProvider{ID: "oa", Kind: LLMAnthropic, BaseURL: "http://127.0.0.1:9/v2", APIKeyEnv: "PRIMER_TEST_LLM_KEY"}
+		upd := &wire.LLMProvider{ID: "oa", Kind: wire.LLMAnthropic, BaseURL: "http://127.0.0.1:9/v2", APIKeyEnv: "PRIMER_TEST_LLM_KEY"}
 		if err := s.UpdateLLMProvider(ctx, upd); err != nil {
 			t.Fatal(err)
 		}
-		if upd.APIKey != "" || upd.APIKeyEnv != "PRIMER_TEST_LLM_KEY" || upd.Kind != LLMAnthropic || upd.TenantID != "t1" {
+		if upd.APIKey != "" || upd.APIKeyEnv != "PRIMER_TEST_LLM_KEY" || upd.Kind != wire.LLMAnthropic || upd.TenantID != "t1" {
 			t.Fatalf("updated %+v", upd)
 		}
 		t.Setenv("PRIMER_TEST_LLM_KEY", "")
-		if _, err := upd.Key(); err == nil || !strings.Contains(err.Error(), "PRIMER_TEST_LLM_KEY") {
+		if _, err := LLMKey(upd); err == nil || !strings.Contains(err.Error(), "PRIMER_TEST_LLM_KEY") {
 			t.Fatalf("Key() of an unset variable: %v", err)
 		}
 		t.Setenv("PRIMER_TEST_LLM_KEY", "from-env")
-		if k, err := upd.Key(); err != nil || k != "from-env" {
+		if k, err := LLMKey(upd); err != nil || k != "from-env" {
 			t.Fatalf("Key() = %q, %v", k, err)
 		}
-		wantKind(t, s.UpdateLLMProvider(ctx, &LLMProvider{ID: "nope", Kind: LLMOpenAI}), errs.NotFound, "update unknown")
+		wantKind(t, s.UpdateLLMProvider(ctx, &wire.LLMProvider{ID: "nope", Kind: wire.LLMOpenAI}), errs.NotFound, "update unknown")
 
-		if err := s.CreateLLMProvider(ctx, &LLMProvider{ID: "other", TenantID: "t2", Kind: LLMOpenAI, BaseURL: "x", APIKey: "k"}); err != nil {
+		if err := s.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "other", TenantID: "t2", Kind: wire.LLMOpenAI, BaseURL: "x", APIKey: "k"}); err != nil {
 			t.Fatal(err)
 		}
 		ps, err := s.ListLLMProviders(ctx, "t1")
@@ -87,16 +88,16 @@ var llmStoreCases = []storeCase{
 		wantKind(t, err, errs.NotFound, "get deleted")
 	}},
 	{"agent CRUD and its provider", func(t *testing.T, ctx context.Context, s *Store) {
-		err := s.CreateAgent(ctx, &Agent{ID: "a", Model: AgentModel{ProviderID: "ghost", ModelName: "m"}})
+		err := s.CreateAgent(ctx, &wire.Agent{ID: "a", Model: wire.AgentModel{ProviderID: "ghost", ModelName: "m"}})
 		if errs.FieldOf(err) != "model.provider_id" {
 			t.Fatalf("agent on an unknown provider: %v (field %q)", err, errs.FieldOf(err))
 		}
-		if err := s.CreateLLMProvider(ctx, &LLMProvider{ID: "p", Kind: LLMOpenAI, BaseURL: "x", APIKey: "k"}); err != nil {
+		if err := s.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "p", Kind: wire.LLMOpenAI, BaseURL: "x", APIKey: "k"}); err != nil {
 			t.Fatal(err)
 		}
 		temp := 0.5
-		a := &Agent{ID: "code-runner", TenantID: "t1", Description: "runs code",
-			Model:        AgentModel{ProviderID: "p", ModelName: "gpt", Temperature: &temp, MaxTokens: 512},
+		a := &wire.Agent{ID: "code-runner", TenantID: "t1", Description: "runs code",
+			Model:        wire.AgentModel{ProviderID: "p", ModelName: "gpt", Temperature: &temp, MaxTokens: 512},
 			SystemPrompt: []string{"You run code.", "Be brief."}, MaxTurns: 7, Timeout: "5m"}
 		if err := s.CreateAgent(ctx, a); err != nil {
 			t.Fatal(err)
@@ -113,7 +114,7 @@ var llmStoreCases = []storeCase{
 		wantKind(t, s.DeleteLLMProvider(ctx, "p"), errs.Conflict, "delete a provider in use")
 
 		// Update clears what the new spec leaves out.
-		upd := &Agent{ID: "code-runner", Model: AgentModel{ProviderID: "p", ModelName: "gpt-2"}, Tools: []string{"x"}, MaxTurns: 50, Timeout: "30m"}
+		upd := &wire.Agent{ID: "code-runner", Model: wire.AgentModel{ProviderID: "p", ModelName: "gpt-2"}, Tools: []string{"x"}, MaxTurns: 50, Timeout: "30m"}
 		if err := s.UpdateAgent(ctx, upd); err != nil {
 			t.Fatal(err)
 		}
@@ -121,11 +122,11 @@ var llmStoreCases = []storeCase{
 			len(upd.Tools) != 1 || upd.MaxTurns != 50 || upd.TenantID != "t1" {
 			t.Fatalf("updated %+v", upd)
 		}
-		err = s.UpdateAgent(ctx, &Agent{ID: "code-runner", Model: AgentModel{ProviderID: "ghost", ModelName: "m"}})
+		err = s.UpdateAgent(ctx, &wire.Agent{ID: "code-runner", Model: wire.AgentModel{ProviderID: "ghost", ModelName: "m"}})
 		if errs.FieldOf(err) != "model.provider_id" {
 			t.Fatalf("update to an unknown provider: %v", err)
 		}
-		wantKind(t, s.UpdateAgent(ctx, &Agent{ID: "nope", Model: AgentModel{ProviderID: "p"}}), errs.NotFound, "update unknown")
+		wantKind(t, s.UpdateAgent(ctx, &wire.Agent{ID: "nope", Model: wire.AgentModel{ProviderID: "p"}}), errs.NotFound, "update unknown")
 
 		if as, err := s.ListAgents(ctx, "t1"); err != nil || len(as) != 1 {
 			t.Fatalf("list t1 = %+v, %v", as, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/testenv"
+	"github.com/primerhq/primer/wire"
 )
 
 // The v0 models are the tables as they were before template generations,
@@ -90,14 +91,14 @@ func TestMigrateExistingDatabase(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := t.Context()
 			url, old := d.setup(t)
-			must(t, old.AutoMigrate(&Provider{}, &v0Template{}, &v0Workspace{}, &v0Session{}, &Event{}))
+			must(t, old.AutoMigrate(&wire.Provider{}, &v0Template{}, &v0Workspace{}, &v0Session{}, &wire.Event{}))
 			ended := time.Now().UTC()
-			must(t, old.Create(&Provider{ID: "p", Provider: BackendLocal}).Error)
+			must(t, old.Create(&wire.Provider{ID: "p", Provider: wire.BackendLocal}).Error)
 			must(t, old.Create(&v0Template{ID: "t", ProviderID: "p", Backend: json.RawMessage(`{"kind":"local"}`)}).Error)
-			must(t, old.Create(&v0Workspace{ID: "ws-old", TemplateID: "t", ProviderID: "p", Backend: BackendLocal, Phase: PhaseRunning}).Error)
+			must(t, old.Create(&v0Workspace{ID: "ws-old", TemplateID: "t", ProviderID: "p", Backend: wire.BackendLocal, Phase: wire.PhaseRunning}).Error)
 			must(t, old.Create(&v0Session{ID: "ses-lost", WorkspaceID: "ws-old", Agent: "claude", Metadata: map[string]string{"k": "v"},
-				Status: SessionEnded, EndReason: ReasonWorkspaceLost, EndedAt: &ended}).Error)
-			must(t, old.Create(&v0Session{ID: "ses-open", WorkspaceID: "ws-old", Status: SessionOpen}).Error)
+				Status: wire.SessionEnded, EndReason: wire.ReasonWorkspaceLost, EndedAt: &ended}).Error)
+			must(t, old.Create(&v0Session{ID: "ses-open", WorkspaceID: "ws-old", Status: wire.SessionOpen}).Error)
 			sqlOld, err := old.DB()
 			must(t, err)
 			must(t, sqlOld.Close())
@@ -135,9 +136,9 @@ func TestMigrateExistingDatabase(t *testing.T) {
 			if len(resumed) != 1 || resumed[0].ResumedFrom != "ses-lost" || resumed[0].Agent != "claude" {
 				t.Errorf("ResumeLostSessions on old rows = %+v, want one successor of ses-lost", resumed)
 			}
-			must(t, s.UpdateTemplate(ctx, &Template{ID: "t", ProviderID: "p"}))
-			must(t, s.CreatePool(ctx, &Pool{ID: "pool", TemplateID: "t"}))
-			warm := newPoolWorkspace("pool", PoolIdle, PhaseRunning, time.Now())
+			must(t, s.UpdateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "p"}))
+			must(t, s.CreatePool(ctx, &wire.Pool{ID: "pool", TemplateID: "t"}))
+			warm := newPoolWorkspace("pool", wire.PoolIdle, wire.PhaseRunning, time.Now())
 			must(t, s.CreateWorkspace(ctx, warm))
 			got, err := s.LeaseWorkspace(ctx, "pool")
 			must(t, err)
@@ -388,29 +389,29 @@ func TestMigrateBeforeTenants(t *testing.T) {
 			ctx := t.Context()
 			url, old := d.setup(t)
 			must(t, old.AutoMigrate(&ptProvider{}, &ptTemplate{}, &ptPool{}, &ptWorkspace{}, &ptSession{}, &ptEvent{},
-				&ptSuite{}, &ptRun{}, &SuiteCase{}, &CaseResult{}))
+				&ptSuite{}, &ptRun{}, &wire.SuiteCase{}, &wire.CaseResult{}))
 			at := time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
 			later := at.Add(time.Hour)
 			for _, row := range []any{
-				&ptProvider{ID: "local", Provider: BackendLocal, Config: json.RawMessage(`{"kind":"local","root_path":"/srv/primer"}`), CreatedAt: at, UpdatedAt: at},
-				&ptProvider{ID: "docker", Provider: BackendContainer, Config: json.RawMessage(`{"kind":"container"}`), CreatedAt: at, UpdatedAt: at},
+				&ptProvider{ID: "local", Provider: wire.BackendLocal, Config: json.RawMessage(`{"kind":"local","root_path":"/srv/primer"}`), CreatedAt: at, UpdatedAt: at},
+				&ptProvider{ID: "docker", Provider: wire.BackendContainer, Config: json.RawMessage(`{"kind":"container"}`), CreatedAt: at, UpdatedAt: at},
 				&ptTemplate{ID: "default", ProviderID: "local", Description: "the default", Backend: json.RawMessage(`{"kind":"local"}`), Generation: 1, CreatedAt: at, UpdatedAt: at},
 				&ptTemplate{ID: "py", ProviderID: "docker", Backend: json.RawMessage(`{"kind":"container","image":"python:3.12"}`), Generation: 3, CreatedAt: at, UpdatedAt: later},
 				&ptPool{ID: "warm", TemplateID: "py", Size: 2, LeaseTTL: "30m", CreatedAt: at, UpdatedAt: at},
-				&ptWorkspace{ID: "ws-a", TemplateID: "default", ProviderID: "local", Backend: BackendLocal, Phase: PhaseRunning,
+				&ptWorkspace{ID: "ws-a", TemplateID: "default", ProviderID: "local", Backend: wire.BackendLocal, Phase: wire.PhaseRunning,
 					Labels: map[string]string{"team": "evals"}, Path: "/srv/primer/ws-a", Handle: json.RawMessage(`{"backend":"local","id":"ws-a"}`),
 					RuntimeToken: "rt-secret", WorkflowID: "workspace-ws-a", TemplateGeneration: 1, ExpiresAt: &later, MaxLifetimeMS: 7200000, CreatedAt: at, UpdatedAt: later},
-				&ptWorkspace{ID: "ws-b", TemplateID: "py", ProviderID: "docker", Backend: BackendContainer, Phase: PhaseTerminating, Reason: "deleted by the user",
-					PoolID: "warm", PoolState: PoolLeased, TemplateGeneration: 3, WorkflowID: "workspace-ws-b", CreatedAt: later, UpdatedAt: later},
-				&ptSession{ID: "ses-1", WorkspaceID: "ws-a", Agent: "claude", Metadata: map[string]string{"k": "v"}, Status: SessionOpen, CreatedAt: at},
-				&ptSession{ID: "ses-2", WorkspaceID: "ws-b", Status: SessionEnded, EndReason: ReasonWorkspaceDeleted, CreatedAt: at, EndedAt: &later},
-				&ptEvent{WorkspaceID: "ws-a", Type: EventPhaseChanged, Data: json.RawMessage(`{"phase":"running"}`), CreatedAt: at},
-				&ptEvent{WorkspaceID: "ws-b", Type: EventPhaseChanged, Data: json.RawMessage(`{"phase":"terminating"}`), CreatedAt: later},
+				&ptWorkspace{ID: "ws-b", TemplateID: "py", ProviderID: "docker", Backend: wire.BackendContainer, Phase: wire.PhaseTerminating, Reason: "deleted by the user",
+					PoolID: "warm", PoolState: wire.PoolLeased, TemplateGeneration: 3, WorkflowID: "workspace-ws-b", CreatedAt: later, UpdatedAt: later},
+				&ptSession{ID: "ses-1", WorkspaceID: "ws-a", Agent: "claude", Metadata: map[string]string{"k": "v"}, Status: wire.SessionOpen, CreatedAt: at},
+				&ptSession{ID: "ses-2", WorkspaceID: "ws-b", Status: wire.SessionEnded, EndReason: wire.ReasonWorkspaceDeleted, CreatedAt: at, EndedAt: &later},
+				&ptEvent{WorkspaceID: "ws-a", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"phase":"running"}`), CreatedAt: at},
+				&ptEvent{WorkspaceID: "ws-b", Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"phase":"terminating"}`), CreatedAt: later},
 				&ptSuite{ID: "nightly", TemplateID: "default", Spec: json.RawMessage(`{"id":"nightly","template_id":"default"}`), CaseCount: 1, CreatedAt: at, UpdatedAt: at},
-				&SuiteCase{SuiteID: "nightly", Ordinal: 0, CaseID: "one", Spec: json.RawMessage(`{"id":"one"}`)},
-				&ptRun{ID: "run-1", SuiteID: "nightly", Status: RunSucceeded, Trigger: TriggerUser, TriggeredBy: "ann", Total: 1,
+				&wire.SuiteCase{SuiteID: "nightly", Ordinal: 0, CaseID: "one", Spec: json.RawMessage(`{"id":"one"}`)},
+				&ptRun{ID: "run-1", SuiteID: "nightly", Status: wire.RunSucceeded, Trigger: wire.TriggerUser, TriggeredBy: "ann", Total: 1,
 					Spec: json.RawMessage(`{"id":"nightly"}`), WorkflowID: "run-1", CreatedAt: at, StartedAt: &at, EndedAt: &later},
-				&CaseResult{RunID: "run-1", Ordinal: 0, CaseID: "one", Status: CaseDone, Verdict: "pass", Stdout: "ok\n"},
+				&wire.CaseResult{RunID: "run-1", Ordinal: 0, CaseID: "one", Status: wire.CaseDone, Verdict: "pass", Stdout: "ok\n"},
 			} {
 				must(t, old.Create(row).Error)
 			}
@@ -432,9 +433,9 @@ func TestMigrateBeforeTenants(t *testing.T) {
 			for _, table := range []string{"providers", "templates", "pools", "workspaces", "sessions", "events", "suites", "runs"} {
 				var all, def int64
 				must(t, s.w.Table(table).Count(&all).Error)
-				must(t, s.w.Table(table).Where("tenant_id = ?", DefaultTenantID).Count(&def).Error)
+				must(t, s.w.Table(table).Where("tenant_id = ?", wire.DefaultTenantID).Count(&def).Error)
 				if all == 0 || def != all {
-					t.Errorf("%s: %d of %d rows in tenant %s, want all", table, def, all, DefaultTenantID)
+					t.Errorf("%s: %d of %d rows in tenant %s, want all", table, def, all, wire.DefaultTenantID)
 				}
 			}
 			// EnsureDefaults added nothing where the old rows stood: the
@@ -454,26 +455,26 @@ func TestMigrateBeforeTenants(t *testing.T) {
 			must(t, err)
 			for what, got := range map[string]string{"provider": p.TenantID, "template": tp.TenantID, "pool": pool.TenantID,
 				"workspace": w.TenantID, "suite": su.TenantID, "run": run.TenantID} {
-				if got != DefaultTenantID {
-					t.Errorf("%s read back with tenant %q, want %q", what, got, DefaultTenantID)
+				if got != wire.DefaultTenantID {
+					t.Errorf("%s read back with tenant %q, want %q", what, got, wire.DefaultTenantID)
 				}
 			}
 			if w.CPUCores != 0 || w.MemoryBytes != 0 || p.Shared {
 				t.Errorf("old workspace cpu %v memory %d, provider shared %v; want 0, 0, false", w.CPUCores, w.MemoryBytes, p.Shared)
 			}
-			tenant, err := s.GetTenant(ctx, DefaultTenantID)
+			tenant, err := s.GetTenant(ctx, wire.DefaultTenantID)
 			must(t, err)
-			if tenant.Quota != (Quota{}) {
+			if tenant.Quota != (wire.Quota{}) {
 				t.Errorf("default tenant quota %+v, want none", tenant.Quota)
 			}
 			// The old rows count toward the default tenant: a quota of two
 			// workspaces (ws-b is terminating but still there) is full.
-			u, err := s.TenantUsage(ctx, DefaultTenantID)
+			u, err := s.TenantUsage(ctx, wire.DefaultTenantID)
 			must(t, err)
-			if want := (Usage{Workspaces: 2, Pools: 1}); u != want {
+			if want := (wire.Usage{Workspaces: 2, Pools: 1}); u != want {
 				t.Errorf("TenantUsage(default) = %+v, want %+v", u, want)
 			}
-			_, err = s.UpdateTenant(ctx, &Tenant{ID: DefaultTenantID, Quota: Quota{MaxWorkspaces: 2}})
+			_, err = s.UpdateTenant(ctx, &wire.Tenant{ID: wire.DefaultTenantID, Quota: wire.Quota{MaxWorkspaces: 2}})
 			must(t, err)
 			wantErr(t, s.CreateWorkspace(ctx, newWorkspace("default", "local")), errs.Exhausted,
 				"tenant default: quota max_workspaces: limit 2, in use 2")

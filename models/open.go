@@ -20,6 +20,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // Dialects returned by Store.Dialect.
@@ -44,9 +45,9 @@ const (
 )
 
 // allModels are migrated by Open, parents first.
-var allModels = []any{&Installation{}, &Tenant{}, &APIKey{}, &AuditEntry{}, &Provider{}, &Template{}, &Pool{}, &Workspace{}, &Session{}, &Event{},
-	&Suite{}, &SuiteCase{}, &Run{}, &CaseResult{}, &LLMProvider{}, &Agent{},
-	&SessionRun{}, &TranscriptEntry{}, &ConsoleSession{}}
+var allModels = []any{&Installation{}, &wire.Tenant{}, &wire.APIKey{}, &wire.AuditEntry{}, &wire.Provider{}, &wire.Template{}, &wire.Pool{}, &wire.Workspace{}, &wire.Session{}, &wire.Event{},
+	&wire.Suite{}, &wire.SuiteCase{}, &wire.Run{}, &wire.CaseResult{}, &wire.LLMProvider{}, &wire.Agent{},
+	&wire.SessionRun{}, &wire.TranscriptEntry{}, &ConsoleSession{}}
 
 // Open connects to the database and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

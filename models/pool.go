@@ -11,17 +11,18 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // poolStates are the values of Workspace.PoolState for a pool's workspace.
-var poolStates = map[string]bool{PoolIdle: true, PoolLeased: true, PoolReturning: true}
+var poolStates = map[string]bool{wire.PoolIdle: true, wire.PoolLeased: true, wire.PoolReturning: true}
 
 // CreatePool inserts p; Conflict if the id exists, NotFound (field
 // template_id) if the template does not, Invalid (field size) unless Size is
 // 0..MaxPoolSize. Size 0 is stored as DefaultPoolSize. An empty TenantID is
 // stored as DefaultTenantID; Exhausted if the tenant already holds its
 // max_pools (checked in the insert's transaction, under the tenant's lock).
-func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
+func (s *Store) CreatePool(ctx context.Context, p *wire.Pool) error {
 	if p.ID == "" {
 		return errs.Field("id", "pool: id is required")
 	}
@@ -31,7 +32,7 @@ func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
 	p.TenantID = tenantOrDefault(p.TenantID)
 	// The tenant first, as in CreateWorkspace: creates in one tenant with
 	// a quota take turns, so max_pools holds under concurrency.
-	err := s.inQuota(ctx, p.TenantID, func(tx *gorm.DB, q Quota) error {
+	err := s.inQuota(ctx, p.TenantID, func(tx *gorm.DB, q wire.Quota) error {
 		if err := checkPoolQuota(tx, p.TenantID, q); err != nil {
 			return err
 		}
@@ -44,8 +45,8 @@ func (s *Store) CreatePool(ctx context.Context, p *Pool) error {
 }
 
 // GetPool returns the pool; NotFound if absent.
-func (s *Store) GetPool(ctx context.Context, id string) (*Pool, error) {
-	var p Pool
+func (s *Store) GetPool(ctx context.Context, id string) (*wire.Pool, error) {
+	var p wire.Pool
 	if err := s.r.WithContext(ctx).Take(&p, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "pool", id)
 	}
@@ -54,7 +55,7 @@ func (s *Store) GetPool(ctx context.Context, id string) (*Pool, error) {
 
 // ListPools returns pools ordered by id, those of templateID only when it
 // is not empty, those of tenant only when it is not empty.
-func (s *Store) ListPools(ctx context.Context, templateID, tenant string) ([]Pool, error) {
+func (s *Store) ListPools(ctx context.Context, templateID, tenant string) ([]wire.Pool, error) {
 	q := s.r.WithContext(ctx).Order("id")
 	if templateID != "" {
 		q = q.Where("template_id = ?", templateID)
@@ -62,7 +63,7 @@ func (s *Store) ListPools(ctx context.Context, templateID, tenant string) ([]Poo
 	if tenant != "" {
 		q = q.Where("tenant_id = ?", tenant)
 	}
-	ps := []Pool{}
+	ps := []wire.Pool{}
 	if err := q.Find(&ps).Error; err != nil {
 		return nil, dbError(ctx, err, "pools: list")
 	}
@@ -71,18 +72,18 @@ func (s *Store) ListPools(ctx context.Context, templateID, tenant string) ([]Poo
 
 // UpdatePool replaces template_id, size, lease_ttl and admin_written of an existing pool, with the
 // checks of CreatePool; NotFound if absent. On success p holds the stored row.
-func (s *Store) UpdatePool(ctx context.Context, p *Pool) error {
+func (s *Store) UpdatePool(ctx context.Context, p *wire.Pool) error {
 	if err := checkPool(p); err != nil {
 		return err
 	}
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockRow(tx, forUpdate, &Pool{}, "pool", p.ID); err != nil {
+		if err := lockRow(tx, forUpdate, &wire.Pool{}, "pool", p.ID); err != nil {
 			return err
 		}
 		if err := lockTemplateOf(tx, p); err != nil {
 			return err
 		}
-		err := tx.Model(&Pool{}).Where("id = ?", p.ID).Updates(map[string]any{
+		err := tx.Model(&wire.Pool{}).Where("id = ?", p.ID).Updates(map[string]any{
 			"template_id":   p.TemplateID,
 			"size":          p.Size,
 			"lease_ttl":     p.LeaseTTL,
@@ -101,7 +102,7 @@ func (s *Store) UpdatePool(ctx context.Context, p *Pool) error {
 // their pool_id: the caller detaches the leased ones (DetachPool) and
 // destroys the others.
 func (s *Store) DeletePool(ctx context.Context, id string) error {
-	res := s.w.WithContext(ctx).Delete(&Pool{}, "id = ?", id)
+	res := s.w.WithContext(ctx).Delete(&wire.Pool{}, "id = ?", id)
 	if res.Error == nil && res.RowsAffected == 0 {
 		return notFound("pool", id)
 	}
@@ -119,7 +120,7 @@ func (s *Store) DeletePool(ctx context.Context, id string) error {
 // LOCKED, so concurrent leases pick different rows instead of queueing on,
 // or both getting, the same one; SQLite runs the statement under its single
 // writer lock, which gives the same guarantee.
-func (s *Store) LeaseWorkspace(ctx context.Context, poolID string) (*Workspace, error) {
+func (s *Store) LeaseWorkspace(ctx context.Context, poolID string) (*wire.Workspace, error) {
 	return s.LeaseWorkspaceLabelled(ctx, poolID, nil)
 }
 
@@ -128,8 +129,8 @@ func (s *Store) LeaseWorkspace(ctx context.Context, poolID string) (*Workspace, 
 // lessee's mark (an eval run's labels) can never be missing from a
 // workspace it leased, whatever happens to the caller in between. Nil
 // labels leave them as they are.
-func (s *Store) LeaseWorkspaceLabelled(ctx context.Context, poolID string, labels map[string]string) (*Workspace, error) {
-	cols := map[string]any{"pool_state": PoolLeased}
+func (s *Store) LeaseWorkspaceLabelled(ctx context.Context, poolID string, labels map[string]string) (*wire.Workspace, error) {
+	cols := map[string]any{"pool_state": wire.PoolLeased}
 	if labels != nil {
 		raw, err := json.Marshal(labels)
 		if err != nil {
@@ -145,15 +146,15 @@ func (s *Store) LeaseWorkspaceLabelled(ctx context.Context, poolID string, label
 	order := clause.Expr{SQL: `CASE WHEN EXISTS (SELECT 1 FROM pools p JOIN templates t ON t.id = p.template_id
 		WHERE p.id = ? AND t.id = workspaces.template_id AND t.generation = workspaces.template_generation) THEN 0 ELSE 1 END,
 		created_at, id`, Vars: []any{poolID}, WithoutParentheses: true}
-	pick := db.Session(&gorm.Session{NewDB: true}).Model(&Workspace{}).Select("id").
-		Where("pool_id = ? AND pool_state = ? AND phase = ?", poolID, PoolIdle, PhaseRunning).
+	pick := db.Session(&gorm.Session{NewDB: true}).Model(&wire.Workspace{}).Select("id").
+		Where("pool_id = ? AND pool_state = ? AND phase = ?", poolID, wire.PoolIdle, wire.PhaseRunning).
 		Order(clause.OrderBy{Expression: order}).Limit(1)
 	if s.dialect == DialectPostgres {
 		pick = pick.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 	}
-	var got []Workspace
+	var got []wire.Workspace
 	err := db.Model(&got).Clauses(clause.Returning{}).
-		Where("id = (?)", pick).Where("pool_state = ?", PoolIdle).
+		Where("id = (?)", pick).Where("pool_state = ?", wire.PoolIdle).
 		Updates(cols).Error
 	if err != nil {
 		return nil, dbError(ctx, err, "pool "+poolID+": lease workspace")
@@ -163,7 +164,7 @@ func (s *Store) LeaseWorkspaceLabelled(ctx context.Context, poolID string, label
 	}
 	// Nothing to lease: only now is it worth telling a missing pool apart.
 	var ids []string
-	if err := s.r.WithContext(ctx).Model(&Pool{}).Where("id = ?", poolID).Pluck("id", &ids).Error; err != nil {
+	if err := s.r.WithContext(ctx).Model(&wire.Pool{}).Where("id = ?", poolID).Pluck("id", &ids).Error; err != nil {
 		return nil, dbError(ctx, err, "pool "+poolID+": lease workspace")
 	}
 	if len(ids) == 0 {
@@ -184,11 +185,11 @@ func (s *Store) SetPoolState(ctx context.Context, workspaceID, from, to string) 
 	}
 	db := s.w.WithContext(ctx)
 	cols := map[string]any{"pool_state": to, "updated_at": db.NowFunc()}
-	if to == PoolIdle {
+	if to == wire.PoolIdle {
 		// Idle members never expire: their deadlines start with the next lease.
-		maps.Copy(cols, deadlineColumns(Deadlines{}))
+		maps.Copy(cols, deadlineColumns(wire.Deadlines{}))
 	}
-	res := db.Model(&Workspace{}).Where("id = ? AND pool_state = ?", workspaceID, from).Updates(cols)
+	res := db.Model(&wire.Workspace{}).Where("id = ? AND pool_state = ?", workspaceID, from).Updates(cols)
 	if res.Error != nil {
 		return writeError(ctx, res.Error, "workspace", workspaceID, "set pool state")
 	}
@@ -196,7 +197,7 @@ func (s *Store) SetPoolState(ctx context.Context, workspaceID, from, to string) 
 		return nil
 	}
 	var states []string
-	if err := db.Model(&Workspace{}).Where("id = ?", workspaceID).Pluck("pool_state", &states).Error; err != nil {
+	if err := db.Model(&wire.Workspace{}).Where("id = ?", workspaceID).Pluck("pool_state", &states).Error; err != nil {
 		return dbError(ctx, err, "workspace "+workspaceID+": set pool state")
 	}
 	if len(states) == 0 {
@@ -211,7 +212,7 @@ func (s *Store) SetPoolState(ctx context.Context, workspaceID, from, to string) 
 // destroy. An unknown pool has none to detach: nil.
 func (s *Store) DetachPool(ctx context.Context, poolID string) error {
 	db := s.w.WithContext(ctx)
-	err := db.Model(&Workspace{}).Where("pool_id = ? AND pool_state IN ?", poolID, []string{PoolLeased, PoolReturning}).
+	err := db.Model(&wire.Workspace{}).Where("pool_id = ? AND pool_state IN ?", poolID, []string{wire.PoolLeased, wire.PoolReturning}).
 		Updates(map[string]any{"pool_id": "", "pool_state": "", "updated_at": db.NowFunc()}).Error
 	if err != nil {
 		return dbError(ctx, err, "pool "+poolID+": detach")
@@ -221,12 +222,12 @@ func (s *Store) DetachPool(ctx context.Context, poolID string) error {
 
 // checkPool validates the fields of p a caller sets and fills Size 0 with
 // DefaultPoolSize.
-func checkPool(p *Pool) error {
+func checkPool(p *wire.Pool) error {
 	if p.TemplateID == "" {
 		return errs.Field("template_id", "pool %s: template_id is required", p.ID)
 	}
-	if p.Size < 0 || p.Size > MaxPoolSize {
-		return errs.Field("size", "pool %s: size %d: want 0 (default %d) to %d", p.ID, p.Size, DefaultPoolSize, MaxPoolSize)
+	if p.Size < 0 || p.Size > wire.MaxPoolSize {
+		return errs.Field("size", "pool %s: size %d: want 0 (default %d) to %d", p.ID, p.Size, wire.DefaultPoolSize, wire.MaxPoolSize)
 	}
 	if p.LeaseTTL != "" {
 		if d, err := time.ParseDuration(p.LeaseTTL); err != nil || d <= 0 {
@@ -234,15 +235,15 @@ func checkPool(p *Pool) error {
 		}
 	}
 	if p.Size == 0 {
-		p.Size = DefaultPoolSize
+		p.Size = wire.DefaultPoolSize
 	}
 	return nil
 }
 
 // lockTemplateOf locks p's template against deletion for the rest of tx;
 // NotFound (field template_id) if it does not exist.
-func lockTemplateOf(tx *gorm.DB, p *Pool) error {
-	err := lockRow(tx, forShare, &Template{}, "template", p.TemplateID)
+func lockTemplateOf(tx *gorm.DB, p *wire.Pool) error {
+	err := lockRow(tx, forShare, &wire.Template{}, "template", p.TemplateID)
 	if errs.Is(err, errs.NotFound) {
 		return &errs.Error{Kind: errs.NotFound, Field: "template_id",
 			Msg: fmt.Sprintf("pool %s: template %s: not found", p.ID, p.TemplateID)}

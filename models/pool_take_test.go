@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // TestTakeWorkspace runs the warm-create cases of the store on every
@@ -37,27 +39,27 @@ func testTakeWorkspace(t *testing.T, ctx context.Context, s *Store) {
 	at := func(m int) time.Time { return base.Add(time.Duration(m) * time.Minute) }
 	// Generation 1 is never taken once the template has moved on: a create
 	// asks for the template as it is now.
-	stale := newPoolWorkspace("pool-1", PoolIdle, PhaseRunning, at(0))
+	stale := newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhaseRunning, at(0))
 	must(t, s.CreateWorkspace(ctx, stale))
-	must(t, s.UpdateTemplate(ctx, &Template{ID: "t", ProviderID: "p", Backend: json.RawMessage(`{"kind":"local","v":2}`)}))
-	first := newPoolWorkspace("pool-1", PoolIdle, PhaseRunning, at(5))
-	second := newPoolWorkspace("pool-1", PoolIdle, PhaseRunning, at(6))
+	must(t, s.UpdateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "p", Backend: json.RawMessage(`{"kind":"local","v":2}`)}))
+	first := newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhaseRunning, at(5))
+	second := newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhaseRunning, at(6))
 	second.Labels = map[string]string{"old": "label"}
-	must(t, s.CreatePool(ctx, &Pool{ID: "pool-2", TemplateID: "t"}))
-	never := []*Workspace{
+	must(t, s.CreatePool(ctx, &wire.Pool{ID: "pool-2", TemplateID: "t"}))
+	never := []*wire.Workspace{
 		stale,
-		newPoolWorkspace("pool-1", PoolIdle, PhasePending, at(-9)),
-		newPoolWorkspace("pool-1", PoolIdle, PhaseFailed, at(-8)),
-		newPoolWorkspace("pool-1", PoolLeased, PhaseRunning, at(-7)),
-		newPoolWorkspace("pool-1", PoolReturning, PhaseRunning, at(-6)),
-		newPoolWorkspace("pool-2", PoolIdle, PhasePending, at(-5)),
+		newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhasePending, at(-9)),
+		newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhaseFailed, at(-8)),
+		newPoolWorkspace("pool-1", wire.PoolLeased, wire.PhaseRunning, at(-7)),
+		newPoolWorkspace("pool-1", wire.PoolReturning, wire.PhaseRunning, at(-6)),
+		newPoolWorkspace("pool-2", wire.PoolIdle, wire.PhasePending, at(-5)),
 	}
-	for _, w := range append([]*Workspace{second, first}, never[1:]...) {
+	for _, w := range append([]*wire.Workspace{second, first}, never[1:]...) {
 		must(t, s.CreateWorkspace(ctx, w))
 	}
 
 	labels := []map[string]string{{"team": "evals"}, nil}
-	for i, want := range []*Workspace{first, second, nil} {
+	for i, want := range []*wire.Workspace{first, second, nil} {
 		var l map[string]string
 		if i < len(labels) {
 			l = labels[i]
@@ -73,7 +75,7 @@ func testTakeWorkspace(t *testing.T, ctx context.Context, s *Store) {
 		if got == nil {
 			t.Fatalf("take %d = nil, want %s", i, want.ID)
 		}
-		if got.ID != want.ID || got.PoolID != "" || got.PoolState != "" || got.Phase != PhaseRunning ||
+		if got.ID != want.ID || got.PoolID != "" || got.PoolState != "" || got.Phase != wire.PhaseRunning ||
 			got.WorkflowID != want.WorkflowID || !got.CreatedAt.Equal(want.CreatedAt) || !maps.Equal(got.Labels, l) {
 			t.Errorf("take %d = %+v, want %s out of its pool with labels %v", i, got, want.ID, l)
 		}
@@ -105,7 +107,7 @@ func testTakeConcurrent(t *testing.T, ctx context.Context, s *Store) {
 	poolFixture(t, ctx, s)
 	want := make([]string, 0, idle)
 	for i := range idle {
-		w := newPoolWorkspace("pool-1", PoolIdle, PhaseRunning, time.Now().Add(time.Duration(i)*time.Millisecond))
+		w := newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhaseRunning, time.Now().Add(time.Duration(i)*time.Millisecond))
 		must(t, s.CreateWorkspace(ctx, w))
 		want = append(want, w.ID)
 	}
@@ -119,7 +121,7 @@ func testTakeConcurrent(t *testing.T, ctx context.Context, s *Store) {
 	for i := range callers {
 		wg.Go(func() {
 			<-start
-			var w *Workspace
+			var w *wire.Workspace
 			var err error
 			if i%2 == 0 {
 				w, err = s.TakeWorkspace(ctx, "pool-1", map[string]string{"n": "x"})

@@ -6,10 +6,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // CreateProvider inserts p; Conflict if the id exists.
-func (s *Store) CreateProvider(ctx context.Context, p *Provider) error {
+func (s *Store) CreateProvider(ctx context.Context, p *wire.Provider) error {
 	if p.ID == "" {
 		return errs.Field("id", "provider: id is required")
 	}
@@ -23,8 +24,8 @@ func (s *Store) CreateProvider(ctx context.Context, p *Provider) error {
 }
 
 // GetProvider returns the provider; NotFound if absent.
-func (s *Store) GetProvider(ctx context.Context, id string) (*Provider, error) {
-	var p Provider
+func (s *Store) GetProvider(ctx context.Context, id string) (*wire.Provider, error) {
+	var p wire.Provider
 	if err := s.r.WithContext(ctx).Take(&p, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "provider", id)
 	}
@@ -34,12 +35,12 @@ func (s *Store) GetProvider(ctx context.Context, id string) (*Provider, error) {
 // ListProviders returns providers ordered by id: every one when tenant is
 // empty (internal callers, an admin), else the tenant's own and the shared
 // ones, which every tenant may build templates on.
-func (s *Store) ListProviders(ctx context.Context, tenant string) ([]Provider, error) {
+func (s *Store) ListProviders(ctx context.Context, tenant string) ([]wire.Provider, error) {
 	q := s.r.WithContext(ctx).Order("id")
 	if tenant != "" {
 		q = q.Where("tenant_id = ? OR shared = ?", tenant, true)
 	}
-	ps := []Provider{}
+	ps := []wire.Provider{}
 	if err := q.Find(&ps).Error; err != nil {
 		return nil, dbError(ctx, err, "providers: list")
 	}
@@ -48,12 +49,12 @@ func (s *Store) ListProviders(ctx context.Context, tenant string) ([]Provider, e
 
 // UpdateProvider replaces provider, config and shared of an existing provider;
 // NotFound if absent. On success p holds the stored row (timestamps included).
-func (s *Store) UpdateProvider(ctx context.Context, p *Provider) error {
+func (s *Store) UpdateProvider(ctx context.Context, p *wire.Provider) error {
 	if err := checkJSON("config", "provider "+p.ID, p.Config); err != nil {
 		return err
 	}
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&Provider{}).Where("id = ?", p.ID).Updates(map[string]any{
+		res := tx.Model(&wire.Provider{}).Where("id = ?", p.ID).Updates(map[string]any{
 			"provider":   p.Provider,
 			"config":     jsonColumn(p.Config),
 			"shared":     p.Shared,
@@ -74,16 +75,16 @@ func (s *Store) UpdateProvider(ctx context.Context, p *Provider) error {
 // template or a workspace references it.
 func (s *Store) DeleteProvider(ctx context.Context, id string) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockRow(tx, forUpdate, &Provider{}, "provider", id); err != nil {
+		if err := lockRow(tx, forUpdate, &wire.Provider{}, "provider", id); err != nil {
 			return err
 		}
-		if ref, err := firstID(tx, &Template{}, "provider_id = ?", id); err != nil || ref != "" {
+		if ref, err := firstID(tx, &wire.Template{}, "provider_id = ?", id); err != nil || ref != "" {
 			return inUse(err, "provider", id, "template", ref)
 		}
-		if ref, err := firstID(tx, &Workspace{}, "provider_id = ?", id); err != nil || ref != "" {
+		if ref, err := firstID(tx, &wire.Workspace{}, "provider_id = ?", id); err != nil || ref != "" {
 			return inUse(err, "provider", id, "workspace", ref)
 		}
-		return tx.Delete(&Provider{}, "id = ?", id).Error
+		return tx.Delete(&wire.Provider{}, "id = ?", id).Error
 	})
 	return writeError(ctx, err, "provider", id, "delete")
 }

@@ -8,36 +8,37 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // TenantUsage returns what tenantID holds now: its workspaces (every row,
 // deleting and terminating ones included, until the row is gone), the sums
 // of their CPU and memory limits, and its pools. An unknown tenant holds
 // nothing; the caller decides whether that is NotFound.
-func (s *Store) TenantUsage(ctx context.Context, tenantID string) (Usage, error) {
+func (s *Store) TenantUsage(ctx context.Context, tenantID string) (wire.Usage, error) {
 	u, err := usageOf(s.r.WithContext(ctx), tenantOrDefault(tenantID))
 	if err != nil {
-		return Usage{}, dbError(ctx, err, "tenant "+tenantID+": usage")
+		return wire.Usage{}, dbError(ctx, err, "tenant "+tenantID+": usage")
 	}
 	return u, nil
 }
 
 // usageOf reads tenantID's usage in db (a transaction when enforcing).
-func usageOf(db *gorm.DB, tenantID string) (Usage, error) {
-	var u Usage
+func usageOf(db *gorm.DB, tenantID string) (wire.Usage, error) {
+	var u wire.Usage
 	var ws struct {
 		N   int64
 		CPU float64
 		Mem int64
 	}
-	err := db.Model(&Workspace{}).Where("tenant_id = ?", tenantID).
+	err := db.Model(&wire.Workspace{}).Where("tenant_id = ?", tenantID).
 		Select("count(*) AS n, coalesce(sum(cpu_cores), 0) AS cpu, coalesce(sum(memory_bytes), 0) AS mem").
 		Scan(&ws).Error
 	if err != nil {
 		return u, err
 	}
 	u.Workspaces, u.CPUCores, u.MemoryBytes = ws.N, ws.CPU, ws.Mem
-	if err := db.Model(&Pool{}).Where("tenant_id = ?", tenantID).Count(&u.Pools).Error; err != nil {
+	if err := db.Model(&wire.Pool{}).Where("tenant_id = ?", tenantID).Count(&u.Pools).Error; err != nil {
 		return u, err
 	}
 	return u, nil
@@ -47,7 +48,7 @@ func usageOf(db *gorm.DB, tenantID string) (Usage, error) {
 // is the default tenant, as the column default says.
 func tenantOrDefault(tenantID string) string {
 	if tenantID == "" {
-		return DefaultTenantID
+		return wire.DefaultTenantID
 	}
 	return tenantID
 }
@@ -67,13 +68,13 @@ func tenantOrDefault(tenantID string) string {
 //
 // A quota set while creates are in flight applies to the creates that
 // start after it is stored.
-func (s *Store) inQuota(ctx context.Context, tenantID string, fn func(tx *gorm.DB, q Quota) error) error {
-	var ts []Tenant
+func (s *Store) inQuota(ctx context.Context, tenantID string, fn func(tx *gorm.DB, q wire.Quota) error) error {
+	var ts []wire.Tenant
 	if err := s.w.WithContext(ctx).Where("id = ?", tenantID).Limit(1).Find(&ts).Error; err != nil {
 		return err
 	}
-	if len(ts) == 0 || !ts[0].Quota.limited() {
-		return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return fn(tx, Quota{}) })
+	if len(ts) == 0 || !limited(ts[0].Quota) {
+		return s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return fn(tx, wire.Quota{}) })
 	}
 	g, _ := s.quotaGates.LoadOrStore(tenantID, make(chan struct{}, 1))
 	gate := g.(chan struct{})
@@ -97,26 +98,26 @@ func (s *Store) inQuota(ctx context.Context, tenantID string, fn func(tx *gorm.D
 // inserting, across processes too. A tenant without a row has no quota:
 // rows of a tenant being created or removed concurrently are the tenants
 // API's concern, not a limit.
-func lockQuota(tx *gorm.DB, tenantID string) (Quota, error) {
-	var ts []Tenant
+func lockQuota(tx *gorm.DB, tenantID string) (wire.Quota, error) {
+	var ts []wire.Tenant
 	if err := tx.Clauses(forUpdate).Where("id = ?", tenantID).Limit(1).Find(&ts).Error; err != nil {
-		return Quota{}, err
+		return wire.Quota{}, err
 	}
 	if len(ts) == 0 {
-		return Quota{}, nil
+		return wire.Quota{}, nil
 	}
 	return ts[0].Quota, nil
 }
 
 // limited reports whether q limits anything.
-func (q Quota) limited() bool { return q != Quota{} }
+func limited(q wire.Quota) bool { return q != wire.Quota{} }
 
 // checkWorkspaceQuota refuses w when adding it to tenantID's usage would
 // pass a quota: Exhausted naming the quota, its limit and the use. A tenant
 // limiting CPU (memory) refuses a workspace with no CPU (memory) limit,
 // which could take any amount. It runs in inQuota's transaction.
-func checkWorkspaceQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace) error {
-	if !q.limited() {
+func checkWorkspaceQuota(tx *gorm.DB, tenantID string, q wire.Quota, w *wire.Workspace) error {
+	if !limited(q) {
 		return nil
 	}
 	switch {
@@ -144,12 +145,12 @@ func checkWorkspaceQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace) er
 
 // checkPoolQuota refuses one more pool when tenantID holds MaxPools. It
 // runs in inQuota's transaction.
-func checkPoolQuota(tx *gorm.DB, tenantID string, q Quota) error {
+func checkPoolQuota(tx *gorm.DB, tenantID string, q wire.Quota) error {
 	if q.MaxPools <= 0 {
 		return nil
 	}
 	var n int64
-	if err := tx.Model(&Pool{}).Where("tenant_id = ?", tenantID).Count(&n).Error; err != nil {
+	if err := tx.Model(&wire.Pool{}).Where("tenant_id = ?", tenantID).Count(&n).Error; err != nil {
 		return err
 	}
 	if n+1 > q.MaxPools {
@@ -191,8 +192,8 @@ func (s *Store) SetWorkspaceLimits(ctx context.Context, id string, cpu float64, 
 	if w.CPUCores == cpu && w.MemoryBytes == mem {
 		return nil
 	}
-	err = s.inQuota(ctx, w.TenantID, func(tx *gorm.DB, q Quota) error {
-		var cur []Workspace
+	err = s.inQuota(ctx, w.TenantID, func(tx *gorm.DB, q wire.Quota) error {
+		var cur []wire.Workspace
 		if err := tx.Clauses(forUpdate).Where("id = ?", id).Limit(1).Find(&cur).Error; err != nil {
 			return err
 		}
@@ -202,7 +203,7 @@ func (s *Store) SetWorkspaceLimits(ctx context.Context, id string, cpu float64, 
 		if err := checkLimitsQuota(tx, w.TenantID, q, &cur[0], cpu, mem); err != nil {
 			return err
 		}
-		return tx.Model(&Workspace{}).Where("id = ?", id).
+		return tx.Model(&wire.Workspace{}).Where("id = ?", id).
 			Updates(map[string]any{"cpu_cores": cpu, "memory_bytes": mem, "updated_at": tx.NowFunc()}).Error
 	})
 	return writeError(ctx, err, "workspace", id, "set limits")
@@ -211,8 +212,8 @@ func (s *Store) SetWorkspaceLimits(ctx context.Context, id string, cpu float64, 
 // checkLimitsQuota refuses the limits cpu and mem for w, whose recorded
 // limits already count in tenantID's usage, when they would pass q. It runs
 // in inQuota's transaction.
-func checkLimitsQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace, cpu float64, mem int64) error {
-	if !q.limited() {
+func checkLimitsQuota(tx *gorm.DB, tenantID string, q wire.Quota, w *wire.Workspace, cpu float64, mem int64) error {
+	if !limited(q) {
 		return nil
 	}
 	switch {
@@ -227,7 +228,7 @@ func checkLimitsQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace, cpu f
 	if err != nil {
 		return err
 	}
-	others := Usage{CPUCores: u.CPUCores - w.CPUCores, MemoryBytes: u.MemoryBytes - w.MemoryBytes}
+	others := wire.Usage{CPUCores: u.CPUCores - w.CPUCores, MemoryBytes: u.MemoryBytes - w.MemoryBytes}
 	// Only a limit that grows is checked: a workspace moving to smaller
 	// limits is never refused, even in a tenant over a lowered quota.
 	switch {
@@ -249,20 +250,20 @@ func checkLimitsQuota(tx *gorm.DB, tenantID string, q Quota, w *Workspace, cpu f
 // enforces it again.
 func (s *Store) CheckTemplateLimits(ctx context.Context, templateID, templateTenant string, cpu float64, mem int64) error {
 	db := s.r.WithContext(ctx)
-	var ws []Workspace
+	var ws []wire.Workspace
 	if err := db.Where("template_id = ?", templateID).Find(&ws).Error; err != nil {
 		return dbError(ctx, err, "template "+templateID+": workspaces")
 	}
-	byTenant := map[string][]Workspace{tenantOrDefault(templateTenant): nil}
+	byTenant := map[string][]wire.Workspace{tenantOrDefault(templateTenant): nil}
 	for _, w := range ws {
 		byTenant[w.TenantID] = append(byTenant[w.TenantID], w)
 	}
 	for tenantID, held := range byTenant {
-		var ts []Tenant
+		var ts []wire.Tenant
 		if err := db.Where("id = ?", tenantID).Limit(1).Find(&ts).Error; err != nil {
 			return dbError(ctx, err, "tenant "+tenantID)
 		}
-		if len(ts) == 0 || !ts[0].Quota.limited() {
+		if len(ts) == 0 || !limited(ts[0].Quota) {
 			continue
 		}
 		q := ts[0].Quota
@@ -295,7 +296,7 @@ func (s *Store) CheckTemplateLimits(ctx context.Context, templateID, templateTen
 		}
 		// What the tenant would hold with its workspaces of the template
 		// at the new limits. Only a use that grows is refused.
-		next := Usage{CPUCores: u.CPUCores, MemoryBytes: u.MemoryBytes}
+		next := wire.Usage{CPUCores: u.CPUCores, MemoryBytes: u.MemoryBytes}
 		for _, w := range held {
 			next.CPUCores += cpu - w.CPUCores
 			next.MemoryBytes += mem - w.MemoryBytes

@@ -10,6 +10,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/testenv"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestQuota runs the quota cases on SQLite and PostgreSQL.
@@ -27,8 +28,8 @@ func TestQuota(t *testing.T) {
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					s := d.open(t)
-					must(t, s.CreateProvider(t.Context(), &Provider{ID: "p", Provider: BackendLocal}))
-					must(t, s.CreateTemplate(t.Context(), &Template{ID: "t", ProviderID: "p"}))
+					must(t, s.CreateProvider(t.Context(), &wire.Provider{ID: "p", Provider: wire.BackendLocal}))
+					must(t, s.CreateTemplate(t.Context(), &wire.Template{ID: "t", ProviderID: "p"}))
 					tc.run(t, t.Context(), s)
 				})
 			}
@@ -37,7 +38,7 @@ func TestQuota(t *testing.T) {
 }
 
 // tenantWorkspace is a new workspace of template t in tenant with limits.
-func tenantWorkspace(tenant string, cpu float64, mem int64) *Workspace {
+func tenantWorkspace(tenant string, cpu float64, mem int64) *wire.Workspace {
 	w := newWorkspace("t", "p")
 	w.TenantID, w.CPUCores, w.MemoryBytes = tenant, cpu, mem
 	return w
@@ -71,7 +72,7 @@ func createConcurrently(n int, create func(i int) error) (int, []error) {
 // testQuotaConcurrentWorkspaces is the test: 50 creates at once
 // against max_workspaces 10 leave exactly 10 rows and 40 Exhausted errors.
 func testQuotaConcurrentWorkspaces(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxWorkspaces: 10}}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxWorkspaces: 10}}))
 	ok, failed := createConcurrently(50, func(int) error {
 		return s.CreateWorkspace(ctx, tenantWorkspace("acme", 0, 0))
 	})
@@ -87,7 +88,7 @@ func testQuotaConcurrentWorkspaces(t *testing.T, ctx context.Context, s *Store) 
 		t.Errorf("usage %+v, want 10 workspaces", u)
 	}
 	var rows int64
-	must(t, s.r.Model(&Workspace{}).Where("tenant_id = ?", "acme").Count(&rows).Error)
+	must(t, s.r.Model(&wire.Workspace{}).Where("tenant_id = ?", "acme").Count(&rows).Error)
 	if rows != 10 {
 		t.Errorf("%d workspace rows of tenant acme, want 10", rows)
 	}
@@ -96,7 +97,7 @@ func testQuotaConcurrentWorkspaces(t *testing.T, ctx context.Context, s *Store) 
 // testQuotaCPUMemory fills a CPU and memory quota step by step: sums, the
 // refusals naming the quota, and a workspace with no limit under a limit.
 func testQuotaCPUMemory(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxCPUCores: 2, MaxMemoryBytes: 1000}}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxCPUCores: 2, MaxMemoryBytes: 1000}}))
 	for _, tc := range []struct {
 		name string
 		cpu  float64
@@ -128,7 +129,7 @@ func testQuotaCPUMemory(t *testing.T, ctx context.Context, s *Store) {
 	}
 	u, err := s.TenantUsage(ctx, "acme")
 	must(t, err)
-	if want := (Usage{Workspaces: 3, CPUCores: 2, MemoryBytes: 1000}); u != want {
+	if want := (wire.Usage{Workspaces: 3, CPUCores: 2, MemoryBytes: 1000}); u != want {
 		t.Errorf("TenantUsage = %+v, want %+v", u, want)
 	}
 	if !strings.Contains(fmt.Sprint(s.CreateWorkspace(ctx, tenantWorkspace("acme", 0, 0))), "template must set cpu_cores") {
@@ -139,17 +140,17 @@ func testQuotaCPUMemory(t *testing.T, ctx context.Context, s *Store) {
 // testQuotaDeleting: a terminating workspace still counts; its row's
 // delete frees its place.
 func testQuotaDeleting(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxWorkspaces: 2, MaxCPUCores: 2, MaxMemoryBytes: 2000}}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxWorkspaces: 2, MaxCPUCores: 2, MaxMemoryBytes: 2000}}))
 	a, b := tenantWorkspace("acme", 1, 1000), tenantWorkspace("acme", 1, 1000)
 	must(t, s.CreateWorkspace(ctx, a))
 	must(t, s.CreateWorkspace(ctx, b))
-	must(t, s.SetWorkspacePhase(ctx, a.ID, PhaseTerminating, "deleted by the user"))
+	must(t, s.SetWorkspacePhase(ctx, a.ID, wire.PhaseTerminating, "deleted by the user"))
 	wantErr(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 1, 1000)), errs.Exhausted,
 		"tenant acme: quota max_workspaces: limit 2, in use 2")
 	must(t, s.DeleteWorkspace(ctx, a.ID))
 	u, err := s.TenantUsage(ctx, "acme")
 	must(t, err)
-	if want := (Usage{Workspaces: 1, CPUCores: 1, MemoryBytes: 1000}); u != want {
+	if want := (wire.Usage{Workspaces: 1, CPUCores: 1, MemoryBytes: 1000}); u != want {
 		t.Errorf("TenantUsage after a delete = %+v, want %+v", u, want)
 	}
 	must(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 1, 1000)))
@@ -157,9 +158,9 @@ func testQuotaDeleting(t *testing.T, ctx context.Context, s *Store) {
 
 // testQuotaConcurrentPools: max_pools holds under concurrent creates.
 func testQuotaConcurrentPools(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxPools: 3}}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxPools: 3}}))
 	ok, failed := createConcurrently(20, func(i int) error {
-		return s.CreatePool(ctx, &Pool{ID: fmt.Sprintf("pool-%d", i), TenantID: "acme", TemplateID: "t", Size: 1})
+		return s.CreatePool(ctx, &wire.Pool{ID: fmt.Sprintf("pool-%d", i), TenantID: "acme", TemplateID: "t", Size: 1})
 	})
 	if ok != 3 || len(failed) != 17 {
 		t.Fatalf("20 concurrent pool creates: %d ok, %d failed; want 3 and 17", ok, len(failed))
@@ -178,24 +179,24 @@ func testQuotaConcurrentPools(t *testing.T, ctx context.Context, s *Store) {
 // quota, an empty tenant is the default one, and a tenant without a row
 // (the default one before EnsureDefaults) has no limits.
 func testQuotaTenantsApart(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "small", Quota: Quota{MaxWorkspaces: 1, MaxPools: 1}}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "small", Quota: wire.Quota{MaxWorkspaces: 1, MaxPools: 1}}))
 	for range 3 {
 		must(t, s.CreateWorkspace(ctx, tenantWorkspace("", 0, 0)))
 	}
-	must(t, s.CreatePool(ctx, &Pool{ID: "default-pool", TemplateID: "t", Size: 1}))
+	must(t, s.CreatePool(ctx, &wire.Pool{ID: "default-pool", TemplateID: "t", Size: 1}))
 	must(t, s.CreateWorkspace(ctx, tenantWorkspace("small", 0, 0)))
-	must(t, s.CreatePool(ctx, &Pool{ID: "small-pool", TenantID: "small", TemplateID: "t", Size: 1}))
+	must(t, s.CreatePool(ctx, &wire.Pool{ID: "small-pool", TenantID: "small", TemplateID: "t", Size: 1}))
 	wantErr(t, s.CreateWorkspace(ctx, tenantWorkspace("small", 0, 0)), errs.Exhausted, "tenant small: quota max_workspaces: limit 1, in use 1")
-	wantErr(t, s.CreatePool(ctx, &Pool{ID: "small-2", TenantID: "small", TemplateID: "t"}), errs.Exhausted, "tenant small: quota max_pools: limit 1, in use 1")
+	wantErr(t, s.CreatePool(ctx, &wire.Pool{ID: "small-2", TenantID: "small", TemplateID: "t"}), errs.Exhausted, "tenant small: quota max_pools: limit 1, in use 1")
 
 	for _, tc := range []struct {
 		tenant string
-		want   Usage
+		want   wire.Usage
 	}{
-		{"", Usage{Workspaces: 3, Pools: 1}},
-		{DefaultTenantID, Usage{Workspaces: 3, Pools: 1}},
-		{"small", Usage{Workspaces: 1, Pools: 1}},
-		{"ghost", Usage{}},
+		{"", wire.Usage{Workspaces: 3, Pools: 1}},
+		{wire.DefaultTenantID, wire.Usage{Workspaces: 3, Pools: 1}},
+		{"small", wire.Usage{Workspaces: 1, Pools: 1}},
+		{"ghost", wire.Usage{}},
 	} {
 		u, err := s.TenantUsage(ctx, tc.tenant)
 		must(t, err)
@@ -205,8 +206,8 @@ func testQuotaTenantsApart(t *testing.T, ctx context.Context, s *Store) {
 	}
 	p, err := s.GetPool(ctx, "default-pool")
 	must(t, err)
-	if p.TenantID != DefaultTenantID {
-		t.Errorf("pool created with no tenant: TenantID %q, want %q", p.TenantID, DefaultTenantID)
+	if p.TenantID != wire.DefaultTenantID {
+		t.Errorf("pool created with no tenant: TenantID %q, want %q", p.TenantID, wire.DefaultTenantID)
 	}
 }
 
@@ -234,9 +235,9 @@ func TestQuotaTwoProcesses(t *testing.T) {
 				t.Cleanup(func() { _ = s.Close() })
 				stores[i] = s
 			}
-			must(t, stores[0].CreateProvider(ctx, &Provider{ID: "p", Provider: BackendLocal}))
-			must(t, stores[0].CreateTemplate(ctx, &Template{ID: "t", ProviderID: "p"}))
-			must(t, stores[0].CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxWorkspaces: 10}}))
+			must(t, stores[0].CreateProvider(ctx, &wire.Provider{ID: "p", Provider: wire.BackendLocal}))
+			must(t, stores[0].CreateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "p"}))
+			must(t, stores[0].CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxWorkspaces: 10}}))
 			ok, failed := createConcurrently(50, func(i int) error {
 				return stores[i%2].CreateWorkspace(ctx, tenantWorkspace("acme", 0, 0))
 			})
@@ -260,7 +261,7 @@ func TestQuotaTwoProcesses(t *testing.T) {
 // pass the tenant's quota, and its recorded limits stay; limits that fit,
 // or shrink, are recorded.
 func testQuotaSetLimits(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}))
 	a, b := tenantWorkspace("acme", 1, 256<<20), tenantWorkspace("acme", 0.5, 256<<20)
 	must(t, s.CreateWorkspace(ctx, a))
 	must(t, s.CreateWorkspace(ctx, b))
@@ -307,8 +308,8 @@ func testQuotaSetLimits(t *testing.T, ctx context.Context, s *Store) {
 // testQuotaTemplateLimits: a template change is checked against the quota
 // of every tenant holding its workspaces, at the new limits for each.
 func testQuotaTemplateLimits(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "acme", Quota: Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}))
-	must(t, s.CreateTemplate(ctx, &Template{ID: "empty", TenantID: "acme", ProviderID: "p"}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxCPUCores: 2, MaxMemoryBytes: 1 << 30}}))
+	must(t, s.CreateTemplate(ctx, &wire.Template{ID: "empty", TenantID: "acme", ProviderID: "p"}))
 	must(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 0.5, 128<<20)))
 	must(t, s.CreateWorkspace(ctx, tenantWorkspace("acme", 0.5, 128<<20)))
 	for _, tc := range []struct {

@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 func testEscalatedPhase(t *testing.T, ctx context.Context, s *Store) {
 	w := newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
-	for _, phase := range []string{PhaseFailed, PhaseEscalated, PhaseRunning} {
+	for _, phase := range []string{wire.PhaseFailed, wire.PhaseEscalated, wire.PhaseRunning} {
 		must(t, s.SetWorkspacePhase(ctx, w.ID, phase, "recovery: "+phase))
 		got, err := s.GetWorkspace(ctx, w.ID)
 		must(t, err)
@@ -24,7 +25,7 @@ func testEscalatedPhase(t *testing.T, ctx context.Context, s *Store) {
 			t.Errorf("after SetWorkspacePhase(%s): %q %q", phase, got.Phase, got.Reason)
 		}
 	}
-	list, err := s.ListWorkspaces(ctx, WorkspaceFilter{Phase: PhaseEscalated})
+	list, err := s.ListWorkspaces(ctx, WorkspaceFilter{Phase: wire.PhaseEscalated})
 	must(t, err)
 	if len(list) != 0 {
 		t.Errorf("ListWorkspaces(escalated) = %d rows, want 0 after leaving it", len(list))
@@ -33,26 +34,26 @@ func testEscalatedPhase(t *testing.T, ctx context.Context, s *Store) {
 
 func testTemplateGeneration(t *testing.T, ctx context.Context, s *Store) {
 	must(t, s.EnsureDefaults(ctx, "/srv/ws"))
-	def, err := s.GetTemplate(ctx, DefaultTemplateID)
+	def, err := s.GetTemplate(ctx, wire.DefaultTemplateID)
 	must(t, err)
 	if def.Generation != 1 {
 		t.Errorf("default template generation = %d, want 1", def.Generation)
 	}
 
-	must(t, s.CreateProvider(ctx, &Provider{ID: "p", Provider: BackendLocal}))
-	tp := &Template{ID: "t", ProviderID: "p", Generation: 42}
+	must(t, s.CreateProvider(ctx, &wire.Provider{ID: "p", Provider: wire.BackendLocal}))
+	tp := &wire.Template{ID: "t", ProviderID: "p", Generation: 42}
 	must(t, s.CreateTemplate(ctx, tp))
 	if tp.Generation != 1 {
 		t.Errorf("CreateTemplate set generation %d, want 1", tp.Generation)
 	}
 	for want := int64(2); want <= 3; want++ {
-		upd := &Template{ID: "t", ProviderID: "p", Generation: 99, Backend: json.RawMessage(`{"kind":"local"}`)}
+		upd := &wire.Template{ID: "t", ProviderID: "p", Generation: 99, Backend: json.RawMessage(`{"kind":"local"}`)}
 		must(t, s.UpdateTemplate(ctx, upd))
 		if upd.Generation != want {
 			t.Errorf("UpdateTemplate returned generation %d, want %d", upd.Generation, want)
 		}
 	}
-	wantField(t, s.UpdateTemplate(ctx, &Template{ID: "t", ProviderID: "ghost"}), "provider_id")
+	wantField(t, s.UpdateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "ghost"}), "provider_id")
 	got, err := s.GetTemplate(ctx, "t")
 	must(t, err)
 	if got.Generation != 3 {
@@ -64,7 +65,7 @@ func testTemplateGeneration(t *testing.T, ctx context.Context, s *Store) {
 		want     int64
 	}{
 		{"t", 3},
-		{DefaultTemplateID, 1},
+		{wire.DefaultTemplateID, 1},
 		{"ghost", 0}, // the store does not require the template
 	} {
 		w := newWorkspace(tc.template, "p")
@@ -81,7 +82,7 @@ func testTemplateGeneration(t *testing.T, ctx context.Context, s *Store) {
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() {
-			if err := s.UpdateTemplate(ctx, &Template{ID: "t", ProviderID: "p"}); err != nil {
+			if err := s.UpdateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "p"}); err != nil {
 				t.Errorf("UpdateTemplate: %v", err)
 			}
 		})
@@ -102,30 +103,30 @@ func testResumeLostSessions(t *testing.T, ctx context.Context, s *Store) {
 	wantErr(t, err, errs.NotFound, "workspace ws-gone: not found")
 
 	base := time.Now().UTC().Add(-time.Minute)
-	mk := func(ws string, agent string, meta map[string]string, age int) *Session {
-		ses := &Session{WorkspaceID: ws, Agent: agent, Metadata: meta, CreatedAt: base.Add(time.Duration(age) * time.Second)}
+	mk := func(ws string, agent string, meta map[string]string, age int) *wire.Session {
+		ses := &wire.Session{WorkspaceID: ws, Agent: agent, Metadata: meta, CreatedAt: base.Add(time.Duration(age) * time.Second)}
 		must(t, s.CreateSession(ctx, ses))
 		return ses
 	}
 	early := mk(w.ID, "early", nil, 0)
-	_, err = s.EndSession(ctx, early.ID, ReasonWorkspaceLost)
+	_, err = s.EndSession(ctx, early.ID, wire.ReasonWorkspaceLost)
 	must(t, err)
 	time.Sleep(5 * time.Millisecond)
 	since := time.Now()
 
 	byUser := mk(w.ID, "user", nil, 1)
-	_, err = s.EndSession(ctx, byUser.ID, ReasonEndedByUser)
+	_, err = s.EndSession(ctx, byUser.ID, wire.ReasonEndedByUser)
 	must(t, err)
 	b := mk(w.ID, "claude", map[string]string{"task": "b"}, 3)
 	a := mk(w.ID, "codex", map[string]string{"task": "a", "n": "1"}, 2)
 	elsewhere := mk(other.ID, "x", nil, 4)
 	for _, ws := range []string{w.ID, other.ID} {
-		_, err := s.EndWorkspaceSessions(ctx, ws, ReasonWorkspaceLost)
+		_, err := s.EndWorkspaceSessions(ctx, ws, wire.ReasonWorkspaceLost)
 		must(t, err)
 	}
 
 	idRE := regexp.MustCompile(`^ses-[0-9a-f]{16}$`)
-	check := func(step string, got []Session, from []*Session) {
+	check := func(step string, got []wire.Session, from []*wire.Session) {
 		t.Helper()
 		if len(got) != len(from) {
 			t.Fatalf("%s: %d sessions resumed, want %d", step, len(got), len(from))
@@ -133,13 +134,13 @@ func testResumeLostSessions(t *testing.T, ctx context.Context, s *Store) {
 		for i, ses := range got {
 			src := from[i]
 			if ses.ResumedFrom != src.ID || ses.WorkspaceID != src.WorkspaceID || ses.Agent != src.Agent ||
-				!maps.Equal(ses.Metadata, src.Metadata) || ses.Status != SessionOpen || ses.EndReason != "" || ses.EndedAt != nil ||
+				!maps.Equal(ses.Metadata, src.Metadata) || ses.Status != wire.SessionOpen || ses.EndReason != "" || ses.EndedAt != nil ||
 				!idRE.MatchString(ses.ID) || ses.ID == src.ID || ses.CreatedAt.IsZero() {
 				t.Errorf("%s: resumed %d = %+v, want an open copy of %+v", step, i, ses, src)
 			}
 			stored, err := s.GetSession(ctx, ses.ID)
 			must(t, err)
-			if stored.ResumedFrom != src.ID || stored.Status != SessionOpen || stored.Agent != src.Agent ||
+			if stored.ResumedFrom != src.ID || stored.Status != wire.SessionOpen || stored.Agent != src.Agent ||
 				!maps.Equal(stored.Metadata, src.Metadata) || !stored.CreatedAt.Equal(ses.CreatedAt) {
 				t.Errorf("%s: stored %+v, returned %+v", step, stored, ses)
 			}
@@ -148,7 +149,7 @@ func testResumeLostSessions(t *testing.T, ctx context.Context, s *Store) {
 
 	got, err := s.ResumeLostSessions(ctx, w.ID, since)
 	must(t, err)
-	check("first call", got, []*Session{a, b})
+	check("first call", got, []*wire.Session{a, b})
 	resumed := got
 
 	// Idempotent: a retried activity creates nothing.
@@ -160,7 +161,7 @@ func testResumeLostSessions(t *testing.T, ctx context.Context, s *Store) {
 		}
 		if !at.Equal(since) {
 			// An earlier since also reaches the early loss, once.
-			check("earlier since", again, []*Session{early})
+			check("earlier since", again, []*wire.Session{early})
 		}
 	}
 	if none, err := s.ResumeLostSessions(ctx, w.ID, time.Time{}); err != nil || len(none) != 0 {
@@ -170,14 +171,14 @@ func testResumeLostSessions(t *testing.T, ctx context.Context, s *Store) {
 	// Successors lost in turn are resumed again: the chain goes on.
 	time.Sleep(5 * time.Millisecond)
 	since2 := time.Now()
-	ended, err := s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost)
+	ended, err := s.EndWorkspaceSessions(ctx, w.ID, wire.ReasonWorkspaceLost)
 	must(t, err)
 	if len(ended) != 3 {
 		t.Fatalf("EndWorkspaceSessions ended %v, want the 3 resumed sessions", ended)
 	}
 	got, err = s.ResumeLostSessions(ctx, w.ID, since2)
 	must(t, err)
-	src := []*Session{&resumed[0], &resumed[1]}
+	src := []*wire.Session{&resumed[0], &resumed[1]}
 	for _, ses := range got[len(src):] {
 		stored, err := s.GetSession(ctx, ses.ResumedFrom)
 		must(t, err)
@@ -189,18 +190,18 @@ func testResumeLostSessions(t *testing.T, ctx context.Context, s *Store) {
 	}
 
 	// The other workspace's lost session is its own business.
-	open, err := s.ListSessions(ctx, SessionFilter{WorkspaceID: other.ID, Status: SessionOpen})
+	open, err := s.ListSessions(ctx, SessionFilter{WorkspaceID: other.ID, Status: wire.SessionOpen})
 	must(t, err)
 	if len(open) != 0 {
 		t.Errorf("other workspace has %d open sessions, want 0", len(open))
 	}
 	got, err = s.ResumeLostSessions(ctx, other.ID, since)
 	must(t, err)
-	check("other workspace", got, []*Session{elsewhere})
+	check("other workspace", got, []*wire.Session{elsewhere})
 
 	// A session is resumed at most once, even by a writer that goes around
 	// ResumeLostSessions.
-	wantErr(t, s.CreateSession(ctx, &Session{WorkspaceID: w.ID, ResumedFrom: a.ID}), errs.Conflict, "")
+	wantErr(t, s.CreateSession(ctx, &wire.Session{WorkspaceID: w.ID, ResumedFrom: a.ID}), errs.Conflict, "")
 }
 
 // testResumeConcurrent races ResumeLostSessions on one workspace: every lost
@@ -210,10 +211,10 @@ func testResumeConcurrent(t *testing.T, ctx context.Context, s *Store) {
 	w := newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
 	for i := range sessions {
-		must(t, s.CreateSession(ctx, &Session{WorkspaceID: w.ID, Agent: "agent", Metadata: map[string]string{"i": string(rune('a' + i))}}))
+		must(t, s.CreateSession(ctx, &wire.Session{WorkspaceID: w.ID, Agent: "agent", Metadata: map[string]string{"i": string(rune('a' + i))}}))
 	}
 	for round := range 3 {
-		lost, err := s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost)
+		lost, err := s.EndWorkspaceSessions(ctx, w.ID, wire.ReasonWorkspaceLost)
 		must(t, err)
 		if len(lost) != sessions {
 			t.Fatalf("round %d: %d sessions lost, want %d", round, len(lost), sessions)
@@ -245,7 +246,7 @@ func testResumeConcurrent(t *testing.T, ctx context.Context, s *Store) {
 		if !slices.Equal(created, lost) {
 			t.Errorf("round %d: successors created for %v, want exactly one for each of %v", round, created, lost)
 		}
-		open, err := s.ListSessions(ctx, SessionFilter{WorkspaceID: w.ID, Status: SessionOpen})
+		open, err := s.ListSessions(ctx, SessionFilter{WorkspaceID: w.ID, Status: wire.SessionOpen})
 		must(t, err)
 		if len(open) != sessions {
 			t.Errorf("round %d: %d open sessions, want %d", round, len(open), sessions)

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // Config says which database the Store opens.
@@ -74,23 +75,23 @@ const seedTemplate = `{"kind":"local"}`
 // the inserts are ON CONFLICT DO NOTHING.
 func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 	if localRoot == "" {
-		return errs.E(errs.Invalid, "provider %s: root_path is empty", LocalProviderID)
+		return errs.E(errs.Invalid, "provider %s: root_path is empty", wire.LocalProviderID)
 	}
-	cfg, err := json.Marshal(localConfig{Kind: BackendLocal, RootPath: localRoot})
+	cfg, err := json.Marshal(localConfig{Kind: wire.BackendLocal, RootPath: localRoot})
 	if err != nil {
-		return errs.E(errs.Other, "provider %s: config: %w", LocalProviderID, err)
+		return errs.E(errs.Other, "provider %s: config: %w", wire.LocalProviderID, err)
 	}
-	p := &Provider{ID: LocalProviderID, Provider: BackendLocal, Config: cfg}
-	t := &Template{
-		ID:          DefaultTemplateID,
-		ProviderID:  LocalProviderID,
+	p := &wire.Provider{ID: wire.LocalProviderID, Provider: wire.BackendLocal, Config: cfg}
+	t := &wire.Template{
+		ID:          wire.DefaultTemplateID,
+		ProviderID:  wire.LocalProviderID,
 		Description: "default template on the local provider",
 		Backend:     json.RawMessage(seedTemplate),
 		Generation:  1,
 		// The platform wrote it: the host rule lets it run on local.
 		AdminWritten: true,
 	}
-	tenant := &Tenant{ID: DefaultTenantID, Description: "the first tenant; owns what was made before tenants existed"}
+	tenant := &wire.Tenant{ID: wire.DefaultTenantID, Description: "the first tenant; owns what was made before tenants existed"}
 	var created []string
 	err = s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(tenant)
@@ -118,13 +119,13 @@ func (s *Store) EnsureDefaults(ctx context.Context, localRoot string) error {
 		// A default template stored before the host rule has no
 		// AdminWritten; one never changed since its seed (generation 1,
 		// the seed's document) is still the platform's own.
-		return tx.Model(&Template{}).
-			Where("id = ? AND generation = 1 AND provider_id = ? AND admin_written = ?", t.ID, LocalProviderID, false).
+		return tx.Model(&wire.Template{}).
+			Where("id = ? AND generation = 1 AND provider_id = ? AND admin_written = ?", t.ID, wire.LocalProviderID, false).
 			Where("backend = ?", seedTemplate).
 			UpdateColumn("admin_written", true).Error
 	})
 	if err != nil {
-		return dbError(ctx, err, "provider "+LocalProviderID+": ensure defaults")
+		return dbError(ctx, err, "provider "+wire.LocalProviderID+": ensure defaults")
 	}
 	for _, c := range created {
 		s.log.Info("created default", "object", c, "root_path", localRoot)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/testenv"
+	"github.com/primerhq/primer/wire"
 )
 
 // storeCase is one behaviour of the Store, run against every dialect on a
@@ -111,20 +112,20 @@ var storeCases = []storeCase{
 
 func testProviders(t *testing.T, ctx context.Context, s *Store) {
 	for _, id := range []string{"zeta", "alpha"} {
-		p := &Provider{ID: id, Provider: BackendWorktree, Config: json.RawMessage(`{"kind":"worktree","root_path":"/srv/` + id + `"}`)}
+		p := &wire.Provider{ID: id, Provider: wire.BackendWorktree, Config: json.RawMessage(`{"kind":"worktree","root_path":"/srv/` + id + `"}`)}
 		must(t, s.CreateProvider(ctx, p))
 		if p.CreatedAt.IsZero() || p.UpdatedAt.IsZero() {
 			t.Errorf("CreateProvider(%s) left timestamps zero: %+v", id, p)
 		}
 	}
-	wantErr(t, s.CreateProvider(ctx, &Provider{ID: "alpha", Provider: BackendLocal}), errs.Conflict, "provider alpha: already exists")
-	wantField(t, s.CreateProvider(ctx, &Provider{ID: "bad", Provider: BackendLocal, Config: json.RawMessage(`{"kind":`)}), "config")
-	wantField(t, s.CreateProvider(ctx, &Provider{Provider: BackendLocal}), "id")
+	wantErr(t, s.CreateProvider(ctx, &wire.Provider{ID: "alpha", Provider: wire.BackendLocal}), errs.Conflict, "provider alpha: already exists")
+	wantField(t, s.CreateProvider(ctx, &wire.Provider{ID: "bad", Provider: wire.BackendLocal, Config: json.RawMessage(`{"kind":`)}), "config")
+	wantField(t, s.CreateProvider(ctx, &wire.Provider{Provider: wire.BackendLocal}), "id")
 
 	got, err := s.GetProvider(ctx, "alpha")
 	must(t, err)
-	if got.Provider != BackendWorktree {
-		t.Errorf("provider = %q, want %q", got.Provider, BackendWorktree)
+	if got.Provider != wire.BackendWorktree {
+		t.Errorf("provider = %q, want %q", got.Provider, wire.BackendWorktree)
 	}
 	jsonEq(t, got.Config, `{"kind":"worktree","root_path":"/srv/alpha"}`)
 	_, err = s.GetProvider(ctx, "nope")
@@ -132,12 +133,12 @@ func testProviders(t *testing.T, ctx context.Context, s *Store) {
 
 	list, err := s.ListProviders(ctx, "")
 	must(t, err)
-	if ids := idsOf(list, func(p Provider) string { return p.ID }); !slices.Equal(ids, []string{"alpha", "zeta"}) {
+	if ids := idsOf(list, func(p wire.Provider) string { return p.ID }); !slices.Equal(ids, []string{"alpha", "zeta"}) {
 		t.Errorf("ListProviders ids = %v, want [alpha zeta]", ids)
 	}
 
 	time.Sleep(2 * time.Millisecond) // so UpdatedAt can move
-	upd := &Provider{ID: "alpha", Provider: BackendLocal, Config: json.RawMessage(`{"kind":"local","root_path":"/new"}`)}
+	upd := &wire.Provider{ID: "alpha", Provider: wire.BackendLocal, Config: json.RawMessage(`{"kind":"local","root_path":"/new"}`)}
 	must(t, s.UpdateProvider(ctx, upd))
 	if !upd.CreatedAt.Equal(got.CreatedAt) || !upd.UpdatedAt.After(got.UpdatedAt) {
 		t.Errorf("UpdateProvider timestamps: created %v -> %v, updated %v -> %v; want created kept, updated later",
@@ -145,11 +146,11 @@ func testProviders(t *testing.T, ctx context.Context, s *Store) {
 	}
 	got, err = s.GetProvider(ctx, "alpha")
 	must(t, err)
-	if got.Provider != BackendLocal {
+	if got.Provider != wire.BackendLocal {
 		t.Errorf("after update provider = %q, want local", got.Provider)
 	}
 	jsonEq(t, got.Config, `{"kind":"local","root_path":"/new"}`)
-	wantErr(t, s.UpdateProvider(ctx, &Provider{ID: "nope", Provider: BackendLocal}), errs.NotFound, "provider nope: not found")
+	wantErr(t, s.UpdateProvider(ctx, &wire.Provider{ID: "nope", Provider: wire.BackendLocal}), errs.NotFound, "provider nope: not found")
 
 	must(t, s.DeleteProvider(ctx, "alpha"))
 	_, err = s.GetProvider(ctx, "alpha")
@@ -158,24 +159,24 @@ func testProviders(t *testing.T, ctx context.Context, s *Store) {
 }
 
 func testTemplates(t *testing.T, ctx context.Context, s *Store) {
-	err := s.CreateTemplate(ctx, &Template{ID: "t1", ProviderID: "ghost", Backend: json.RawMessage(`{"kind":"local"}`)})
+	err := s.CreateTemplate(ctx, &wire.Template{ID: "t1", ProviderID: "ghost", Backend: json.RawMessage(`{"kind":"local"}`)})
 	wantField(t, err, "provider_id")
 	if !strings.Contains(err.Error(), "ghost") {
 		t.Errorf("error %q does not name the missing provider", err)
 	}
 
 	for _, id := range []string{"p1", "p2"} {
-		must(t, s.CreateProvider(ctx, &Provider{ID: id, Provider: BackendLocal}))
+		must(t, s.CreateProvider(ctx, &wire.Provider{ID: id, Provider: wire.BackendLocal}))
 	}
-	for _, tp := range []*Template{
+	for _, tp := range []*wire.Template{
 		{ID: "t2", ProviderID: "p1", Description: "second", Backend: json.RawMessage(`{"kind":"local","env":{"A":"1"}}`)},
 		{ID: "t1", ProviderID: "p1", Backend: json.RawMessage(`{"kind":"local"}`)},
 		{ID: "t3", ProviderID: "p2", Backend: json.RawMessage(`{"kind":"local"}`)},
 	} {
 		must(t, s.CreateTemplate(ctx, tp))
 	}
-	wantErr(t, s.CreateTemplate(ctx, &Template{ID: "t1", ProviderID: "p1"}), errs.Conflict, "template t1: already exists")
-	wantField(t, s.CreateTemplate(ctx, &Template{ID: "t9", ProviderID: "p1", Backend: json.RawMessage(`nope`)}), "backend")
+	wantErr(t, s.CreateTemplate(ctx, &wire.Template{ID: "t1", ProviderID: "p1"}), errs.Conflict, "template t1: already exists")
+	wantField(t, s.CreateTemplate(ctx, &wire.Template{ID: "t9", ProviderID: "p1", Backend: json.RawMessage(`nope`)}), "backend")
 
 	got, err := s.GetTemplate(ctx, "t2")
 	must(t, err)
@@ -197,14 +198,14 @@ func testTemplates(t *testing.T, ctx context.Context, s *Store) {
 	} {
 		list, err := s.ListTemplates(ctx, tc.provider, "")
 		must(t, err)
-		if ids := idsOf(list, func(t Template) string { return t.ID }); !slices.Equal(ids, tc.want) {
+		if ids := idsOf(list, func(t wire.Template) string { return t.ID }); !slices.Equal(ids, tc.want) {
 			t.Errorf("ListTemplates(%q) = %v, want %v", tc.provider, ids, tc.want)
 		}
 	}
 
-	wantField(t, s.UpdateTemplate(ctx, &Template{ID: "t1", ProviderID: "ghost"}), "provider_id")
-	wantErr(t, s.UpdateTemplate(ctx, &Template{ID: "nope", ProviderID: "p1"}), errs.NotFound, "template nope: not found")
-	upd := &Template{ID: "t1", ProviderID: "p2", Description: "moved", Backend: json.RawMessage(`{"kind":"worktree"}`)}
+	wantField(t, s.UpdateTemplate(ctx, &wire.Template{ID: "t1", ProviderID: "ghost"}), "provider_id")
+	wantErr(t, s.UpdateTemplate(ctx, &wire.Template{ID: "nope", ProviderID: "p1"}), errs.NotFound, "template nope: not found")
+	upd := &wire.Template{ID: "t1", ProviderID: "p2", Description: "moved", Backend: json.RawMessage(`{"kind":"worktree"}`)}
 	must(t, s.UpdateTemplate(ctx, upd))
 	if upd.CreatedAt.IsZero() {
 		t.Errorf("UpdateTemplate did not load created_at")
@@ -225,8 +226,8 @@ func testTemplates(t *testing.T, ctx context.Context, s *Store) {
 }
 
 func testTemplateInUse(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateProvider(ctx, &Provider{ID: "p", Provider: BackendLocal}))
-	must(t, s.CreateTemplate(ctx, &Template{ID: "t", ProviderID: "p"}))
+	must(t, s.CreateProvider(ctx, &wire.Provider{ID: "p", Provider: wire.BackendLocal}))
+	must(t, s.CreateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "p"}))
 	w := newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
 	wantErr(t, s.DeleteTemplate(ctx, "t"), errs.Conflict, "template t: in use by workspace "+w.ID)
@@ -249,7 +250,7 @@ func testWorkspaces(t *testing.T, ctx context.Context, s *Store) {
 
 	got, err := s.GetWorkspace(ctx, w.ID)
 	must(t, err)
-	if got.TemplateID != "t" || got.ProviderID != "p" || got.Phase != PhasePending || got.Backend != BackendLocal || got.WorkflowID != w.WorkflowID {
+	if got.TemplateID != "t" || got.ProviderID != "p" || got.Phase != wire.PhasePending || got.Backend != wire.BackendLocal || got.WorkflowID != w.WorkflowID {
 		t.Errorf("GetWorkspace = %+v", got)
 	}
 	if !got.CreatedAt.Equal(w.CreatedAt) {
@@ -266,13 +267,13 @@ func testWorkspaceFilters(t *testing.T, ctx context.Context, s *Store) {
 	base := time.Now().Truncate(time.Second).Add(-time.Hour)
 	zones := []*time.Location{time.UTC, time.FixedZone("east", 5*3600), time.FixedZone("west", -8*3600)}
 	specs := []struct{ id, template, provider, backend, phase string }{
-		{"ws-a", "t1", "p1", BackendLocal, PhasePending},
-		{"ws-b", "t1", "p1", BackendLocal, PhaseRunning},
-		{"ws-c", "t2", "p2", BackendWorktree, PhaseRunning},
-		{"ws-d", "t2", "p2", BackendWorktree, PhaseFailed},
+		{"ws-a", "t1", "p1", wire.BackendLocal, wire.PhasePending},
+		{"ws-b", "t1", "p1", wire.BackendLocal, wire.PhaseRunning},
+		{"ws-c", "t2", "p2", wire.BackendWorktree, wire.PhaseRunning},
+		{"ws-d", "t2", "p2", wire.BackendWorktree, wire.PhaseFailed},
 	}
 	for i, sp := range specs {
-		w := &Workspace{ID: sp.id, TemplateID: sp.template, ProviderID: sp.provider, Backend: sp.backend, Phase: sp.phase,
+		w := &wire.Workspace{ID: sp.id, TemplateID: sp.template, ProviderID: sp.provider, Backend: sp.backend, Phase: sp.phase,
 			CreatedAt: base.Add(time.Duration(i) * time.Minute).In(zones[i%len(zones)])}
 		must(t, s.CreateWorkspace(ctx, w))
 	}
@@ -284,16 +285,16 @@ func testWorkspaceFilters(t *testing.T, ctx context.Context, s *Store) {
 		{"all newest first", WorkspaceFilter{}, []string{"ws-d", "ws-c", "ws-b", "ws-a"}},
 		{"template", WorkspaceFilter{TemplateID: "t1"}, []string{"ws-b", "ws-a"}},
 		{"provider", WorkspaceFilter{ProviderID: "p2"}, []string{"ws-d", "ws-c"}},
-		{"backend", WorkspaceFilter{Backend: BackendWorktree}, []string{"ws-d", "ws-c"}},
-		{"phase", WorkspaceFilter{Phase: PhaseRunning}, []string{"ws-c", "ws-b"}},
-		{"combined", WorkspaceFilter{TemplateID: "t2", Phase: PhaseRunning}, []string{"ws-c"}},
-		{"no match", WorkspaceFilter{Phase: PhaseTerminating}, []string{}},
+		{"backend", WorkspaceFilter{Backend: wire.BackendWorktree}, []string{"ws-d", "ws-c"}},
+		{"phase", WorkspaceFilter{Phase: wire.PhaseRunning}, []string{"ws-c", "ws-b"}},
+		{"combined", WorkspaceFilter{TemplateID: "t2", Phase: wire.PhaseRunning}, []string{"ws-c"}},
+		{"no match", WorkspaceFilter{Phase: wire.PhaseTerminating}, []string{}},
 		{"limit", WorkspaceFilter{Limit: 3}, []string{"ws-d", "ws-c", "ws-b"}},
-		{"filter and limit", WorkspaceFilter{Phase: PhaseRunning, Limit: 1}, []string{"ws-c"}},
+		{"filter and limit", WorkspaceFilter{Phase: wire.PhaseRunning, Limit: 1}, []string{"ws-c"}},
 	} {
 		list, err := s.ListWorkspaces(ctx, tc.f)
 		must(t, err)
-		if ids := idsOf(list, func(w Workspace) string { return w.ID }); !slices.Equal(ids, tc.want) {
+		if ids := idsOf(list, func(w wire.Workspace) string { return w.ID }); !slices.Equal(ids, tc.want) {
 			t.Errorf("%s: ListWorkspaces(%+v) = %v, want %v", tc.name, tc.f, ids, tc.want)
 		}
 	}
@@ -303,13 +304,13 @@ func testWorkspacePhaseRuntime(t *testing.T, ctx context.Context, s *Store) {
 	w := newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
 	time.Sleep(2 * time.Millisecond)
-	must(t, s.SetWorkspacePhase(ctx, w.ID, PhaseFailed, "3 probes missed"))
+	must(t, s.SetWorkspacePhase(ctx, w.ID, wire.PhaseFailed, "3 probes missed"))
 	got, err := s.GetWorkspace(ctx, w.ID)
 	must(t, err)
-	if got.Phase != PhaseFailed || got.Reason != "3 probes missed" || !got.UpdatedAt.After(w.UpdatedAt) {
+	if got.Phase != wire.PhaseFailed || got.Reason != "3 probes missed" || !got.UpdatedAt.After(w.UpdatedAt) {
 		t.Errorf("after SetWorkspacePhase: phase %q reason %q updated %v (was %v)", got.Phase, got.Reason, got.UpdatedAt, w.UpdatedAt)
 	}
-	wantErr(t, s.SetWorkspacePhase(ctx, "ws-1", PhaseRunning, ""), errs.NotFound, "workspace ws-1: not found")
+	wantErr(t, s.SetWorkspacePhase(ctx, "ws-1", wire.PhaseRunning, ""), errs.NotFound, "workspace ws-1: not found")
 	wantField(t, s.SetWorkspacePhase(ctx, w.ID, "exploded", ""), "phase")
 
 	token := NewToken()
@@ -317,7 +318,7 @@ func testWorkspacePhaseRuntime(t *testing.T, ctx context.Context, s *Store) {
 	must(t, s.SetWorkspaceRuntime(ctx, w.ID, handle, "/srv/ws", token))
 	got, err = s.GetWorkspace(ctx, w.ID)
 	must(t, err)
-	if got.Path != "/srv/ws" || got.RuntimeToken != token || got.Phase != PhaseFailed {
+	if got.Path != "/srv/ws" || got.RuntimeToken != token || got.Phase != wire.PhaseFailed {
 		t.Errorf("after SetWorkspaceRuntime: path %q token set %v phase %q", got.Path, got.RuntimeToken == token, got.Phase)
 	}
 	jsonEq(t, got.Handle, string(handle))
@@ -335,7 +336,7 @@ func testSessions(t *testing.T, ctx context.Context, s *Store) {
 	w := newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
 
-	err := s.CreateSession(ctx, &Session{WorkspaceID: "ws-gone"})
+	err := s.CreateSession(ctx, &wire.Session{WorkspaceID: "ws-gone"})
 	wantErr(t, err, errs.NotFound, "workspace ws-gone: not found")
 	if f := errs.FieldOf(err); f != "workspace_id" {
 		t.Errorf("FieldOf = %q, want workspace_id", f)
@@ -343,29 +344,29 @@ func testSessions(t *testing.T, ctx context.Context, s *Store) {
 
 	var ids []string
 	for i := range 3 {
-		ses := &Session{WorkspaceID: w.ID, Agent: "claude", Status: SessionEnded, EndReason: "stale",
+		ses := &wire.Session{WorkspaceID: w.ID, Agent: "claude", Status: wire.SessionEnded, EndReason: "stale",
 			CreatedAt: time.Now().UTC().Add(time.Duration(i-10) * time.Second)}
 		must(t, s.CreateSession(ctx, ses))
-		if !regexp.MustCompile(`^ses-[0-9a-f]{16}$`).MatchString(ses.ID) || ses.Status != SessionOpen || ses.EndReason != "" {
+		if !regexp.MustCompile(`^ses-[0-9a-f]{16}$`).MatchString(ses.ID) || ses.Status != wire.SessionOpen || ses.EndReason != "" {
 			t.Errorf("CreateSession = %+v, want generated ses- id, open, no reason", ses)
 		}
 		ids = append(ids, ses.ID)
 	}
-	wantErr(t, s.CreateSession(ctx, &Session{ID: ids[0], WorkspaceID: w.ID}), errs.Conflict, "session "+ids[0]+": already exists")
+	wantErr(t, s.CreateSession(ctx, &wire.Session{ID: ids[0], WorkspaceID: w.ID}), errs.Conflict, "session "+ids[0]+": already exists")
 	_, err = s.GetSession(ctx, "ses-1")
 	wantErr(t, err, errs.NotFound, "session ses-1: not found")
 
-	ended, err := s.EndSession(ctx, ids[0], ReasonEndedByUser)
+	ended, err := s.EndSession(ctx, ids[0], wire.ReasonEndedByUser)
 	must(t, err)
-	if ended.Status != SessionEnded || ended.EndReason != ReasonEndedByUser || ended.EndedAt == nil {
+	if ended.Status != wire.SessionEnded || ended.EndReason != wire.ReasonEndedByUser || ended.EndedAt == nil {
 		t.Fatalf("EndSession = %+v", ended)
 	}
-	again, err := s.EndSession(ctx, ids[0], ReasonWorkspaceLost)
+	again, err := s.EndSession(ctx, ids[0], wire.ReasonWorkspaceLost)
 	must(t, err)
-	if again.EndReason != ReasonEndedByUser || !again.EndedAt.Equal(*ended.EndedAt) {
+	if again.EndReason != wire.ReasonEndedByUser || !again.EndedAt.Equal(*ended.EndedAt) {
 		t.Errorf("second EndSession changed the ending: %+v, first %+v", again, ended)
 	}
-	_, err = s.EndSession(ctx, "ses-1", ReasonEndedByUser)
+	_, err = s.EndSession(ctx, "ses-1", wire.ReasonEndedByUser)
 	wantErr(t, err, errs.NotFound, "session ses-1: not found")
 	_, err = s.EndSession(ctx, ids[1], "")
 	wantField(t, err, "reason")
@@ -375,23 +376,23 @@ func testSessions(t *testing.T, ctx context.Context, s *Store) {
 		want []string
 	}{
 		{SessionFilter{WorkspaceID: w.ID}, []string{ids[2], ids[1], ids[0]}},
-		{SessionFilter{Status: SessionOpen}, []string{ids[2], ids[1]}},
-		{SessionFilter{WorkspaceID: w.ID, Status: SessionEnded}, []string{ids[0]}},
+		{SessionFilter{Status: wire.SessionOpen}, []string{ids[2], ids[1]}},
+		{SessionFilter{WorkspaceID: w.ID, Status: wire.SessionEnded}, []string{ids[0]}},
 		{SessionFilter{WorkspaceID: "ws-other"}, []string{}},
 	} {
 		list, err := s.ListSessions(ctx, tc.f)
 		must(t, err)
-		if got := idsOf(list, func(s Session) string { return s.ID }); !slices.Equal(got, tc.want) {
+		if got := idsOf(list, func(s wire.Session) string { return s.ID }); !slices.Equal(got, tc.want) {
 			t.Errorf("ListSessions(%+v) = %v, want %v", tc.f, got, tc.want)
 		}
 	}
 
-	endedIDs, err := s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost)
+	endedIDs, err := s.EndWorkspaceSessions(ctx, w.ID, wire.ReasonWorkspaceLost)
 	must(t, err)
 	if want := ids[1:]; !slices.Equal(endedIDs, want) {
 		t.Errorf("EndWorkspaceSessions = %v, want %v (oldest first)", endedIDs, want)
 	}
-	if endedIDs, err = s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost); err != nil || endedIDs == nil || len(endedIDs) != 0 {
+	if endedIDs, err = s.EndWorkspaceSessions(ctx, w.ID, wire.ReasonWorkspaceLost); err != nil || endedIDs == nil || len(endedIDs) != 0 {
 		t.Errorf("second EndWorkspaceSessions = %#v, %v; want empty, nil", endedIDs, err)
 	}
 	if _, err = s.EndWorkspaceSessions(ctx, w.ID, ""); err == nil {
@@ -399,10 +400,10 @@ func testSessions(t *testing.T, ctx context.Context, s *Store) {
 	} else {
 		wantField(t, err, "reason")
 	}
-	for i, want := range []string{ReasonEndedByUser, ReasonWorkspaceLost, ReasonWorkspaceLost} {
+	for i, want := range []string{wire.ReasonEndedByUser, wire.ReasonWorkspaceLost, wire.ReasonWorkspaceLost} {
 		ses, err := s.GetSession(ctx, ids[i])
 		must(t, err)
-		if ses.Status != SessionEnded || ses.EndReason != want || ses.EndedAt == nil {
+		if ses.Status != wire.SessionEnded || ses.EndReason != want || ses.EndedAt == nil {
 			t.Errorf("session %d = %+v, want ended with %s", i, ses, want)
 		}
 	}
@@ -412,13 +413,13 @@ func testDeleteWorkspace(t *testing.T, ctx context.Context, s *Store) {
 	w, other := newWorkspace("t", "p"), newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
 	must(t, s.CreateWorkspace(ctx, other))
-	byUser, open, elsewhere := &Session{WorkspaceID: w.ID}, &Session{WorkspaceID: w.ID}, &Session{WorkspaceID: other.ID}
-	for _, ses := range []*Session{byUser, open, elsewhere} {
+	byUser, open, elsewhere := &wire.Session{WorkspaceID: w.ID}, &wire.Session{WorkspaceID: w.ID}, &wire.Session{WorkspaceID: other.ID}
+	for _, ses := range []*wire.Session{byUser, open, elsewhere} {
 		must(t, s.CreateSession(ctx, ses))
 	}
-	_, err := s.EndSession(ctx, byUser.ID, ReasonEndedByUser)
+	_, err := s.EndSession(ctx, byUser.ID, wire.ReasonEndedByUser)
 	must(t, err)
-	must(t, s.AppendEvent(ctx, &Event{WorkspaceID: w.ID, Type: EventDestroyed}))
+	must(t, s.AppendEvent(ctx, &wire.Event{WorkspaceID: w.ID, Type: wire.EventDestroyed}))
 
 	must(t, s.DeleteWorkspace(ctx, w.ID))
 	_, err = s.GetWorkspace(ctx, w.ID)
@@ -426,13 +427,13 @@ func testDeleteWorkspace(t *testing.T, ctx context.Context, s *Store) {
 	for _, tc := range []struct {
 		id, status, reason string
 	}{
-		{byUser.ID, SessionEnded, ReasonEndedByUser},
-		{open.ID, SessionEnded, ReasonWorkspaceDeleted},
-		{elsewhere.ID, SessionOpen, ""},
+		{byUser.ID, wire.SessionEnded, wire.ReasonEndedByUser},
+		{open.ID, wire.SessionEnded, wire.ReasonWorkspaceDeleted},
+		{elsewhere.ID, wire.SessionOpen, ""},
 	} {
 		ses, err := s.GetSession(ctx, tc.id)
 		must(t, err)
-		if ses.Status != tc.status || ses.EndReason != tc.reason || (tc.status == SessionEnded) != (ses.EndedAt != nil) {
+		if ses.Status != tc.status || ses.EndReason != tc.reason || (tc.status == wire.SessionEnded) != (ses.EndedAt != nil) {
 			t.Errorf("session %s = %s/%q ended_at %v, want %s/%q", tc.id, ses.Status, ses.EndReason, ses.EndedAt, tc.status, tc.reason)
 		}
 	}
@@ -446,24 +447,24 @@ func testDeleteWorkspace(t *testing.T, ctx context.Context, s *Store) {
 }
 
 func testEvents(t *testing.T, ctx context.Context, s *Store) {
-	var a []Event
+	var a []wire.Event
 	for i := range 5 {
-		e := &Event{ID: 999, WorkspaceID: "ws-a", Type: EventPhaseChanged, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+		e := &wire.Event{ID: 999, WorkspaceID: "ws-a", Type: wire.EventPhaseChanged, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
 		must(t, s.AppendEvent(ctx, e))
 		if e.ID == 0 || e.ID == 999 || e.CreatedAt.IsZero() {
 			t.Fatalf("AppendEvent did not set id and created_at: %+v", e)
 		}
 		a = append(a, *e)
-		must(t, s.AppendEvent(ctx, &Event{WorkspaceID: "ws-b", Type: EventProvisioned}))
+		must(t, s.AppendEvent(ctx, &wire.Event{WorkspaceID: "ws-b", Type: wire.EventProvisioned}))
 	}
-	wantField(t, s.AppendEvent(ctx, &Event{WorkspaceID: "ws-a", Type: EventDestroyed, Data: json.RawMessage(`{`)}), "data")
-	wantField(t, s.AppendEvent(ctx, &Event{WorkspaceID: "ws-a"}), "type")
+	wantField(t, s.AppendEvent(ctx, &wire.Event{WorkspaceID: "ws-a", Type: wire.EventDestroyed, Data: json.RawMessage(`{`)}), "data")
+	wantField(t, s.AppendEvent(ctx, &wire.Event{WorkspaceID: "ws-a"}), "type")
 
 	for _, tc := range []struct {
 		name  string
 		after uint64
 		limit int
-		want  []Event
+		want  []wire.Event
 	}{
 		{"all", 0, 0, a},
 		{"after third", a[2].ID, 0, a[3:]},
@@ -507,27 +508,27 @@ func testEnsureDefaults(t *testing.T, ctx context.Context, s *Store) {
 	}
 	must(t, s.EnsureDefaults(ctx, root))
 
-	p, err := s.GetProvider(ctx, LocalProviderID)
+	p, err := s.GetProvider(ctx, wire.LocalProviderID)
 	must(t, err)
-	if p.Provider != BackendLocal {
+	if p.Provider != wire.BackendLocal {
 		t.Errorf("local provider type = %q", p.Provider)
 	}
 	jsonEq(t, p.Config, `{"kind":"local","root_path":"`+root+`"}`)
-	tp, err := s.GetTemplate(ctx, DefaultTemplateID)
+	tp, err := s.GetTemplate(ctx, wire.DefaultTemplateID)
 	must(t, err)
-	if tp.ProviderID != LocalProviderID {
+	if tp.ProviderID != wire.LocalProviderID {
 		t.Errorf("default template provider = %q", tp.ProviderID)
 	}
 	jsonEq(t, tp.Backend, `{"kind":"local"}`)
 
 	// Existing rows are kept as they are, only missing ones come back.
-	must(t, s.UpdateProvider(ctx, &Provider{ID: LocalProviderID, Provider: BackendLocal, Config: json.RawMessage(`{"kind":"local","root_path":"/elsewhere"}`)}))
-	must(t, s.DeleteTemplate(ctx, DefaultTemplateID))
+	must(t, s.UpdateProvider(ctx, &wire.Provider{ID: wire.LocalProviderID, Provider: wire.BackendLocal, Config: json.RawMessage(`{"kind":"local","root_path":"/elsewhere"}`)}))
+	must(t, s.DeleteTemplate(ctx, wire.DefaultTemplateID))
 	must(t, s.EnsureDefaults(ctx, root))
-	p, err = s.GetProvider(ctx, LocalProviderID)
+	p, err = s.GetProvider(ctx, wire.LocalProviderID)
 	must(t, err)
 	jsonEq(t, p.Config, `{"kind":"local","root_path":"/elsewhere"}`)
-	if _, err := s.GetTemplate(ctx, DefaultTemplateID); err != nil {
+	if _, err := s.GetTemplate(ctx, wire.DefaultTemplateID); err != nil {
 		t.Errorf("default template not recreated: %v", err)
 	}
 	ps, err := s.ListProviders(ctx, "")
@@ -553,18 +554,18 @@ func testConcurrentWrites(t *testing.T, ctx context.Context, s *Store) {
 				if err := s.CreateWorkspace(ctx, w); err != nil {
 					return err
 				}
-				if err := s.CreateSession(ctx, &Session{WorkspaceID: w.ID}); err != nil {
+				if err := s.CreateSession(ctx, &wire.Session{WorkspaceID: w.ID}); err != nil {
 					return err
 				}
 				for i := range eventsEach {
-					if err := s.AppendEvent(ctx, &Event{WorkspaceID: w.ID, Type: EventPhaseChanged, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+					if err := s.AppendEvent(ctx, &wire.Event{WorkspaceID: w.ID, Type: wire.EventPhaseChanged, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
 						return err
 					}
 				}
 				if _, err := s.ListEvents(ctx, w.ID, 0, 0); err != nil {
 					return err
 				}
-				return s.SetWorkspacePhase(ctx, w.ID, PhaseRunning, "")
+				return s.SetWorkspacePhase(ctx, w.ID, wire.PhaseRunning, "")
 			}()
 		})
 	}
@@ -577,7 +578,7 @@ func testConcurrentWrites(t *testing.T, ctx context.Context, s *Store) {
 	}
 	t.Logf("%d workers x %d writes in %v", workers, eventsEach+3, time.Since(start))
 
-	ws, err := s.ListWorkspaces(ctx, WorkspaceFilter{Phase: PhaseRunning})
+	ws, err := s.ListWorkspaces(ctx, WorkspaceFilter{Phase: wire.PhaseRunning})
 	must(t, err)
 	if len(ws) != workers {
 		t.Fatalf("%d running workspaces, want %d", len(ws), workers)
@@ -592,7 +593,7 @@ func testConcurrentWrites(t *testing.T, ctx context.Context, s *Store) {
 			jsonEq(t, e.Data, fmt.Sprintf(`{"n":%d}`, i))
 		}
 	}
-	open, err := s.ListSessions(ctx, SessionFilter{Status: SessionOpen})
+	open, err := s.ListSessions(ctx, SessionFilter{Status: wire.SessionOpen})
 	must(t, err)
 	if len(open) != workers {
 		t.Errorf("%d open sessions, want %d", len(open), workers)
@@ -601,15 +602,15 @@ func testConcurrentWrites(t *testing.T, ctx context.Context, s *Store) {
 
 func testJSONRoundTrip(t *testing.T, ctx context.Context, s *Store) {
 	doc := `{"kind":"container","image":"ubuntu:24.04","env":{"Q":"a \"quoted\" \\ value\n"},"init":["apt-get update"],"caps":{"cpu":1.5,"memory_mb":512},"unicode":"é✓"}`
-	must(t, s.CreateProvider(ctx, &Provider{ID: "p", Provider: BackendContainer, Config: json.RawMessage(doc)}))
-	must(t, s.CreateProvider(ctx, &Provider{ID: "empty", Provider: BackendLocal}))
-	must(t, s.CreateTemplate(ctx, &Template{ID: "t", ProviderID: "p", Backend: json.RawMessage(doc)}))
+	must(t, s.CreateProvider(ctx, &wire.Provider{ID: "p", Provider: wire.BackendContainer, Config: json.RawMessage(doc)}))
+	must(t, s.CreateProvider(ctx, &wire.Provider{ID: "empty", Provider: wire.BackendLocal}))
+	must(t, s.CreateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "p", Backend: json.RawMessage(doc)}))
 	labels := map[string]string{"team": "infra", "with space": "ü"}
-	w := &Workspace{ID: "ws-j", TemplateID: "t", ProviderID: "p", Backend: BackendContainer, Phase: PhasePending,
+	w := &wire.Workspace{ID: "ws-j", TemplateID: "t", ProviderID: "p", Backend: wire.BackendContainer, Phase: wire.PhasePending,
 		Labels: labels, Handle: json.RawMessage(`{"container_id":"abc","ports":[1,2]}`)}
 	must(t, s.CreateWorkspace(ctx, w))
 	meta := map[string]string{"task": "fix bug"}
-	ses := &Session{WorkspaceID: w.ID, Metadata: meta}
+	ses := &wire.Session{WorkspaceID: w.ID, Metadata: meta}
 	must(t, s.CreateSession(ctx, ses))
 
 	p, err := s.GetProvider(ctx, "p")
@@ -635,7 +636,7 @@ func testJSONRoundTrip(t *testing.T, ctx context.Context, s *Store) {
 		t.Errorf("metadata = %v, want %v", gs.Metadata, meta)
 	}
 	// Updates store JSON the same way creates do.
-	must(t, s.UpdateProvider(ctx, &Provider{ID: "p", Provider: BackendContainer, Config: json.RawMessage(doc)}))
+	must(t, s.UpdateProvider(ctx, &wire.Provider{ID: "p", Provider: wire.BackendContainer, Config: json.RawMessage(doc)}))
 	p, err = s.GetProvider(ctx, "p")
 	must(t, err)
 	jsonEq(t, p.Config, doc)
@@ -647,19 +648,19 @@ func testJSONRoundTrip(t *testing.T, ctx context.Context, s *Store) {
 func testNoOrphans(t *testing.T, ctx context.Context, s *Store) {
 	for round := range 5 {
 		pid := fmt.Sprintf("p%d", round)
-		must(t, s.CreateProvider(ctx, &Provider{ID: pid, Provider: BackendLocal}))
+		must(t, s.CreateProvider(ctx, &wire.Provider{ID: pid, Provider: wire.BackendLocal}))
 		w := newWorkspace("t", pid)
 		must(t, s.CreateWorkspace(ctx, w))
 		var wg sync.WaitGroup
 		for i := range 10 {
 			wg.Go(func() {
-				err := s.CreateTemplate(ctx, &Template{ID: fmt.Sprintf("%s-t%d", pid, i), ProviderID: pid})
+				err := s.CreateTemplate(ctx, &wire.Template{ID: fmt.Sprintf("%s-t%d", pid, i), ProviderID: pid})
 				if err != nil && errs.FieldOf(err) != "provider_id" {
 					t.Errorf("CreateTemplate: %v", err)
 				}
 			})
 			wg.Go(func() {
-				err := s.CreateSession(ctx, &Session{WorkspaceID: w.ID})
+				err := s.CreateSession(ctx, &wire.Session{WorkspaceID: w.ID})
 				if err != nil && !errs.Is(err, errs.NotFound) {
 					t.Errorf("CreateSession: %v", err)
 				}
@@ -679,7 +680,7 @@ func testNoOrphans(t *testing.T, ctx context.Context, s *Store) {
 		if _, err := s.GetProvider(ctx, pid); errs.Is(err, errs.NotFound) && len(ts) > 0 {
 			t.Errorf("round %d: provider deleted but %d templates reference it", round, len(ts))
 		}
-		open, err := s.ListSessions(ctx, SessionFilter{WorkspaceID: w.ID, Status: SessionOpen})
+		open, err := s.ListSessions(ctx, SessionFilter{WorkspaceID: w.ID, Status: wire.SessionOpen})
 		must(t, err)
 		if len(open) > 0 {
 			t.Errorf("round %d: %d sessions of deleted workspace still open", round, len(open))
@@ -754,7 +755,7 @@ func TestOpenMemory(t *testing.T) {
 	must(t, err)
 	defer s.Close()
 	must(t, s.EnsureDefaults(t.Context(), "/tmp/ws"))
-	if _, err := s.GetTemplate(t.Context(), DefaultTemplateID); err != nil {
+	if _, err := s.GetTemplate(t.Context(), wire.DefaultTemplateID); err != nil {
 		t.Fatalf("read after write on :memory:: %v", err)
 	}
 }
@@ -774,9 +775,9 @@ func TestNewIDAndToken(t *testing.T) {
 	}
 }
 
-func newWorkspace(template, provider string) *Workspace {
+func newWorkspace(template, provider string) *wire.Workspace {
 	id := NewID("ws")
-	return &Workspace{ID: id, TemplateID: template, ProviderID: provider, Backend: BackendLocal, Phase: PhasePending, WorkflowID: "wf-" + id}
+	return &wire.Workspace{ID: id, TemplateID: template, ProviderID: provider, Backend: wire.BackendLocal, Phase: wire.PhasePending, WorkflowID: "wf-" + id}
 }
 
 func must(t *testing.T, err error) {

@@ -6,11 +6,12 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // CreateTemplate inserts t with Generation 1; Conflict if the id exists,
 // Invalid (field provider_id) if the provider does not.
-func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
+func (s *Store) CreateTemplate(ctx context.Context, t *wire.Template) error {
 	if t.ID == "" {
 		return errs.Field("id", "template: id is required")
 	}
@@ -28,8 +29,8 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 }
 
 // GetTemplate returns the template; NotFound if absent.
-func (s *Store) GetTemplate(ctx context.Context, id string) (*Template, error) {
-	var t Template
+func (s *Store) GetTemplate(ctx context.Context, id string) (*wire.Template, error) {
+	var t wire.Template
 	if err := s.r.WithContext(ctx).Take(&t, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "template", id)
 	}
@@ -38,7 +39,7 @@ func (s *Store) GetTemplate(ctx context.Context, id string) (*Template, error) {
 
 // ListTemplates returns templates ordered by id, those of providerID only
 // when it is not empty, those of tenant only when it is not empty.
-func (s *Store) ListTemplates(ctx context.Context, providerID, tenant string) ([]Template, error) {
+func (s *Store) ListTemplates(ctx context.Context, providerID, tenant string) ([]wire.Template, error) {
 	q := s.r.WithContext(ctx).Order("id")
 	if providerID != "" {
 		q = q.Where("provider_id = ?", providerID)
@@ -46,7 +47,7 @@ func (s *Store) ListTemplates(ctx context.Context, providerID, tenant string) ([
 	if tenant != "" {
 		q = q.Where("tenant_id = ?", tenant)
 	}
-	ts := []Template{}
+	ts := []wire.Template{}
 	if err := q.Find(&ts).Error; err != nil {
 		return nil, dbError(ctx, err, "templates: list")
 	}
@@ -58,18 +59,18 @@ func (s *Store) ListTemplates(ctx context.Context, providerID, tenant string) ([
 // Generation in the same statement; NotFound if absent, Invalid (field
 // provider_id) if its provider does not exist. On success t holds the stored
 // row, new generation included.
-func (s *Store) UpdateTemplate(ctx context.Context, t *Template) error {
+func (s *Store) UpdateTemplate(ctx context.Context, t *wire.Template) error {
 	if err := checkJSON("backend", "template "+t.ID, t.Backend); err != nil {
 		return err
 	}
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockRow(tx, forUpdate, &Template{}, "template", t.ID); err != nil {
+		if err := lockRow(tx, forUpdate, &wire.Template{}, "template", t.ID); err != nil {
 			return err
 		}
 		if err := lockProviderOf(tx, t); err != nil {
 			return err
 		}
-		err := tx.Model(&Template{}).Where("id = ?", t.ID).Updates(map[string]any{
+		err := tx.Model(&wire.Template{}).Where("id = ?", t.ID).Updates(map[string]any{
 			"provider_id":   t.ProviderID,
 			"description":   t.Description,
 			"backend":       jsonColumn(t.Backend),
@@ -90,24 +91,24 @@ func (s *Store) UpdateTemplate(ctx context.Context, t *Template) error {
 // or a warm pool references it.
 func (s *Store) DeleteTemplate(ctx context.Context, id string) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockRow(tx, forUpdate, &Template{}, "template", id); err != nil {
+		if err := lockRow(tx, forUpdate, &wire.Template{}, "template", id); err != nil {
 			return err
 		}
-		if ref, err := firstID(tx, &Workspace{}, "template_id = ?", id); err != nil || ref != "" {
+		if ref, err := firstID(tx, &wire.Workspace{}, "template_id = ?", id); err != nil || ref != "" {
 			return inUse(err, "template", id, "workspace", ref)
 		}
-		if ref, err := firstID(tx, &Pool{}, "template_id = ?", id); err != nil || ref != "" {
+		if ref, err := firstID(tx, &wire.Pool{}, "template_id = ?", id); err != nil || ref != "" {
 			return inUse(err, "template", id, "pool", ref)
 		}
-		return tx.Delete(&Template{}, "id = ?", id).Error
+		return tx.Delete(&wire.Template{}, "id = ?", id).Error
 	})
 	return writeError(ctx, err, "template", id, "delete")
 }
 
 // lockProviderOf locks t's provider against deletion for the rest of tx;
 // Invalid (field provider_id) if it does not exist.
-func lockProviderOf(tx *gorm.DB, t *Template) error {
-	err := lockRow(tx, forShare, &Provider{}, "provider", t.ProviderID)
+func lockProviderOf(tx *gorm.DB, t *wire.Template) error {
+	err := lockRow(tx, forShare, &wire.Provider{}, "provider", t.ProviderID)
 	if errs.Is(err, errs.NotFound) {
 		return errs.Field("provider_id", "template %s: provider %s: not found", t.ID, t.ProviderID)
 	}

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // tenantIDPattern is what a tenant id may look like: it appears in search
@@ -18,19 +19,19 @@ var tenantIDPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // CreateTenant inserts t; Conflict if the id exists, Invalid for a bad id
 // or a negative quota.
-func (s *Store) CreateTenant(ctx context.Context, t *Tenant) error {
+func (s *Store) CreateTenant(ctx context.Context, t *wire.Tenant) error {
 	if !tenantIDPattern.MatchString(t.ID) {
 		return errs.Field("id", "tenant %q: id must be 1-40 lower-case letters, digits and dashes, starting and ending with a letter or digit", t.ID)
 	}
-	if err := t.Quota.validate(); err != nil {
+	if err := validateQuota(t.Quota); err != nil {
 		return err
 	}
 	return writeError(ctx, s.w.WithContext(ctx).Create(t).Error, "tenant", t.ID, "create")
 }
 
 // GetTenant returns the tenant; NotFound if absent.
-func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
-	var t Tenant
+func (s *Store) GetTenant(ctx context.Context, id string) (*wire.Tenant, error) {
+	var t wire.Tenant
 	if err := s.r.WithContext(ctx).Take(&t, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "tenant", id)
 	}
@@ -38,7 +39,7 @@ func (s *Store) GetTenant(ctx context.Context, id string) (*Tenant, error) {
 }
 
 // validate refuses negative limits (zero is no limit).
-func (q Quota) validate() error {
+func validateQuota(q wire.Quota) error {
 	switch {
 	case q.MaxWorkspaces < 0:
 		return errs.Field("quota.max_workspaces", "quota.max_workspaces: %d is negative (0 is no limit)", q.MaxWorkspaces)
@@ -53,8 +54,8 @@ func (q Quota) validate() error {
 }
 
 // ListTenants returns every tenant, by id.
-func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
-	ts := []Tenant{}
+func (s *Store) ListTenants(ctx context.Context) ([]wire.Tenant, error) {
+	ts := []wire.Tenant{}
 	if err := s.r.WithContext(ctx).Order("id").Find(&ts).Error; err != nil {
 		return nil, dbError(ctx, err, "tenants: list")
 	}
@@ -65,11 +66,11 @@ func (s *Store) ListTenants(ctx context.Context) ([]Tenant, error) {
 // returns the stored row; NotFound if absent, Invalid for a negative quota.
 // Lowering a quota below the current use is allowed: it only stops new
 // creates.
-func (s *Store) UpdateTenant(ctx context.Context, t *Tenant) (*Tenant, error) {
-	if err := t.Quota.validate(); err != nil {
+func (s *Store) UpdateTenant(ctx context.Context, t *wire.Tenant) (*wire.Tenant, error) {
+	if err := validateQuota(t.Quota); err != nil {
 		return nil, err
 	}
-	res := s.w.WithContext(ctx).Model(&Tenant{}).Where("id = ?", t.ID).Updates(map[string]any{
+	res := s.w.WithContext(ctx).Model(&wire.Tenant{}).Where("id = ?", t.ID).Updates(map[string]any{
 		"description":            t.Description,
 		"quota_max_workspaces":   t.Quota.MaxWorkspaces,
 		"quota_max_cpu_cores":    t.Quota.MaxCPUCores,
@@ -108,20 +109,20 @@ const blockNone = "1 = 0"
 // tenantOwned lists, in the order they are removed, the rows a tenant can
 // own. Transcript entries carry no tenant: they go with their session runs.
 var tenantOwned = []tenantRows{
-	{model: &Provider{}, name: "providers"},
-	{model: &Template{}, name: "templates"},
-	{model: &Pool{}, name: "pools"},
-	{model: &Workspace{}, name: "workspaces"},
-	{model: &Suite{}, name: "suites"},
-	{model: &Run{}, name: "runs"},
-	{model: &LLMProvider{}, name: "llm providers"},
-	{model: &Agent{}, name: "agents"},
-	{model: &SessionRun{}, name: "running session runs", block: "status <> 'ended'", remove: true},
-	{model: &Session{}, name: "open sessions", block: "status <> 'ended'", remove: true},
-	{model: &Event{}, name: "events", block: blockNone, remove: true},
+	{model: &wire.Provider{}, name: "providers"},
+	{model: &wire.Template{}, name: "templates"},
+	{model: &wire.Pool{}, name: "pools"},
+	{model: &wire.Workspace{}, name: "workspaces"},
+	{model: &wire.Suite{}, name: "suites"},
+	{model: &wire.Run{}, name: "runs"},
+	{model: &wire.LLMProvider{}, name: "llm providers"},
+	{model: &wire.Agent{}, name: "agents"},
+	{model: &wire.SessionRun{}, name: "running session runs", block: "status <> 'ended'", remove: true},
+	{model: &wire.Session{}, name: "open sessions", block: "status <> 'ended'", remove: true},
+	{model: &wire.Event{}, name: "events", block: blockNone, remove: true},
 	{model: &ConsoleSession{}, name: "console sessions", block: blockNone, remove: true},
-	{model: &APIKey{}, name: "active api keys (revoke them first)", block: "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", remove: true},
-	{model: &AuditEntry{}, name: "audit entries", keep: true},
+	{model: &wire.APIKey{}, name: "active api keys (revoke them first)", block: "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", remove: true},
+	{model: &wire.AuditEntry{}, name: "audit entries", keep: true},
 }
 
 // DeleteTenant deletes the tenant id. The default tenant cannot go
@@ -135,11 +136,11 @@ var tenantOwned = []tenantRows{
 // create that locks it to check its quota cannot slip a row in between the
 // check and the delete.
 func (s *Store) DeleteTenant(ctx context.Context, id string) error {
-	if id == DefaultTenantID {
+	if id == wire.DefaultTenantID {
 		return errs.E(errs.Forbidden, "tenant %s: the default tenant cannot be deleted", id)
 	}
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var t Tenant
+		var t wire.Tenant
 		if err := tx.Clauses(forUpdate).Take(&t, "id = ?", id).Error; err != nil {
 			return readError(ctx, err, "tenant", id)
 		}
@@ -167,8 +168,8 @@ func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 		if len(left) > 0 {
 			return errs.E(errs.Conflict, "tenant %s: still owns %s", id, strings.Join(left, ", "))
 		}
-		if err := tx.Where("session_id IN (?)", tx.Model(&SessionRun{}).Select("session_id").Where("tenant_id = ?", id)).
-			Delete(&TranscriptEntry{}).Error; err != nil {
+		if err := tx.Where("session_id IN (?)", tx.Model(&wire.SessionRun{}).Select("session_id").Where("tenant_id = ?", id)).
+			Delete(&wire.TranscriptEntry{}).Error; err != nil {
 			return err
 		}
 		for _, o := range tenantOwned {
@@ -178,7 +179,7 @@ func (s *Store) DeleteTenant(ctx context.Context, id string) error {
 				}
 			}
 		}
-		return tx.Delete(&Tenant{}, "id = ?", id).Error
+		return tx.Delete(&wire.Tenant{}, "id = ?", id).Error
 	})
 	return writeError(ctx, err, "tenant", id, "delete")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // identityCases are the tenant, api key and audit behaviours of the Store,
@@ -39,56 +40,56 @@ func TestIdentityStore(t *testing.T) {
 
 func testTenantsUpdate(t *testing.T, ctx context.Context, s *Store) {
 	for _, id := range []string{"zeta", "alpha"} {
-		must(t, s.CreateTenant(ctx, &Tenant{ID: id}))
+		must(t, s.CreateTenant(ctx, &wire.Tenant{ID: id}))
 	}
 	list, err := s.ListTenants(ctx)
 	must(t, err)
-	if ids := idsOf(list, func(t Tenant) string { return t.ID }); !slices.Equal(ids, []string{"alpha", "zeta"}) {
+	if ids := idsOf(list, func(t wire.Tenant) string { return t.ID }); !slices.Equal(ids, []string{"alpha", "zeta"}) {
 		t.Errorf("ListTenants ids = %v, want [alpha zeta]", ids)
 	}
 
-	q := Quota{MaxWorkspaces: 3, MaxCPUCores: 2.5, MaxMemoryBytes: 1 << 30, MaxPools: 1}
-	got, err := s.UpdateTenant(ctx, &Tenant{ID: "alpha", Description: "team a", Quota: q})
+	q := wire.Quota{MaxWorkspaces: 3, MaxCPUCores: 2.5, MaxMemoryBytes: 1 << 30, MaxPools: 1}
+	got, err := s.UpdateTenant(ctx, &wire.Tenant{ID: "alpha", Description: "team a", Quota: q})
 	must(t, err)
 	if got.Description != "team a" || got.Quota != q {
 		t.Errorf("UpdateTenant = %+v, want description %q quota %+v", got, "team a", q)
 	}
 	// A full replacement: zero fields clear the limits.
-	got, err = s.UpdateTenant(ctx, &Tenant{ID: "alpha", Quota: Quota{MaxPools: 4}})
+	got, err = s.UpdateTenant(ctx, &wire.Tenant{ID: "alpha", Quota: wire.Quota{MaxPools: 4}})
 	must(t, err)
-	if got.Description != "" || got.Quota != (Quota{MaxPools: 4}) {
+	if got.Description != "" || got.Quota != (wire.Quota{MaxPools: 4}) {
 		t.Errorf("UpdateTenant (replace) = %+v", got)
 	}
-	_, err = s.UpdateTenant(ctx, &Tenant{ID: "nope"})
+	_, err = s.UpdateTenant(ctx, &wire.Tenant{ID: "nope"})
 	wantErr(t, err, errs.NotFound, "tenant nope: not found")
-	_, err = s.UpdateTenant(ctx, &Tenant{ID: "alpha", Quota: Quota{MaxCPUCores: -1}})
+	_, err = s.UpdateTenant(ctx, &wire.Tenant{ID: "alpha", Quota: wire.Quota{MaxCPUCores: -1}})
 	wantField(t, err, "quota.max_cpu_cores")
 	got, err = s.GetTenant(ctx, "alpha")
 	must(t, err)
-	if got.Quota != (Quota{MaxPools: 4}) {
+	if got.Quota != (wire.Quota{MaxPools: 4}) {
 		t.Errorf("a refused update changed the quota: %+v", got.Quota)
 	}
 }
 
 func testTenantDelete(t *testing.T, ctx context.Context, s *Store) {
-	wantErr(t, s.DeleteTenant(ctx, DefaultTenantID), errs.Forbidden, "default tenant cannot be deleted")
+	wantErr(t, s.DeleteTenant(ctx, wire.DefaultTenantID), errs.Forbidden, "default tenant cannot be deleted")
 	wantErr(t, s.DeleteTenant(ctx, "nope"), errs.NotFound, "tenant nope: not found")
 
 	// An empty tenant goes, and is gone.
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "empty"}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "empty"}))
 	must(t, s.DeleteTenant(ctx, "empty"))
 	_, err := s.GetTenant(ctx, "empty")
 	wantErr(t, err, errs.NotFound, "")
 
 	// A provider row keeps it; so does an active key, but not a revoked
 	// or an expired one.
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "team"}))
-	p := &Provider{ID: "team-prov", Provider: BackendWorktree, TenantID: "team", Config: json.RawMessage(`{"kind":"worktree","root_path":"/srv/t"}`)}
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "team"}))
+	p := &wire.Provider{ID: "team-prov", Provider: wire.BackendWorktree, TenantID: "team", Config: json.RawMessage(`{"kind":"worktree","root_path":"/srv/t"}`)}
 	must(t, s.CreateProvider(ctx, p))
-	active := newTestKey(t, ctx, s, "team", RoleMember, nil)
+	active := newTestKey(t, ctx, s, "team", wire.RoleMember, nil)
 	past := time.Now().Add(-time.Hour)
-	newTestKey(t, ctx, s, "team", RoleViewer, &past)
-	revoked := newTestKey(t, ctx, s, "team", RoleViewer, nil)
+	newTestKey(t, ctx, s, "team", wire.RoleViewer, &past)
+	revoked := newTestKey(t, ctx, s, "team", wire.RoleViewer, nil)
 	_, _, err = s.RevokeAPIKey(ctx, revoked)
 	must(t, err)
 
@@ -107,16 +108,16 @@ func testTenantDelete(t *testing.T, ctx context.Context, s *Store) {
 func newTestKey(t *testing.T, ctx context.Context, s *Store, tenant, role string, expires *time.Time) string {
 	t.Helper()
 	id, _, hash := NewAPIKey()
-	must(t, s.CreateAPIKey(ctx, &APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash, ExpiresAt: expires}))
+	must(t, s.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: tenant, Role: role, Hash: hash, ExpiresAt: expires}))
 	return id
 }
 
 func testAPIKeys(t *testing.T, ctx context.Context, s *Store) {
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "a"}))
-	must(t, s.CreateTenant(ctx, &Tenant{ID: "b"}))
-	a1 := newTestKey(t, ctx, s, "a", RoleAdmin, nil)
-	b1 := newTestKey(t, ctx, s, "b", RoleMember, nil)
-	a2 := newTestKey(t, ctx, s, "a", RoleViewer, nil)
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "a"}))
+	must(t, s.CreateTenant(ctx, &wire.Tenant{ID: "b"}))
+	a1 := newTestKey(t, ctx, s, "a", wire.RoleAdmin, nil)
+	b1 := newTestKey(t, ctx, s, "b", wire.RoleMember, nil)
+	a2 := newTestKey(t, ctx, s, "a", wire.RoleViewer, nil)
 
 	for _, tc := range []struct {
 		tenant string
@@ -129,7 +130,7 @@ func testAPIKeys(t *testing.T, ctx context.Context, s *Store) {
 	} {
 		ks, err := s.ListAPIKeys(ctx, tc.tenant)
 		must(t, err)
-		got := idsOf(ks, func(k APIKey) string { return k.ID })
+		got := idsOf(ks, func(k wire.APIKey) string { return k.ID })
 		slices.Sort(got)
 		want := slices.Clone(tc.want)
 		slices.Sort(want)
@@ -168,7 +169,7 @@ func testAPIKeys(t *testing.T, ctx context.Context, s *Store) {
 func testAudit(t *testing.T, ctx context.Context, s *Store) {
 	var ids []uint64
 	for i, tenant := range []string{"a", "b", "a", "a", "b"} {
-		e := &AuditEntry{KeyID: "key-1", TenantID: tenant, Action: "workspaces.create", Resource: "workspaces/ws-" + string(rune('0'+i)),
+		e := &wire.AuditEntry{KeyID: "key-1", TenantID: tenant, Action: "workspaces.create", Resource: "workspaces/ws-" + string(rune('0'+i)),
 			Status: 201, Result: "ok", Address: "10.0.0.1"}
 		must(t, s.AppendAudit(ctx, e))
 		if e.ID == 0 || e.CreatedAt.IsZero() {
@@ -177,7 +178,7 @@ func testAudit(t *testing.T, ctx context.Context, s *Store) {
 		ids = append(ids, e.ID)
 	}
 	// A resource longer than its column is cut, not refused.
-	long := &AuditEntry{TenantID: "c", Action: "workspaces.files.update", Resource: "workspaces/ws-x/files/" + strings.Repeat("é", 400),
+	long := &wire.AuditEntry{TenantID: "c", Action: "workspaces.files.update", Resource: "workspaces/ws-x/files/" + strings.Repeat("é", 400),
 		Status: 200, Result: "ok"}
 	must(t, s.AppendAudit(ctx, long))
 	if len(long.Resource) > 300 {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/primerhq/primer/wire"
 )
 
 // TestTranscript runs the transcript and agent run store on every dialect:
@@ -22,43 +24,43 @@ func TestTranscript(t *testing.T) {
 func testTranscript(t *testing.T, ctx context.Context, s *Store) {
 	w := newWorkspace("t", "p")
 	must(t, s.CreateWorkspace(ctx, w))
-	ses := &Session{WorkspaceID: w.ID, Agent: "code-runner"}
+	ses := &wire.Session{WorkspaceID: w.ID, Agent: "code-runner"}
 	must(t, s.CreateSession(ctx, ses))
-	must(t, s.CreateSessionRun(ctx, &SessionRun{SessionID: ses.ID, AgentID: "code-runner"}, "do it"))
-	if err := s.CreateSessionRun(ctx, &SessionRun{SessionID: ses.ID, AgentID: "code-runner"}, "again"); err == nil {
+	must(t, s.CreateSessionRun(ctx, &wire.SessionRun{SessionID: ses.ID, AgentID: "code-runner"}, "do it"))
+	if err := s.CreateSessionRun(ctx, &wire.SessionRun{SessionID: ses.ID, AgentID: "code-runner"}, "again"); err == nil {
 		t.Fatal("a second run of one session was created")
 	}
-	es, err := s.AppendTranscript(ctx, ses.ID, []TranscriptEntry{
-		{Turn: 1, Role: RoleAssistant, Content: "writing", InputTokens: 10, OutputTokens: 3},
-		{Turn: 1, Role: RoleTool, ToolName: "workspace__write", ToolArgs: json.RawMessage(`{"path":"a"}`), State: ToolPending},
-		{Turn: 1, Role: RoleTool, ToolName: "workspace__exec", ToolArgs: json.RawMessage(`{"command":"true"}`), State: ToolPending},
-		{Turn: 1, Role: RoleTool, ToolName: "workspace__read", ToolArgs: json.RawMessage(`{"path":"a"}`), State: ToolPending},
+	es, err := s.AppendTranscript(ctx, ses.ID, []wire.TranscriptEntry{
+		{Turn: 1, Role: wire.RoleAssistant, Content: "writing", InputTokens: 10, OutputTokens: 3},
+		{Turn: 1, Role: wire.RoleTool, ToolName: "workspace__write", ToolArgs: json.RawMessage(`{"path":"a"}`), State: wire.ToolPending},
+		{Turn: 1, Role: wire.RoleTool, ToolName: "workspace__exec", ToolArgs: json.RawMessage(`{"command":"true"}`), State: wire.ToolPending},
+		{Turn: 1, Role: wire.RoleTool, ToolName: "workspace__read", ToolArgs: json.RawMessage(`{"path":"a"}`), State: wire.ToolPending},
 	})
 	must(t, err)
 	if es[0].Seq != 2 || es[3].Seq != 5 {
 		t.Fatalf("appended seqs %d..%d, want 2..5 after the instructions", es[0].Seq, es[3].Seq)
 	}
 	// The write finished, the exec started, the read never began.
-	es[1].State, es[1].ToolResult, es[1].Commit = ToolFinished, json.RawMessage(`{"size":1}`), "c1"
+	es[1].State, es[1].ToolResult, es[1].Commit = wire.ToolFinished, json.RawMessage(`{"size":1}`), "c1"
 	must(t, s.UpdateTranscriptEntry(ctx, &es[1]))
-	es[2].State = ToolStarted
+	es[2].State = wire.ToolStarted
 	must(t, s.UpdateTranscriptEntry(ctx, &es[2]))
-	if err := s.UpdateTranscriptEntry(ctx, &TranscriptEntry{SessionID: ses.ID, Seq: 99}); err == nil {
+	if err := s.UpdateTranscriptEntry(ctx, &wire.TranscriptEntry{SessionID: ses.ID, Seq: 99}); err == nil {
 		t.Fatal("updating a missing entry succeeded")
 	}
 	got, err := s.Transcript(ctx, ses.ID, 2)
 	must(t, err)
-	if len(got) != 3 || got[0].Commit != "c1" || string(got[0].ToolResult) != `{"size":1}` || got[1].State != ToolStarted {
+	if len(got) != 3 || got[0].Commit != "c1" || string(got[0].ToolResult) != `{"size":1}` || got[1].State != wire.ToolStarted {
 		t.Fatalf("transcript after seq 2 = %+v", got)
 	}
 
 	// The workspace is lost: the session ends, the run ends with it, and
 	// the successor gets the run, the unfinished calls told what is known.
-	_, err = s.EndWorkspaceSessions(ctx, w.ID, ReasonWorkspaceLost)
+	_, err = s.EndWorkspaceSessions(ctx, w.ID, wire.ReasonWorkspaceLost)
 	must(t, err)
-	run, err := s.EndSessionRun(ctx, ses.ID, ReasonWorkspaceLost, "", 1)
+	run, err := s.EndSessionRun(ctx, ses.ID, wire.ReasonWorkspaceLost, "", 1)
 	must(t, err)
-	if run.Status != AgentEnded || run.EndReason != ReasonWorkspaceLost || run.Turns != 1 {
+	if run.Status != wire.AgentEnded || run.EndReason != wire.ReasonWorkspaceLost || run.Turns != 1 {
 		t.Fatalf("ended run = %+v", run)
 	}
 	if _, err := s.ResumedSession(ctx, ses.ID); err == nil {
@@ -74,7 +76,7 @@ func testTranscript(t *testing.T, ctx context.Context, s *Store) {
 	for range 2 { // a second call changes nothing
 		r2, err := s.ResumeSessionRun(ctx, ses.ID, next.ID)
 		must(t, err)
-		if r2.AgentID != "code-runner" || r2.Status != AgentRunning || r2.Turns != 1 {
+		if r2.AgentID != "code-runner" || r2.Status != wire.AgentRunning || r2.Turns != 1 {
 			t.Fatalf("resumed run = %+v", r2)
 		}
 	}
@@ -84,17 +86,17 @@ func testTranscript(t *testing.T, ctx context.Context, s *Store) {
 		t.Fatalf("copied transcript = %+v", copied)
 	}
 	for i, want := range map[int]string{3: "may or may not have run", 4: "not run"} {
-		if e := copied[i]; e.State != ToolFinished || !e.IsError || !strings.Contains(string(e.ToolResult), want) {
+		if e := copied[i]; e.State != wire.ToolFinished || !e.IsError || !strings.Contains(string(e.ToolResult), want) {
 			t.Errorf("copied entry %d = %s %s, want finished saying %q", e.Seq, e.State, e.ToolResult, want)
 		}
 	}
 	// The ended session's run ends its session with the run's reason;
 	// the first ending wins.
-	_, err = s.EndSessionRun(ctx, next.ID, AgentCompleted, "", 2)
+	_, err = s.EndSessionRun(ctx, next.ID, wire.AgentCompleted, "", 2)
 	must(t, err)
 	got2, err := s.GetSession(ctx, next.ID)
 	must(t, err)
-	if got2.Status != SessionEnded || got2.EndReason != AgentCompleted {
+	if got2.Status != wire.SessionEnded || got2.EndReason != wire.AgentCompleted {
 		t.Fatalf("session after its run completed = %+v", got2)
 	}
 }

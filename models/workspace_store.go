@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // CreateWorkspace inserts w; Conflict if the id exists. An empty ID is
@@ -26,7 +27,7 @@ import (
 // row: Exhausted when the workspace would pass max_workspaces,
 // max_cpu_cores or max_memory_bytes, Invalid when the tenant limits CPU or
 // memory and the workspace has no such limit (quota.go).
-func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
+func (s *Store) CreateWorkspace(ctx context.Context, w *wire.Workspace) error {
 	if w.ID == "" {
 		w.ID = NewID("ws")
 	}
@@ -37,7 +38,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	case w.PoolID == "" && w.PoolState != "":
 		return errs.Field("pool_state", "workspace %s: pool_state %q without a pool_id", w.ID, w.PoolState)
 	case w.PoolID != "" && !poolStates[w.PoolState]:
-		return errs.Field("pool_state", "workspace %s: pool_state %q: want %s, %s or %s", w.ID, w.PoolState, PoolIdle, PoolLeased, PoolReturning)
+		return errs.Field("pool_state", "workspace %s: pool_state %q: want %s, %s or %s", w.ID, w.PoolState, wire.PoolIdle, wire.PoolLeased, wire.PoolReturning)
 	}
 	if w.CreatedAt.IsZero() {
 		// Set here, as stored, so the caller's copy equals what a read returns.
@@ -51,12 +52,12 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 	// The tenant first (inQuota): a create in a tenant with a quota takes
 	// its lock before any other, so two creates cannot both see room for
 	// one more.
-	err := s.inQuota(ctx, w.TenantID, func(tx *gorm.DB, q Quota) error {
+	err := s.inQuota(ctx, w.TenantID, func(tx *gorm.DB, q wire.Quota) error {
 		if err := checkWorkspaceQuota(tx, w.TenantID, q, w); err != nil {
 			return err
 		}
 		var gens []int64
-		err := tx.Model(&Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
+		err := tx.Model(&wire.Template{}).Clauses(forShare).Where("id = ?", w.TemplateID).Pluck("generation", &gens).Error
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,7 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 		}
 		if w.PoolID != "" {
 			// FOR SHARE: a concurrent DeletePool waits for this workspace.
-			err := lockRow(tx, forShare, &Pool{}, "pool", w.PoolID)
+			err := lockRow(tx, forShare, &wire.Pool{}, "pool", w.PoolID)
 			if errs.Is(err, errs.NotFound) {
 				return &errs.Error{Kind: errs.NotFound, Field: "pool_id",
 					Msg: fmt.Sprintf("workspace %s: pool %s: not found", w.ID, w.PoolID)}
@@ -81,8 +82,8 @@ func (s *Store) CreateWorkspace(ctx context.Context, w *Workspace) error {
 }
 
 // GetWorkspace returns the workspace; NotFound if absent.
-func (s *Store) GetWorkspace(ctx context.Context, id string) (*Workspace, error) {
-	var w Workspace
+func (s *Store) GetWorkspace(ctx context.Context, id string) (*wire.Workspace, error) {
+	var w wire.Workspace
 	if err := s.r.WithContext(ctx).Take(&w, "id = ?", id).Error; err != nil {
 		return nil, readError(ctx, err, "workspace", id)
 	}
@@ -90,7 +91,7 @@ func (s *Store) GetWorkspace(ctx context.Context, id string) (*Workspace, error)
 }
 
 // ListWorkspaces returns workspaces matching f, newest first.
-func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]Workspace, error) {
+func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]wire.Workspace, error) {
 	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
 	for _, c := range []struct{ col, v string }{
 		{"tenant_id", f.TenantID},
@@ -108,7 +109,7 @@ func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]Worksp
 	if f.Limit > 0 {
 		q = q.Limit(f.Limit)
 	}
-	ws := []Workspace{}
+	ws := []wire.Workspace{}
 	if err := q.Find(&ws).Error; err != nil {
 		return nil, dbError(ctx, err, "workspaces: list")
 	}
@@ -117,7 +118,7 @@ func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]Worksp
 
 // validPhases are the phases SetWorkspacePhase accepts.
 var validPhases = map[string]bool{
-	PhasePending: true, PhaseRunning: true, PhaseFailed: true, PhaseTerminating: true, PhaseEscalated: true,
+	wire.PhasePending: true, wire.PhaseRunning: true, wire.PhaseFailed: true, wire.PhaseTerminating: true, wire.PhaseEscalated: true,
 }
 
 // SetWorkspacePhase sets phase and reason; NotFound if absent, Invalid (field
@@ -156,7 +157,7 @@ func (s *Store) SetWorkspaceLabels(ctx context.Context, id string, labels map[st
 func (s *Store) updateWorkspace(ctx context.Context, id, action string, cols map[string]any) error {
 	db := s.w.WithContext(ctx)
 	cols["updated_at"] = db.NowFunc()
-	res := db.Model(&Workspace{}).Where("id = ?", id).Updates(cols)
+	res := db.Model(&wire.Workspace{}).Where("id = ?", id).Updates(cols)
 	if res.Error == nil && res.RowsAffected == 0 {
 		return notFound("workspace", id)
 	}
@@ -168,13 +169,13 @@ func (s *Store) updateWorkspace(ctx context.Context, id, action string, cols map
 // Its events stay, so a stream can still show how it ended.
 func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := lockRow(tx, forUpdate, &Workspace{}, "workspace", id); err != nil {
+		if err := lockRow(tx, forUpdate, &wire.Workspace{}, "workspace", id); err != nil {
 			return err
 		}
-		if _, err := endSessions(tx, "workspace_id = ?", id, ReasonWorkspaceDeleted); err != nil {
+		if _, err := endSessions(tx, "workspace_id = ?", id, wire.ReasonWorkspaceDeleted); err != nil {
 			return err
 		}
-		if err := tx.Delete(&Workspace{}, "id = ?", id).Error; err != nil {
+		if err := tx.Delete(&wire.Workspace{}, "id = ?", id).Error; err != nil {
 			return err
 		}
 		// Its event streams end once they see the row gone.

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // History keeps each session's last .state commit outside the sandbox
@@ -16,7 +16,7 @@ import (
 // that is no longer on the history's line means a command rewrote it.
 type History interface {
 	SetSessionStateHead(ctx context.Context, sessionID, commit string, bytes int64) error
-	AppendEvent(ctx context.Context, e *models.Event) error
+	AppendEvent(ctx context.Context, e *wire.Event) error
 }
 
 // checkHead reports a rewritten history as EventHistoryRewritten and
@@ -28,8 +28,8 @@ func checkHead(ctx context.Context, t Target, expected string, res protocol.Stat
 	}
 	if res.ExpectMissing {
 		data, _ := json.Marshal(map[string]string{"session_id": t.Session.ID, "expected": expected, "head": res.Parent})
-		if err := t.History.AppendEvent(ctx, &models.Event{TenantID: t.Session.TenantID, WorkspaceID: t.Session.WorkspaceID,
-			Type: models.EventHistoryRewritten, Data: data}); err != nil {
+		if err := t.History.AppendEvent(ctx, &wire.Event{TenantID: t.Session.TenantID, WorkspaceID: t.Session.WorkspaceID,
+			Type: wire.EventHistoryRewritten, Data: data}); err != nil {
 			return fmt.Errorf("session %s: report a rewritten history: %w", t.Session.ID, err)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // Record commits the workspace as it is after a call, with a message
@@ -57,7 +57,7 @@ func commit(ctx context.Context, t Target, tool, msg string) (string, error) {
 
 // Author signs a session's commits: its agent (or "primer"), and an
 // address naming the session.
-func Author(ses *models.Session) (name, email string) {
+func Author(ses *wire.Session) (name, email string) {
 	name = strings.Map(func(r rune) rune {
 		if r == '<' || r == '>' || r < 0x20 || r == 0x7f {
 			return -1

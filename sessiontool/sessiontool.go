@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // Tool names, as the model calls them and as the Primer-Tool trailer.
@@ -49,8 +49,8 @@ type Limits struct {
 
 // Target is a session and its workspace's runtime.
 type Target struct {
-	Session   *models.Session
-	Workspace *models.Workspace
+	Session   *wire.Session
+	Workspace *wire.Workspace
 	Client    *client.Client
 	// History, when set, keeps the session's last commit outside the
 	// sandbox and hears of a rewritten history (integrity.go).

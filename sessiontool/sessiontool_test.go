@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func TestToolCallMessage(t *testing.T) {
@@ -27,7 +27,7 @@ func TestToolCallMessage(t *testing.T) {
 			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
-	name, email := Author(&models.Session{ID: "ses-9", Agent: "<bad>\nagent"})
+	name, email := Author(&wire.Session{ID: "ses-9", Agent: "<bad>\nagent"})
 	if name != "badagent" || email != "ses-9@sessions.primer" {
 		t.Errorf("author %q <%s>", name, email)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -96,12 +96,12 @@ func scheduleAction(suiteID, tenantID string) *client.ScheduleWorkflowAction {
 // without a row (not stored yet) is the default tenant's.
 func (s *Starter) suiteTenant(ctx context.Context, suiteID string) (string, error) {
 	if s.Store == nil {
-		return models.DefaultTenantID, nil
+		return wire.DefaultTenantID, nil
 	}
 	su, err := s.Store.GetSuite(ctx, suiteID)
 	switch {
 	case errs.Is(err, errs.NotFound):
-		return models.DefaultTenantID, nil
+		return wire.DefaultTenantID, nil
 	case err != nil:
 		return "", err
 	}

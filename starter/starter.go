@@ -21,6 +21,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -55,7 +56,7 @@ func (s *Starter) logger() *slog.Logger {
 // WorkspaceInput is what every start of a workspace's workflow carries: ids
 // and the template's policy, never the token or template env. t may be nil
 // (the template is gone): the policy defaults then.
-func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) workflows.WorkspaceInput {
+func (s *Starter) WorkspaceInput(w *wire.Workspace, t *wire.Template) workflows.WorkspaceInput {
 	in := workflows.WorkspaceInput{
 		WorkspaceID:   w.ID,
 		TemplateID:    w.TemplateID,
@@ -82,7 +83,7 @@ func (s *Starter) WorkspaceInput(w *models.Workspace, t *models.Template) workfl
 // belongs to req.TenantID (empty: the default tenant) and carries the
 // template's CPU and memory limits, which the tenant's quotas sum: the
 // store refuses it (Exhausted) when a quota is full.
-func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*models.Workspace, error) {
+func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*wire.Workspace, error) {
 	t, err := s.Store.GetTemplate(ctx, req.TemplateID)
 	if errs.Is(err, errs.NotFound) {
 		return nil, errs.Field("template_id", "template_id: template %s not found", req.TemplateID)
@@ -96,7 +97,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 	}
 	id := models.NewID("ws")
 	cpu, mem := templateLimits(t.Backend)
-	w := &models.Workspace{
+	w := &wire.Workspace{
 		ID:          id,
 		TenantID:    workflows.TenantOf(req.TenantID),
 		CPUCores:    cpu,
@@ -104,14 +105,14 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		TemplateID:  t.ID,
 		ProviderID:  p.ID,
 		Backend:     p.Provider,
-		Phase:       models.PhasePending,
+		Phase:       wire.PhasePending,
 		Labels:      req.Labels,
 		WorkflowID:  workflows.WorkflowID(id),
 		PoolID:      req.PoolID,
 		ByAdmin:     req.ByAdmin,
 	}
 	if req.PoolID != "" {
-		w.PoolState = models.PoolIdle
+		w.PoolState = wire.PoolIdle
 	}
 	if err := startLifetime(w, t, req, time.Now()); err != nil {
 		return nil, err
@@ -137,19 +138,19 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 // start reaches a workflow that is gone too (a crashed worker, a terminated
 // run): a fresh run starts, sees the delete signal, and destroys what is
 // left.
-func (s *Starter) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
+func (s *Starter) DeleteWorkspace(ctx context.Context, w *wire.Workspace, reason string) error {
 	return s.signalWithStart(ctx, w, workflows.SignalDelete, workflows.DeleteSignal{Reason: reason})
 }
 
 // SignalWorkspace sends signal with arg to the workspace's workflow,
 // starting a run when none is open (the row exists, so the workspace is
 // not destroyed and needs a workflow).
-func (s *Starter) SignalWorkspace(ctx context.Context, w *models.Workspace, signal string, arg any) error {
+func (s *Starter) SignalWorkspace(ctx context.Context, w *wire.Workspace, signal string, arg any) error {
 	return s.signalWithStart(ctx, w, signal, arg)
 }
 
-func (s *Starter) signalWithStart(ctx context.Context, w *models.Workspace, signal string, arg any) error {
-	var t *models.Template
+func (s *Starter) signalWithStart(ctx context.Context, w *wire.Workspace, signal string, arg any) error {
+	var t *wire.Template
 	if got, err := s.Store.GetTemplate(ctx, w.TemplateID); err == nil {
 		t = got
 	}
@@ -170,16 +171,16 @@ func (s *Starter) signalWithStart(ctx context.Context, w *models.Workspace, sign
 
 // resumedState is the state a new run starts from when the previous run of
 // a workspace's workflow is gone: the row's phase and handle.
-func resumedState(w *models.Workspace) *workflows.WorkspaceState {
+func resumedState(w *wire.Workspace) *workflows.WorkspaceState {
 	st := &workflows.WorkspaceState{Phase: w.Phase, Reason: w.Reason}
 	if st.Phase == "" {
-		st.Phase = models.PhasePending
+		st.Phase = wire.PhasePending
 	}
 	var h backend.Handle
 	if len(w.Handle) > 0 && string(w.Handle) != "null" && json.Unmarshal(w.Handle, &h) == nil && h.Backend != "" {
 		st.Handle = &h
 	}
-	if st.Phase == models.PhaseTerminating {
+	if st.Phase == wire.PhaseTerminating {
 		st.DeleteReason = w.Reason
 	}
 	return st
@@ -221,7 +222,7 @@ func (s *Starter) poolTenant(ctx context.Context, poolID string) (string, error)
 	p, err := s.Store.GetPool(ctx, poolID)
 	switch {
 	case errs.Is(err, errs.NotFound):
-		return models.DefaultTenantID, nil
+		return wire.DefaultTenantID, nil
 	case err != nil:
 		return "", fmt.Errorf("pool %s: start workflow: %w", poolID, err)
 	}
@@ -245,6 +246,6 @@ func (s *Starter) StartReconciler(ctx context.Context, in workflows.ReconcilerIn
 // ReturnWorkspace gives a leased pool workspace, whose pool state is
 // already returning, back to its workflow: it is reset and goes back to
 // its pool, or is replaced.
-func (s *Starter) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
+func (s *Starter) ReturnWorkspace(ctx context.Context, w *wire.Workspace) error {
 	return s.SignalWorkspace(ctx, w, workflows.SignalReturn, workflows.ReturnSignal{})
 }

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -17,7 +17,7 @@ import (
 // pending row nothing moves. It returns true when it started one. A
 // workflow that runs, or ran, is left alone: one that closed destroyed the
 // workspace, and its row is on its way out.
-func (s *Starter) AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool, error) {
+func (s *Starter) AdoptWorkspace(ctx context.Context, w *wire.Workspace) (bool, error) {
 	_, err := s.Temporal.DescribeWorkflowExecution(ctx, w.WorkflowID, "")
 	if err == nil {
 		return false, nil
@@ -26,7 +26,7 @@ func (s *Starter) AdoptWorkspace(ctx context.Context, w *models.Workspace) (bool
 	if !errors.As(err, &nf) {
 		return false, errs.E(errs.Unavailable, "workspace %s: describe workflow: %w", w.ID, err)
 	}
-	var t *models.Template
+	var t *wire.Template
 	if got, err := s.Store.GetTemplate(ctx, w.TemplateID); err == nil {
 		t = got
 	}

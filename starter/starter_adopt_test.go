@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -21,10 +21,10 @@ import (
 func TestStarterAdoptWorkspace(t *testing.T) {
 	s, tc := starterWithSuite(t)
 	ctx := context.Background()
-	orphan := &models.Workspace{ID: "ws-orphan", TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: models.PhasePending, WorkflowID: workflows.WorkflowID("ws-orphan")}
-	alive := &models.Workspace{ID: "ws-alive", TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-		Backend: models.BackendLocal, Phase: models.PhasePending, WorkflowID: workflows.WorkflowID("ws-alive")}
+	orphan := &wire.Workspace{ID: "ws-orphan", TemplateID: wire.DefaultTemplateID, ProviderID: wire.LocalProviderID,
+		Backend: wire.BackendLocal, Phase: wire.PhasePending, WorkflowID: workflows.WorkflowID("ws-orphan")}
+	alive := &wire.Workspace{ID: "ws-alive", TemplateID: wire.DefaultTemplateID, ProviderID: wire.LocalProviderID,
+		Backend: wire.BackendLocal, Phase: wire.PhasePending, WorkflowID: workflows.WorkflowID("ws-alive")}
 	tc.On("DescribeWorkflowExecution", mock.Anything, orphan.WorkflowID, "").
 		Return(nil, serviceerror.NewNotFound("workflow not found"))
 	tc.On("DescribeWorkflowExecution", mock.Anything, alive.WorkflowID, "").

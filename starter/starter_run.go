@@ -7,6 +7,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -23,10 +24,10 @@ type CreateRunRequest struct {
 // triggers it (evalrun.CreateRun); if the workflow cannot be started the run's rows are
 // removed again. NotFound if the suite does not exist; Invalid (field
 // cases) for a selection naming unknown cases or picking none.
-func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*models.Run, error) {
+func (s *Starter) CreateRun(ctx context.Context, req CreateRunRequest) (*wire.Run, error) {
 	trigger := req.Trigger
 	if trigger == "" {
-		trigger = models.TriggerUser
+		trigger = wire.TriggerUser
 	}
 	id := models.NewID("run")
 	run, err := evalrun.CreateRun(ctx, s.Store, evalrun.CreateRunSpec{
@@ -61,7 +62,7 @@ func (s *Starter) CancelRun(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	if run.Status != models.RunPending && run.Status != models.RunRunning {
+	if run.Status != wire.RunPending && run.Status != wire.RunRunning {
 		return errs.E(errs.Precondition, "run %s: is %s; only a pending or running run can be canceled", runID, run.Status)
 	}
 	wid := run.WorkflowID

@@ -14,6 +14,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -30,17 +31,17 @@ func starterWithSuite(t *testing.T) (*Starter, *mocks.Client) {
 	if err := store.EnsureDefaults(ctx, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	ss := eval.SuiteSpec{ID: "s", TemplateID: models.DefaultTemplateID, Defaults: eval.CaseDefaults{Env: map[string]string{"A": "1"}}}
+	ss := eval.SuiteSpec{ID: "s", TemplateID: wire.DefaultTemplateID, Defaults: eval.CaseDefaults{Env: map[string]string{"A": "1"}}}
 	spec, _ := json.Marshal(ss)
-	var rows []models.SuiteCase
+	var rows []wire.SuiteCase
 	for i, c := range []eval.Case{
 		{ID: "one", Command: eval.Command{Script: "true"}},
 		{ID: "two", Command: eval.Command{Script: "true"}, Labels: map[string]string{"kind": "slow"}},
 	} {
 		raw, _ := json.Marshal(c)
-		rows = append(rows, models.SuiteCase{SuiteID: "s", Ordinal: i, CaseID: c.ID, Labels: c.Labels, Spec: raw})
+		rows = append(rows, wire.SuiteCase{SuiteID: "s", Ordinal: i, CaseID: c.ID, Labels: c.Labels, Spec: raw})
 	}
-	if err := store.CreateSuite(ctx, &models.Suite{ID: "s", TemplateID: models.DefaultTemplateID, Spec: spec}, rows); err != nil {
+	if err := store.CreateSuite(ctx, &wire.Suite{ID: "s", TemplateID: wire.DefaultTemplateID, Spec: spec}, rows); err != nil {
 		t.Fatal(err)
 	}
 	tc := &mocks.Client{}
@@ -62,7 +63,7 @@ func TestStarterCreateRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.ID) != len("run-")+16 || run.Total != 1 || run.Trigger != models.TriggerUser || run.WorkflowID != run.ID {
+	if len(run.ID) != len("run-")+16 || run.Total != 1 || run.Trigger != wire.TriggerUser || run.WorkflowID != run.ID {
 		t.Errorf("run = %+v", run)
 	}
 	if opts.ID != run.ID || in.RunID != run.ID || in.SuiteID != "s" {
@@ -74,7 +75,7 @@ func TestStarterCreateRun(t *testing.T) {
 	}
 	var c eval.Case
 	_ = json.Unmarshal(cr.Spec, &c)
-	if cr.CaseID != "two" || cr.Status != models.CasePending || c.Env["A"] != "1" || c.Timeout == 0 {
+	if cr.CaseID != "two" || cr.Status != wire.CasePending || c.Env["A"] != "1" || c.Timeout == 0 {
 		t.Errorf("case 0 = %+v, spec %+v", cr, c)
 	}
 
@@ -109,7 +110,7 @@ func TestStarterCancelRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc.AssertCalled(t, "CancelWorkflow", mock.Anything, run.ID, "")
-	if err := s.Store.SetRunStatus(ctx, run.ID, models.RunSucceeded, ""); err != nil {
+	if err := s.Store.SetRunStatus(ctx, run.ID, wire.RunSucceeded, ""); err != nil {
 		t.Fatal(err)
 	}
 	err = s.CancelRun(ctx, run.ID)

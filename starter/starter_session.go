@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -12,15 +12,15 @@ import (
 // instructions as its first message, and starts its workflow
 // (session-<id>). Conflict if the session already has a run. The
 // instructions stay in the database: the workflow gets the session id.
-func (s *Starter) StartSessionRun(ctx context.Context, ses *models.Session, agentID, instructions string) (*models.SessionRun, error) {
-	run := &models.SessionRun{SessionID: ses.ID, TenantID: ses.TenantID, AgentID: agentID}
+func (s *Starter) StartSessionRun(ctx context.Context, ses *wire.Session, agentID, instructions string) (*wire.SessionRun, error) {
+	run := &wire.SessionRun{SessionID: ses.ID, TenantID: ses.TenantID, AgentID: agentID}
 	if err := s.Store.CreateSessionRun(ctx, run, instructions); err != nil {
 		return nil, err
 	}
 	if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.SessionRunStartOptions(ses.ID), workflows.SessionRunWorkflowName, workflows.SessionRunInput{SessionID: ses.ID}); err != nil {
 		// No workflow will end it: end it here, saying why.
 		msg := "start run workflow: " + err.Error()
-		if _, eerr := s.Store.EndSessionRun(context.WithoutCancel(ctx), ses.ID, models.AgentFailed, msg, 0); eerr != nil {
+		if _, eerr := s.Store.EndSessionRun(context.WithoutCancel(ctx), ses.ID, wire.AgentFailed, msg, 0); eerr != nil {
 			s.logger().Warn("end unstarted run", "session_id", ses.ID, "error", eerr)
 		}
 		return nil, errs.E(errs.Unavailable, "session %s: %s", ses.ID, msg)
@@ -36,7 +36,7 @@ func (s *Starter) CancelSessionRun(ctx context.Context, sessionID string) error 
 	if err != nil {
 		return err
 	}
-	if run.Status != models.AgentRunning {
+	if run.Status != wire.AgentRunning {
 		return errs.E(errs.Precondition, "session %s: the run already ended (%s)", sessionID, run.EndReason)
 	}
 	if err := s.Temporal.SignalWorkflow(ctx, workflows.SessionRunID(sessionID), "", workflows.SignalCancelRun, nil); err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestTenantSearchAttribute(t *testing.T) {
 	s := &Starter{}
 	ws := func(tenant string) temporal.SearchAttributes {
-		in := s.WorkspaceInput(&models.Workspace{ID: "ws-1", TenantID: tenant, TemplateID: "t"}, nil)
+		in := s.WorkspaceInput(&wire.Workspace{ID: "ws-1", TenantID: tenant, TemplateID: "t"}, nil)
 		return workflows.StartOptions(in).TypedSearchAttributes
 	}
 	for _, tc := range []struct {
@@ -33,11 +33,11 @@ func TestTenantSearchAttribute(t *testing.T) {
 		want  string
 	}{
 		{"workspace", ws("acme"), "acme"},
-		{"workspace without tenant", ws(""), models.DefaultTenantID},
+		{"workspace without tenant", ws(""), wire.DefaultTenantID},
 		{"pool", workflows.PoolStartOptions("warm", "acme").TypedSearchAttributes, "acme"},
-		{"pool without tenant", workflows.PoolStartOptions("warm", "").TypedSearchAttributes, models.DefaultTenantID},
+		{"pool without tenant", workflows.PoolStartOptions("warm", "").TypedSearchAttributes, wire.DefaultTenantID},
 		{"run", workflows.RunStartOptions("acme", "nightly", "run-1").TypedSearchAttributes, "acme"},
-		{"run without tenant", workflows.RunStartOptions("", "nightly", "run-1").TypedSearchAttributes, models.DefaultTenantID},
+		{"run without tenant", workflows.RunStartOptions("", "nightly", "run-1").TypedSearchAttributes, wire.DefaultTenantID},
 		{"scheduled run", scheduleAction("nightly", "acme").TypedSearchAttributes, "acme"},
 	} {
 		got, ok := tc.attrs.GetKeyword(workflows.SearchAttrTenant)
@@ -87,15 +87,15 @@ func TestStarterTenant(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(s.Store.CreateTenant(ctx, &models.Tenant{ID: "acme", Quota: models.Quota{MaxWorkspaces: 1, MaxCPUCores: 4, MaxMemoryBytes: 1 << 30}}))
-	must(s.Store.CreateProvider(ctx, &models.Provider{ID: "docker", TenantID: "acme", Provider: models.BackendContainer}))
-	must(s.Store.CreateTemplate(ctx, &models.Template{ID: "box", TenantID: "acme", ProviderID: "docker",
+	must(s.Store.CreateTenant(ctx, &wire.Tenant{ID: "acme", Quota: wire.Quota{MaxWorkspaces: 1, MaxCPUCores: 4, MaxMemoryBytes: 1 << 30}}))
+	must(s.Store.CreateProvider(ctx, &wire.Provider{ID: "docker", TenantID: "acme", Provider: wire.BackendContainer}))
+	must(s.Store.CreateTemplate(ctx, &wire.Template{ID: "box", TenantID: "acme", ProviderID: "docker",
 		Backend: json.RawMessage(`{"kind":"container","image":"x","cpu_cores":1.5,"memory_bytes":536870912}`)}))
-	must(s.Store.CreatePool(ctx, &models.Pool{ID: "warm", TenantID: "acme", TemplateID: "box"}))
+	must(s.Store.CreatePool(ctx, &wire.Pool{ID: "warm", TenantID: "acme", TemplateID: "box"}))
 	spec, _ := json.Marshal(eval.SuiteSpec{ID: "acme-suite", TemplateID: "box"})
 	raw, _ := json.Marshal(eval.Case{ID: "one", Command: eval.Command{Script: "true"}})
-	must(s.Store.CreateSuite(ctx, &models.Suite{ID: "acme-suite", TenantID: "acme", TemplateID: "box", Spec: spec},
-		[]models.SuiteCase{{SuiteID: "acme-suite", CaseID: "one", Spec: raw}}))
+	must(s.Store.CreateSuite(ctx, &wire.Suite{ID: "acme-suite", TenantID: "acme", TemplateID: "box", Spec: spec},
+		[]wire.SuiteCase{{SuiteID: "acme-suite", CaseID: "one", Spec: raw}}))
 
 	started := map[string]client.StartWorkflowOptions{}
 	record := func(args mock.Arguments) {
@@ -115,10 +115,10 @@ func TestStarterTenant(t *testing.T) {
 	if !errs.Is(err, errs.Exhausted) || !strings.Contains(err.Error(), "tenant acme: quota max_workspaces: limit 1, in use 1") {
 		t.Errorf("create past the quota = %v, want exhausted naming max_workspaces", err)
 	}
-	def, err := s.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	def, err := s.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	must(err)
-	if def.TenantID != models.DefaultTenantID {
-		t.Errorf("workspace without a tenant: %q, want %q", def.TenantID, models.DefaultTenantID)
+	if def.TenantID != wire.DefaultTenantID {
+		t.Errorf("workspace without a tenant: %q, want %q", def.TenantID, wire.DefaultTenantID)
 	}
 	must(s.StartPool(ctx, "warm"))
 	run, err := s.CreateRun(ctx, CreateRunRequest{SuiteID: "acme-suite", TriggeredBy: "an admin of another tenant"})
@@ -129,7 +129,7 @@ func TestStarterTenant(t *testing.T) {
 
 	for id, want := range map[string]string{
 		workflows.WorkflowID(w.ID):       "acme",
-		workflows.WorkflowID(def.ID):     models.DefaultTenantID,
+		workflows.WorkflowID(def.ID):     wire.DefaultTenantID,
 		workflows.PoolWorkflowID("warm"): "acme",
 		run.ID:                           "acme",
 	} {

@@ -10,6 +10,7 @@ import (
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // firstAdminKeyID is the id of the first admin key. It is fixed so that API
@@ -39,8 +40,8 @@ func (s *Server) ensureAdminKey(ctx context.Context) error {
 	if err := os.WriteFile(tmp, []byte(key+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write admin key: %w", err)
 	}
-	err = s.store.CreateAPIKey(ctx, &models.APIKey{
-		ID: firstAdminKeyID, TenantID: models.DefaultTenantID, Role: models.RoleAdmin,
+	err = s.store.CreateAPIKey(ctx, &wire.APIKey{
+		ID: firstAdminKeyID, TenantID: wire.DefaultTenantID, Role: wire.RoleAdmin,
 		Name: "first admin key", Hash: models.HashAPIKey(key),
 	})
 	if errs.Is(err, errs.Conflict) {

@@ -21,6 +21,7 @@ import (
 	apiclient "github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -101,11 +102,11 @@ func TestRolesOnTemporalCluster(t *testing.T) {
 	}
 
 	// The API starts the workflow, the worker runs it.
-	ws, err := api.CreateWorkspace(ctx, apiclient.CreateWorkspaceRequest{TemplateID: models.DefaultTemplateID})
+	ws, err := api.CreateWorkspace(ctx, apiclient.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatalf("create workspace through the api role: %v", err)
 	}
-	if ws, err = api.WaitWorkspace(ctx, ws.ID, models.PhaseRunning, nil); err != nil {
+	if ws, err = api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatalf("workspace %s: %v", ws.ID, err)
 	}
 	res, err := api.Exec(ctx, apiclient.ExecRequest{WorkspaceID: ws.ID, Command: []string{"sh", "-c", "echo split; exit 2"}})

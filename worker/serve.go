@@ -34,6 +34,7 @@ import (
 	"github.com/primerhq/primer/models"
 	rtclient "github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/starter"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
 )
@@ -150,19 +151,19 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	s.host = local.NewHost(logger)
 	runtimeBin := container.FindRuntimeBinary(cfg.RuntimeBinary)
 	registry := backend.NewRegistry(map[string]backend.Factory{
-		models.BackendLocal:    local.Factory(s.host, logger),
-		models.BackendWorktree: worktree.Factory(s.host, logger),
-		models.BackendContainer: container.Factory(container.Options{
+		wire.BackendLocal:    local.Factory(s.host, logger),
+		wire.BackendWorktree: worktree.Factory(s.host, logger),
+		wire.BackendContainer: container.Factory(container.Options{
 			Runtime:      runtimeBin,
 			Logger:       logger,
 			Installation: s.installation,
 		}),
-		models.BackendKubernetes: kubernetes.Factory(kubernetes.Options{
+		wire.BackendKubernetes: kubernetes.Factory(kubernetes.Options{
 			Runtime:      runtimeBin,
 			Logger:       logger,
 			Installation: s.installation,
 		}),
-		models.BackendVM: vm.Factory(vm.Options{
+		wire.BackendVM: vm.Factory(vm.Options{
 			Runtime:      runtimeBin,
 			Logger:       logger,
 			Installation: s.installation,

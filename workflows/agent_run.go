@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities/agentrun"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // SessionRunWorkflowName is the registered name of the agent run workflow.
@@ -102,7 +102,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		var start agentrun.StartRunOutput
 		actx := workflow.WithActivityOptions(ctx, recordActivityOptions())
 		if err := workflow.ExecuteActivity(actx, a.StartRun, agentrun.StartRunInput{SessionID: r.in.SessionID}).Get(ctx, &start); err != nil {
-			return r.end(ctx, models.AgentFailed, errorMessage(err))
+			return r.end(ctx, wire.AgentFailed, errorMessage(err))
 		}
 		if start.Ended != "" {
 			return r.end(ctx, start.Ended, "")
@@ -121,16 +121,16 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		sel := workflow.NewSelector(gctx)
 		sel.AddFuture(timer, func(f workflow.Future) {
 			if f.Get(gctx, nil) == nil {
-				stop = models.AgentTimeout
+				stop = wire.AgentTimeout
 			}
 		})
 		sel.AddReceive(sig, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(gctx, nil)
-			stop = models.AgentCanceled
+			stop = wire.AgentCanceled
 		})
 		sel.AddReceive(gctx.Done(), func(workflow.ReceiveChannel, bool) {
 			if ctx.Err() != nil {
-				stop = models.AgentCanceled
+				stop = wire.AgentCanceled
 			}
 		})
 		sel.Select(gctx)
@@ -141,7 +141,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 	// a Temporal cancel (which may land before the goroutine above runs).
 	stopped := func() string {
 		if stop == "" && ctx.Err() != nil {
-			return models.AgentCanceled
+			return wire.AgentCanceled
 		}
 		return stop
 	}
@@ -167,7 +167,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 	})
 	for turns := 0; ; turns++ {
 		if r.in.Turn >= r.in.MaxTurns {
-			return r.end(ctx, models.AgentMaxTurns, "")
+			return r.end(ctx, wire.AgentMaxTurns, "")
 		}
 		if turns >= RunTurnsPerHistory {
 			return SessionRunOutput{}, workflow.NewContinueAsNewError(ctx, SessionRunWorkflowName, r.in)
@@ -178,7 +178,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 			return r.end(ctx, why, "")
 		}
 		if err != nil {
-			return r.end(ctx, models.AgentFailed, errorMessage(err))
+			return r.end(ctx, wire.AgentFailed, errorMessage(err))
 		}
 		if mo.Ended != "" {
 			return r.ended(ctx, loopCtx, mo.Ended)
@@ -187,7 +187,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 		r.in.Usage.InputTokens += mo.InputTokens
 		r.in.Usage.OutputTokens += mo.OutputTokens
 		if len(mo.ToolCalls) == 0 {
-			return r.end(ctx, models.AgentCompleted, "")
+			return r.end(ctx, wire.AgentCompleted, "")
 		}
 		for _, tc := range mo.ToolCalls {
 			var to agentrun.ToolCallOutput
@@ -196,7 +196,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 				return r.end(ctx, why, "")
 			}
 			if err != nil {
-				return r.end(ctx, models.AgentFailed, tc.Name+": "+errorMessage(err))
+				return r.end(ctx, wire.AgentFailed, tc.Name+": "+errorMessage(err))
 			}
 			if to.Ended != "" {
 				return r.ended(ctx, loopCtx, to.Ended)
@@ -212,7 +212,7 @@ func (r *agentRun) run(ctx workflow.Context) (SessionRunOutput, error) {
 // transcript with the turns, usage and deadline so far.
 func (r *agentRun) ended(ctx, loopCtx workflow.Context, reason string) (SessionRunOutput, error) {
 	out, err := r.end(ctx, reason, "")
-	if err != nil || reason != models.ReasonWorkspaceLost {
+	if err != nil || reason != wire.ReasonWorkspaceLost {
 		return out, err
 	}
 	var a *agentrun.Activities

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities/agentrun"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // agentFakes are the run's activities, mocked: the model answers from a
@@ -141,13 +141,13 @@ func TestSessionRunCompleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.AgentCompleted || out.Turns != 2 || out.Usage != (RunUsage{30, 12}) {
+	if out.Reason != wire.AgentCompleted || out.Turns != 2 || out.Usage != (RunUsage{30, 12}) {
 		t.Fatalf("out = %+v, want completed after 2 turns using 30+12 tokens", out)
 	}
 	if len(f.tools) != 2 || f.tools[0] != 3 || f.tools[1] != 4 {
 		t.Fatalf("tool calls = %v, want [3 4] in order", f.tools)
 	}
-	f.endedWith(t, models.AgentCompleted)
+	f.endedWith(t, wire.AgentCompleted)
 }
 
 func TestSessionRunMaxTurns(t *testing.T) {
@@ -156,10 +156,10 @@ func TestSessionRunMaxTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.AgentMaxTurns || len(f.turns) != 3 || len(f.tools) != 3 {
+	if out.Reason != wire.AgentMaxTurns || len(f.turns) != 3 || len(f.tools) != 3 {
 		t.Fatalf("out = %+v after %d model calls and %d tool calls, want max_turns after 3 each", out, len(f.turns), len(f.tools))
 	}
-	if e := f.endedWith(t, models.AgentMaxTurns); e.Turns != 3 {
+	if e := f.endedWith(t, wire.AgentMaxTurns); e.Turns != 3 {
 		t.Fatalf("EndRun turns = %d, want 3", e.Turns)
 	}
 }
@@ -188,10 +188,10 @@ func TestSessionRunTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.AgentTimeout || out.Turns < 2 || out.Turns > 3 {
+	if out.Reason != wire.AgentTimeout || out.Turns < 2 || out.Turns > 3 {
 		t.Fatalf("out = %+v, want timeout after 2 or 3 turns of 11 minutes in 30", out)
 	}
-	f.endedWith(t, models.AgentTimeout)
+	f.endedWith(t, wire.AgentTimeout)
 }
 
 // A 429 is retried after its Retry-After, not the policy's first backoff.
@@ -209,7 +209,7 @@ func TestSessionRunModelRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.AgentCompleted || len(f.modelCalls) != 2 {
+	if out.Reason != wire.AgentCompleted || len(f.modelCalls) != 2 {
 		t.Fatalf("out = %+v after %d model calls, want completed after 2", out, len(f.modelCalls))
 	}
 	if gap := f.modelCalls[1].Sub(f.modelCalls[0]); gap < 7*time.Second || gap > 8*time.Second {
@@ -227,8 +227,8 @@ func TestSessionRunModelFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := f.endedWith(t, models.AgentFailed)
-	if out.Reason != models.AgentFailed || len(f.modelCalls) != 1 || e.Error != `llm provider p: model call: HTTP 400: model "x" does not exist` {
+	e := f.endedWith(t, wire.AgentFailed)
+	if out.Reason != wire.AgentFailed || len(f.modelCalls) != 1 || e.Error != `llm provider p: model call: HTTP 400: model "x" does not exist` {
 		t.Fatalf("out = %+v, end %+v after %d calls; want failed with the provider's message after 1", out, e, len(f.modelCalls))
 	}
 }
@@ -241,10 +241,10 @@ func TestSessionRunCancelSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.AgentCanceled || out.Turns != 2 || len(f.tools) != 1 {
+	if out.Reason != wire.AgentCanceled || out.Turns != 2 || len(f.tools) != 1 {
 		t.Fatalf("out = %+v, want canceled in the second turn's tool call", out)
 	}
-	f.endedWith(t, models.AgentCanceled)
+	f.endedWith(t, wire.AgentCanceled)
 }
 
 // The session ended under the run (its workspace was lost): the run ends
@@ -258,19 +258,19 @@ func TestSessionRunWorkspaceLost(t *testing.T) {
 		if try == 1 {
 			return agentrun.ToolCallOutput{}, temporal.NewApplicationError("workspace ws-1: is failed, not running", "Unavailable")
 		}
-		return agentrun.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
+		return agentrun.ToolCallOutput{Ended: wire.ReasonWorkspaceLost}, nil
 	}}
 	out, err := f.run(t, 50, 30*time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Reason != models.ReasonWorkspaceLost || out.ResumedBy != "ses-2" || f.toolTries != 2 || f.resumeCalls != 3 {
+	if out.Reason != wire.ReasonWorkspaceLost || out.ResumedBy != "ses-2" || f.toolTries != 2 || f.resumeCalls != 3 {
 		t.Fatalf("out = %+v after %d tool tries and %d resume looks; want workspace_lost resumed by ses-2 after 2 and 3", out, f.toolTries, f.resumeCalls)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.ended) != 2 || f.ended[0] != (agentrun.EndRunInput{SessionID: "ses-1", Reason: models.ReasonWorkspaceLost, Turns: 1}) ||
-		f.ended[1] != (agentrun.EndRunInput{SessionID: "ses-2", Reason: models.AgentCompleted, Turns: 2}) {
+	if len(f.ended) != 2 || f.ended[0] != (agentrun.EndRunInput{SessionID: "ses-1", Reason: wire.ReasonWorkspaceLost, Turns: 1}) ||
+		f.ended[1] != (agentrun.EndRunInput{SessionID: "ses-2", Reason: wire.AgentCompleted, Turns: 2}) {
 		t.Fatalf("runs ended %+v; want ses-1 workspace_lost after 1 turn, then ses-2 completed after 2", f.ended)
 	}
 	if len(f.turns) != 2 || f.turns[1] != 2 {
@@ -289,5 +289,5 @@ func TestSessionRunTemporalCancel(t *testing.T) {
 	if !errors.As(err, &canceled) {
 		t.Fatalf("err = %v, want the workflow canceled", err)
 	}
-	f.endedWith(t, models.AgentCanceled)
+	f.endedWith(t, wire.AgentCanceled)
 }

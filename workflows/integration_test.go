@@ -20,6 +20,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestLifecycleWithRealActivities runs the workflow (with time skipping)
@@ -56,12 +57,12 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(store.CreateProvider(ctx, &models.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}))
-	must(store.CreateTemplate(ctx, &models.Template{ID: "t", ProviderID: "mem",
+	must(store.CreateProvider(ctx, &wire.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}))
+	must(store.CreateTemplate(ctx, &wire.Template{ID: "t", ProviderID: "mem",
 		Backend: json.RawMessage(`{"kind":"memory","files":{"README":"hi"},"init":["test -f README"]}`)}))
 	const id = "ws-int"
-	must(store.CreateWorkspace(ctx, &models.Workspace{ID: id, TemplateID: "t", ProviderID: "mem", Backend: memory.Type, Phase: models.PhasePending}))
-	ses := &models.Session{WorkspaceID: id}
+	must(store.CreateWorkspace(ctx, &wire.Workspace{ID: id, TemplateID: "t", ProviderID: "mem", Backend: memory.Type, Phase: wire.PhasePending}))
+	ses := &wire.Session{WorkspaceID: id}
 	must(store.CreateSession(ctx, ses))
 
 	var s testsuite.WorkflowTestSuite
@@ -96,7 +97,7 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	}
 	must(env.GetWorkflowError())
 
-	if phaseAt100 != models.PhaseRunning {
+	if phaseAt100 != wire.PhaseRunning {
 		t.Errorf("phase after two misses = %q, want running", phaseAt100)
 	}
 	if _, err := store.GetWorkspace(ctx, id); !errs.Is(err, errs.NotFound) {
@@ -107,8 +108,8 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 	}
 	got, err := store.GetSession(ctx, ses.ID)
 	must(err)
-	if got.EndReason != models.ReasonWorkspaceLost {
-		t.Errorf("session end reason = %q, want %q", got.EndReason, models.ReasonWorkspaceLost)
+	if got.EndReason != wire.ReasonWorkspaceLost {
+		t.Errorf("session end reason = %q, want %q", got.EndReason, wire.ReasonWorkspaceLost)
 	}
 
 	evs, err := store.ListEvents(ctx, id, 0, 0)
@@ -119,7 +120,7 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 		var d map[string]any
 		must(json.Unmarshal(e.Data, &d))
 		step := strings.TrimPrefix(e.Type, "workspace.")
-		if e.Type == models.EventRecovered {
+		if e.Type == wire.EventRecovered {
 			var data struct {
 				Attempt  int                         `json:"attempt"`
 				Sessions []activities.ResumedSession `json:"sessions"`
@@ -131,9 +132,9 @@ func TestLifecycleWithRealActivities(t *testing.T) {
 				resumed = data.Sessions[0].ID
 			}
 		}
-		if e.Type == models.EventPhaseChanged {
+		if e.Type == wire.EventPhaseChanged {
 			step = d["from"].(string) + "->" + d["to"].(string)
-			if d["to"] == models.PhaseFailed && !strings.Contains(d["reason"].(string), "runtime") {
+			if d["to"] == wire.PhaseFailed && !strings.Contains(d["reason"].(string), "runtime") {
 				t.Errorf("failed reason %q does not name the runtime", d["reason"])
 			}
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // stalled runs f.stall, if set, for the named activity.
@@ -79,7 +79,7 @@ func TestDeleteInterruptsTheStepInFlight(t *testing.T) {
 			name:       "provision",
 			activity:   "Provision",
 			policy:     testPolicy,
-			wantPhases: []string{models.PhaseTerminating},
+			wantPhases: []string{wire.PhaseTerminating},
 		},
 		{
 			name:     "replace",
@@ -87,9 +87,9 @@ func TestDeleteInterruptsTheStepInFlight(t *testing.T) {
 			policy:   backend.Policy{StartTimeout: 10 * time.Minute, MaxAttempts: 3},
 			probes:   []activities.ProbeOutput{hit, miss("gone"), miss("gone"), miss("gone")},
 			wantPhases: []string{
-				models.PhaseRunning, models.PhaseFailed, models.PhasePending, models.PhaseTerminating,
+				wire.PhaseRunning, wire.PhaseFailed, wire.PhasePending, wire.PhaseTerminating,
 			},
-			wantEvents: []string{models.EventRecoveryStarted},
+			wantEvents: []string{wire.EventRecoveryStarted},
 		},
 		{
 			name:       "reset on return",
@@ -97,7 +97,7 @@ func TestDeleteInterruptsTheStepInFlight(t *testing.T) {
 			policy:     testPolicy,
 			pool:       "warm",
 			returnAt:   40 * time.Second,
-			wantPhases: []string{models.PhaseRunning, models.PhaseTerminating},
+			wantPhases: []string{wire.PhaseRunning, wire.PhaseTerminating},
 		},
 	}
 	for _, tt := range tests {
@@ -123,7 +123,7 @@ func TestDeleteInterruptsTheStepInFlight(t *testing.T) {
 			if got := f.phaseList(); !slices.Equal(got, tt.wantPhases) {
 				t.Errorf("phases = %v, want %v", got, tt.wantPhases)
 			}
-			if r := f.reasonOf(models.PhaseTerminating, 0); r != "deleted mid-"+tt.name {
+			if r := f.reasonOf(wire.PhaseTerminating, 0); r != "deleted mid-"+tt.name {
 				t.Errorf("terminating reason = %q, want the delete's", r)
 			}
 			if got := f.eventList(); !slices.Equal(got, tt.wantEvents) {
@@ -143,7 +143,7 @@ func TestDeleteInterruptsTheStepInFlight(t *testing.T) {
 				t.Errorf("destroy handle = %+v, want the running sandbox's", d.Handle)
 			}
 			st := interruptedState(t, env)
-			if st.Phase != models.PhaseTerminating || st.Recovering {
+			if st.Phase != wire.PhaseTerminating || st.Recovering {
 				t.Errorf("final state = %+v", st)
 			}
 		})

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Workflow versions of the lifetime change (workflow.GetVersion change id
@@ -74,11 +74,11 @@ func due(got activities.Lifetime, now time.Time) string {
 	case got.Resting:
 		return ""
 	case passed(got.ExpiresAt):
-		return models.ReasonExpired
+		return wire.ReasonExpired
 	case passed(got.LeaseExpiresAt):
-		return models.ReasonLeaseExpired
+		return wire.ReasonLeaseExpired
 	case passed(got.IdleDeadline):
-		return models.ReasonIdle
+		return wire.ReasonIdle
 	}
 	return ""
 }
@@ -120,12 +120,12 @@ func (w *workspace) lifetimeTick(ctx workflow.Context) (reason string, done bool
 	switch why {
 	case "":
 		return "", false, nil
-	case models.ReasonExpired, models.ReasonIdle:
+	case wire.ReasonExpired, wire.ReasonIdle:
 		at := got.Lifetime.ExpiresAt
-		if why == models.ReasonIdle {
+		if why == wire.ReasonIdle {
 			at = got.Lifetime.IdleDeadline
 		}
-		w.recordEvent(ctx, models.EventExpired, map[string]any{"reason": why, "deadline": at.UTC().Format(time.RFC3339Nano)})
+		w.recordEvent(ctx, wire.EventExpired, map[string]any{"reason": why, "deadline": at.UTC().Format(time.RFC3339Nano)})
 		w.log.Info("workspace expired", "workspace_id", w.in.WorkspaceID, "reason", why)
 		return why, true, nil
 	}
@@ -153,11 +153,11 @@ func (w *workspace) leaseExpired(ctx workflow.Context) (reason string, done bool
 	case out.PoolID == "" || w.in.PoolID == "":
 		// A cold lease made this workspace for its lessee: there is no
 		// pool to return it to.
-		return models.ReasonLeaseExpired, true, nil
+		return wire.ReasonLeaseExpired, true, nil
 	}
 	reason, done, err = w.returned(ctx)
 	if done {
-		reason = models.ReasonLeaseExpired + ": " + reason
+		reason = wire.ReasonLeaseExpired + ": " + reason
 	}
 	return reason, done, err
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // fakeRow is a workspace row's lifetime deadlines as the fakes read them;
@@ -61,18 +61,18 @@ func TestWorkspaceLifetime(t *testing.T) {
 			at: func(s time.Time) activities.Lifetime {
 				return activities.Lifetime{ExpiresAt: s.Add(10*time.Minute + 7*time.Second)}
 			},
-			wantReason:  models.ReasonExpired,
+			wantReason:  wire.ReasonExpired,
 			wantElapsed: 10*time.Minute + 7*time.Second,
-			wantEvent:   models.EventExpired,
+			wantEvent:   wire.EventExpired,
 		},
 		{
 			name: "idle: deleted idle",
 			at: func(s time.Time) activities.Lifetime {
 				return activities.Lifetime{IdleDeadline: s.Add(5 * time.Minute)}
 			},
-			wantReason:  models.ReasonIdle,
+			wantReason:  wire.ReasonIdle,
 			wantElapsed: 5 * time.Minute,
-			wantEvent:   models.EventExpired,
+			wantEvent:   wire.EventExpired,
 		},
 		{
 			name: "idle: activity moves the deadline",
@@ -83,9 +83,9 @@ func TestWorkspaceLifetime(t *testing.T) {
 			move: func(s time.Time, l *activities.Lifetime) {
 				l.IdleDeadline = s.Add(9 * time.Minute)
 			},
-			wantReason:  models.ReasonIdle,
+			wantReason:  wire.ReasonIdle,
 			wantElapsed: 9 * time.Minute,
-			wantEvent:   models.EventExpired,
+			wantEvent:   wire.EventExpired,
 		},
 		{
 			name: "extend: the later deadline holds",
@@ -96,18 +96,18 @@ func TestWorkspaceLifetime(t *testing.T) {
 			move: func(s time.Time, l *activities.Lifetime) {
 				l.ExpiresAt = s.Add(20 * time.Minute)
 			},
-			wantReason:  models.ReasonExpired,
+			wantReason:  wire.ReasonExpired,
 			wantElapsed: 20 * time.Minute,
-			wantEvent:   models.EventExpired,
+			wantEvent:   wire.EventExpired,
 		},
 		{
 			name: "expired wins over idle",
 			at: func(s time.Time) activities.Lifetime {
 				return activities.Lifetime{ExpiresAt: s.Add(time.Minute), IdleDeadline: s.Add(time.Minute)}
 			},
-			wantReason:  models.ReasonExpired,
+			wantReason:  wire.ReasonExpired,
 			wantElapsed: time.Minute,
-			wantEvent:   models.EventExpired,
+			wantEvent:   wire.EventExpired,
 		},
 		{
 			name:   "lease of a pool member: taken back, reset, kept",
@@ -125,7 +125,7 @@ func TestWorkspaceLifetime(t *testing.T) {
 			at: func(s time.Time) activities.Lifetime {
 				return activities.Lifetime{LeaseExpiresAt: s.Add(3 * time.Minute)}
 			},
-			wantReason:  models.ReasonLeaseExpired,
+			wantReason:  wire.ReasonLeaseExpired,
 			wantElapsed: 3 * time.Minute,
 			wantExpired: 1,
 		},
@@ -181,7 +181,7 @@ func TestWorkspaceLifetime(t *testing.T) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			last := f.phases[len(f.phases)-1]
-			if last.To != models.PhaseTerminating || last.Reason != tt.wantReason {
+			if last.To != wire.PhaseTerminating || last.Reason != tt.wantReason {
 				t.Errorf("last phase %s (%q), want terminating (%q)", last.To, last.Reason, tt.wantReason)
 			}
 			if len(f.destroys) != 1 {

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Workflow versions of the liveness change (workflow.GetVersion change id
@@ -35,7 +35,7 @@ func (w *workspace) backstop() time.Duration { return BackstopProbes * w.interva
 // running workspace (one the probe may leave running); a failed one counts
 // its hits in the workflow, where the rules are.
 func (w *workspace) watchRequest(ctx workflow.Context) *activities.WatchRequest {
-	if w.liveness < vLiveness || (w.st.Phase != models.PhaseRunning && w.st.Phase != models.PhasePending) {
+	if w.liveness < vLiveness || (w.st.Phase != wire.PhaseRunning && w.st.Phase != wire.PhasePending) {
 		return nil
 	}
 	return &activities.WatchRequest{
@@ -50,7 +50,7 @@ func (w *workspace) watchRequest(ctx workflow.Context) *activities.WatchRequest 
 // is stale (the workspace is not watched any more: it failed, or its own
 // probes took over) and changes nothing.
 func (w *workspace) onLiveness(ctx workflow.Context, s activities.LivenessSignal) bool {
-	if !w.watched || w.st.Phase != models.PhaseRunning {
+	if !w.watched || w.st.Phase != wire.PhaseRunning {
 		return false
 	}
 	w.st.Probes += s.Probes

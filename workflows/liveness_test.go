@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // watchedHit is a probe that hit and whose workspace the Prober now watches.
@@ -42,7 +42,7 @@ func TestLivenessHealthySleepsOnBackstop(t *testing.T) {
 			t.Errorf("probe %d watch request = %+v", i+1, *in.Watch)
 		}
 	}
-	if got := f.phaseList(); !slices.Equal(got, []string{models.PhaseRunning, models.PhaseTerminating}) {
+	if got := f.phaseList(); !slices.Equal(got, []string{wire.PhaseRunning, wire.PhaseTerminating}) {
 		t.Errorf("phases = %v", got)
 	}
 }
@@ -96,10 +96,10 @@ func TestLivenessMissesFail(t *testing.T) {
 	if probesAtSignal != 1 {
 		t.Errorf("probes before the signal = %d, want 1 (the watched workspace sleeps)", probesAtSignal)
 	}
-	if phaseAfter != models.PhaseFailed {
+	if phaseAfter != wire.PhaseFailed {
 		t.Errorf("phase a second after the signal = %q, want failed", phaseAfter)
 	}
-	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhaseRunning, models.PhaseTerminating}
+	want := []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhaseRunning, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Errorf("phases = %v, want %v", got, want)
 	}
@@ -141,7 +141,7 @@ func TestLivenessStaleSignalIgnored(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.phaseList(); !slices.Equal(got, []string{models.PhaseRunning, models.PhaseTerminating}) {
+	if got := f.phaseList(); !slices.Equal(got, []string{wire.PhaseRunning, wire.PhaseTerminating}) {
 		t.Errorf("phases = %v, want running, terminating", got)
 	}
 }
@@ -170,7 +170,7 @@ func TestLivenessLifetimeSignalWakes(t *testing.T) {
 	if len(checked) != 1 || checked[0].Before(expiry) || checked[0].After(expiry.Add(time.Second)) {
 		t.Errorf("lifetime checked at %v, want once at %v", checked, expiry)
 	}
-	if got := f.phaseList(); !slices.Equal(got, []string{models.PhaseRunning, models.PhaseTerminating}) {
+	if got := f.phaseList(); !slices.Equal(got, []string{wire.PhaseRunning, wire.PhaseTerminating}) {
 		t.Errorf("phases = %v", got)
 	}
 	f.mu.Lock()

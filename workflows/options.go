@@ -25,7 +25,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/agentrun"
 	"github.com/primerhq/primer/activities/evalrun"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Names shared by the worker, the API and the workflow.
@@ -120,7 +120,7 @@ func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchAttrPhase.ValueSet(models.PhasePending),
+			SearchAttrPhase.ValueSet(wire.PhasePending),
 			SearchAttrTemplate.ValueSet(in.TemplateID),
 			SearchAttrProvider.ValueSet(in.ProviderID),
 			SearchAttrBackend.ValueSet(in.Backend),
@@ -133,7 +133,7 @@ func StartOptions(in WorkspaceInput) client.StartWorkflowOptions {
 // no tenant belong to the default one.
 func TenantOf(tenantID string) string {
 	if tenantID == "" {
-		return models.DefaultTenantID
+		return wire.DefaultTenantID
 	}
 	return tenantID
 }

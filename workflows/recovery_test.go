@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 func policyInput(p backend.Policy) WorkspaceInput {
@@ -59,11 +59,11 @@ func TestStaleRecoveryReplacesTheSandbox(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhasePending, models.PhaseRunning, models.PhaseTerminating}
+	want := []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhasePending, wire.PhaseRunning, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
-	if r := f.reasonOf(models.PhasePending, 0); r != "recovering (attempt 1 of 3) after: container exited (137)" {
+	if r := f.reasonOf(wire.PhasePending, 0); r != "recovering (attempt 1 of 3) after: container exited (137)" {
 		t.Errorf("pending reason = %q", r)
 	}
 	if len(f.replaces) != 1 || f.replaces[0].Handle == nil || f.replaces[0].Handle.Path != testHandle.Path {
@@ -80,7 +80,7 @@ func TestStaleRecoveryReplacesTheSandbox(t *testing.T) {
 	if f.recovered[0].Attempt != 1 {
 		t.Errorf("recovered attempt = %d", f.recovered[0].Attempt)
 	}
-	if got := f.eventList(); !slices.Equal(got, []string{models.EventRecoveryStarted}) {
+	if got := f.eventList(); !slices.Equal(got, []string{wire.EventRecoveryStarted}) {
 		t.Errorf("events = %v (workspace.recovered is recorded by Recovered)", got)
 	}
 	// The probes after the recovery use the replacement's handle.
@@ -106,7 +106,7 @@ func TestRecoveryWithZeroDelayStartsAtOnce(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhasePending, models.PhaseRunning, models.PhaseTerminating}
+	want := []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhasePending, wire.PhaseRunning, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
@@ -142,33 +142,33 @@ func TestRecoveryEscalatesThenRecoverSignalRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		models.PhaseRunning, models.PhaseFailed,
-		models.PhasePending, models.PhaseFailed, // attempt 1 fails
-		models.PhasePending, models.PhaseFailed, // attempt 2 fails
-		models.PhaseEscalated,
-		models.PhasePending, models.PhaseRunning, // the recover signal's attempt works
-		models.PhaseTerminating,
+		wire.PhaseRunning, wire.PhaseFailed,
+		wire.PhasePending, wire.PhaseFailed, // attempt 1 fails
+		wire.PhasePending, wire.PhaseFailed, // attempt 2 fails
+		wire.PhaseEscalated,
+		wire.PhasePending, wire.PhaseRunning, // the recover signal's attempt works
+		wire.PhaseTerminating,
 	}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
-	if r := f.reasonOf(models.PhaseFailed, 2); r != "recovery attempt 2 of 2 failed: workspace ws-test: replace: No such image: gone:1" {
+	if r := f.reasonOf(wire.PhaseFailed, 2); r != "recovery attempt 2 of 2 failed: workspace ws-test: replace: No such image: gone:1" {
 		t.Errorf("second failed-recovery reason = %q", r)
 	}
-	esc := f.reasonOf(models.PhaseEscalated, 0)
+	esc := f.reasonOf(wire.PhaseEscalated, 0)
 	if !strings.HasPrefix(esc, "gave up after 2 recovery attempts: recovery attempt 2 of 2 failed:") {
 		t.Errorf("escalated reason = %q", esc)
 	}
 	wantEvents := []string{
-		models.EventRecoveryStarted, models.EventRecoveryFailed,
-		models.EventRecoveryStarted, models.EventRecoveryFailed,
-		models.EventEscalated,
-		models.EventRecoveryStarted,
+		wire.EventRecoveryStarted, wire.EventRecoveryFailed,
+		wire.EventRecoveryStarted, wire.EventRecoveryFailed,
+		wire.EventEscalated,
+		wire.EventRecoveryStarted,
 	}
 	if got := f.eventList(); !slices.Equal(got, wantEvents) {
 		t.Errorf("events = %v, want %v", got, wantEvents)
 	}
-	if len(f.webhooks) != 1 || f.webhooks[0].Event != models.EventEscalated || f.webhooks[0].Reason != esc || f.webhooks[0].Attempts != 2 {
+	if len(f.webhooks) != 1 || f.webhooks[0].Event != wire.EventEscalated || f.webhooks[0].Reason != esc || f.webhooks[0].Attempts != 2 {
 		t.Errorf("webhooks = %+v", f.webhooks)
 	}
 	if len(f.replaces) != 3 {
@@ -194,11 +194,11 @@ func TestRecoveryOffEscalates(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{models.PhaseRunning, models.PhaseFailed, models.PhaseEscalated, models.PhaseTerminating}
+	want := []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhaseEscalated, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
-	if r := f.reasonOf(models.PhaseEscalated, 0); r != "recovery is off (max_attempts 0): dead" {
+	if r := f.reasonOf(wire.PhaseEscalated, 0); r != "recovery is off (max_attempts 0): dead" {
 		t.Errorf("escalated reason = %q", r)
 	}
 	if len(f.replaces) != 0 || len(f.webhooks) != 0 {
@@ -219,11 +219,11 @@ func TestStartTimeout(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{models.PhaseFailed, models.PhaseTerminating}
+	want := []string{wire.PhaseFailed, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
-	if r := f.reasonOf(models.PhaseFailed, 0); r != "did not start within the start timeout (1m0s)" {
+	if r := f.reasonOf(wire.PhaseFailed, 0); r != "did not start within the start timeout (1m0s)" {
 		t.Errorf("failed reason = %q", r)
 	}
 }
@@ -239,7 +239,7 @@ func TestFailedProvisioningIsRecovered(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{models.PhaseFailed, models.PhasePending, models.PhaseRunning, models.PhaseTerminating}
+	want := []string{wire.PhaseFailed, wire.PhasePending, wire.PhaseRunning, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
@@ -266,7 +266,7 @@ func TestReturn(t *testing.T) {
 		if f.resets != 1 {
 			t.Errorf("resets = %d, want 1", f.resets)
 		}
-		if r := f.reasonOf(models.PhaseTerminating, 0); r != "done" {
+		if r := f.reasonOf(wire.PhaseTerminating, 0); r != "done" {
 			t.Errorf("terminating reason = %q, want the user's delete", r)
 		}
 	})
@@ -280,7 +280,7 @@ func TestReturn(t *testing.T) {
 		if err := env.GetWorkflowError(); err != nil {
 			t.Fatal(err)
 		}
-		if r := f.reasonOf(models.PhaseTerminating, 0); r != "reset on return failed; replaced: workspace ws-test: reset: runtime: connection lost" {
+		if r := f.reasonOf(wire.PhaseTerminating, 0); r != "reset on return failed; replaced: workspace ws-test: reset: runtime: connection lost" {
 			t.Errorf("terminating reason = %q", r)
 		}
 	})
@@ -338,19 +338,19 @@ func TestSelfHealResumesLostSessions(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []string{
-				models.PhaseRunning,
-				models.PhaseFailed, models.PhaseRunning,
-				models.PhaseFailed, models.PhaseRunning,
-				models.PhaseTerminating,
+				wire.PhaseRunning,
+				wire.PhaseFailed, wire.PhaseRunning,
+				wire.PhaseFailed, wire.PhaseRunning,
+				wire.PhaseTerminating,
 			}
 			if got := f.phaseList(); !slices.Equal(got, want) {
 				t.Fatalf("phases = %v, want %v", got, want)
 			}
 			for nth, why := range []string{"pod deleted", "pod deleted again"} {
-				if r := f.reasonOf(models.PhaseFailed, nth); r != why {
+				if r := f.reasonOf(wire.PhaseFailed, nth); r != why {
 					t.Errorf("failed reason %d = %q, want %q", nth, r, why)
 				}
-				if r := f.reasonOf(models.PhaseRunning, nth+1); r != "runtime answered 3 probes in a row" {
+				if r := f.reasonOf(wire.PhaseRunning, nth+1); r != "runtime answered 3 probes in a row" {
 					t.Errorf("running reason %d = %q", nth+1, r)
 				}
 			}
@@ -409,21 +409,21 @@ func TestSelfHealAfterAFailedReplacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		models.PhaseRunning, models.PhaseFailed,
-		models.PhasePending, models.PhaseFailed, // attempt 1 comes up, then misses
-		models.PhaseRunning, // and answers again
-		models.PhaseTerminating,
+		wire.PhaseRunning, wire.PhaseFailed,
+		wire.PhasePending, wire.PhaseFailed, // attempt 1 comes up, then misses
+		wire.PhaseRunning, // and answers again
+		wire.PhaseTerminating,
 	}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
-	if r := f.reasonOf(models.PhaseFailed, 1); r != "recovery attempt 1 of 3 failed: replacement not answering" {
+	if r := f.reasonOf(wire.PhaseFailed, 1); r != "recovery attempt 1 of 3 failed: replacement not answering" {
 		t.Errorf("second failed reason = %q", r)
 	}
 	if len(f.replaces) != 1 {
 		t.Errorf("replaces = %d, want 1", len(f.replaces))
 	}
-	if got, want := f.eventList(), []string{models.EventRecoveryStarted, models.EventRecoveryFailed}; !slices.Equal(got, want) {
+	if got, want := f.eventList(), []string{wire.EventRecoveryStarted, wire.EventRecoveryFailed}; !slices.Equal(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
 	}
 	if len(f.recovered) != 1 {

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities/evalrun"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Names of the eval run workflow.
@@ -193,7 +193,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (out RunOutput, err error) {
 		final, err := r.prepare(ctx)
 		if err != nil || final != "" {
 			if err != nil && ctx.Err() == nil {
-				return r.finish(ctx, models.RunFailed, "prepare: "+errorMessage(err))
+				return r.finish(ctx, wire.RunFailed, "prepare: "+errorMessage(err))
 			}
 			if err == nil {
 				return RunOutput{Status: final}, nil
@@ -209,7 +209,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (out RunOutput, err error) {
 		}
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
 		defer cancel()
-		o, ferr := r.finish(dctx, models.RunCanceled, "canceled")
+		o, ferr := r.finish(dctx, wire.RunCanceled, "canceled")
 		if ferr != nil {
 			r.log.Error("finish a canceled run", "run_id", r.st.RunID, "error", ferr)
 		}
@@ -224,7 +224,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (out RunOutput, err error) {
 	case ctx.Err() != nil:
 		return RunOutput{}, ctx.Err()
 	case r.fatal != "":
-		return r.finish(ctx, models.RunFailed, r.fatal)
+		return r.finish(ctx, wire.RunFailed, r.fatal)
 	case r.st.Next < r.st.Total:
 		next := r.in
 		st := r.st
@@ -233,7 +233,7 @@ func RunWorkflow(ctx workflow.Context, in RunInput) (out RunOutput, err error) {
 		r.log.Info("run continues as new", "run_id", r.st.RunID, "next", st.Next, "total", st.Total, "held", len(st.Slots))
 		return RunOutput{}, workflow.NewContinueAsNewError(ctx, RunWorkflowName, next)
 	}
-	return r.finish(ctx, models.RunSucceeded, "")
+	return r.finish(ctx, wire.RunSucceeded, "")
 }
 
 // runner is one workflow run of RunWorkflow.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/evalrun"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // runFakes are the run workflow's activities, mocked: they record what the
@@ -207,7 +207,7 @@ func TestRunAllCasesOnceWithBoundedConcurrency(t *testing.T) {
 	env := newRunEnv(t, f)
 	out := runResult(t, env, RunInput{RunID: "run-1", SuiteID: "s"})
 
-	if out.Status != models.RunSucceeded || out.Pass != 20 {
+	if out.Status != wire.RunSucceeded || out.Pass != 20 {
 		t.Errorf("output = %+v, want succeeded with 20 passes", out)
 	}
 	runs := f.runs()
@@ -240,7 +240,7 @@ func TestRunAllCasesOnceWithBoundedConcurrency(t *testing.T) {
 	if len(f.released) != 0 {
 		t.Errorf("released %+v before the end; FinishRun releases them", f.released)
 	}
-	if len(f.finished) != 1 || f.finished[0].Status != models.RunSucceeded || f.finished[0].RunID != "run-1" {
+	if len(f.finished) != 1 || f.finished[0].Status != wire.RunSucceeded || f.finished[0].RunID != "run-1" {
 		t.Errorf("finished = %+v", f.finished)
 	}
 }
@@ -333,10 +333,10 @@ func TestRunFailsWhenWorkspacesCannotBeHad(t *testing.T) {
 	}
 	env := newRunEnv(t, f)
 	out := runResult(t, env, RunInput{RunID: "run-3", SuiteID: "s"})
-	if out.Status != models.RunFailed {
+	if out.Status != wire.RunFailed {
 		t.Errorf("status = %q, want failed", out.Status)
 	}
-	if len(f.finished) != 1 || f.finished[0].Status != models.RunFailed || f.finished[0].Reason == "" {
+	if len(f.finished) != 1 || f.finished[0].Status != wire.RunFailed || f.finished[0].Reason == "" {
 		t.Errorf("finished = %+v", f.finished)
 	}
 	// Case 0: attempt 1 on ws-1 (lost), attempt 2 cannot acquire (retryable:
@@ -432,7 +432,7 @@ func TestRunContinuesAsNewWithCursorAndWorkspaces(t *testing.T) {
 		}
 		seen[c.WorkspaceID] = true
 	}
-	if len(f.finished) != 1 || f.finished[0].Status != models.RunSucceeded {
+	if len(f.finished) != 1 || f.finished[0].Status != wire.RunSucceeded {
 		t.Errorf("finished = %+v", f.finished)
 	}
 }
@@ -471,7 +471,7 @@ func TestRunCancel(t *testing.T) {
 	if err := env.GetWorkflowError(); !errors.As(err, &canceled) {
 		t.Fatalf("workflow error = %v, want canceled", err)
 	}
-	if len(f.finished) != 1 || f.finished[0].Status != models.RunCanceled || f.finished[0].RunID != "run-6" {
+	if len(f.finished) != 1 || f.finished[0].Status != wire.RunCanceled || f.finished[0].RunID != "run-6" {
 		t.Fatalf("finished = %+v, want one canceled finish", f.finished)
 	}
 	if n := len(f.runs()); n != 8 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // WorkspaceInput starts (or continues) a workspace's workflow. It holds
@@ -158,7 +158,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 	if in.State != nil {
 		w.st = *in.State
 	} else {
-		w.st = WorkspaceState{Phase: models.PhasePending}
+		w.st = WorkspaceState{Phase: wire.PhasePending}
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (WorkspaceState, error) {
 		return w.st, nil
@@ -273,12 +273,12 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 			case wakeDelete:
 				return reason, nil
 			case wakeRecover:
-				if w.st.Phase == models.PhaseFailed || w.st.Phase == models.PhaseEscalated {
+				if w.st.Phase == wire.PhaseFailed || w.st.Phase == wire.PhaseEscalated {
 					if err := w.replace(ctx, true, reason); err != nil {
 						return "", err
 					}
 				}
-				probeNow = w.st.Handle != nil && w.st.Phase == models.PhasePending
+				probeNow = w.st.Handle != nil && w.st.Phase == wire.PhasePending
 				continue
 			case wakeReturn:
 				if reason, done, err := w.returned(ctx); err != nil || done {
@@ -299,7 +299,7 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 			return reason, err
 		}
 
-		if w.st.Phase == models.PhaseEscalated {
+		if w.st.Phase == wire.PhaseEscalated {
 			continue
 		}
 		if w.st.Handle != nil && probeIt {
@@ -309,7 +309,7 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 		}
 		now := workflow.Now(ctx)
 		switch w.st.Phase {
-		case models.PhaseFailed:
+		case wire.PhaseFailed:
 			// Replace once the delay is over, unless the last probe hit: a
 			// sandbox that answers again gets the chance to reach
 			// HitsToRecover.
@@ -317,9 +317,9 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 				if err := w.replace(ctx, false, ""); err != nil {
 					return "", err
 				}
-				probeNow = w.st.Handle != nil && w.st.Phase == models.PhasePending
+				probeNow = w.st.Handle != nil && w.st.Phase == wire.PhasePending
 			}
-		case models.PhasePending:
+		case wire.PhasePending:
 			if !now.Before(w.st.PhaseSince.Add(w.policy.StartTimeout)) {
 				w.fail(ctx, fmt.Sprintf("did not start within the start timeout (%s)", w.policy.StartTimeout))
 			}
@@ -354,19 +354,19 @@ func (w *workspace) continueAsNew(ctx workflow.Context) error {
 func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err error) {
 	now := workflow.Now(ctx)
 	d := w.interval
-	if w.watched && w.st.Phase == models.PhaseRunning {
+	if w.watched && w.st.Phase == wire.PhaseRunning {
 		d = w.backstop()
 	}
 	switch w.st.Phase {
-	case models.PhaseFailed:
+	case wire.PhaseFailed:
 		d = untilDeadline(d, now, w.st.PhaseSince.Add(w.policy.RecoverAfter))
-	case models.PhasePending:
+	case wire.PhasePending:
 		d = untilDeadline(d, now, w.st.PhaseSince.Add(w.policy.StartTimeout))
 	}
-	if w.st.Handle == nil && w.st.Phase != models.PhaseFailed && w.st.Phase != models.PhasePending {
+	if w.st.Handle == nil && w.st.Phase != wire.PhaseFailed && w.st.Phase != wire.PhasePending {
 		d = -1
 	}
-	if w.st.Phase == models.PhaseEscalated {
+	if w.st.Phase == wire.PhaseEscalated {
 		d = -1
 	}
 	d = w.life.wait(d, now)
@@ -440,7 +440,7 @@ func (w *workspace) provision(ctx workflow.Context) error {
 	msg := w.startError(err)
 	w.log.Warn("workspace provisioning failed", "workspace_id", w.in.WorkspaceID, "error", msg)
 
-	w.recordEvent(ctx, models.EventProvisionFailed, map[string]any{"workspace_type": w.in.Backend, "error": msg})
+	w.recordEvent(ctx, wire.EventProvisionFailed, map[string]any{"workspace_type": w.in.Backend, "error": msg})
 	var a2 *activities.Activities
 	cctx := workflow.WithActivityOptions(ctx, cleanupOptions)
 	if err := workflow.ExecuteActivity(cctx, a2.Destroy, activities.DestroyInput{
@@ -452,7 +452,7 @@ func (w *workspace) provision(ctx workflow.Context) error {
 		}
 		w.log.Warn("clean up after provisioning failed", "workspace_id", w.in.WorkspaceID, "error", errorMessage(err))
 	}
-	w.setPhase(ctx, models.PhaseFailed, msg)
+	w.setPhase(ctx, wire.PhaseFailed, msg)
 	return nil
 }
 
@@ -475,7 +475,7 @@ func (w *workspace) returned(ctx workflow.Context) (reason string, done bool, er
 	if w.in.PoolID == "" {
 		return "", false, nil
 	}
-	if w.st.Phase != models.PhaseRunning {
+	if w.st.Phase != wire.PhaseRunning {
 		return "returned to its pool while " + w.st.Phase + "; replaced", true, nil
 	}
 	var a *activities.Activities
@@ -522,22 +522,22 @@ func (w *workspace) probe(ctx workflow.Context) error {
 		w.st.Hits = 0
 	}
 	switch w.st.Phase {
-	case models.PhasePending:
+	case wire.PhasePending:
 		if out.Hit {
-			w.setPhase(ctx, models.PhaseRunning, "runtime answered")
+			w.setPhase(ctx, wire.PhaseRunning, "runtime answered")
 			if w.st.Recovering {
 				w.recovered(ctx)
 			}
 		} else if w.st.Misses >= MissesToFail {
 			w.fail(ctx, out.Reason)
 		}
-	case models.PhaseRunning:
+	case wire.PhaseRunning:
 		if w.st.Misses >= MissesToFail {
 			w.fail(ctx, out.Reason)
 		}
-	case models.PhaseFailed:
+	case wire.PhaseFailed:
 		if w.st.Hits >= HitsToRecover {
-			w.setPhase(ctx, models.PhaseRunning, fmt.Sprintf("runtime answered %d probes in a row", w.st.Hits))
+			w.setPhase(ctx, wire.PhaseRunning, fmt.Sprintf("runtime answered %d probes in a row", w.st.Hits))
 			switch {
 			case w.version >= vSelfHeal:
 				// The sandbox came back on its own, but the failure ended
@@ -552,7 +552,7 @@ func (w *workspace) probe(ctx workflow.Context) error {
 	}
 	// From version vLiveness: sleep on the backstop while the worker's
 	// Prober watches a running workspace.
-	w.watched = out.Watched && w.st.Phase == models.PhaseRunning
+	w.watched = out.Watched && w.st.Phase == wire.PhaseRunning
 	return nil
 }
 
@@ -596,7 +596,7 @@ func (w *workspace) terminate(ctx workflow.Context, reason string) error {
 	if reason == "" {
 		reason = defaultDeleteReason
 	}
-	w.setPhase(ctx, models.PhaseTerminating, reason)
+	w.setPhase(ctx, wire.PhaseTerminating, reason)
 	var a *activities.Activities
 	opts := destroyOptions
 	if w.version >= vRecovery {

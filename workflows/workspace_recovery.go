@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // replace is one step of stale recovery: escalate when the attempts are
@@ -27,8 +27,8 @@ func (w *workspace) replace(ctx workflow.Context, manual bool, why string) error
 	if manual {
 		data["requested"] = why
 	}
-	w.recordEvent(ctx, models.EventRecoveryStarted, data)
-	w.setPhase(ctx, models.PhasePending, fmt.Sprintf("recovering (attempt %d of %d) after: %s", w.st.Attempts, total, lost))
+	w.recordEvent(ctx, wire.EventRecoveryStarted, data)
+	w.setPhase(ctx, wire.PhasePending, fmt.Sprintf("recovering (attempt %d of %d) after: %s", w.st.Attempts, total, lost))
 
 	var a *activities.Activities
 	var out activities.ProvisionOutput
@@ -49,8 +49,8 @@ func (w *workspace) replace(ctx workflow.Context, manual bool, why string) error
 	if err != nil {
 		msg := w.startError(err)
 		w.st.Handle = nil
-		w.recordEvent(ctx, models.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": msg})
-		w.setPhase(ctx, models.PhaseFailed, fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, total, msg))
+		w.recordEvent(ctx, wire.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": msg})
+		w.setPhase(ctx, wire.PhaseFailed, fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, total, msg))
 		return nil
 	}
 	h := out.Handle
@@ -68,8 +68,8 @@ func (w *workspace) escalate(ctx workflow.Context) error {
 		reason = "recovery is off (max_attempts 0): " + w.st.Reason
 	}
 	attempts := w.st.Attempts
-	w.setPhase(ctx, models.PhaseEscalated, reason)
-	w.recordEvent(ctx, models.EventEscalated, map[string]any{"attempts": attempts, "reason": reason})
+	w.setPhase(ctx, wire.PhaseEscalated, reason)
+	w.recordEvent(ctx, wire.EventEscalated, map[string]any{"attempts": attempts, "reason": reason})
 	if !w.policy.Webhook {
 		return nil
 	}
@@ -77,8 +77,8 @@ func (w *workspace) escalate(ctx workflow.Context) error {
 	actx := workflow.WithActivityOptions(ctx, webhookOptions)
 	err := workflow.ExecuteActivity(actx, a.NotifyWebhook, activities.WebhookInput{
 		WorkspaceID: w.in.WorkspaceID,
-		Event:       models.EventEscalated,
-		Phase:       models.PhaseEscalated,
+		Event:       wire.EventEscalated,
+		Phase:       wire.PhaseEscalated,
 		Reason:      reason,
 		Attempts:    attempts,
 	}).Get(ctx, nil)
@@ -95,12 +95,12 @@ func (w *workspace) escalate(ctx workflow.Context) error {
 // up is recorded as a failed recovery attempt.
 func (w *workspace) fail(ctx workflow.Context, reason string) {
 	if w.version < vRecovery {
-		w.setPhase(ctx, models.PhaseFailed, reason)
+		w.setPhase(ctx, wire.PhaseFailed, reason)
 		return
 	}
 	if w.st.Recovering {
 		w.st.Recovering = false
-		w.recordEvent(ctx, models.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": reason})
+		w.recordEvent(ctx, wire.EventRecoveryFailed, map[string]any{"attempt": w.st.Attempts, "error": reason})
 		reason = fmt.Sprintf("recovery attempt %d of %d failed: %s", w.st.Attempts, max(w.policy.MaxAttempts, w.st.Attempts), reason)
 	} else if w.st.Attempts == 0 {
 		// A new loss, not a replacement failing: Attempts is 0 until a
@@ -109,7 +109,7 @@ func (w *workspace) fail(ctx workflow.Context, reason string) {
 		// sessions this failure ends.
 		w.st.LostAt = workflow.Now(ctx)
 	}
-	w.setPhase(ctx, models.PhaseFailed, reason)
+	w.setPhase(ctx, wire.PhaseFailed, reason)
 }
 
 // recovered finishes a recovery, whether a replacement answered or (from

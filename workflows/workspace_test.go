@@ -19,7 +19,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 const testInterval = 30 * time.Second
@@ -296,7 +296,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           5 * time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         1,
-			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseTerminating},
 			wantDestroys:       1,
 		},
 		{
@@ -305,7 +305,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           3*testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         4,
-			wantPhases:         []string{models.PhaseRunning, models.PhaseFailed, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhaseTerminating},
 			wantFailedReason:   "runtime ping: dial: refused",
 			wantDestroys:       1,
 		},
@@ -315,7 +315,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           6*testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         7,
-			wantPhases:         []string{models.PhaseRunning, models.PhaseFailed, models.PhaseRunning, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhaseRunning, wire.PhaseTerminating},
 			wantFailedReason:   "c",
 			wantDestroys:       1,
 		},
@@ -325,7 +325,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           6*testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         7,
-			wantPhases:         []string{models.PhaseRunning, models.PhaseFailed, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseFailed, wire.PhaseTerminating},
 			wantFailedReason:   "c",
 			wantDestroys:       1,
 		},
@@ -335,7 +335,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           6*testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         7,
-			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseTerminating},
 			wantDestroys:       1,
 		},
 		{
@@ -344,7 +344,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         2,
-			wantPhases:         []string{models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseTerminating},
 			wantDestroys:       1,
 		},
 		{
@@ -353,7 +353,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           2*testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         3,
-			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseFailed, wire.PhaseTerminating},
 			wantFailedReason:   "never",
 			wantDestroys:       1,
 		},
@@ -362,7 +362,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           -1, // sent with the start
 			wantProvisionCalls: 0,
 			wantProbes:         0,
-			wantPhases:         []string{models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseTerminating},
 			wantDestroys:       1,
 		},
 		{
@@ -371,10 +371,10 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           20 * time.Second, // before recovery (30 s)
 			wantProvisionCalls: 1,                // non-retryable: no retry
 			wantProbes:         0,
-			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseFailed, wire.PhaseTerminating},
 			wantFailedReason:   "workspace ws-test: provision: init[0]: exit status 1: boom",
 			wantDestroys:       2, // leftovers (keep row), then the delete
-			wantEvents:         []string{models.EventProvisionFailed},
+			wantEvents:         []string{wire.EventProvisionFailed},
 		},
 		{
 			name:               "provision is retried on retryable errors",
@@ -383,7 +383,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			deleteAt:           time.Minute,
 			wantProvisionCalls: 3,
 			wantProbes:         2, // after 3 s of retries: at ~3 s and ~33 s
-			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseTerminating},
 			wantDestroys:       1,
 		},
 		{
@@ -392,7 +392,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			cancelAt:           testInterval + 5*time.Second,
 			wantProvisionCalls: 1,
 			wantProbes:         2,
-			wantPhases:         []string{models.PhaseRunning, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseRunning, wire.PhaseTerminating},
 			wantDestroys:       1,
 			wantCanceled:       true,
 		},
@@ -401,11 +401,11 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			provision:          []error{errBadTemplate},
 			cancelAt:           20 * time.Second,
 			wantProvisionCalls: 1,
-			wantPhases:         []string{models.PhaseFailed, models.PhaseTerminating},
+			wantPhases:         []string{wire.PhaseFailed, wire.PhaseTerminating},
 			wantFailedReason:   "workspace ws-test: provision: init[0]: exit status 1: boom",
 			wantDestroys:       2,
 			wantCanceled:       true,
-			wantEvents:         []string{models.EventProvisionFailed},
+			wantEvents:         []string{wire.EventProvisionFailed},
 		},
 	}
 	for _, tc := range tests {
@@ -449,7 +449,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 			failedReason := ""
 			for _, p := range f.phases {
 				phases = append(phases, p.To)
-				if p.To == models.PhaseFailed && failedReason == "" {
+				if p.To == wire.PhaseFailed && failedReason == "" {
 					failedReason = p.Reason
 				}
 				if p.WorkspaceID != "ws-test" {
@@ -464,7 +464,7 @@ func TestWorkspaceLifecycle(t *testing.T) {
 				t.Errorf("PrimerPhase upserts = %v, want %v", f.upserts, tc.wantPhases)
 			}
 			// Each SetPhase names the phase it leaves.
-			prev := models.PhasePending
+			prev := wire.PhasePending
 			for _, p := range f.phases {
 				if p.From != prev {
 					t.Errorf("SetPhase %s->%s: from = %q, want %q", p.From, p.To, p.From, prev)
@@ -530,7 +530,7 @@ func TestProvisionFailureDetails(t *testing.T) {
 		t.Fatalf("events = %+v", f.events)
 	}
 	ev := f.events[0]
-	if ev.Type != models.EventProvisionFailed || ev.Data["workspace_type"] != "local" || ev.Data["error"] != "template default: not found" {
+	if ev.Type != wire.EventProvisionFailed || ev.Data["workspace_type"] != "local" || ev.Data["error"] != "template default: not found" {
 		t.Errorf("provision_failed event = %+v", ev)
 	}
 	if len(f.destroys) != 2 || !f.destroys[0].KeepRow || f.destroys[0].Handle != nil || f.destroys[1].KeepRow {
@@ -559,7 +559,7 @@ func TestDeleteRetriesUntilDone(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := f.phaseList(), []string{models.PhaseRunning, models.PhaseTerminating, models.PhaseTerminating, models.PhaseTerminating, models.PhaseTerminating}; !slices.Equal(got, want) {
+	if got, want := f.phaseList(), []string{wire.PhaseRunning, wire.PhaseTerminating, wire.PhaseTerminating, wire.PhaseTerminating, wire.PhaseTerminating}; !slices.Equal(got, want) {
 		t.Fatalf("phases = %v, want %v", got, want)
 	}
 	if r := f.phases[1].Reason; r != "first" {
@@ -575,7 +575,7 @@ func TestDeleteRetriesUntilDone(t *testing.T) {
 		t.Errorf("destroy attempts = %d, want %d", n, want)
 	}
 	// Only the phase changes reach the search attribute, not the reasons.
-	if want := []string{models.PhaseRunning, models.PhaseTerminating}; !slices.Equal(f.upserts, want) {
+	if want := []string{wire.PhaseRunning, wire.PhaseTerminating}; !slices.Equal(f.upserts, want) {
 		t.Errorf("upserts = %v, want %v", f.upserts, want)
 	}
 }
@@ -618,7 +618,7 @@ func TestContinueAsNewAfterProbesPerRun(t *testing.T) {
 	if st == nil {
 		t.Fatal("no state carried")
 	}
-	want := WorkspaceState{Phase: models.PhaseRunning, Reason: "runtime answered", Hits: 0, Misses: 1, Handle: &testHandle, Probes: ProbesPerRun}
+	want := WorkspaceState{Phase: wire.PhaseRunning, Reason: "runtime answered", Hits: 0, Misses: 1, Handle: &testHandle, Probes: ProbesPerRun}
 	if st.Phase != want.Phase || st.Reason != want.Reason || st.Hits != want.Hits || st.Misses != want.Misses ||
 		st.Probes != want.Probes || st.Handle == nil || !reflect.DeepEqual(*st.Handle, testHandle) {
 		t.Errorf("carried state = %+v, want %+v", *st, want)
@@ -637,7 +637,7 @@ func TestContinueAsNewWhenSuggested(t *testing.T) {
 	env.SetContinueAsNewSuggested(true)
 	env.ExecuteWorkflow(WorkspaceWorkflowName, testInput())
 	next := decodeContinueAsNew(t, env.GetWorkflowError())
-	if len(f.probeInputs) != 1 || next.State == nil || next.State.Phase != models.PhaseRunning || next.State.Probes != 1 {
+	if len(f.probeInputs) != 1 || next.State == nil || next.State.Phase != wire.PhaseRunning || next.State.Probes != 1 {
 		t.Errorf("probes = %d, carried state = %+v", len(f.probeInputs), next.State)
 	}
 }
@@ -660,7 +660,7 @@ func TestDeleteIsNotLostAtContinueAsNew(t *testing.T) {
 	if len(f.destroys) != 1 {
 		t.Errorf("destroys = %d, want 1", len(f.destroys))
 	}
-	if got := f.phases[len(f.phases)-1]; got.To != models.PhaseTerminating || got.Reason != "late" {
+	if got := f.phases[len(f.phases)-1]; got.To != wire.PhaseTerminating || got.Reason != "late" {
 		t.Errorf("last phase = %+v", got)
 	}
 }
@@ -672,7 +672,7 @@ func TestContinuedRunKeepsState(t *testing.T) {
 	env := newEnv(t, f)
 	in := testInput()
 	h := testHandle
-	in.State = &WorkspaceState{Phase: models.PhaseFailed, Reason: "gone", Hits: 1, Handle: &h, Probes: 400}
+	in.State = &WorkspaceState{Phase: wire.PhaseFailed, Reason: "gone", Hits: 1, Handle: &h, Probes: 400}
 	deleteAt(env, 2*testInterval+5*time.Second, "")
 	start := env.Now()
 	env.ExecuteWorkflow(WorkspaceWorkflowName, in)
@@ -689,18 +689,18 @@ func TestContinuedRunKeepsState(t *testing.T) {
 	if d := f.probeInputs[0].ScheduledAt.Sub(start); d != testInterval {
 		t.Errorf("first probe of a continued run at +%s, want +%s", d, testInterval)
 	}
-	want := []string{models.PhaseRunning, models.PhaseTerminating}
+	want := []string{wire.PhaseRunning, wire.PhaseTerminating}
 	if got := f.phaseList(); !slices.Equal(got, want) {
 		t.Errorf("phases = %v, want %v", got, want)
 	}
-	if f.phases[0].From != models.PhaseFailed {
+	if f.phases[0].From != wire.PhaseFailed {
 		t.Errorf("recovery from = %q", f.phases[0].From)
 	}
 	var out WorkspaceOutput
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	if out.State.Probes != 402 || out.State.Phase != models.PhaseTerminating {
+	if out.State.Probes != 402 || out.State.Phase != wire.PhaseTerminating {
 		t.Errorf("final state = %+v", out.State)
 	}
 }
@@ -723,7 +723,7 @@ func TestQueryState(t *testing.T) {
 	if qerr != nil {
 		t.Fatal(qerr)
 	}
-	if got.Phase != models.PhaseRunning || got.Probes != 2 || got.Misses != 1 || got.Hits != 0 || got.Handle == nil {
+	if got.Phase != wire.PhaseRunning || got.Probes != 2 || got.Misses != 1 || got.Hits != 0 || got.Handle == nil {
 		t.Errorf("queried state = %+v", got)
 	}
 }
@@ -735,7 +735,7 @@ func TestStartOptions(t *testing.T) {
 		t.Errorf("id/queue = %q/%q", o.ID, o.TaskQueue)
 	}
 	for key, want := range map[temporal.SearchAttributeKeyKeyword]string{
-		SearchAttrPhase: models.PhasePending, SearchAttrTemplate: "default", SearchAttrProvider: "local", SearchAttrBackend: "local",
+		SearchAttrPhase: wire.PhasePending, SearchAttrTemplate: "default", SearchAttrProvider: "local", SearchAttrBackend: "local",
 	} {
 		if got, ok := o.TypedSearchAttributes.GetKeyword(key); !ok || got != want {
 			t.Errorf("%s = %q, want %q", key.GetName(), got, want)

@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // This file keeps version 0 (workflow.DefaultVersion) of WorkspaceWorkflow
@@ -101,7 +101,7 @@ func (w *workspace) deleteLoopV0(ctx workflow.Context, reason string) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		w.setPhase(ctx, models.PhaseFailed, "destroy: "+errorMessage(err))
+		w.setPhase(ctx, wire.PhaseFailed, "destroy: "+errorMessage(err))
 		if reason, err = w.awaitDelete(ctx); err != nil {
 			return err
 		}

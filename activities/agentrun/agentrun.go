@@ -15,6 +15,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/sessiontool"
+	"github.com/primerhq/primer/wire"
 )
 
 // Agent runs (workflows.SessionRunWorkflow). The activities read and write
@@ -131,16 +132,16 @@ func (a *Activities) StartRun(ctx context.Context, in StartRunInput) (StartRunOu
 	if err != nil {
 		return StartRunOutput{}, activities.Classify(err)
 	}
-	if ses.Status != models.SessionOpen {
+	if ses.Status != wire.SessionOpen {
 		return StartRunOutput{Ended: ses.EndReason}, nil
 	}
 	timeout, err := time.ParseDuration(ag.Timeout)
 	if err != nil || timeout <= 0 {
-		timeout, _ = time.ParseDuration(models.DefaultAgentTimeout)
+		timeout, _ = time.ParseDuration(wire.DefaultAgentTimeout)
 	}
 	maxTurns := ag.MaxTurns
 	if maxTurns <= 0 {
-		maxTurns = models.DefaultAgentMaxTurns
+		maxTurns = wire.DefaultAgentMaxTurns
 	}
 	return StartRunOutput{MaxTurns: maxTurns, Timeout: timeout}, nil
 }
@@ -156,7 +157,7 @@ func (a *Activities) EndRun(ctx context.Context, in EndRunInput) (EndRunOutput, 
 	return EndRunOutput{}, nil
 }
 
-func (a *Activities) runOf(ctx context.Context, sessionID string) (*models.Session, *models.Agent, error) {
+func (a *Activities) runOf(ctx context.Context, sessionID string) (*wire.Session, *wire.Agent, error) {
 	ses, err := a.Store.GetSession(ctx, sessionID)
 	if err != nil {
 		return nil, nil, err
@@ -173,12 +174,12 @@ func (a *Activities) runOf(ctx context.Context, sessionID string) (*models.Sessi
 }
 
 // sessionTarget connects to the session's workspace runtime.
-func (a *Activities) sessionTarget(ctx context.Context, ses *models.Session) (sessiontool.Target, error) {
+func (a *Activities) sessionTarget(ctx context.Context, ses *wire.Session) (sessiontool.Target, error) {
 	ws, err := a.Store.GetWorkspace(ctx, ses.WorkspaceID)
 	if err != nil {
 		return sessiontool.Target{}, fmt.Errorf("session %s: %w", ses.ID, err)
 	}
-	if ws.Phase != models.PhaseRunning {
+	if ws.Phase != wire.PhaseRunning {
 		// Not a lasting state: a failing workspace ends the session
 		// workspace_lost, which the next attempt sees.
 		return sessiontool.Target{}, errs.E(errs.Unavailable, "session %s: workspace %s: is %s, not running", ses.ID, ws.ID, ws.Phase)
@@ -202,7 +203,7 @@ func (a *Activities) ModelCall(ctx context.Context, in ModelCallInput) (ModelCal
 	if err != nil {
 		return ModelCallOutput{}, activities.Classify(err)
 	}
-	if ses.Status != models.SessionOpen {
+	if ses.Status != wire.SessionOpen {
 		return ModelCallOutput{Ended: ses.EndReason}, nil
 	}
 	es, err := a.Store.Transcript(ctx, ses.ID, 0)
@@ -249,11 +250,11 @@ type sessionEnded struct{ reason string }
 func (e *sessionEnded) Error() string { return "session ended: " + e.reason }
 
 // turnEntries returns turn's assistant entry and its tool calls, or nil.
-func turnEntries(es []models.TranscriptEntry, turn int) []models.TranscriptEntry {
+func turnEntries(es []wire.TranscriptEntry, turn int) []wire.TranscriptEntry {
 	for i, e := range es {
-		if e.Turn == turn && e.Role == models.RoleAssistant {
+		if e.Turn == turn && e.Role == wire.RoleAssistant {
 			j := i + 1
-			for j < len(es) && es[j].Turn == turn && es[j].Role == models.RoleTool {
+			for j < len(es) && es[j].Turn == turn && es[j].Role == wire.RoleTool {
 				j++
 			}
 			return es[i:j]
@@ -264,7 +265,7 @@ func turnEntries(es []models.TranscriptEntry, turn int) []models.TranscriptEntry
 
 // askModel calls the agent's model and appends its answer to the
 // transcript.
-func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *models.Agent, es []models.TranscriptEntry, turn int) ([]models.TranscriptEntry, error) {
+func (a *Activities) askModel(ctx context.Context, ses *wire.Session, ag *wire.Agent, es []wire.TranscriptEntry, turn int) ([]wire.TranscriptEntry, error) {
 	prov, err := a.Store.GetLLMProvider(ctx, ag.Model.ProviderID)
 	if err != nil {
 		return nil, activities.Classify(fmt.Errorf("agent %s: %w", ag.ID, err))
@@ -274,7 +275,7 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 	if prov.TenantID != ag.TenantID {
 		return nil, activities.Classify(errs.E(errs.Forbidden, "agent %s: llm provider %s belongs to another tenant", ag.ID, prov.ID))
 	}
-	key, err := prov.Key()
+	key, err := models.LLMKey(prov)
 	if err != nil {
 		return nil, activities.Classify(err)
 	}
@@ -299,8 +300,8 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 		}
 		return nil, temporal.NewNonRetryableApplicationError(msg, ErrModelFailed, nil)
 	}
-	add := []models.TranscriptEntry{{
-		Turn: turn, Role: models.RoleAssistant, Content: res.Message.Content,
+	add := []wire.TranscriptEntry{{
+		Turn: turn, Role: wire.RoleAssistant, Content: res.Message.Content,
 		InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 	}}
 	if len(res.Message.ToolCalls) > 0 {
@@ -309,8 +310,8 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 		}
 	}
 	for _, tc := range res.Message.ToolCalls {
-		add = append(add, models.TranscriptEntry{
-			Turn: turn, Role: models.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, ToolArgs: tc.Arguments, State: models.ToolPending,
+		add = append(add, wire.TranscriptEntry{
+			Turn: turn, Role: wire.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, ToolArgs: tc.Arguments, State: wire.ToolPending,
 		})
 	}
 	// The session may have ended while the model answered (its workspace
@@ -318,7 +319,7 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 	// asks again.
 	if now, err := a.Store.GetSession(ctx, ses.ID); err != nil {
 		return nil, activities.Classify(err)
-	} else if now.Status != models.SessionOpen {
+	} else if now.Status != wire.SessionOpen {
 		return nil, &sessionEnded{reason: now.EndReason}
 	}
 	out, err := a.Store.AppendTranscript(ctx, ses.ID, add)
@@ -329,21 +330,21 @@ func (a *Activities) askModel(ctx context.Context, ses *models.Session, ag *mode
 }
 
 // messages is the conversation the transcript holds, as the model reads it.
-func messages(es []models.TranscriptEntry) []llm.Message {
+func messages(es []wire.TranscriptEntry) []llm.Message {
 	ms := make([]llm.Message, 0, len(es))
 	for _, e := range es {
 		switch e.Role {
-		case models.RoleUser:
+		case wire.RoleUser:
 			ms = append(ms, llm.Message{Role: llm.RoleUser, Content: e.Content})
-		case models.RoleAssistant:
+		case wire.RoleAssistant:
 			m := llm.Message{Role: llm.RoleAssistant, Content: e.Content}
 			if len(e.ToolCalls) > 0 {
 				_ = json.Unmarshal(e.ToolCalls, &m.ToolCalls)
 			}
 			ms = append(ms, m)
-		case models.RoleTool:
+		case wire.RoleTool:
 			content := string(e.ToolResult)
-			if e.State != models.ToolFinished {
+			if e.State != wire.ToolFinished {
 				content = `{"error":"the call did not run: the run ended before it"}`
 			}
 			ms = append(ms, llm.Message{Role: llm.RoleTool, ToolCallID: e.ToolCallID, Content: content})
@@ -367,20 +368,20 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 		return ToolCallOutput{}, activities.Classify(err)
 	}
 	switch {
-	case e.State == models.ToolFinished:
+	case e.State == wire.ToolFinished:
 		return ToolCallOutput{IsError: e.IsError}, nil
-	case ses.Status != models.SessionOpen:
+	case ses.Status != wire.SessionOpen:
 		return ToolCallOutput{Ended: ses.EndReason}, nil
 	}
 	t, err := a.sessionTarget(ctx, ses)
 	if err != nil {
 		return ToolCallOutput{}, activities.Classify(err)
 	}
-	doubt := e.State == models.ToolStarted
+	doubt := e.State == wire.ToolStarted
 	if doubt && e.ToolName != sessiontool.Read {
 		e.ToolResult, e.IsError = a.doubtResult(ctx, t, e), true
 	} else {
-		e.State = models.ToolStarted
+		e.State = wire.ToolStarted
 		if err := a.Store.UpdateTranscriptEntry(ctx, e); err != nil {
 			return ToolCallOutput{}, activities.Classify(err)
 		}
@@ -396,7 +397,7 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 			return ToolCallOutput{}, activities.Classify(err)
 		}
 	}
-	e.State = models.ToolFinished
+	e.State = wire.ToolFinished
 	if err := a.Store.UpdateTranscriptEntry(ctx, e); err != nil {
 		return ToolCallOutput{}, activities.Classify(err)
 	}
@@ -406,7 +407,7 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (ToolCallOu
 // doubtResult is what the model is told of a call that was started but
 // whose end was never recorded: it may or may not have run, and what the
 // workspace shows now.
-func (a *Activities) doubtResult(ctx context.Context, t sessiontool.Target, e *models.TranscriptEntry) json.RawMessage {
+func (a *Activities) doubtResult(ctx context.Context, t sessiontool.Target, e *wire.TranscriptEntry) json.RawMessage {
 	res := map[string]any{
 		"error": fmt.Sprintf("%s was started but the platform was interrupted before its result was recorded: it may or may not have run, and it was not run again", e.ToolName),
 	}

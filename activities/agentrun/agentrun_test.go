@@ -11,8 +11,8 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/llm/llmtest"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 const agentKey = "sk-activity-test-5b1f0c7e9a"
@@ -22,8 +22,8 @@ const agentKey = "sk-activity-test-5b1f0c7e9a"
 type agentRig struct {
 	*rig
 	llm *llmtest.Server
-	ws  *models.Workspace
-	ses *models.Session
+	ws  *wire.Workspace
+	ses *wire.Session
 }
 
 func newAgentRig(t *testing.T, script llmtest.Script) *agentRig {
@@ -34,7 +34,7 @@ func newAgentRig(t *testing.T, script llmtest.Script) *agentRig {
 	if _, err := r.workspaces.Provision(ctx, activities.ProvisionInput{WorkspaceID: ws.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.workspaces.SetPhase(ctx, activities.SetPhaseInput{WorkspaceID: ws.ID, To: models.PhaseRunning}); err != nil {
+	if _, err := r.workspaces.SetPhase(ctx, activities.SetPhaseInput{WorkspaceID: ws.ID, To: wire.PhaseRunning}); err != nil {
 		t.Fatal(err)
 	}
 	llm := llmtest.Start(t, script)
@@ -44,12 +44,12 @@ func newAgentRig(t *testing.T, script llmtest.Script) *agentRig {
 			t.Fatal(err)
 		}
 	}
-	must(r.store.CreateLLMProvider(ctx, &models.LLMProvider{ID: "test-model", TenantID: models.DefaultTenantID, Kind: models.LLMOpenAI, BaseURL: llm.URL(), APIKey: agentKey}))
-	must(r.store.CreateAgent(ctx, &models.Agent{ID: "code-runner", TenantID: models.DefaultTenantID,
-		Model: models.AgentModel{ProviderID: "test-model", ModelName: "m"}, MaxTurns: 5, Timeout: "1m"}))
-	ses := &models.Session{WorkspaceID: ws.ID, Agent: "code-runner"}
+	must(r.store.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "test-model", TenantID: wire.DefaultTenantID, Kind: wire.LLMOpenAI, BaseURL: llm.URL(), APIKey: agentKey}))
+	must(r.store.CreateAgent(ctx, &wire.Agent{ID: "code-runner", TenantID: wire.DefaultTenantID,
+		Model: wire.AgentModel{ProviderID: "test-model", ModelName: "m"}, MaxTurns: 5, Timeout: "1m"}))
+	ses := &wire.Session{WorkspaceID: ws.ID, Agent: "code-runner"}
 	must(r.store.CreateSession(ctx, ses))
-	must(r.store.CreateSessionRun(ctx, &models.SessionRun{SessionID: ses.ID, AgentID: "code-runner"}, "Run this code: print(6 * 7)"))
+	must(r.store.CreateSessionRun(ctx, &wire.SessionRun{SessionID: ses.ID, AgentID: "code-runner"}, "Run this code: print(6 * 7)"))
 	return &agentRig{rig: r, llm: llm, ws: ws, ses: ses}
 }
 
@@ -104,7 +104,7 @@ func TestModelAndToolCallsOnce(t *testing.T) {
 		t.Fatalf(".state commits = %+v, want the assistant turn then one write (newest first)", commits)
 	}
 	e, err := r.store.TranscriptEntryAt(ctx, r.ses.ID, seq)
-	if err != nil || e.State != models.ToolFinished || e.Commit != commits[0].Commit {
+	if err != nil || e.State != wire.ToolFinished || e.Commit != commits[0].Commit {
 		t.Fatalf("tool entry = %+v, %v; want finished with the write's commit", e, err)
 	}
 	es, _ := r.store.Transcript(ctx, r.ses.ID, 0)
@@ -140,7 +140,7 @@ func TestToolCallStartedIsNotRunAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.State = models.ToolStarted // what ToolCall records before it runs
+			e.State = wire.ToolStarted // what ToolCall records before it runs
 			if err := r.store.UpdateTranscriptEntry(ctx, e); err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestToolCallStartedIsNotRunAgain(t *testing.T) {
 				t.Fatalf("tool call = %+v, %v; want a doubt told to the model", to, err)
 			}
 			got, _ := r.store.TranscriptEntryAt(ctx, r.ses.ID, e.Seq)
-			if got.State != models.ToolFinished || !strings.Contains(string(got.ToolResult), tc.want) {
+			if got.State != wire.ToolFinished || !strings.Contains(string(got.ToolResult), tc.want) {
 				t.Fatalf("tool result = %s (%s), want finished with %q", got.ToolResult, got.State, tc.want)
 			}
 			if _, err := cl.ReadFile(ctx, "count.txt"); err == nil {
@@ -217,11 +217,11 @@ func TestModelCallErrors(t *testing.T) {
 func TestAgentCallsSeeTheSessionEnd(t *testing.T) {
 	r := newAgentRig(t, llmtest.CodeRunnerScript())
 	ctx := context.Background()
-	if _, err := r.store.EndWorkspaceSessions(ctx, r.ws.ID, models.ReasonWorkspaceLost); err != nil {
+	if _, err := r.store.EndWorkspaceSessions(ctx, r.ws.ID, wire.ReasonWorkspaceLost); err != nil {
 		t.Fatal(err)
 	}
 	out, err := r.a.ModelCall(ctx, ModelCallInput{SessionID: r.ses.ID, Turn: 1})
-	if err != nil || out.Ended != models.ReasonWorkspaceLost || len(r.llm.Requests()) != 0 {
+	if err != nil || out.Ended != wire.ReasonWorkspaceLost || len(r.llm.Requests()) != 0 {
 		t.Fatalf("model call = %+v, %v after %d requests; want ended workspace_lost without asking", out, err, len(r.llm.Requests()))
 	}
 }
@@ -246,12 +246,12 @@ func TestModelCallDropsAnAnswerAfterTheSessionEnded(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if _, err := r.store.EndWorkspaceSessions(ctx, r.ws.ID, models.ReasonWorkspaceLost); err != nil {
+	if _, err := r.store.EndWorkspaceSessions(ctx, r.ws.ID, wire.ReasonWorkspaceLost); err != nil {
 		t.Fatal(err)
 	}
 	close(block)
 	<-done
-	if err != nil || out.Ended != models.ReasonWorkspaceLost || len(out.ToolCalls) != 0 {
+	if err != nil || out.Ended != wire.ReasonWorkspaceLost || len(out.ToolCalls) != 0 {
 		t.Fatalf("model call = %+v, %v; want ended workspace_lost and no tool calls", out, err)
 	}
 	if es, _ := r.store.Transcript(ctx, r.ses.ID, 0); len(es) != 1 {

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/primerhq/primer/activities/llm/llmtest"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TestModelCallOutbound: a model call to loopback with a nil policy (no
@@ -38,14 +38,14 @@ func TestModelCallOutbound(t *testing.T) {
 
 	t.Run("another tenant's provider", func(t *testing.T) {
 		r := newAgentRig(t, llmtest.Script{llmtest.TextTurn("never")})
-		if err := r.store.CreateTenant(ctx, &models.Tenant{ID: "other"}); err != nil {
+		if err := r.store.CreateTenant(ctx, &wire.Tenant{ID: "other"}); err != nil {
 			t.Fatal(err)
 		}
 		p, err := r.store.GetLLMProvider(ctx, "test-model")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.store.CreateLLMProvider(ctx, &models.LLMProvider{ID: "theirs", TenantID: "other", Kind: p.Kind, BaseURL: p.BaseURL, APIKey: "sk-theirs"}); err != nil {
+		if err := r.store.CreateLLMProvider(ctx, &wire.LLMProvider{ID: "theirs", TenantID: "other", Kind: p.Kind, BaseURL: p.BaseURL, APIKey: "sk-theirs"}); err != nil {
 			t.Fatal(err)
 		}
 		ag, err := r.store.GetAgent(ctx, "code-runner")

@@ -15,9 +15,9 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // Bounds of one case execution.
@@ -86,7 +86,7 @@ func (a *Activities) runCase(ctx context.Context, in RunCaseInput) (RunCaseOutpu
 	}
 	// A case that began before (a retry after a worker died in the
 	// middle) left the workspace dirty: it starts on a clean one.
-	reset := in.Reset || cr.Status == models.CaseRunning ||
+	reset := in.Reset || cr.Status == wire.CaseRunning ||
 		(activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1)
 	started := time.Now().UTC()
 	if err := a.Store.StartCase(ctx, in.RunID, in.Ordinal, started); err != nil {
@@ -117,7 +117,7 @@ func (a *Activities) runCase(ctx context.Context, in RunCaseInput) (RunCaseOutpu
 
 	if x.infra != nil {
 		att.Verdict, att.Reason = eval.VerdictError, redactAll(x.infra.Error(), secrets)
-		verdict, err := a.recordAttempt(ctx, cr, att, in.Final, func(r *models.CaseResult) {
+		verdict, err := a.recordAttempt(ctx, cr, att, in.Final, func(r *wire.CaseResult) {
 			r.Verdict, r.Reason, r.DurationMS = eval.VerdictError, att.Reason, durationMS
 		})
 		if err != nil {
@@ -135,7 +135,7 @@ func (a *Activities) runCase(ctx context.Context, in RunCaseInput) (RunCaseOutpu
 	if err != nil {
 		return RunCaseOutput{}, errs.E(errs.Other, "run %s: case %s: encode artifacts: %w", in.RunID, cr.CaseID, err)
 	}
-	stored, err := a.recordAttempt(ctx, cr, att, true, func(r *models.CaseResult) {
+	stored, err := a.recordAttempt(ctx, cr, att, true, func(r *wire.CaseResult) {
 		r.Verdict, r.Reason = verdict, reason
 		if x.ran {
 			code := x.outcome.ExitCode
@@ -158,11 +158,11 @@ func (a *Activities) runCase(ctx context.Context, in RunCaseInput) (RunCaseOutpu
 }
 
 // isFinal reports whether a case has its one final result (or never will).
-func isFinal(cr *models.CaseResult) bool {
-	return cr.Status == models.CaseDone || cr.Status == models.CaseCanceled
+func isFinal(cr *wire.CaseResult) bool {
+	return cr.Status == wire.CaseDone || cr.Status == wire.CaseCanceled
 }
 
-func skipped(cr *models.CaseResult) RunCaseOutput {
+func skipped(cr *wire.CaseResult) RunCaseOutput {
 	return RunCaseOutput{Verdict: cr.Verdict, Reason: cr.Reason, Skipped: true}
 }
 
@@ -236,7 +236,7 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 	if err != nil {
 		return x, err
 	}
-	if ws.Phase != models.PhaseRunning {
+	if ws.Phase != wire.PhaseRunning {
 		x.infra = errs.E(errs.Unavailable, "workspace %s: %s: %s", wsID, ws.Phase, ws.Reason)
 		return x, nil
 	}
@@ -510,7 +510,7 @@ func (o *outputTail) String() string {
 // running under the runtime. When the backend cannot be resolved it
 // answers true: the case then cleans up after itself, at the cost of an
 // exec.
-func (a *Activities) hostProcesses(ctx context.Context, ws *models.Workspace) bool {
+func (a *Activities) hostProcesses(ctx context.Context, ws *wire.Workspace) bool {
 	b, err := activities.BackendFor(ctx, a.Store, a.Backends, ws)
 	return err != nil || b.Capabilities().Isolation == "none"
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // evalLifecycle makes workspaces the way starter.Starter does, minus
@@ -38,11 +39,11 @@ type evalLifecycle struct {
 	signalOnly bool
 }
 
-func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*models.Workspace, error) {
-	w := &models.Workspace{ID: models.NewID("ws"), TemplateID: req.TemplateID, ProviderID: "mem", Backend: memory.Type,
-		Phase: models.PhasePending, Labels: req.Labels, PoolID: req.PoolID}
+func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*wire.Workspace, error) {
+	w := &wire.Workspace{ID: models.NewID("ws"), TemplateID: req.TemplateID, ProviderID: "mem", Backend: memory.Type,
+		Phase: wire.PhasePending, Labels: req.Labels, PoolID: req.PoolID}
 	if req.PoolID != "" {
-		w.PoolState = models.PoolIdle
+		w.PoolState = wire.PoolIdle
 	}
 	if err := l.r.store.CreateWorkspace(ctx, w); err != nil {
 		return nil, err
@@ -50,7 +51,7 @@ func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req activities.Crea
 	if _, err := l.r.workspaces.Provision(ctx, activities.ProvisionInput{WorkspaceID: w.ID}); err != nil {
 		return nil, err
 	}
-	if err := l.r.store.SetWorkspacePhase(ctx, w.ID, models.PhaseRunning, "up"); err != nil {
+	if err := l.r.store.SetWorkspacePhase(ctx, w.ID, wire.PhaseRunning, "up"); err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
@@ -59,7 +60,7 @@ func (l *evalLifecycle) CreateWorkspace(ctx context.Context, req activities.Crea
 	return l.r.store.GetWorkspace(ctx, w.ID)
 }
 
-func (l *evalLifecycle) DeleteWorkspace(ctx context.Context, w *models.Workspace, reason string) error {
+func (l *evalLifecycle) DeleteWorkspace(ctx context.Context, w *wire.Workspace, reason string) error {
 	l.mu.Lock()
 	l.deleted = append(l.deleted, w.ID)
 	signalOnly := l.signalOnly
@@ -78,14 +79,14 @@ func (l *evalLifecycle) NotifyPool(context.Context, string) error {
 	return nil
 }
 
-func (l *evalLifecycle) ReturnWorkspace(ctx context.Context, w *models.Workspace) error {
+func (l *evalLifecycle) ReturnWorkspace(ctx context.Context, w *wire.Workspace) error {
 	l.mu.Lock()
 	l.returned = append(l.returned, w.ID)
 	l.mu.Unlock()
-	return l.r.store.SetPoolState(ctx, w.ID, models.PoolReturning, models.PoolIdle)
+	return l.r.store.SetPoolState(ctx, w.ID, wire.PoolReturning, wire.PoolIdle)
 }
 
-func (l *evalLifecycle) AdoptWorkspace(context.Context, *models.Workspace) (bool, error) {
+func (l *evalLifecycle) AdoptWorkspace(context.Context, *wire.Workspace) (bool, error) {
 	return false, nil
 }
 
@@ -103,7 +104,7 @@ func newEvalRig(t *testing.T) *evalRig {
 	lc := &evalLifecycle{r: r}
 	r.a.Lifecycle = lc
 	ctx := context.Background()
-	if err := r.store.CreateTemplate(ctx, &models.Template{ID: "et", ProviderID: "mem", Backend: json.RawMessage(evalTemplate)}); err != nil {
+	if err := r.store.CreateTemplate(ctx, &wire.Template{ID: "et", ProviderID: "mem", Backend: json.RawMessage(evalTemplate)}); err != nil {
 		t.Fatal(err)
 	}
 	return &evalRig{rig: r, lc: lc}
@@ -111,7 +112,7 @@ func newEvalRig(t *testing.T) *evalRig {
 
 // run stores a suite of cases (on template et unless ss names a pool)
 // and a run of all of them.
-func (r *evalRig) run(t *testing.T, runID string, ss eval.SuiteSpec, cases ...eval.Case) *models.Run {
+func (r *evalRig) run(t *testing.T, runID string, ss eval.SuiteSpec, cases ...eval.Case) *wire.Run {
 	t.Helper()
 	ctx := context.Background()
 	if ss.ID == "" {
@@ -124,18 +125,18 @@ func (r *evalRig) run(t *testing.T, runID string, ss eval.SuiteSpec, cases ...ev
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []models.SuiteCase
+	var rows []wire.SuiteCase
 	for i, c := range cases {
 		raw, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows = append(rows, models.SuiteCase{SuiteID: ss.ID, Ordinal: i, CaseID: c.ID, Labels: c.Labels, Spec: raw})
+		rows = append(rows, wire.SuiteCase{SuiteID: ss.ID, Ordinal: i, CaseID: c.ID, Labels: c.Labels, Spec: raw})
 	}
-	if err := r.store.CreateSuite(ctx, &models.Suite{ID: ss.ID, TemplateID: ss.TemplateID, PoolID: ss.PoolID, Spec: spec}, rows); err != nil {
+	if err := r.store.CreateSuite(ctx, &wire.Suite{ID: ss.ID, TemplateID: ss.TemplateID, PoolID: ss.PoolID, Spec: spec}, rows); err != nil {
 		t.Fatal(err)
 	}
-	run, err := CreateRun(ctx, r.store, CreateRunSpec{RunID: runID, SuiteID: ss.ID, Trigger: models.TriggerUser, TriggeredBy: "tester"})
+	run, err := CreateRun(ctx, r.store, CreateRunSpec{RunID: runID, SuiteID: ss.ID, Trigger: wire.TriggerUser, TriggeredBy: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func (r *evalRig) acquire(t *testing.T, runID string, slot int) string {
 	return out.WorkspaceID
 }
 
-func (r *evalRig) result(t *testing.T, runID string, ord int) *models.CaseResult {
+func (r *evalRig) result(t *testing.T, runID string, ord int) *wire.CaseResult {
 	t.Helper()
 	cr, err := r.store.GetCaseResult(context.Background(), runID, ord)
 	if err != nil {
@@ -161,7 +162,7 @@ func (r *evalRig) result(t *testing.T, runID string, ord int) *models.CaseResult
 	return cr
 }
 
-func attemptsOf(t *testing.T, cr *models.CaseResult) []eval.Attempt {
+func attemptsOf(t *testing.T, cr *wire.CaseResult) []eval.Attempt {
 	t.Helper()
 	var out []eval.Attempt
 	if len(cr.Attempts) > 0 {
@@ -186,13 +187,13 @@ func TestRunCaseOutcomes(t *testing.T) {
 		c           eval.Case
 		wantVerdict string
 		wantReason  string
-		check       func(t *testing.T, cr *models.CaseResult)
+		check       func(t *testing.T, cr *wire.CaseResult)
 	}{
 		{
 			c: eval.Case{ID: "pass", Command: script(`cat base.txt; echo "ok $GREETING"`), Env: map[string]string{"GREETING": "hi"},
 				Expect: eval.Expect{StdoutContains: []string{"ok hi", "from the template"}}},
 			wantVerdict: eval.VerdictPass,
-			check: func(t *testing.T, cr *models.CaseResult) {
+			check: func(t *testing.T, cr *wire.CaseResult) {
 				if cr.ExitCode == nil || *cr.ExitCode != 0 || !strings.Contains(cr.Stdout, "ok hi") {
 					t.Errorf("result = exit %v stdout %q", cr.ExitCode, cr.Stdout)
 				}
@@ -201,7 +202,7 @@ func TestRunCaseOutcomes(t *testing.T) {
 		{
 			c:           eval.Case{ID: "exit", Command: script(`echo some output; echo oops >&2; exit 3`)},
 			wantVerdict: eval.VerdictFail, wantReason: "exit code 3, want 0",
-			check: func(t *testing.T, cr *models.CaseResult) {
+			check: func(t *testing.T, cr *wire.CaseResult) {
 				if cr.ExitCode == nil || *cr.ExitCode != 3 || cr.Stdout != "some output\n" || cr.Stderr != "oops\n" {
 					t.Errorf("result = exit %v stdout %q stderr %q", cr.ExitCode, cr.Stdout, cr.Stderr)
 				}
@@ -218,7 +219,7 @@ func TestRunCaseOutcomes(t *testing.T) {
 		{
 			c:           eval.Case{ID: "timeout", Command: script(`echo started; sleep 30`), Timeout: eval.Duration(500 * time.Millisecond)},
 			wantVerdict: eval.VerdictFail, wantReason: "timed out after 500ms",
-			check: func(t *testing.T, cr *models.CaseResult) {
+			check: func(t *testing.T, cr *wire.CaseResult) {
 				if cr.DurationMS > 10_000 || cr.CommandMS < 400 || !strings.Contains(cr.Stdout, "started") {
 					t.Errorf("timed out case: duration %d ms, command %d ms, stdout %q", cr.DurationMS, cr.CommandMS, cr.Stdout)
 				}
@@ -228,7 +229,7 @@ func TestRunCaseOutcomes(t *testing.T) {
 			c: eval.Case{ID: "setup", Setup: []string{"true", "echo broken >&2; exit 2"}, Command: script(`touch ran`),
 				Collect: []string{"ran"}},
 			wantVerdict: eval.VerdictFail, wantReason: "setup[1]: exit status 2: broken",
-			check: func(t *testing.T, cr *models.CaseResult) {
+			check: func(t *testing.T, cr *wire.CaseResult) {
 				if cr.ExitCode != nil {
 					t.Errorf("exit code %d stored for a command that never ran", *cr.ExitCode)
 				}
@@ -255,7 +256,7 @@ func TestRunCaseOutcomes(t *testing.T) {
 			c: eval.Case{ID: "score", ScoreFile: "score.json",
 				Command: script(`echo '{"score": 0.75, "metrics": {"tokens": 120, "latency_s": 1.5}}' > score.json`)},
 			wantVerdict: eval.VerdictPass,
-			check: func(t *testing.T, cr *models.CaseResult) {
+			check: func(t *testing.T, cr *wire.CaseResult) {
 				if cr.Score == nil || *cr.Score != 0.75 || cr.Metrics["tokens"] != 120 || cr.Metrics["latency_s"] != 1.5 {
 					t.Errorf("score %v metrics %v", cr.Score, cr.Metrics)
 				}
@@ -265,7 +266,7 @@ func TestRunCaseOutcomes(t *testing.T) {
 			// A bad score file is no score, not a failure.
 			c:           eval.Case{ID: "bad-score", ScoreFile: "score.json", Command: script(`echo not json > score.json`)},
 			wantVerdict: eval.VerdictPass,
-			check: func(t *testing.T, cr *models.CaseResult) {
+			check: func(t *testing.T, cr *wire.CaseResult) {
 				if cr.Score != nil || cr.Metrics != nil {
 					t.Errorf("score %v metrics %v from a bad file", cr.Score, cr.Metrics)
 				}
@@ -292,7 +293,7 @@ func TestRunCaseOutcomes(t *testing.T) {
 				t.Errorf("output = %+v, want %s with reason %q", out, tc.wantVerdict, tc.wantReason)
 			}
 			cr := r.result(t, "run-outcomes", i)
-			if cr.Status != models.CaseDone || cr.Verdict != tc.wantVerdict || cr.Reason != out.Reason || cr.EndedAt == nil || cr.StartedAt == nil {
+			if cr.Status != wire.CaseDone || cr.Verdict != tc.wantVerdict || cr.Reason != out.Reason || cr.EndedAt == nil || cr.StartedAt == nil {
 				t.Errorf("stored = %s %s %q", cr.Status, cr.Verdict, cr.Reason)
 			}
 			atts := attemptsOf(t, cr)
@@ -460,12 +461,12 @@ func TestRunCaseInfraWhenRuntimeGone(t *testing.T) {
 		t.Fatalf("output = %+v, want an infrastructure error", out)
 	}
 	cr := r.result(t, "run-infra", 0)
-	if cr.Status == models.CaseDone || len(attemptsOf(t, cr)) != 1 {
+	if cr.Status == wire.CaseDone || len(attemptsOf(t, cr)) != 1 {
 		t.Errorf("after a non-final infra attempt: status %s, attempts %s", cr.Status, cr.Attempts)
 	}
 
 	// A workspace no longer running is infra too.
-	if err := r.store.SetWorkspacePhase(ctx, ws1, models.PhaseFailed, "3 probes missed"); err != nil {
+	if err := r.store.SetWorkspacePhase(ctx, ws1, wire.PhaseFailed, "3 probes missed"); err != nil {
 		t.Fatal(err)
 	}
 	out, err = r.a.RunCase(ctx, RunCaseInput{RunID: "run-infra", Ordinal: 0, WorkspaceID: ws1, Attempt: 2, Final: true, Reset: true})
@@ -474,7 +475,7 @@ func TestRunCaseInfraWhenRuntimeGone(t *testing.T) {
 	}
 	cr = r.result(t, "run-infra", 0)
 	atts := attemptsOf(t, cr)
-	if cr.Status != models.CaseDone || cr.Verdict != eval.VerdictError || len(atts) != 2 || atts[1].Attempt != 2 {
+	if cr.Status != wire.CaseDone || cr.Verdict != eval.VerdictError || len(atts) != 2 || atts[1].Attempt != 2 {
 		t.Errorf("final: status %s verdict %s attempts %+v", cr.Status, cr.Verdict, atts)
 	}
 	if strings.Contains(string(cr.Attempts)+cr.Reason, "sk-very-secret-key") {
@@ -525,7 +526,7 @@ func TestAcquireReleaseFinish(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	if err := r.store.CreatePool(ctx, &models.Pool{ID: "warm", TemplateID: "et", Size: 2}); err != nil {
+	if err := r.store.CreatePool(ctx, &wire.Pool{ID: "warm", TemplateID: "et", Size: 2}); err != nil {
 		t.Fatal(err)
 	}
 	var members []string
@@ -545,7 +546,7 @@ func TestAcquireReleaseFinish(t *testing.T) {
 	w0, _ := r.store.GetWorkspace(ctx, p0)
 	// A lease gives the workspace its lessee's labels, as a lease through
 	// the API does: the run's, in the same statement.
-	if w0.PoolState != models.PoolLeased || len(w0.Labels) != 2 || w0.Labels[LabelRun] != "run-pool" || w0.Labels[LabelSlot] != "0" {
+	if w0.PoolState != wire.PoolLeased || len(w0.Labels) != 2 || w0.Labels[LabelRun] != "run-pool" || w0.Labels[LabelSlot] != "0" {
 		t.Errorf("leased = %s labels %v", w0.PoolState, w0.Labels)
 	}
 	// The pool is empty now: a third slot gets a cold workspace.
@@ -567,31 +568,31 @@ func TestAcquireReleaseFinish(t *testing.T) {
 		t.Errorf("broken lease: %v, want deleted", err)
 	}
 
-	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-pool", Status: models.RunSucceeded})
+	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-pool", Status: wire.RunSucceeded})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fin.Status != models.RunSucceeded || fin.Total != 3 || fin.Pass != 2 || fin.Fail != 1 || fin.Released != 2 {
+	if fin.Status != wire.RunSucceeded || fin.Total != 3 || fin.Pass != 2 || fin.Fail != 1 || fin.Released != 2 {
 		t.Errorf("finish = %+v", fin)
 	}
 	w0, _ = r.store.GetWorkspace(ctx, p0)
-	if w0.PoolState != models.PoolIdle || len(w0.Labels) != 0 {
+	if w0.PoolState != wire.PoolIdle || len(w0.Labels) != 0 {
 		t.Errorf("returned lease = %s labels %v", w0.PoolState, w0.Labels)
 	}
 	if _, err := r.store.GetWorkspace(ctx, p2); !errs.Is(err, errs.NotFound) {
 		t.Errorf("cold workspace after finish: %v, want deleted", err)
 	}
 	run, _ := r.store.GetRun(ctx, "run-pool")
-	if run.Status != models.RunSucceeded || run.EndedAt == nil {
+	if run.Status != wire.RunSucceeded || run.EndedAt == nil {
 		t.Errorf("run = %s ended %v", run.Status, run.EndedAt)
 	}
 	mu.Lock()
-	if len(hook) != 1 || hook[0]["run_id"] != "run-pool" || hook[0]["status"] != models.RunSucceeded || hook[0]["pass"] != float64(2) {
+	if len(hook) != 1 || hook[0]["run_id"] != "run-pool" || hook[0]["status"] != wire.RunSucceeded || hook[0]["pass"] != float64(2) {
 		t.Errorf("webhook got %v", hook)
 	}
 	mu.Unlock()
 	// Finishing again changes nothing and notifies nobody.
-	if fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-pool", Status: models.RunCanceled}); err != nil || fin.Status != models.RunSucceeded || fin.Released != 0 {
+	if fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-pool", Status: wire.RunCanceled}); err != nil || fin.Status != wire.RunSucceeded || fin.Released != 0 {
 		t.Errorf("second finish = %+v, %v", fin, err)
 	}
 	if len(hook) != 1 {
@@ -614,11 +615,11 @@ func TestFinishRunCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.acquire(t, "run-c", 1)
-	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-c", Status: models.RunCanceled, Reason: "canceled"})
+	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-c", Status: wire.RunCanceled, Reason: "canceled"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fin.Status != models.RunCanceled || fin.Pass != 1 || fin.Canceled != 1 || fin.Released != 2 {
+	if fin.Status != wire.RunCanceled || fin.Pass != 1 || fin.Canceled != 1 || fin.Released != 2 {
 		t.Errorf("finish = %+v", fin)
 	}
 	left, _ := r.store.ListWorkspaces(ctx, models.WorkspaceFilter{})
@@ -654,15 +655,15 @@ func TestPrepareRunMakesScheduledRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Status != models.RunRunning || run.Trigger != models.TriggerSchedule || run.TriggeredBy != "schedule suite-nightly" || run.WorkflowID != run.ID {
+	if run.Status != wire.RunRunning || run.Trigger != wire.TriggerSchedule || run.TriggeredBy != "schedule suite-nightly" || run.WorkflowID != run.ID {
 		t.Errorf("run = %+v", run)
 	}
 	// A run canceled before its workflow began has nothing to run.
-	if err := r.store.SetRunStatus(ctx, "run-first", models.RunCanceled, "canceled"); err != nil {
+	if err := r.store.SetRunStatus(ctx, "run-first", wire.RunCanceled, "canceled"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := r.a.PrepareRun(ctx, PrepareRunInput{RunID: "run-first", SuiteID: "nightly", WorkflowID: "run-first"})
-	if err != nil || out.Final != models.RunCanceled {
+	if err != nil || out.Final != wire.RunCanceled {
 		t.Errorf("prepare of a canceled run = %+v, %v", out, err)
 	}
 }
@@ -679,14 +680,14 @@ func TestAcquireAfterBrokenRelease(t *testing.T) {
 	if _, err := r.a.ReleaseWorkspace(ctx, ReleaseWorkspaceInput{RunID: "run-broken", WorkspaceID: first, Broken: true}); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := r.store.GetWorkspace(ctx, first); err != nil || w.Phase != models.PhaseRunning {
+	if w, err := r.store.GetWorkspace(ctx, first); err != nil || w.Phase != wire.PhaseRunning {
 		t.Fatalf("the broken workspace = %+v, %v; want it still there, its delete only signalled", w, err)
 	}
 	if second := r.acquire(t, "run-broken", 0); second == first {
 		t.Errorf("slot 0 got the broken workspace %s back", first)
 	}
 	// The run's finish still finds the broken one by the run's label.
-	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-broken", Status: models.RunCanceled})
+	fin, err := r.a.FinishRun(ctx, FinishRunInput{RunID: "run-broken", Status: wire.RunCanceled})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // mayRunOn refuses run the workspace ws when the run may not reach it: a
@@ -14,11 +14,11 @@ import (
 // and so does a workspace of another tenant. Leased pool members were
 // made before the run, possibly from an older template, so an eval run
 // checks what it got, not only what it asked for.
-func mayRunOn(run *models.Run, ws *models.Workspace) error {
+func mayRunOn(run *wire.Run, ws *wire.Workspace) error {
 	if run.ByAdmin {
 		return nil
 	}
-	if models.IsHostBackend(ws.Backend) {
+	if wire.IsHostBackend(ws.Backend) {
 		return errs.E(errs.Forbidden, "run %s: workspace %s is on host backend %s, and the run's suite was not written by an admin; only an admin's suites run on the Primer host",
 			run.ID, ws.ID, ws.Backend)
 	}
@@ -31,7 +31,7 @@ func mayRunOn(run *models.Run, ws *models.Workspace) error {
 // mayLeaseFor refuses run a lease from pool p of another tenant, or of a
 // template on a host backend, unless its suite was an admin's: a pool id
 // the suite names may have been deleted and made again by someone else.
-func (a *Activities) mayLeaseFor(ctx context.Context, run *models.Run, p *models.Pool) error {
+func (a *Activities) mayLeaseFor(ctx context.Context, run *wire.Run, p *wire.Pool) error {
 	if run.ByAdmin {
 		return nil
 	}
@@ -42,7 +42,7 @@ func (a *Activities) mayLeaseFor(ctx context.Context, run *models.Run, p *models
 	if err != nil {
 		return fmt.Errorf("run %s: pool %s: template: %w", run.ID, p.ID, err)
 	}
-	probe := &models.Workspace{ID: "of pool " + p.ID, TenantID: run.TenantID, ProviderID: tmpl.ProviderID, ByAdmin: run.ByAdmin}
+	probe := &wire.Workspace{ID: "of pool " + p.ID, TenantID: run.TenantID, ProviderID: tmpl.ProviderID, ByAdmin: run.ByAdmin}
 	kind, err := activities.HostKind(ctx, a.Workspaces, probe, tmpl)
 	if err != nil {
 		return err

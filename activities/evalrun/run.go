@@ -12,6 +12,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Labels an eval run puts on the workspaces it holds, so that whatever
@@ -40,7 +41,7 @@ type CreateRunSpec struct {
 // share it, so every run belongs to its suite's tenant. NotFound if the
 // suite does not exist; Invalid (field cases)
 // for a selection naming unknown cases or picking none.
-func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*models.Run, error) {
+func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*wire.Run, error) {
 	su, err := store.GetSuite(ctx, spec.SuiteID)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: suite: %w", spec.RunID, err)
@@ -68,27 +69,27 @@ func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*m
 	if len(picked) == 0 {
 		return nil, errs.Field("cases", "run %s: suite %s: the selection picks no case", spec.RunID, su.ID)
 	}
-	results := make([]models.CaseResult, 0, len(picked))
+	results := make([]wire.CaseResult, 0, len(picked))
 	for i, idx := range picked {
 		c := ss.Resolve(cases[idx])
 		raw, err := json.Marshal(c)
 		if err != nil {
 			return nil, errs.E(errs.Other, "run %s: case %s: encode: %w", spec.RunID, c.ID, err)
 		}
-		results = append(results, models.CaseResult{
+		results = append(results, wire.CaseResult{
 			RunID:   spec.RunID,
 			Ordinal: i,
 			CaseID:  c.ID,
 			Labels:  c.Labels,
 			Spec:    raw,
-			Status:  models.CasePending,
+			Status:  wire.CasePending,
 		})
 	}
 	sel, err := json.Marshal(spec.Selection)
 	if err != nil {
 		return nil, errs.E(errs.Other, "run %s: encode selection: %w", spec.RunID, err)
 	}
-	run := &models.Run{
+	run := &wire.Run{
 		ID: spec.RunID,
 		// A run is its suite's, whoever triggered it (a user, an admin of
 		// another tenant, the schedule): its workspaces count against the
@@ -96,7 +97,7 @@ func CreateRun(ctx context.Context, store *models.Store, spec CreateRunSpec) (*m
 		TenantID:    su.TenantID,
 		ByAdmin:     su.AdminWritten,
 		SuiteID:     su.ID,
-		Status:      models.RunPending,
+		Status:      wire.RunPending,
 		Trigger:     spec.Trigger,
 		TriggeredBy: spec.TriggeredBy,
 		Spec:        su.Spec,
@@ -156,7 +157,7 @@ func (a *Activities) prepareRun(ctx context.Context, in PrepareRunInput) (Prepar
 	run, err := a.Store.GetRun(ctx, id)
 	if errs.Is(err, errs.NotFound) && in.RunID == "" {
 		run, err = CreateRun(ctx, a.Store, CreateRunSpec{RunID: id, SuiteID: in.SuiteID,
-			Trigger: models.TriggerSchedule, TriggeredBy: in.TriggeredBy})
+			Trigger: wire.TriggerSchedule, TriggeredBy: in.TriggeredBy})
 		if errs.Is(err, errs.Conflict) {
 			// An earlier attempt made it and its answer was lost.
 			run, err = a.Store.GetRun(ctx, id)
@@ -204,7 +205,7 @@ func (a *Activities) prepareRun(ctx context.Context, in PrepareRunInput) (Prepar
 	}
 	// A template or pool that is gone is found by the first acquire, which
 	// fails the run with the reason.
-	switch err := a.Store.SetRunStatus(ctx, run.ID, models.RunRunning, ""); {
+	switch err := a.Store.SetRunStatus(ctx, run.ID, wire.RunRunning, ""); {
 	case errs.Is(err, errs.Conflict):
 		cur, gerr := a.Store.GetRun(ctx, run.ID)
 		if gerr != nil {
@@ -220,7 +221,7 @@ func (a *Activities) prepareRun(ctx context.Context, in PrepareRunInput) (Prepar
 }
 
 // runSpec decodes the suite spec a run was made with.
-func runSpec(run *models.Run) (eval.SuiteSpec, error) {
+func runSpec(run *wire.Run) (eval.SuiteSpec, error) {
 	var ss eval.SuiteSpec
 	if len(run.Spec) == 0 {
 		return ss, nil
@@ -279,12 +280,12 @@ func (a *Activities) FailCase(ctx context.Context, in FailCaseInput) (FailCaseOu
 	if err != nil {
 		return FailCaseOutput{}, activities.Classify(fmt.Errorf("run %s: case %d: %w", in.RunID, in.Ordinal, err))
 	}
-	if cr.Status == models.CaseDone || cr.Status == models.CaseCanceled {
+	if cr.Status == wire.CaseDone || cr.Status == wire.CaseCanceled {
 		return FailCaseOutput{Verdict: cr.Verdict}, nil
 	}
 	att := eval.Attempt{Attempt: in.Attempt, WorkspaceID: in.WorkspaceID, Verdict: eval.VerdictError,
 		Reason: in.Reason, StartedAt: now, EndedAt: now}
-	verdict, err := a.recordAttempt(ctx, cr, att, in.Final, func(r *models.CaseResult) {
+	verdict, err := a.recordAttempt(ctx, cr, att, in.Final, func(r *wire.CaseResult) {
 		r.Verdict, r.Reason = eval.VerdictError, in.Reason
 	})
 	if err != nil {
@@ -298,7 +299,7 @@ func (a *Activities) FailCase(ctx context.Context, in FailCaseInput) (FailCaseOu
 // left). Unless final it stores them on the pending case; when final it
 // finishes the case with the fields fill sets. A case another attempt
 // finished first keeps its result: its verdict is returned.
-func (a *Activities) recordAttempt(ctx context.Context, cr *models.CaseResult, att eval.Attempt, final bool, fill func(*models.CaseResult)) (string, error) {
+func (a *Activities) recordAttempt(ctx context.Context, cr *wire.CaseResult, att eval.Attempt, final bool, fill func(*wire.CaseResult)) (string, error) {
 	var attempts []eval.Attempt
 	if len(cr.Attempts) > 0 && string(cr.Attempts) != "null" {
 		if err := json.Unmarshal(cr.Attempts, &attempts); err != nil {
@@ -322,7 +323,7 @@ func (a *Activities) recordAttempt(ctx context.Context, cr *models.CaseResult, a
 		}
 		return att.Verdict, nil
 	}
-	res := &models.CaseResult{RunID: cr.RunID, Ordinal: cr.Ordinal, CaseID: cr.CaseID, Attempts: raw}
+	res := &wire.CaseResult{RunID: cr.RunID, Ordinal: cr.Ordinal, CaseID: cr.CaseID, Attempts: raw}
 	end := att.EndedAt
 	res.EndedAt = &end
 	fill(res)
@@ -398,7 +399,7 @@ func (a *Activities) finishRun(ctx context.Context, in FinishRunInput) (FinishRu
 	if err := errors.Join(errList...); err != nil {
 		return FinishRunOutput{}, fmt.Errorf("run %s: finish: release workspaces: %w", run.ID, err)
 	}
-	if in.Status != models.RunSucceeded {
+	if in.Status != wire.RunSucceeded {
 		if _, err := a.Store.CancelCases(ctx, run.ID); err != nil {
 			return FinishRunOutput{}, fmt.Errorf("run %s: finish: cancel cases: %w", run.ID, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // tenantLifecycle creates rows in the tenant the request names, as
@@ -20,14 +21,14 @@ type tenantLifecycle struct {
 	reqs []activities.CreateWorkspaceRequest
 }
 
-func (l *tenantLifecycle) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*models.Workspace, error) {
+func (l *tenantLifecycle) CreateWorkspace(ctx context.Context, req activities.CreateWorkspaceRequest) (*wire.Workspace, error) {
 	l.mu.Lock()
 	l.reqs = append(l.reqs, req)
 	l.mu.Unlock()
-	w := &models.Workspace{ID: models.NewID("ws"), TenantID: req.TenantID, TemplateID: req.TemplateID, ProviderID: "mem",
-		Backend: memory.Type, Phase: models.PhaseRunning, Labels: req.Labels, PoolID: req.PoolID}
+	w := &wire.Workspace{ID: models.NewID("ws"), TenantID: req.TenantID, TemplateID: req.TemplateID, ProviderID: "mem",
+		Backend: memory.Type, Phase: wire.PhaseRunning, Labels: req.Labels, PoolID: req.PoolID}
 	if req.PoolID != "" {
-		w.PoolState = models.PoolIdle
+		w.PoolState = wire.PoolIdle
 	}
 	if err := l.r.store.CreateWorkspace(ctx, w); err != nil {
 		return nil, err
@@ -42,16 +43,16 @@ func TestRunWorkspacesInSuiteTenant(t *testing.T) {
 	ctx := context.Background()
 	lc := &tenantLifecycle{evalLifecycle: r.lc}
 	r.a.Lifecycle = lc
-	if err := r.store.CreateTenant(ctx, &models.Tenant{ID: "acme"}); err != nil {
+	if err := r.store.CreateTenant(ctx, &wire.Tenant{ID: "acme"}); err != nil {
 		t.Fatal(err)
 	}
 	spec, _ := json.Marshal(eval.SuiteSpec{ID: "acme-suite", TemplateID: "et"})
 	raw, _ := json.Marshal(eval.Case{ID: "a", Command: script("true")})
-	if err := r.store.CreateSuite(ctx, &models.Suite{ID: "acme-suite", TenantID: "acme", TemplateID: "et", Spec: spec},
-		[]models.SuiteCase{{SuiteID: "acme-suite", CaseID: "a", Spec: raw}}); err != nil {
+	if err := r.store.CreateSuite(ctx, &wire.Suite{ID: "acme-suite", TenantID: "acme", TemplateID: "et", Spec: spec},
+		[]wire.SuiteCase{{SuiteID: "acme-suite", CaseID: "a", Spec: raw}}); err != nil {
 		t.Fatal(err)
 	}
-	run, err := CreateRun(ctx, r.store, CreateRunSpec{RunID: "run-acme", SuiteID: "acme-suite", Trigger: models.TriggerUser, TriggeredBy: "admin"})
+	run, err := CreateRun(ctx, r.store, CreateRunSpec{RunID: "run-acme", SuiteID: "acme-suite", Trigger: wire.TriggerUser, TriggeredBy: "admin"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/internal/outbound"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // EventRunFinished is the event a suite's webhook receives when a run ends.
@@ -21,7 +21,7 @@ const EventRunFinished = "run.finished"
 // activities.WebhookTimeout. It is best effort: a receiver that is down or refuses
 // is logged (by host only: the URL may carry a token) and the run ends
 // all the same.
-func (a *Activities) notifyRun(ctx context.Context, run *models.Run, out FinishRunOutput) {
+func (a *Activities) notifyRun(ctx context.Context, run *wire.Run, out FinishRunOutput) {
 	ss, err := runSpec(run)
 	if err != nil || ss.WebhookURL == "" {
 		return

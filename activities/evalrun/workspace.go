@@ -10,6 +10,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // acquireMargin is added to a template's start timeout to bound the wait
@@ -113,7 +114,7 @@ func (a *Activities) acquireWorkspace(ctx context.Context, in AcquireWorkspaceIn
 
 // heldWorkspace returns the workspace an earlier attempt acquired for the
 // slot, if one is still usable; one that failed is released on the way.
-func (a *Activities) heldWorkspace(ctx context.Context, runID string, slot int) (*models.Workspace, error) {
+func (a *Activities) heldWorkspace(ctx context.Context, runID string, slot int) (*wire.Workspace, error) {
 	held, err := a.runWorkspaces(ctx, runID, slot)
 	if err != nil {
 		return nil, err
@@ -121,7 +122,7 @@ func (a *Activities) heldWorkspace(ctx context.Context, runID string, slot int) 
 	for i := range held {
 		ws := &held[i]
 		switch ws.Phase {
-		case models.PhasePending, models.PhaseRunning:
+		case wire.PhasePending, wire.PhaseRunning:
 			return ws, nil
 		default:
 			if _, err := a.release(ctx, runID, ws, true); err != nil {
@@ -135,8 +136,8 @@ func (a *Activities) heldWorkspace(ctx context.Context, runID string, slot int) 
 // awaitRunning polls the workspace until it runs, within its template's
 // start timeout and a margin. One that fails, escalates or goes away is
 // released and the error is retryable: the next attempt gets another.
-func (a *Activities) awaitRunning(ctx context.Context, runID string, ws *models.Workspace) error {
-	if ws.Phase == models.PhaseRunning {
+func (a *Activities) awaitRunning(ctx context.Context, runID string, ws *wire.Workspace) error {
+	if ws.Phase == wire.PhaseRunning {
 		return nil
 	}
 	limit := acquireMargin
@@ -151,9 +152,9 @@ func (a *Activities) awaitRunning(ctx context.Context, runID string, ws *models.
 		switch {
 		case errs.Is(err, errs.NotFound):
 			return errs.E(errs.Unavailable, "run %s: acquire: workspace %s went away before it ran", runID, ws.ID)
-		case err == nil && cur.Phase == models.PhaseRunning:
+		case err == nil && cur.Phase == wire.PhaseRunning:
 			return nil
-		case err == nil && cur.Phase != models.PhasePending:
+		case err == nil && cur.Phase != wire.PhasePending:
 			if _, rerr := a.release(ctx, runID, cur, true); rerr != nil {
 				a.logger().Warn("release a workspace that did not start", "run_id", runID, "workspace_id", ws.ID, "error", rerr)
 			}
@@ -179,14 +180,14 @@ func (a *Activities) awaitRunning(ctx context.Context, runID string, ws *models.
 // runWorkspaces lists the workspaces labelled with the run (and slot, when
 // slot >= 0) that are not already being deleted. Labels are not indexed:
 // it reads every workspace, which a run does once per slot and at its end.
-func (a *Activities) runWorkspaces(ctx context.Context, runID string, slot int) ([]models.Workspace, error) {
+func (a *Activities) runWorkspaces(ctx context.Context, runID string, slot int) ([]wire.Workspace, error) {
 	all, err := a.Store.ListWorkspaces(ctx, models.WorkspaceFilter{})
 	if err != nil {
 		return nil, fmt.Errorf("run %s: list workspaces: %w", runID, err)
 	}
-	var out []models.Workspace
+	var out []wire.Workspace
 	for _, ws := range all {
-		if ws.Labels[LabelRun] != runID || ws.Phase == models.PhaseTerminating {
+		if ws.Labels[LabelRun] != runID || ws.Phase == wire.PhaseTerminating {
 			continue
 		}
 		if slot >= 0 && ws.Labels[LabelSlot] != strconv.Itoa(slot) {
@@ -237,16 +238,16 @@ func (a *Activities) ReleaseWorkspace(ctx context.Context, in ReleaseWorkspaceIn
 
 // release gives up one workspace of the run; released is false when there
 // was nothing to do.
-func (a *Activities) release(ctx context.Context, runID string, ws *models.Workspace, broken bool) (released bool, err error) {
+func (a *Activities) release(ctx context.Context, runID string, ws *wire.Workspace, broken bool) (released bool, err error) {
 	if a.Lifecycle == nil {
 		return false, errs.E(errs.Invalid, "run %s: release: no lifecycle configured", runID)
 	}
 	ours := ws.Labels[LabelRun] == runID
-	inPool := ws.PoolID != "" && (ws.PoolState == models.PoolLeased || ws.PoolState == models.PoolReturning)
+	inPool := ws.PoolID != "" && (ws.PoolState == wire.PoolLeased || ws.PoolState == wire.PoolReturning)
 	switch {
-	case ws.Phase == models.PhaseTerminating:
+	case ws.Phase == wire.PhaseTerminating:
 		return false, nil
-	case inPool && ws.PoolState == models.PoolReturning:
+	case inPool && ws.PoolState == wire.PoolReturning:
 		// An earlier attempt began the return; a return signal more is
 		// harmless, a missing one would leave it returning for good.
 		if !ours && ws.Labels[LabelRun] != "" {
@@ -255,7 +256,7 @@ func (a *Activities) release(ctx context.Context, runID string, ws *models.Works
 	case !ours:
 		return false, nil
 	}
-	if !inPool || broken || ws.Phase != models.PhaseRunning {
+	if !inPool || broken || ws.Phase != wire.PhaseRunning {
 		reason := fmt.Sprintf("eval run %s: done with it", runID)
 		if broken {
 			reason = fmt.Sprintf("eval run %s: broken while running a case", runID)
@@ -278,8 +279,8 @@ func (a *Activities) release(ctx context.Context, runID string, ws *models.Works
 		a.logger().Info("run released a workspace", "run_id", runID, "workspace_id", ws.ID, "deleted", true, "broken", broken)
 		return true, nil
 	}
-	if ws.PoolState == models.PoolLeased {
-		err := a.Store.SetPoolState(ctx, ws.ID, models.PoolLeased, models.PoolReturning)
+	if ws.PoolState == wire.PoolLeased {
+		err := a.Store.SetPoolState(ctx, ws.ID, wire.PoolLeased, wire.PoolReturning)
 		if errs.Is(err, errs.Conflict) {
 			return false, nil
 		}

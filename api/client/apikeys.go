@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // CreateAPIKeyRequest is the body of POST /v1/apikeys.
@@ -27,7 +27,7 @@ type CreateAPIKeyRequest struct {
 
 // CreatedAPIKey is a new key's row and, this once, the key itself.
 type CreatedAPIKey struct {
-	models.APIKey
+	wire.APIKey
 	// Key is the bearer key. The server keeps only its hash: it is never
 	// shown again.
 	Key string `json:"key"`
@@ -41,23 +41,23 @@ func (c *Client) CreateAPIKey(ctx context.Context, req CreateAPIKeyRequest) (*Cr
 
 // ListAPIKeys returns the keys the caller may see: an admin's of tenant
 // ("" = every tenant), anyone else's own tenant's.
-func (c *Client) ListAPIKeys(ctx context.Context, tenant string) ([]models.APIKey, error) {
-	return listInto[models.APIKey](ctx, c, "/v1/apikeys", query("tenant", tenant))
+func (c *Client) ListAPIKeys(ctx context.Context, tenant string) ([]wire.APIKey, error) {
+	return listInto[wire.APIKey](ctx, c, "/v1/apikeys", query("tenant", tenant))
 }
 
 // ListAPIKeyTree returns the same keys as ListAPIKeys as a key tree, depth
 // first: each key followed by the keys minted under it, with its depth.
-func (c *Client) ListAPIKeyTree(ctx context.Context, tenant string) ([]models.APIKeyNode, error) {
-	return listInto[models.APIKeyNode](ctx, c, "/v1/apikeys", query("tenant", tenant, "tree", "1"))
+func (c *Client) ListAPIKeyTree(ctx context.Context, tenant string) ([]wire.APIKeyNode, error) {
+	return listInto[wire.APIKeyNode](ctx, c, "/v1/apikeys", query("tenant", tenant, "tree", "1"))
 }
 
 // GetAPIKey returns the key row id (never the key).
-func (c *Client) GetAPIKey(ctx context.Context, id string) (*models.APIKey, error) {
-	return doInto[models.APIKey](ctx, c, http.MethodGet, "/v1/apikeys/"+seg(id), nil, nil)
+func (c *Client) GetAPIKey(ctx context.Context, id string) (*wire.APIKey, error) {
+	return doInto[wire.APIKey](ctx, c, http.MethodGet, "/v1/apikeys/"+seg(id), nil, nil)
 }
 
 // RevokeAPIKey revokes the key id and every key minted under it at once
 // and returns its row; revoking a revoked key changes nothing.
-func (c *Client) RevokeAPIKey(ctx context.Context, id string) (*models.APIKey, error) {
-	return doInto[models.APIKey](ctx, c, http.MethodPost, "/v1/apikeys/"+seg(id)+"/revoke", nil, nil)
+func (c *Client) RevokeAPIKey(ctx context.Context, id string) (*wire.APIKey, error) {
+	return doInto[wire.APIKey](ctx, c, http.MethodPost, "/v1/apikeys/"+seg(id)+"/revoke", nil, nil)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strconv"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // AuditOptions selects audit entries.
@@ -20,7 +20,7 @@ type AuditOptions struct {
 }
 
 // ListAudit returns the audit entries opts selects.
-func (c *Client) ListAudit(ctx context.Context, opts AuditOptions) ([]models.AuditEntry, error) {
+func (c *Client) ListAudit(ctx context.Context, opts AuditOptions) ([]wire.AuditEntry, error) {
 	q := query("tenant", opts.Tenant)
 	if opts.AfterID > 0 {
 		q.Set("after", strconv.FormatUint(opts.AfterID, 10))
@@ -28,5 +28,5 @@ func (c *Client) ListAudit(ctx context.Context, opts AuditOptions) ([]models.Aud
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	return listInto[models.AuditEntry](ctx, c, "/v1/audit", q)
+	return listInto[wire.AuditEntry](ctx, c, "/v1/audit", q)
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // recorded is one request the fake server saw.
@@ -167,28 +167,28 @@ func TestResourceRequests(t *testing.T) {
 	ts := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/providers", func(w http.ResponseWriter, r *http.Request) {
-		var p models.Provider
+		var p wire.Provider
 		_ = json.NewDecoder(r.Body).Decode(&p)
 		p.CreatedAt, p.UpdatedAt = ts, ts
 		writeJSON(w, 201, p)
 	})
 	mux.HandleFunc("GET /v1/templates", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"items": []models.Template{{ID: "t1", ProviderID: "local", Backend: json.RawMessage(`{"kind":"local"}`)}}})
+		writeJSON(w, 200, map[string]any{"items": []wire.Template{{ID: "t1", ProviderID: "local", Backend: json.RawMessage(`{"kind":"local"}`)}}})
 	})
 	mux.HandleFunc("GET /v1/workspaces", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"items": []models.Workspace{{ID: "ws-1", Phase: "running"}, {ID: "ws-2", Phase: "running"}}})
+		writeJSON(w, 200, map[string]any{"items": []wire.Workspace{{ID: "ws-1", Phase: "running"}, {ID: "ws-2", Phase: "running"}}})
 	})
 	mux.HandleFunc("POST /v1/workspaces", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 201, models.Workspace{ID: "ws-9", TemplateID: "default", Phase: "pending"})
+		writeJSON(w, 201, wire.Workspace{ID: "ws-9", TemplateID: "default", Phase: "pending"})
 	})
 	mux.HandleFunc("DELETE /v1/workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 202, models.Workspace{ID: r.PathValue("id"), Phase: "terminating"})
+		writeJSON(w, 202, wire.Workspace{ID: r.PathValue("id"), Phase: "terminating"})
 	})
 	mux.HandleFunc("DELETE /v1/providers/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	mux.HandleFunc("POST /v1/sessions/{id}/end", func(w http.ResponseWriter, r *http.Request) {
 		var b struct{ Reason string }
 		_ = json.NewDecoder(r.Body).Decode(&b)
-		writeJSON(w, 200, models.Session{ID: r.PathValue("id"), Status: "ended", EndReason: b.Reason})
+		writeJSON(w, 200, wire.Session{ID: r.PathValue("id"), Status: "ended", EndReason: b.Reason})
 	})
 	f := newFake(t, mux)
 	c := New(f.URL)
@@ -264,7 +264,7 @@ func phaseServer(t *testing.T, script []string, reason string) *fake {
 			writeErr(w, 404, "not_found", "workspace ws-1: not found", "")
 			return
 		}
-		ws := models.Workspace{ID: "ws-1", Phase: phase}
+		ws := wire.Workspace{ID: "ws-1", Phase: phase}
 		if phase == "failed" {
 			ws.Reason = reason
 		}
@@ -291,7 +291,7 @@ func TestWaitWorkspace(t *testing.T) {
 			f := phaseServer(t, tt.script, "provision: image not found")
 			c := New(f.URL, WithPollInterval(5*time.Millisecond))
 			var seen []string
-			ws, err := c.WaitWorkspace(context.Background(), "ws-1", tt.want, func(w *models.Workspace) { seen = append(seen, w.Phase) })
+			ws, err := c.WaitWorkspace(context.Background(), "ws-1", tt.want, func(w *wire.Workspace) { seen = append(seen, w.Phase) })
 			if tt.wantKind == errs.Other {
 				if err != nil || ws.Phase != tt.want {
 					t.Fatalf("wait = %+v, %v", ws, err)
@@ -323,7 +323,7 @@ func TestWaitWorkspace(t *testing.T) {
 		f := phaseServer(t, []string{"terminating", "terminating", "gone"}, "")
 		c := New(f.URL, WithPollInterval(5*time.Millisecond))
 		var seen []string
-		if err := c.WaitGone(context.Background(), "ws-1", func(w *models.Workspace) { seen = append(seen, w.Phase) }); err != nil {
+		if err := c.WaitGone(context.Background(), "ws-1", func(w *wire.Workspace) { seen = append(seen, w.Phase) }); err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(seen) != "[terminating]" {
@@ -493,22 +493,22 @@ func TestFollowEvents(t *testing.T) {
 		lastIDs.Store(n, r.Header.Get("Last-Event-ID"))
 		w.Header().Set("Content-Type", "text/event-stream")
 		if n == 1 {
-			_, _ = io.WriteString(w, sseEvent(1, models.EventPhaseChanged, `{"from":"","to":"pending"}`))
+			_, _ = io.WriteString(w, sseEvent(1, wire.EventPhaseChanged, `{"from":"","to":"pending"}`))
 			_, _ = io.WriteString(w, ": ping\n\n")
-			_, _ = io.WriteString(w, sseEvent(2, models.EventProvisioned, `{"workspace_type":"local"}`))
+			_, _ = io.WriteString(w, sseEvent(2, wire.EventProvisioned, `{"workspace_type":"local"}`))
 			return // drop
 		}
 		// The server replays from Last-Event-ID; an overlap is skipped.
-		_, _ = io.WriteString(w, sseEvent(2, models.EventProvisioned, `{"workspace_type":"local"}`))
-		_, _ = io.WriteString(w, sseEvent(3, models.EventDestroyed, `{"workspace_type":"local"}`))
+		_, _ = io.WriteString(w, sseEvent(2, wire.EventProvisioned, `{"workspace_type":"local"}`))
+		_, _ = io.WriteString(w, sseEvent(3, wire.EventDestroyed, `{"workspace_type":"local"}`))
 		_, _ = io.WriteString(w, sseEvent(4, "never.delivered", `{}`))
 	})
 	mux.HandleFunc("GET /v1/workspaces/ws-1", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, models.Workspace{ID: "ws-1", Phase: "terminating"})
+		writeJSON(w, 200, wire.Workspace{ID: "ws-1", Phase: "terminating"})
 	})
 	f := newFake(t, mux)
 	var got []string
-	err := New(f.URL).FollowEvents(context.Background(), "ws-1", 0, func(ev models.Event) error {
+	err := New(f.URL).FollowEvents(context.Background(), "ws-1", 0, func(ev wire.Event) error {
 		got = append(got, fmt.Sprintf("%d:%s", ev.ID, ev.Type))
 		return nil
 	})
@@ -528,7 +528,7 @@ func TestFollowEvents(t *testing.T) {
 
 	// fn's error ends the stream and comes back unchanged.
 	stop := errors.New("enough")
-	err = New(f.URL).FollowEvents(context.Background(), "ws-1", 0, func(models.Event) error { return stop })
+	err = New(f.URL).FollowEvents(context.Background(), "ws-1", 0, func(wire.Event) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("err = %v, want fn's error", err)
 	}
@@ -538,7 +538,7 @@ func TestFollowEvents(t *testing.T) {
 	muxGone := http.NewServeMux()
 	muxGone.HandleFunc("GET /v1/workspaces/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, sseEvent(1, models.EventPhaseChanged, `{"from":"running","to":"terminating"}`))
+		_, _ = io.WriteString(w, sseEvent(1, wire.EventPhaseChanged, `{"from":"running","to":"terminating"}`))
 		if r.PathValue("id") == "ws-err" {
 			_, _ = io.WriteString(w, "event: error\ndata: {\"error\":{\"code\":\"unavailable\",\"message\":\"events: database is locked\"}}\n\n")
 		}
@@ -548,12 +548,12 @@ func TestFollowEvents(t *testing.T) {
 	})
 	fGone := newFake(t, muxGone)
 	n := 0
-	err = New(fGone.URL).FollowEvents(context.Background(), "ws-gone", 0, func(models.Event) error { n++; return nil })
+	err = New(fGone.URL).FollowEvents(context.Background(), "ws-gone", 0, func(wire.Event) error { n++; return nil })
 	if err != nil || n != 1 || len(fGone.reqs) != 2 {
 		t.Errorf("gone workspace: err %v after %d events and %d requests, want nil, 1, 2", err, n, len(fGone.reqs))
 	}
 	n = 0
-	err = New(fGone.URL).FollowEvents(context.Background(), "ws-err", 0, func(models.Event) error { n++; return nil })
+	err = New(fGone.URL).FollowEvents(context.Background(), "ws-err", 0, func(wire.Event) error { n++; return nil })
 	if !errs.Is(err, errs.Unavailable) || n != 1 || !strings.Contains(err.Error(), "database is locked") {
 		t.Errorf("error event: err %v after %d events", err, n)
 	}
@@ -564,7 +564,7 @@ func TestFollowEvents(t *testing.T) {
 		writeErr(w, 404, "not_found", "workspace nope: not found", "")
 	})
 	f404 := newFake(t, mux404)
-	err = New(f404.URL).FollowEvents(context.Background(), "nope", 0, func(models.Event) error { return nil })
+	err = New(f404.URL).FollowEvents(context.Background(), "nope", 0, func(wire.Event) error { return nil })
 	if !errs.Is(err, errs.NotFound) || len(f404.reqs) != 1 {
 		t.Errorf("err = %v after %d requests, want one not_found", err, len(f404.reqs))
 	}
@@ -573,7 +573,7 @@ func TestFollowEvents(t *testing.T) {
 func TestEvents(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/workspaces/ws-1/events", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"items": []models.Event{{ID: 5, Type: models.EventProvisioned, Data: json.RawMessage(`{"workspace_path":"/x"}`)}}})
+		writeJSON(w, 200, map[string]any{"items": []wire.Event{{ID: 5, Type: wire.EventProvisioned, Data: json.RawMessage(`{"workspace_path":"/x"}`)}}})
 	})
 	f := newFake(t, mux)
 	evs, err := New(f.URL).Events(context.Background(), "ws-1", 4)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Created is the answer of a create: the workspace and where it came from,
 // LeaseWarm (an idle member of a pool of the template, running already) or
 // LeaseCold (a new workspace, still pending; see WaitWorkspace).
 type Created struct {
-	models.Workspace
+	wire.Workspace
 	Source string `json:"source"`
 }
 

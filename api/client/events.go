@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Reconnection policy of FollowEvents: a dropped stream is resumed from the
@@ -26,12 +26,12 @@ const (
 
 // Events returns the stored events of workspace id with an ID above after
 // (0: all), oldest first.
-func (c *Client) Events(ctx context.Context, id string, after uint64) ([]models.Event, error) {
+func (c *Client) Events(ctx context.Context, id string, after uint64) ([]wire.Event, error) {
 	var q url.Values
 	if after > 0 {
 		q = url.Values{"after": {strconv.FormatUint(after, 10)}}
 	}
-	var out itemsOf[models.Event]
+	var out itemsOf[wire.Event]
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces/"+seg(id)+"/events", q, nil, &out); err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (c *Client) Events(ctx context.Context, id string, after uint64) ([]models.
 // after workspace.destroyed, fn's error if fn fails, or ctx's error. A
 // stream that drops is resumed after the last event seen (Last-Event-ID);
 // it gives up after followMaxAttempts attempts in a row that deliver nothing.
-func (c *Client) FollowEvents(ctx context.Context, id string, lastID uint64, fn func(models.Event) error) error {
+func (c *Client) FollowEvents(ctx context.Context, id string, lastID uint64, fn func(wire.Event) error) error {
 	backoff := followMinBackoff
 	failures := 0
 	for {
@@ -85,7 +85,7 @@ func (c *Client) FollowEvents(ctx context.Context, id string, lastID uint64, fn 
 // followOnce reads one SSE connection. done says the caller must return err
 // as is (destroyed, fn failed, or an API error that a retry cannot fix);
 // otherwise err, if any, is why the connection ended and a retry may help.
-func (c *Client) followOnce(ctx context.Context, id string, lastID *uint64, fn func(models.Event) error) (delivered, done bool, err error) {
+func (c *Client) followOnce(ctx context.Context, id string, lastID *uint64, fn func(wire.Event) error) (delivered, done bool, err error) {
 	r := request{
 		method: http.MethodGet, path: "/v1/workspaces/" + seg(id) + "/events",
 		query: url.Values{"follow": {"true"}}, accept: "text/event-stream",
@@ -120,7 +120,7 @@ func (c *Client) followOnce(ctx context.Context, id string, lastID *uint64, fn f
 			}
 			return &fnError{e}
 		}
-		var ev models.Event
+		var ev wire.Event
 		if err := json.Unmarshal(m.data, &ev); err != nil {
 			return wrap(errs.Other, err, "workspace %s: events: bad event %.80q", id, m.data)
 		}
@@ -140,7 +140,7 @@ func (c *Client) followOnce(ctx context.Context, id string, lastID *uint64, fn f
 		if ev.ID > *lastID {
 			*lastID = ev.ID
 		}
-		if ev.Type == models.EventDestroyed {
+		if ev.Type == wire.EventDestroyed {
 			destroyed = true
 			return errStop
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // ExtendRequest is the body of POST /v1/workspaces/{id}/extend: one of By
@@ -16,6 +16,6 @@ type ExtendRequest struct {
 
 // ExtendWorkspace pushes a workspace's deadlines (expires_at, its lease,
 // its idle deadline) out, never past its max_expires_at.
-func (c *Client) ExtendWorkspace(ctx context.Context, id string, req ExtendRequest) (*models.Workspace, error) {
-	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/extend", nil, req)
+func (c *Client) ExtendWorkspace(ctx context.Context, id string, req ExtendRequest) (*wire.Workspace, error) {
+	return doInto[wire.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/extend", nil, req)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // LLMProviderSpec is the body of POST and PUT /v1/llm-providers: the `spec`
@@ -22,20 +22,20 @@ type LLMProviderSpec struct {
 // LLMProvider is a model provider as the API answers it: APIKey is
 // "(redacted)" when a key is stored, never the key.
 type LLMProvider struct {
-	models.LLMProvider
+	wire.LLMProvider
 	APIKey string `json:"api_key,omitempty"`
 }
 
 // AgentSpec is the body of POST and PUT /v1/agents: the `spec` of a
 // `kind: agent` document.
 type AgentSpec struct {
-	ID           string            `json:"id,omitempty"`
-	Description  string            `json:"description,omitempty"`
-	Model        models.AgentModel `json:"model"`
-	SystemPrompt []string          `json:"system_prompt,omitempty"`
-	Tools        []string          `json:"tools,omitempty"`
-	MaxTurns     int               `json:"max_turns,omitempty"`
-	Timeout      string            `json:"timeout,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	Model        wire.AgentModel `json:"model"`
+	SystemPrompt []string        `json:"system_prompt,omitempty"`
+	Tools        []string        `json:"tools,omitempty"`
+	MaxTurns     int             `json:"max_turns,omitempty"`
+	Timeout      string          `json:"timeout,omitempty"`
 }
 
 // CreateLLMProvider creates a model provider.
@@ -64,23 +64,23 @@ func (c *Client) DeleteLLMProvider(ctx context.Context, id string) error {
 }
 
 // CreateAgent creates an agent.
-func (c *Client) CreateAgent(ctx context.Context, spec AgentSpec) (*models.Agent, error) {
-	return doInto[models.Agent](ctx, c, http.MethodPost, "/v1/agents", nil, spec)
+func (c *Client) CreateAgent(ctx context.Context, spec AgentSpec) (*wire.Agent, error) {
+	return doInto[wire.Agent](ctx, c, http.MethodPost, "/v1/agents", nil, spec)
 }
 
 // GetAgent returns the agent id.
-func (c *Client) GetAgent(ctx context.Context, id string) (*models.Agent, error) {
-	return doInto[models.Agent](ctx, c, http.MethodGet, "/v1/agents/"+seg(id), nil, nil)
+func (c *Client) GetAgent(ctx context.Context, id string) (*wire.Agent, error) {
+	return doInto[wire.Agent](ctx, c, http.MethodGet, "/v1/agents/"+seg(id), nil, nil)
 }
 
 // ListAgents returns the caller's agents.
-func (c *Client) ListAgents(ctx context.Context) ([]models.Agent, error) {
-	return listInto[models.Agent](ctx, c, "/v1/agents", nil)
+func (c *Client) ListAgents(ctx context.Context) ([]wire.Agent, error) {
+	return listInto[wire.Agent](ctx, c, "/v1/agents", nil)
 }
 
 // UpdateAgent replaces the agent id with spec.
-func (c *Client) UpdateAgent(ctx context.Context, id string, spec AgentSpec) (*models.Agent, error) {
-	return doInto[models.Agent](ctx, c, http.MethodPut, "/v1/agents/"+seg(id), nil, spec)
+func (c *Client) UpdateAgent(ctx context.Context, id string, spec AgentSpec) (*wire.Agent, error) {
+	return doInto[wire.Agent](ctx, c, http.MethodPut, "/v1/agents/"+seg(id), nil, spec)
 }
 
 // DeleteAgent deletes the agent id.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Lease sources, as Lease.Source reports them.
@@ -36,7 +36,7 @@ type PoolStatus struct {
 
 // Pool is a warm pool with its live counts.
 type Pool struct {
-	models.Pool
+	wire.Pool
 	Status PoolStatus `json:"status"`
 }
 
@@ -56,8 +56,8 @@ type LeaseRequest struct {
 // Lease is a leased workspace and where it came from: LeaseWarm (running
 // already) or LeaseCold (just created, still pending; see WaitWorkspace).
 type Lease struct {
-	Workspace *models.Workspace `json:"workspace"`
-	Source    string            `json:"source"`
+	Workspace *wire.Workspace `json:"workspace"`
+	Source    string          `json:"source"`
 }
 
 // CreatePool creates a warm pool and starts its workflow, which fills it.

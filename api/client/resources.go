@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // ProviderSpec is the body of POST and PUT /v1/providers: the `spec` of a
@@ -83,23 +83,23 @@ func query(kv ...string) url.Values {
 }
 
 // CreateProvider creates a provider.
-func (c *Client) CreateProvider(ctx context.Context, spec ProviderSpec) (*models.Provider, error) {
-	return doInto[models.Provider](ctx, c, http.MethodPost, "/v1/providers", nil, spec)
+func (c *Client) CreateProvider(ctx context.Context, spec ProviderSpec) (*wire.Provider, error) {
+	return doInto[wire.Provider](ctx, c, http.MethodPost, "/v1/providers", nil, spec)
 }
 
 // GetProvider returns the provider id.
-func (c *Client) GetProvider(ctx context.Context, id string) (*models.Provider, error) {
-	return doInto[models.Provider](ctx, c, http.MethodGet, "/v1/providers/"+seg(id), nil, nil)
+func (c *Client) GetProvider(ctx context.Context, id string) (*wire.Provider, error) {
+	return doInto[wire.Provider](ctx, c, http.MethodGet, "/v1/providers/"+seg(id), nil, nil)
 }
 
 // ListProviders returns every provider.
-func (c *Client) ListProviders(ctx context.Context) ([]models.Provider, error) {
-	return listInto[models.Provider](ctx, c, "/v1/providers", nil)
+func (c *Client) ListProviders(ctx context.Context) ([]wire.Provider, error) {
+	return listInto[wire.Provider](ctx, c, "/v1/providers", nil)
 }
 
 // UpdateProvider replaces the provider id with spec (spec.ID may be empty).
-func (c *Client) UpdateProvider(ctx context.Context, id string, spec ProviderSpec) (*models.Provider, error) {
-	return doInto[models.Provider](ctx, c, http.MethodPut, "/v1/providers/"+seg(id), nil, spec)
+func (c *Client) UpdateProvider(ctx context.Context, id string, spec ProviderSpec) (*wire.Provider, error) {
+	return doInto[wire.Provider](ctx, c, http.MethodPut, "/v1/providers/"+seg(id), nil, spec)
 }
 
 // DeleteProvider deletes the provider id.
@@ -108,24 +108,24 @@ func (c *Client) DeleteProvider(ctx context.Context, id string) error {
 }
 
 // CreateTemplate creates a template.
-func (c *Client) CreateTemplate(ctx context.Context, spec TemplateSpec) (*models.Template, error) {
-	return doInto[models.Template](ctx, c, http.MethodPost, "/v1/templates", nil, spec)
+func (c *Client) CreateTemplate(ctx context.Context, spec TemplateSpec) (*wire.Template, error) {
+	return doInto[wire.Template](ctx, c, http.MethodPost, "/v1/templates", nil, spec)
 }
 
 // GetTemplate returns the template id.
-func (c *Client) GetTemplate(ctx context.Context, id string) (*models.Template, error) {
-	return doInto[models.Template](ctx, c, http.MethodGet, "/v1/templates/"+seg(id), nil, nil)
+func (c *Client) GetTemplate(ctx context.Context, id string) (*wire.Template, error) {
+	return doInto[wire.Template](ctx, c, http.MethodGet, "/v1/templates/"+seg(id), nil, nil)
 }
 
 // ListTemplates returns the templates opts selects.
-func (c *Client) ListTemplates(ctx context.Context, opts TemplateListOptions) ([]models.Template, error) {
+func (c *Client) ListTemplates(ctx context.Context, opts TemplateListOptions) ([]wire.Template, error) {
 	q := query("provider_id", opts.ProviderID)
-	return listInto[models.Template](ctx, c, "/v1/templates", q)
+	return listInto[wire.Template](ctx, c, "/v1/templates", q)
 }
 
 // UpdateTemplate replaces the template id with spec (spec.ID may be empty).
-func (c *Client) UpdateTemplate(ctx context.Context, id string, spec TemplateSpec) (*models.Template, error) {
-	return doInto[models.Template](ctx, c, http.MethodPut, "/v1/templates/"+seg(id), nil, spec)
+func (c *Client) UpdateTemplate(ctx context.Context, id string, spec TemplateSpec) (*wire.Template, error) {
+	return doInto[wire.Template](ctx, c, http.MethodPut, "/v1/templates/"+seg(id), nil, spec)
 }
 
 // DeleteTemplate deletes the template id.
@@ -135,41 +135,41 @@ func (c *Client) DeleteTemplate(ctx context.Context, id string) error {
 
 // CreateWorkspace creates a workspace; it is returned in phase pending while
 // its workflow provisions it (see WaitWorkspace).
-func (c *Client) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*models.Workspace, error) {
-	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces", nil, req)
+func (c *Client) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*wire.Workspace, error) {
+	return doInto[wire.Workspace](ctx, c, http.MethodPost, "/v1/workspaces", nil, req)
 }
 
 // GetWorkspace returns the workspace id; NotFound once it is destroyed.
-func (c *Client) GetWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
-	return doInto[models.Workspace](ctx, c, http.MethodGet, "/v1/workspaces/"+seg(id), nil, nil)
+func (c *Client) GetWorkspace(ctx context.Context, id string) (*wire.Workspace, error) {
+	return doInto[wire.Workspace](ctx, c, http.MethodGet, "/v1/workspaces/"+seg(id), nil, nil)
 }
 
 // ListWorkspaces returns the workspaces opts selects, newest first.
-func (c *Client) ListWorkspaces(ctx context.Context, opts WorkspaceListOptions) ([]models.Workspace, error) {
+func (c *Client) ListWorkspaces(ctx context.Context, opts WorkspaceListOptions) ([]wire.Workspace, error) {
 	q := query("phase", opts.Phase, "template_id", opts.TemplateID, "provider_id", opts.ProviderID, "backend", opts.Backend,
 		"pool_id", opts.PoolID, "pool_state", opts.PoolState)
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	return listInto[models.Workspace](ctx, c, "/v1/workspaces", q)
+	return listInto[wire.Workspace](ctx, c, "/v1/workspaces", q)
 }
 
 // DeleteWorkspace asks for the workspace to be destroyed and returns it in
 // phase terminating; WaitGone waits until it is.
-func (c *Client) DeleteWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
-	return doInto[models.Workspace](ctx, c, http.MethodDelete, "/v1/workspaces/"+seg(id), nil, nil)
+func (c *Client) DeleteWorkspace(ctx context.Context, id string) (*wire.Workspace, error) {
+	return doInto[wire.Workspace](ctx, c, http.MethodDelete, "/v1/workspaces/"+seg(id), nil, nil)
 }
 
 // ReturnWorkspace gives a workspace leased from a pool back to it; it is
 // returned with pool state returning while its workflow resets it.
-func (c *Client) ReturnWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
-	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/return", nil, nil)
+func (c *Client) ReturnWorkspace(ctx context.Context, id string) (*wire.Workspace, error) {
+	return doInto[wire.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/return", nil, nil)
 }
 
 // RecoverWorkspace asks an escalated or failed workspace's workflow to try
 // a replacement now.
-func (c *Client) RecoverWorkspace(ctx context.Context, id string) (*models.Workspace, error) {
-	return doInto[models.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/recover", nil, nil)
+func (c *Client) RecoverWorkspace(ctx context.Context, id string) (*wire.Workspace, error) {
+	return doInto[wire.Workspace](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(id)+"/recover", nil, nil)
 }
 
 // WaitWorkspace polls the workspace id until it is in phase and returns it.
@@ -178,8 +178,8 @@ func (c *Client) RecoverWorkspace(ctx context.Context, id string) (*models.Works
 // or escalated, or starts terminating (it will not get there by itself); an error from a
 // poll after the first that says the server is unavailable is retried, so a
 // server restart does not end the wait. ctx bounds the wait.
-func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress func(*models.Workspace)) (*models.Workspace, error) {
-	var last *models.Workspace
+func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress func(*wire.Workspace)) (*wire.Workspace, error) {
+	var last *wire.Workspace
 	tick := time.NewTicker(c.pollInterval)
 	defer tick.Stop()
 	for {
@@ -193,7 +193,7 @@ func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress f
 			if w.Phase == phase {
 				return w, nil
 			}
-			if phase == models.PhaseRunning && (w.Phase == models.PhaseFailed || w.Phase == models.PhaseEscalated || w.Phase == models.PhaseTerminating) {
+			if phase == wire.PhaseRunning && (w.Phase == wire.PhaseFailed || w.Phase == wire.PhaseEscalated || w.Phase == wire.PhaseTerminating) {
 				if w.Reason != "" {
 					return w, errs.E(errs.Precondition, "workspace %s: %s: %s", id, w.Phase, w.Reason)
 				}
@@ -214,8 +214,8 @@ func (c *Client) WaitWorkspace(ctx context.Context, id, phase string, progress f
 
 // WaitGone polls until the workspace id no longer exists (GET is 404).
 // progress, if not nil, sees the workspace at every change of phase or reason.
-func (c *Client) WaitGone(ctx context.Context, id string, progress func(*models.Workspace)) error {
-	var last *models.Workspace
+func (c *Client) WaitGone(ctx context.Context, id string, progress func(*wire.Workspace)) error {
+	var last *wire.Workspace
 	tick := time.NewTicker(c.pollInterval)
 	defer tick.Stop()
 	for {
@@ -247,7 +247,7 @@ func retryable(err error) bool {
 }
 
 // waitError says what the workspace was doing when the wait ended.
-func waitError(ctx context.Context, id, phase string, last *models.Workspace, err error) error {
+func waitError(ctx context.Context, id, phase string, last *wire.Workspace, err error) error {
 	if ctx.Err() != nil && last != nil {
 		kind := errs.Timeout
 		if ctx.Err() == context.Canceled {
@@ -259,28 +259,28 @@ func waitError(ctx context.Context, id, phase string, last *models.Workspace, er
 }
 
 // CreateSession opens a session on a workspace.
-func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (*models.Session, error) {
-	return doInto[models.Session](ctx, c, http.MethodPost, "/v1/sessions", nil, req)
+func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (*wire.Session, error) {
+	return doInto[wire.Session](ctx, c, http.MethodPost, "/v1/sessions", nil, req)
 }
 
 // GetSession returns the session id.
-func (c *Client) GetSession(ctx context.Context, id string) (*models.Session, error) {
-	return doInto[models.Session](ctx, c, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil)
+func (c *Client) GetSession(ctx context.Context, id string) (*wire.Session, error) {
+	return doInto[wire.Session](ctx, c, http.MethodGet, "/v1/sessions/"+seg(id), nil, nil)
 }
 
 // ListSessions returns the sessions opts selects.
-func (c *Client) ListSessions(ctx context.Context, opts SessionListOptions) ([]models.Session, error) {
+func (c *Client) ListSessions(ctx context.Context, opts SessionListOptions) ([]wire.Session, error) {
 	q := query("workspace_id", opts.WorkspaceID, "status", opts.Status)
-	return listInto[models.Session](ctx, c, "/v1/sessions", q)
+	return listInto[wire.Session](ctx, c, "/v1/sessions", q)
 }
 
 // EndSession ends the session id with reason (empty: the server's default,
 // ended_by_user). An ended session keeps its first reason.
-func (c *Client) EndSession(ctx context.Context, id, reason string) (*models.Session, error) {
+func (c *Client) EndSession(ctx context.Context, id, reason string) (*wire.Session, error) {
 	body := struct {
 		Reason string `json:"reason,omitempty"`
 	}{reason}
-	return doInto[models.Session](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/end", nil, body)
+	return doInto[wire.Session](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/end", nil, body)
 }
 
 // doInto makes a JSON call whose answer is one T.

@@ -12,18 +12,18 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Run is a run of a suite with its live progress.
 type Run struct {
-	models.Run
+	wire.Run
 	Progress eval.Progress `json:"progress"`
 }
 
 // Final reports whether the run has ended (succeeded, canceled or failed).
 func (r *Run) Final() bool {
-	return r.Status == models.RunSucceeded || r.Status == models.RunCanceled || r.Status == models.RunFailed
+	return r.Status == wire.RunSucceeded || r.Status == wire.RunCanceled || r.Status == wire.RunFailed
 }
 
 // RunRequest is the optional body of POST /v1/suites/{id}/runs: which cases
@@ -64,17 +64,17 @@ func (c *Client) GetRun(ctx context.Context, id string) (*Run, error) {
 }
 
 // ListRuns returns the runs opts selects, newest first (without progress).
-func (c *Client) ListRuns(ctx context.Context, opts RunListOptions) ([]models.Run, error) {
+func (c *Client) ListRuns(ctx context.Context, opts RunListOptions) ([]wire.Run, error) {
 	q := query("suite_id", opts.SuiteID, "status", opts.Status)
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
-	return listInto[models.Run](ctx, c, "/v1/runs", q)
+	return listInto[wire.Run](ctx, c, "/v1/runs", q)
 }
 
 // RunResults returns the case results of the run id in case order.
-func (c *Client) RunResults(ctx context.Context, id string) ([]models.CaseResult, error) {
-	var out itemsOf[models.CaseResult]
+func (c *Client) RunResults(ctx context.Context, id string) ([]wire.CaseResult, error) {
+	var out itemsOf[wire.CaseResult]
 	if err := c.doJSONWith(ctx, c.stream, http.MethodGet, "/v1/runs/"+seg(id)+"/results", nil, nil, &out); err != nil {
 		return nil, err
 	}

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Transcript is a session's agent run: its messages and tool calls in
 // order, and the tokens its turns used.
 type Transcript struct {
-	SessionID string                   `json:"session_id"`
-	Run       *models.SessionRun       `json:"run,omitempty"`
-	Items     []models.TranscriptEntry `json:"items"`
+	SessionID string                 `json:"session_id"`
+	Run       *wire.SessionRun       `json:"run,omitempty"`
+	Items     []wire.TranscriptEntry `json:"items"`
 	Usage     struct {
 		InputTokens  int `json:"input_tokens"`
 		OutputTokens int `json:"output_tokens"`
@@ -25,9 +25,9 @@ type Transcript struct {
 }
 
 // RunSession starts agent's run on the open session id with instructions.
-func (c *Client) RunSession(ctx context.Context, id, agent, instructions string) (*models.SessionRun, error) {
+func (c *Client) RunSession(ctx context.Context, id, agent, instructions string) (*wire.SessionRun, error) {
 	body := map[string]string{"agent": agent, "instructions": instructions}
-	return doInto[models.SessionRun](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/run", nil, body)
+	return doInto[wire.SessionRun](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/run", nil, body)
 }
 
 // CancelSession asks the session's agent run to stop; it ends canceled.
@@ -44,7 +44,7 @@ func (c *Client) SessionTranscript(ctx context.Context, id string) (*Transcript,
 // FollowTranscript calls fn with each transcript entry as it becomes final
 // (a tool call once it finished), in order, until the run ends, and
 // returns the ended run. A dropped stream is resumed where it left off.
-func (c *Client) FollowTranscript(ctx context.Context, id string, fn func(models.TranscriptEntry) error) (*models.SessionRun, error) {
+func (c *Client) FollowTranscript(ctx context.Context, id string, fn func(wire.TranscriptEntry) error) (*wire.SessionRun, error) {
 	last := 0
 	for {
 		r := request{method: http.MethodGet, path: "/v1/sessions/" + seg(id) + "/transcript",
@@ -58,13 +58,13 @@ func (c *Client) FollowTranscript(ctx context.Context, id string, fn func(models
 				return nil, err
 			}
 		} else {
-			var run *models.SessionRun
+			var run *wire.SessionRun
 			err = readSSE(resp.Body, func(m sseMessage) error {
 				switch {
 				case len(m.data) == 0:
 					return nil
 				case m.event == "end":
-					run = &models.SessionRun{}
+					run = &wire.SessionRun{}
 					if err := json.Unmarshal(m.data, run); err != nil {
 						return wrap(errs.Other, err, "session %s: transcript: bad end event", id)
 					}
@@ -72,7 +72,7 @@ func (c *Client) FollowTranscript(ctx context.Context, id string, fn func(models
 				case m.event == "error":
 					return &fnError{errs.E(errs.Other, "session %s: transcript: %s", id, m.data)}
 				}
-				var e models.TranscriptEntry
+				var e wire.TranscriptEntry
 				if err := json.Unmarshal(m.data, &e); err != nil {
 					return wrap(errs.Other, err, "session %s: transcript: bad entry", id)
 				}

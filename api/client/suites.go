@@ -12,7 +12,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // ScheduleStatus is a suite's Temporal Schedule as the server reports it.
@@ -37,7 +37,7 @@ type ScheduledRun struct {
 // and, when it has a schedule, the schedule's live state (or why it could
 // not be read).
 type Suite struct {
-	models.Suite
+	wire.Suite
 	ScheduleStatus *ScheduleStatus `json:"schedule_status,omitempty"`
 	ScheduleError  string          `json:"schedule_error,omitempty"`
 }
@@ -96,8 +96,8 @@ func (c *Client) GetSuite(ctx context.Context, id string) (*Suite, error) {
 }
 
 // ListSuites returns every suite, ordered by id (without schedule states).
-func (c *Client) ListSuites(ctx context.Context) ([]models.Suite, error) {
-	return listInto[models.Suite](ctx, c, "/v1/suites", nil)
+func (c *Client) ListSuites(ctx context.Context) ([]wire.Suite, error) {
+	return listInto[wire.Suite](ctx, c, "/v1/suites", nil)
 }
 
 // SuiteCases returns the cases of the suite id, in order, as documents.

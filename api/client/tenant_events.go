@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TenantEventPage is one page of GET /v1/events.
 type TenantEventPage struct {
-	Items []models.Event `json:"items"`
+	Items []wire.Event `json:"items"`
 	// LatestID is the newest event id the caller may see, whatever the
 	// page holds: following after it gives what happens from now on.
 	LatestID uint64 `json:"latest_id"`
@@ -37,7 +37,7 @@ func (c *Client) TenantEvents(ctx context.Context, after uint64, limit int) (*Te
 		return nil, err
 	}
 	if out.Items == nil {
-		out.Items = []models.Event{}
+		out.Items = []wire.Event{}
 	}
 	return &out, nil
 }
@@ -47,7 +47,7 @@ func (c *Client) TenantEvents(ctx context.Context, after uint64, limit int) (*Te
 // own: it returns fn's error, ctx's error, an API error a retry cannot fix,
 // or the last error after followMaxAttempts attempts in a row that deliver
 // nothing. A stream that drops is resumed after the last event seen.
-func (c *Client) FollowTenantEvents(ctx context.Context, lastID uint64, fn func(models.Event) error) error {
+func (c *Client) FollowTenantEvents(ctx context.Context, lastID uint64, fn func(wire.Event) error) error {
 	backoff := followMinBackoff
 	failures := 0
 	for {
@@ -81,7 +81,7 @@ func (c *Client) FollowTenantEvents(ctx context.Context, lastID uint64, fn func(
 
 // followTenantOnce reads one connection of FollowTenantEvents; done and err
 // are as followOnce's.
-func (c *Client) followTenantOnce(ctx context.Context, lastID *uint64, fn func(models.Event) error) (delivered, done bool, err error) {
+func (c *Client) followTenantOnce(ctx context.Context, lastID *uint64, fn func(wire.Event) error) (delivered, done bool, err error) {
 	r := request{method: http.MethodGet, path: "/v1/events", query: url.Values{"follow": {"true"}}, accept: "text/event-stream"}
 	if *lastID > 0 {
 		r.header = http.Header{"Last-Event-Id": {strconv.FormatUint(*lastID, 10)}}
@@ -104,7 +104,7 @@ func (c *Client) followTenantOnce(ctx context.Context, lastID *uint64, fn func(m
 			// A store failure: the next connection may do better.
 			return &Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}
 		}
-		var ev models.Event
+		var ev wire.Event
 		if err := json.Unmarshal(m.data, &ev); err != nil {
 			return wrap(errs.Other, err, "events: bad event %.80q", m.data)
 		}

@@ -4,32 +4,32 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // TenantSpec is the body of POST /v1/tenants (ID required) and PUT
 // /v1/tenants/{id} (ID optional; description and quota are replaced).
 type TenantSpec struct {
-	ID          string       `json:"id,omitempty"`
-	Description string       `json:"description"`
-	Quota       models.Quota `json:"quota"`
+	ID          string     `json:"id,omitempty"`
+	Description string     `json:"description"`
+	Quota       wire.Quota `json:"quota"`
 }
 
 // TenantInfo is a tenant as GET /v1/tenants/{id} shows it: with what it
 // holds now.
 type TenantInfo struct {
-	models.Tenant
-	Usage models.Usage `json:"usage"`
+	wire.Tenant
+	Usage wire.Usage `json:"usage"`
 }
 
 // CreateTenant creates a tenant (admin keys only).
-func (c *Client) CreateTenant(ctx context.Context, spec TenantSpec) (*models.Tenant, error) {
-	return doInto[models.Tenant](ctx, c, http.MethodPost, "/v1/tenants", nil, spec)
+func (c *Client) CreateTenant(ctx context.Context, spec TenantSpec) (*wire.Tenant, error) {
+	return doInto[wire.Tenant](ctx, c, http.MethodPost, "/v1/tenants", nil, spec)
 }
 
 // ListTenants returns every tenant to an admin key, its own to any other.
-func (c *Client) ListTenants(ctx context.Context) ([]models.Tenant, error) {
-	return listInto[models.Tenant](ctx, c, "/v1/tenants", nil)
+func (c *Client) ListTenants(ctx context.Context) ([]wire.Tenant, error) {
+	return listInto[wire.Tenant](ctx, c, "/v1/tenants", nil)
 }
 
 // GetTenant returns the tenant id with its usage; NotFound for another
@@ -40,8 +40,8 @@ func (c *Client) GetTenant(ctx context.Context, id string) (*TenantInfo, error) 
 
 // UpdateTenant replaces the description and quota of the tenant id (admin
 // keys only).
-func (c *Client) UpdateTenant(ctx context.Context, id string, spec TenantSpec) (*models.Tenant, error) {
-	return doInto[models.Tenant](ctx, c, http.MethodPut, "/v1/tenants/"+seg(id), nil, spec)
+func (c *Client) UpdateTenant(ctx context.Context, id string, spec TenantSpec) (*wire.Tenant, error) {
+	return doInto[wire.Tenant](ctx, c, http.MethodPut, "/v1/tenants/"+seg(id), nil, spec)
 }
 
 // DeleteTenant deletes the tenant id (admin keys only); Conflict while it

@@ -9,17 +9,17 @@ import (
 	"github.com/primerhq/primer/backend/kubernetes"
 	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/backend/vm"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Providers returns a zero value of each backend type's provider config,
 // by backend type (the `provider` field of a provider).
 func Providers() map[string]any {
 	return map[string]any{
-		models.BackendLocal:      local.ProviderConfig{},
-		models.BackendWorktree:   local.ProviderConfig{},
-		models.BackendContainer:  container.ProviderConfig{},
-		models.BackendKubernetes: kubernetes.ProviderConfig{},
-		models.BackendVM:         vm.ProviderConfig{},
+		wire.BackendLocal:      local.ProviderConfig{},
+		wire.BackendWorktree:   local.ProviderConfig{},
+		wire.BackendContainer:  container.ProviderConfig{},
+		wire.BackendKubernetes: kubernetes.ProviderConfig{},
+		wire.BackendVM:         vm.ProviderConfig{},
 	}
 }

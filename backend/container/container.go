@@ -49,11 +49,11 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Type is the backend type and template kind of this backend.
-const Type = models.BackendContainer
+const Type = wire.BackendContainer
 
 const (
 	// RuntimePort is the port the runtime listens on inside the container.

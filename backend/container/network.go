@@ -12,7 +12,7 @@ import (
 	dnetwork "github.com/docker/docker/api/types/network"
 
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // LabelTenant names the tenant a container, volume or tenant network
@@ -24,7 +24,7 @@ const LabelTenant = labelPrefix + "tenant"
 // tenant, so that no two tenants ever share a network.
 func TenantNetwork(installation, tenant string) string {
 	if tenant == "" {
-		tenant = models.DefaultTenantID
+		tenant = wire.DefaultTenantID
 	}
 	if len(installation) > 12 {
 		installation = installation[:12]
@@ -144,7 +144,7 @@ func (b *Backend) tenantOfSandbox(ctx context.Context, id string) string {
 
 func orDefault(tenant string) string {
 	if tenant == "" {
-		return models.DefaultTenantID
+		return wire.DefaultTenantID
 	}
 	return tenant
 }
@@ -163,7 +163,7 @@ func orDefault(tenant string) string {
 // its container has started.
 func (b *Backend) tenantNetwork(ctx context.Context, tenant string) (string, peers, error) {
 	if tenant == "" {
-		tenant = models.DefaultTenantID
+		tenant = wire.DefaultTenantID
 	}
 	name := TenantNetwork(b.opts.Installation, tenant)
 	unlock := b.nets.Lock(name)

@@ -62,11 +62,11 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Type is the backend type and template kind of this backend.
-const Type = models.BackendKubernetes
+const Type = wire.BackendKubernetes
 
 const (
 	// RuntimePort is the port the runtime listens on in the pod.

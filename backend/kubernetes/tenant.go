@@ -11,7 +11,7 @@ import (
 
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // LabelTenant names the tenant a workspace's objects (its pod included)
@@ -21,7 +21,7 @@ const LabelTenant = labelPrefix + "tenant"
 // tenantOf is the request's tenant, the default one when it names none.
 func tenantOf(req backend.ProvisionRequest) string {
 	if req.TenantID == "" {
-		return models.DefaultTenantID
+		return wire.DefaultTenantID
 	}
 	return req.TenantID
 }

@@ -26,12 +26,12 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/server"
+	"github.com/primerhq/primer/wire"
 )
 
 // Type is the backend type and template kind of this backend.
-const Type = models.BackendLocal
+const Type = wire.BackendLocal
 
 // idPattern bounds workspace ids to characters that are safe as a directory
 // name, a URL path segment and a git branch component. The server mints

@@ -16,8 +16,8 @@ import (
 	"github.com/primerhq/primer/backend/backendtest"
 	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // newBackend returns a local backend on its own host under a fresh root.
@@ -124,7 +124,7 @@ func TestValidateHasNoSideEffects(t *testing.T) {
 	t.Cleanup(func() { host.Close() })
 	root := filepath.Join(t.TempDir(), "not", "yet")
 	reg := backend.NewRegistry(map[string]backend.Factory{"local": local.Factory(host, nil)})
-	p := &models.Provider{ID: "p", Provider: "local", Config: json.RawMessage(`{"kind":"local","root_path":"` + root + `"}`)}
+	p := &wire.Provider{ID: "p", Provider: "local", Config: json.RawMessage(`{"kind":"local","root_path":"` + root + `"}`)}
 	if err := reg.Validate(p); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}

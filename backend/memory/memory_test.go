@@ -14,9 +14,9 @@ import (
 	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 func newBackend(t *testing.T) *memory.Backend {
@@ -174,7 +174,7 @@ func TestKillRevive(t *testing.T) {
 func TestFactory(t *testing.T) {
 	b := newBackend(t)
 	reg := backend.NewRegistry(map[string]backend.Factory{"memory": b.Factory()})
-	got, err := reg.For(&models.Provider{ID: "mem", Provider: "memory", Config: json.RawMessage(`{"kind":"memory"}`)})
+	got, err := reg.For(&wire.Provider{ID: "mem", Provider: "memory", Config: json.RawMessage(`{"kind":"memory"}`)})
 	if err != nil || got != backend.Backend(b) {
 		t.Fatalf("registry For = %v, %v; want the same backend", got, err)
 	}

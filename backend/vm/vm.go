@@ -35,11 +35,11 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 )
 
 // Type is the backend type and template kind of this backend.
-const Type = models.BackendVM
+const Type = wire.BackendVM
 
 // Options are the platform's settings for every vm backend.
 type Options struct {
@@ -256,7 +256,7 @@ func (b *Backend) start(ctx context.Context, c *Client, host, id, binPath string
 // users Primer makes.
 func tenantOf(req backend.ProvisionRequest) string {
 	if req.TenantID == "" {
-		return models.DefaultTenantID
+		return wire.DefaultTenantID
 	}
 	return req.TenantID
 }

@@ -26,12 +26,12 @@ import (
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/server"
+	"github.com/primerhq/primer/wire"
 )
 
 // Type is the backend type and template kind of this backend.
-const Type = models.BackendWorktree
+const Type = wire.BackendWorktree
 
 // BranchPrefix starts the name of every branch the backend creates; destroy
 // deletes only primer/<id>, never a branch named by a handle.

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities/agentrun"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -81,7 +81,7 @@ func (f *agentFakes) ToolCall(ctx context.Context, in agentrun.ToolCallInput) (a
 	_, lost := f.lost[in.SessionID]
 	f.mu.Unlock()
 	if lost {
-		return agentrun.ToolCallOutput{Ended: models.ReasonWorkspaceLost}, nil
+		return agentrun.ToolCallOutput{Ended: wire.ReasonWorkspaceLost}, nil
 	}
 	if slow {
 		select {
@@ -127,9 +127,9 @@ func TestRecordAgentRunHistories(t *testing.T) {
 		file, session, reason string
 		drive                 func(t *testing.T, r *run)
 	}{
-		{file: "agent_run_v1.json", session: "ses-completed", reason: models.AgentCompleted},
-		{file: "agent_run_max_turns_v1.json", session: "ses-maxturns", reason: models.AgentMaxTurns},
-		{file: "agent_run_canceled_v1.json", session: "ses-canceled", reason: models.AgentCanceled, drive: func(t *testing.T, r *run) {
+		{file: "agent_run_v1.json", session: "ses-completed", reason: wire.AgentCompleted},
+		{file: "agent_run_max_turns_v1.json", session: "ses-maxturns", reason: wire.AgentMaxTurns},
+		{file: "agent_run_canceled_v1.json", session: "ses-canceled", reason: wire.AgentCanceled, drive: func(t *testing.T, r *run) {
 			time.Sleep(time.Second) // into the first tool call
 			if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalCancelRun, nil); err != nil {
 				t.Fatal(err)
@@ -137,7 +137,7 @@ func TestRecordAgentRunHistories(t *testing.T) {
 		}},
 		// The workspace is lost in the first tool call: the run ends
 		// workspace_lost and hands over to the session that resumes it.
-		{file: "agent_run_resumed_v1.json", session: "ses-lost", reason: models.ReasonWorkspaceLost},
+		{file: "agent_run_resumed_v1.json", session: "ses-lost", reason: wire.ReasonWorkspaceLost},
 	} {
 		t.Run(rec.file, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", rec.file)

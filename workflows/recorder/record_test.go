@@ -27,7 +27,7 @@ import (
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker/temporalserver"
 	"github.com/primerhq/primer/workflows"
 )
@@ -226,7 +226,7 @@ func (f *fakes) Reconcile(context.Context, activities.ReconcileInput) (activitie
 // workspace once and passes on another, case 3 fails.
 
 func (f *fakes) PrepareRun(_ context.Context, in evalrun.PrepareRunInput) (evalrun.PrepareRunOutput, error) {
-	return evalrun.PrepareRunOutput{RunID: in.RunID, Total: 5, Concurrency: 2, Retries: 1, TemplateID: models.DefaultTemplateID,
+	return evalrun.PrepareRunOutput{RunID: in.RunID, Total: 5, Concurrency: 2, Retries: 1, TemplateID: wire.DefaultTemplateID,
 		CaseTimeout: time.Minute, StartTimeout: time.Minute}, nil
 }
 
@@ -260,7 +260,7 @@ func (f *fakes) FinishRun(_ context.Context, in evalrun.FinishRunInput) (evalrun
 }
 
 func handle(id string) backend.Handle {
-	return backend.Handle{Backend: models.BackendLocal, WorkspaceID: id, Path: "/var/lib/primer/workspaces/" + id}
+	return backend.Handle{Backend: wire.BackendLocal, WorkspaceID: id, Path: "/var/lib/primer/workspaces/" + id}
 }
 
 // recording is one scripted lifecycle and how to drive it.
@@ -365,7 +365,7 @@ func TestRecordHistories(t *testing.T) {
 			script: script{provisionErrs: []error{flaky}, probes: []bool{true, true, false, false, false, true, true, true}},
 			drive: func(t *testing.T, r *run) {
 				r.await(t, "recovery", func(st workflows.WorkspaceState) bool {
-					return st.Phase == models.PhaseRunning && st.Probes >= 9
+					return st.Phase == wire.PhaseRunning && st.Probes >= 9
 				})
 				r.delete(t, "recorded")
 				if err := r.result(); err != nil {
@@ -379,7 +379,7 @@ func TestRecordHistories(t *testing.T) {
 			id:     "ws-provfail",
 			script: script{provisionErrs: []error{bad}},
 			drive: func(t *testing.T, r *run) {
-				r.await(t, "failed", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseFailed })
+				r.await(t, "failed", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhaseFailed })
 				r.delete(t, "")
 				if err := r.result(); err != nil {
 					t.Fatal(err)
@@ -392,7 +392,7 @@ func TestRecordHistories(t *testing.T) {
 			id:   "ws-cancelled",
 			drive: func(t *testing.T, r *run) {
 				r.await(t, "running", func(st workflows.WorkspaceState) bool {
-					return st.Phase == models.PhaseRunning && st.Probes >= 2
+					return st.Phase == wire.PhaseRunning && st.Probes >= 2
 				})
 				if err := r.c.CancelWorkflow(r.ctx, r.wid, r.runID); err != nil {
 					t.Fatal(err)
@@ -409,9 +409,9 @@ func TestRecordHistories(t *testing.T) {
 			// counters, failed -> running after three hits.
 			file:  "continued.json",
 			id:    "ws-continued",
-			state: &workflows.WorkspaceState{Phase: models.PhaseFailed, Reason: "gone", Misses: 3, Handle: &h, Probes: 400},
+			state: &workflows.WorkspaceState{Phase: wire.PhaseFailed, Reason: "gone", Misses: 3, Handle: &h, Probes: 400},
 			drive: func(t *testing.T, r *run) {
-				r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseRunning })
+				r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhaseRunning })
 				r.delete(t, "recorded")
 				if err := r.result(); err != nil {
 					t.Fatal(err)
@@ -449,7 +449,7 @@ func TestRecordHistories(t *testing.T) {
 			policy: &backend.Policy{StartTimeout: time.Minute, MaxAttempts: 2},
 			drive: func(t *testing.T, r *run) {
 				r.await(t, "recovered", func(st workflows.WorkspaceState) bool {
-					return st.Phase == models.PhaseRunning && st.Probes >= 6
+					return st.Phase == wire.PhaseRunning && st.Probes >= 6
 				})
 				r.delete(t, "recorded")
 				if err := r.result(); err != nil {
@@ -468,11 +468,11 @@ func TestRecordHistories(t *testing.T) {
 			policy: &backend.Policy{StartTimeout: time.Minute, MaxAttempts: 2, Webhook: true},
 			pool:   "warm",
 			drive: func(t *testing.T, r *run) {
-				r.await(t, "escalated", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseEscalated })
+				r.await(t, "escalated", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhaseEscalated })
 				if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalRecover, workflows.RecoverSignal{Reason: "recorded"}); err != nil {
 					t.Fatal(err)
 				}
-				r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseRunning })
+				r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhaseRunning })
 				if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalReturn, workflows.ReturnSignal{}); err != nil {
 					t.Fatal(err)
 				}
@@ -488,7 +488,7 @@ func TestRecordHistories(t *testing.T) {
 		{
 			file: "pool_v1.json",
 			start: func(t *testing.T) client.WorkflowRun {
-				wr, err := c.ExecuteWorkflow(ctx, workflows.PoolStartOptions("recorded", models.DefaultTenantID), workflows.PoolWorkflowName,
+				wr, err := c.ExecuteWorkflow(ctx, workflows.PoolStartOptions("recorded", wire.DefaultTenantID), workflows.PoolWorkflowName,
 					workflows.PoolInput{PoolID: "recorded", Interval: interval})
 				if err != nil {
 					t.Fatal(err)
@@ -535,7 +535,7 @@ func TestRecordHistories(t *testing.T) {
 			// then FinishRun.
 			file: "run_v1.json",
 			start: func(t *testing.T) client.WorkflowRun {
-				wr, err := c.ExecuteWorkflow(ctx, workflows.RunStartOptions(models.DefaultTenantID, "recorded", "run-recorded"), workflows.RunWorkflowName,
+				wr, err := c.ExecuteWorkflow(ctx, workflows.RunStartOptions(wire.DefaultTenantID, "recorded", "run-recorded"), workflows.RunWorkflowName,
 					workflows.RunInput{RunID: "run-recorded", SuiteID: "recorded", TriggeredBy: "recorder"})
 				if err != nil {
 					t.Fatal(err)
@@ -564,7 +564,7 @@ func TestRecordHistories(t *testing.T) {
 			policy: &backend.Policy{StartTimeout: time.Minute, MaxAttempts: 2, RecoverAfter: time.Hour},
 			drive: func(t *testing.T, r *run) {
 				r.await(t, "second self-heal", func(st workflows.WorkspaceState) bool {
-					return st.Phase == models.PhaseRunning && st.Probes >= 13
+					return st.Phase == wire.PhaseRunning && st.Probes >= 13
 				})
 				r.delete(t, "recorded")
 				if err := r.result(); err != nil {
@@ -635,10 +635,10 @@ func TestRecordHistories(t *testing.T) {
 		file: "liveness_v1.json",
 		id:   "ws-liveness",
 		drive: func(t *testing.T, r *run) {
-			r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == models.PhaseRunning })
+			r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhaseRunning })
 			r.signal(t, activities.LivenessSignal{Misses: 3, Reason: "runtime ping: connection refused", Probes: 3, At: time.Now()})
 			r.await(t, "failed then running", func(st workflows.WorkspaceState) bool {
-				return st.Phase == models.PhaseRunning && st.Probes >= 7
+				return st.Phase == wire.PhaseRunning && st.Probes >= 7
 			})
 			r.signal(t, activities.LivenessSignal{Probes: 1, At: time.Now(), Lifetime: &activities.Lifetime{ExpiresAt: time.Now().Add(time.Hour)}})
 			r.delete(t, "recorded")
@@ -666,8 +666,8 @@ func TestRecordHistories(t *testing.T) {
 				f.scripts[rec.id] = &s
 				f.mu.Unlock()
 				in := workflows.WorkspaceInput{
-					WorkspaceID: rec.id, TemplateID: models.DefaultTemplateID, ProviderID: models.LocalProviderID,
-					Backend: models.BackendLocal, ProbeInterval: interval, State: rec.state,
+					WorkspaceID: rec.id, TemplateID: wire.DefaultTemplateID, ProviderID: wire.LocalProviderID,
+					Backend: wire.BackendLocal, ProbeInterval: interval, State: rec.state,
 					Policy: rec.policy, PoolID: rec.pool,
 				}
 				var err error

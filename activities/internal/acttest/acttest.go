@@ -20,6 +20,7 @@ import (
 	"github.com/primerhq/primer/metrics"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // Rig is a store, a memory backend and the workspace activities on them.
@@ -60,7 +61,7 @@ func New(t *testing.T) *Rig {
 		RuntimeWait:  3 * time.Second,
 		Outbound:     LoopbackPolicy(t),
 	}
-	if err := store.CreateProvider(ctx, &models.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
+	if err := store.CreateProvider(ctx, &wire.Provider{ID: "mem", Provider: memory.Type, Config: json.RawMessage(`{"kind":"memory"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	return &Rig{Store: store, Mem: mem, Backends: reg, Connector: conn, Metrics: m, Workspaces: ws}
@@ -68,14 +69,14 @@ func New(t *testing.T) *Rig {
 
 // Workspace creates a template with the given backend document and a
 // pending workspace from it.
-func (r *Rig) Workspace(t *testing.T, id, tmplDoc string) *models.Workspace {
+func (r *Rig) Workspace(t *testing.T, id, tmplDoc string) *wire.Workspace {
 	t.Helper()
 	ctx := context.Background()
 	tmplID := "tmpl-" + id
-	if err := r.Store.CreateTemplate(ctx, &models.Template{ID: tmplID, ProviderID: "mem", Backend: json.RawMessage(tmplDoc)}); err != nil {
+	if err := r.Store.CreateTemplate(ctx, &wire.Template{ID: tmplID, ProviderID: "mem", Backend: json.RawMessage(tmplDoc)}); err != nil {
 		t.Fatal(err)
 	}
-	ws := &models.Workspace{ID: id, TemplateID: tmplID, ProviderID: "mem", Backend: memory.Type, Phase: models.PhasePending}
+	ws := &wire.Workspace{ID: id, TemplateID: tmplID, ProviderID: "mem", Backend: memory.Type, Phase: wire.PhasePending}
 	if err := r.Store.CreateWorkspace(ctx, ws); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package models
+package wire
 
 import (
 	"encoding/json"
@@ -114,18 +114,4 @@ type CaseResult struct {
 	Attempts   json.RawMessage    `gorm:"serializer:json;type:text" json:"attempts,omitempty"`
 	StartedAt  *time.Time         `json:"started_at,omitempty"`
 	EndedAt    *time.Time         `json:"ended_at,omitempty"`
-}
-
-// RunFilter selects runs in ListRuns, newest first. Empty fields match all.
-type RunFilter struct {
-	// TenantID limits the list to one tenant's runs; empty: all.
-	TenantID string
-	SuiteID  string
-	Status   string
-	Limit    int // 0: no limit
-}
-
-// RunCounts counts a run's cases by status and verdict.
-type RunCounts struct {
-	Total, Pending, Running, Pass, Fail, Error, Canceled int
 }

@@ -1,6 +1,4 @@
-// Package models holds Primer's GORM models and the Store that reads and
-// writes them, on SQLite (the embedded default) or PostgreSQL.
-package models
+package wire
 
 import (
 	"encoding/json"
@@ -243,26 +241,4 @@ type Event struct {
 	Type        string          `gorm:"size:64;not null" json:"type"`
 	Data        json.RawMessage `gorm:"serializer:json;type:text" json:"data"`
 	CreatedAt   time.Time       `json:"created_at"`
-}
-
-// WorkspaceFilter selects workspaces in ListWorkspaces. Empty fields match all.
-type WorkspaceFilter struct {
-	// TenantID limits the list to one tenant's workspaces (the API's
-	// callers); internal callers leave it empty and see every tenant.
-	TenantID   string
-	TemplateID string
-	ProviderID string
-	Backend    string
-	Phase      string
-	PoolID     string
-	PoolState  string
-	Limit      int // 0: no limit
-}
-
-// SessionFilter selects sessions in ListSessions. Empty fields match all.
-type SessionFilter struct {
-	// TenantID limits the list to one tenant's sessions; empty: all.
-	TenantID    string
-	WorkspaceID string
-	Status      string
 }

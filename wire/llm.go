@@ -1,10 +1,7 @@
-package models
+package wire
 
 import (
-	"os"
 	"time"
-
-	"github.com/primerhq/primer/errs"
 )
 
 // Model provider kinds: the wire format a provider speaks.
@@ -35,21 +32,6 @@ type LLMProvider struct {
 	APIKeyEnv string    `gorm:"size:256;not null;default:''" json:"api_key_env,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// Key is the provider's API key: APIKey, or the worker's APIKeyEnv
-// variable. Invalid if neither gives one; the error never holds a key.
-func (p *LLMProvider) Key() (string, error) {
-	if p.APIKey != "" {
-		return p.APIKey, nil
-	}
-	if p.APIKeyEnv == "" {
-		return "", errs.E(errs.Invalid, "llm provider %s: no api_key or api_key_env", p.ID)
-	}
-	if v := os.Getenv(p.APIKeyEnv); v != "" {
-		return v, nil
-	}
-	return "", errs.E(errs.Invalid, "llm provider %s: environment variable %s is not set on the worker", p.ID, p.APIKeyEnv)
 }
 
 // AgentModel is the model an agent calls and how.

@@ -1,4 +1,4 @@
-package models
+package wire
 
 import "time"
 
@@ -80,3 +80,8 @@ type AuditEntry struct {
 	Address   string    `gorm:"size:64;not null;default:''" json:"address"`
 	CreatedAt time.Time `gorm:"index" json:"created_at"`
 }
+
+// AuditPending is the Result of an entry written before its request ran
+// (Status 0): FinishAudit gives it the outcome. One left pending is a
+// request whose server stopped before it answered.
+const AuditPending = "pending"
