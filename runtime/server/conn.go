@@ -14,10 +14,16 @@ import (
 
 // conn serves one WebSocket: a read loop that dispatches requests, and any
 // number of goroutines answering them. Frames are written by whichever
-// goroutine has one ready; the websocket library serialises writes.
+// goroutine has one ready; the websocket library serialises writes, each
+// bounded by the server's write timeout (writeContext).
 type conn struct {
 	s  *Server
 	ws *websocket.Conn
+	// ctx is the handlers' context: cancelled when the connection closes
+	// (shutdown), so a handler whose client is gone stops waiting and a
+	// write in progress gives up at once.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu     sync.Mutex
 	procs  map[uint64]*proc // running execs by request id
@@ -26,7 +32,8 @@ type conn struct {
 }
 
 func newConn(s *Server, ws *websocket.Conn) *conn {
-	return &conn{s: s, ws: ws, procs: map[uint64]*proc{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &conn{s: s, ws: ws, ctx: ctx, cancel: cancel, procs: map[uint64]*proc{}}
 }
 
 // serve reads requests until the connection ends, then kills the
@@ -72,6 +79,7 @@ func (c *conn) shutdown() {
 		procs = append(procs, p)
 	}
 	c.mu.Unlock()
+	c.cancel()
 	_ = c.ws.CloseNow()
 	for _, p := range procs {
 		p.signal(syscall.SIGKILL, false, true)
@@ -82,7 +90,7 @@ func (c *conn) shutdown() {
 // goroutines so one large file or a slow disk does not hold up the others.
 // exec.stdin and exec.cancel stay on the loop: their order matters.
 func (c *conn) dispatch(req *protocol.Request) {
-	var h func(*protocol.Request) (any, error)
+	var h func(context.Context, *protocol.Request) (any, error)
 	switch req.Op {
 	case protocol.OpPing:
 		c.reply(req.ID, protocol.PingResult{Version: protocol.Version}, nil)
@@ -102,7 +110,7 @@ func (c *conn) dispatch(req *protocol.Request) {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			res, release, err := c.s.readRange(req)
+			res, release, err := c.s.readRange(c.ctx, req)
 			c.reply(req.ID, res, err)
 			release()
 		}()
@@ -138,7 +146,7 @@ func (c *conn) dispatch(req *protocol.Request) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		res, err := h(req)
+		res, err := h(c.ctx, req)
 		c.reply(req.ID, res, err)
 	}()
 }
@@ -171,7 +179,9 @@ func (c *conn) sendBinary(v any, payload []byte) bool {
 		c.s.log.Error("runtime: encode frame", "error", err)
 		return false
 	}
-	w, err := c.ws.Writer(context.Background(), websocket.MessageBinary)
+	ctx, cancel := c.writeContext()
+	defer cancel()
+	w, err := c.ws.Writer(ctx, websocket.MessageBinary)
 	if err == nil {
 		if err = protocol.WriteBinary(w, b, payload); err == nil {
 			err = w.Close()
@@ -194,9 +204,20 @@ func (c *conn) send(v any) bool {
 		c.s.log.Error("runtime: encode frame", "error", err)
 		return false
 	}
-	if err := c.ws.Write(context.Background(), websocket.MessageText, b); err != nil {
+	ctx, cancel := c.writeContext()
+	defer cancel()
+	if err := c.ws.Write(ctx, websocket.MessageText, b); err != nil {
 		c.shutdown()
 		return false
 	}
 	return true
+}
+
+// writeContext bounds one frame's write, queueing behind other writers
+// included, by the server's write timeout: a client that stops reading
+// fills the socket's buffers and the write blocks; when the timeout passes
+// the write fails and send shuts the connection down, which stops its
+// execs. Closing the connection ends the wait at once.
+func (c *conn) writeContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.ctx, c.s.writeTO)
 }

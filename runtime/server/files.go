@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +102,7 @@ func infoOf(rel string, fi fs.FileInfo) protocol.FileInfo {
 	}
 }
 
-func (s *Server) read(req *protocol.Request) (any, error) {
+func (s *Server) read(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("read", "path", req.Path)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
 	}
 }
 
-func (s *Server) write(req *protocol.Request) (any, error) {
+func (s *Server) write(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("write", "path", req.Path)
 	if err != nil {
 		return nil, err
@@ -219,7 +220,7 @@ func (s *Server) write(req *protocol.Request) (any, error) {
 	return infoOf(p, fi), nil
 }
 
-func (s *Server) stat(req *protocol.Request) (any, error) {
+func (s *Server) stat(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("stat", "path", req.Path)
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func (s *Server) stat(req *protocol.Request) (any, error) {
 	return infoOf(p, fi), nil
 }
 
-func (s *Server) list(req *protocol.Request) (any, error) {
+func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("list", "path", req.Path)
 	if err != nil {
 		return nil, err
@@ -260,7 +261,7 @@ func (s *Server) list(req *protocol.Request) (any, error) {
 	return protocol.ListResult{Entries: out}, nil
 }
 
-func (s *Server) remove(req *protocol.Request) (any, error) {
+func (s *Server) remove(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("remove", "path", req.Path)
 	if err != nil {
 		return nil, err
@@ -284,7 +285,7 @@ func (s *Server) remove(req *protocol.Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) mkdir(req *protocol.Request) (any, error) {
+func (s *Server) mkdir(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("mkdir", "path", req.Path)
 	if err != nil {
 		return nil, err
@@ -304,7 +305,7 @@ func (s *Server) mkdir(req *protocol.Request) (any, error) {
 	return nil, nil
 }
 
-func (s *Server) rename(req *protocol.Request) (any, error) {
+func (s *Server) rename(ctx context.Context, req *protocol.Request) (any, error) {
 	from, err := cleanPath("rename", "from", req.From)
 	if err != nil {
 		return nil, err

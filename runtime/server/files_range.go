@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -51,7 +52,7 @@ func chunkLength(op string, req *protocol.Request, n int64) (int64, error) {
 
 // readRange answers read.range. The returned release gives the result's
 // buffer back once the reply is written.
-func (s *Server) readRange(req *protocol.Request) (protocol.ReadRangeResult, func(), error) {
+func (s *Server) readRange(ctx context.Context, req *protocol.Request) (protocol.ReadRangeResult, func(), error) {
 	none := func() {}
 	p, err := cleanPath("read", "path", req.Path)
 	if err != nil {
@@ -91,7 +92,7 @@ func (s *Server) readRange(req *protocol.Request) (protocol.ReadRangeResult, fun
 // explicit mode and answers with the file's description. Chunks may arrive
 // in any order, but the one at offset 0 must be answered before others are
 // sent (it makes the parents) and the final one must be sent last.
-func (s *Server) writeRange(req *protocol.Request) (any, error) {
+func (s *Server) writeRange(ctx context.Context, req *protocol.Request) (any, error) {
 	p, err := cleanPath("write", "path", req.Path)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -22,9 +23,12 @@ const resetWait = 10 * time.Second
 // every other process of the container), then removes everything under the
 // root, .state included. Exec streams of killed processes still end with
 // their exit frames.
-func (s *Server) reset(*protocol.Request) (any, error) {
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+func (s *Server) reset(ctx context.Context, _ *protocol.Request) (any, error) {
+	unlock, err := s.lockState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	procs := s.allProcs()
 	killed := 0
 	for _, p := range procs {

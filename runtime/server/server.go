@@ -64,7 +64,17 @@ type Config struct {
 	// StateGCEvery is how many state commits pass between two packs of the
 	// history (state_gc.go); zero means 100.
 	StateGCEvery int
+	// WriteTimeout bounds writing one frame to a client; zero means
+	// DefaultWriteTimeout. A client that stops reading for longer loses
+	// its connection (and its running execs), instead of holding that
+	// writer, and every writer queued behind it, forever.
+	WriteTimeout time.Duration
 }
+
+// DefaultWriteTimeout is Config.WriteTimeout's default: far longer than a
+// live client takes to drain a frame, short enough that a stuck one does
+// not pin the connection's goroutines and processes for long.
+const DefaultWriteTimeout = 30 * time.Second
 
 // Server serves the runtime protocol over WebSocket. It is safe for
 // concurrent use; each connection is served by its own ServeHTTP call.
@@ -76,6 +86,7 @@ type Server struct {
 	env       map[string]string
 	maxFile   int64
 	killAll   bool
+	writeTO   time.Duration // bounds one frame's write (Config.WriteTimeout)
 
 	// stateMu serialises the state operations and reset: parallel tool
 	// calls must give a linear history. state is the open history (nil
@@ -109,6 +120,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = protocol.DefaultMaxFileBytes
+	}
+	if cfg.WriteTimeout < 0 {
+		return nil, errs.Field("write_timeout", "runtime server: write timeout must not be negative")
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -159,6 +176,7 @@ func New(cfg Config) (*Server, error) {
 		maxFile:   cfg.MaxFileBytes,
 		killAll:   cfg.KillAllOnReset,
 		gcEvery:   cfg.StateGCEvery,
+		writeTO:   cfg.WriteTimeout,
 		conns:     map[*conn]struct{}{},
 	}, nil
 }

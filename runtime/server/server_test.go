@@ -31,6 +31,7 @@ func TestNewValidates(t *testing.T) {
 		{"no token", server.Config{Root: dir}, "token"},
 		{"negative max", server.Config{Root: dir, Token: "t", MaxFileBytes: -1}, "max_file_bytes"},
 		{"bad env", server.Config{Root: dir, Token: "t", Env: map[string]string{"": "x"}}, "env"},
+		{"negative write timeout", server.Config{Root: dir, Token: "t", WriteTimeout: -1}, "write_timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ package server
 // linear history and never lose a commit.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,14 +75,17 @@ func signature(op string, req *protocol.Request) (object.Signature, string, erro
 	return sig, msg, nil
 }
 
-func (s *Server) stateCommit(req *protocol.Request) (any, error) {
+func (s *Server) stateCommit(ctx context.Context, req *protocol.Request) (any, error) {
 	const op = "state.commit"
 	sig, msg, err := signature(op, req)
 	if err != nil {
 		return nil, err
 	}
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+	unlock, err := s.lockState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	r, err := s.openState(op, true)
 	if err != nil {
 		return nil, err
@@ -166,4 +170,16 @@ func changesBetween(old, new map[string]treeFile) []protocol.StateChange {
 	}
 	slices.SortFunc(out, func(a, b protocol.StateChange) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// lockState takes stateMu for a request of a connection whose context is
+// ctx. The state operations and reset queue on it; one whose client left
+// while it waited does not run (a commit's tree scan, a reset, for nobody).
+func (s *Server) lockState(ctx context.Context) (unlock func(), err error) {
+	s.stateMu.Lock()
+	if err := ctx.Err(); err != nil {
+		s.stateMu.Unlock()
+		return nil, errs.E(errs.Unavailable, "runtime: connection closed: %w", err)
+	}
+	return s.stateMu.Unlock, nil
 }

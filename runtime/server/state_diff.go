@@ -31,7 +31,7 @@ const (
 	patchTimeout = 20 * time.Second
 )
 
-func (s *Server) stateDiff(req *protocol.Request) (any, error) {
+func (s *Server) stateDiff(ctx context.Context, req *protocol.Request) (any, error) {
 	const op = "state.diff"
 	var from, to plumbing.Hash
 	var err error
@@ -45,8 +45,11 @@ func (s *Server) stateDiff(req *protocol.Request) (any, error) {
 			return nil, err
 		}
 	}
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+	unlock, err := s.lockState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	r, err := s.openState(op, false)
 	if err != nil {
 		return nil, err

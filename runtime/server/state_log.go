@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -9,7 +10,7 @@ import (
 	"github.com/primerhq/primer/runtime/protocol"
 )
 
-func (s *Server) stateLog(req *protocol.Request) (any, error) {
+func (s *Server) stateLog(ctx context.Context, req *protocol.Request) (any, error) {
 	const op = "state.log"
 	if req.Limit < 0 {
 		return nil, errs.Field("limit", "%s: limit must not be negative", op)
@@ -17,8 +18,11 @@ func (s *Server) stateLog(req *protocol.Request) (any, error) {
 	if req.TrailerKey == "" && req.TrailerValue != "" {
 		return nil, errs.Field("trailer_key", "%s: trailer_value needs a trailer_key", op)
 	}
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+	unlock, err := s.lockState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	r, err := s.openState(op, false)
 	if err != nil {
 		return nil, err

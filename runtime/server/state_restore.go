@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,7 +18,7 @@ import (
 	"github.com/primerhq/primer/runtime/protocol"
 )
 
-func (s *Server) stateRestore(req *protocol.Request) (any, error) {
+func (s *Server) stateRestore(ctx context.Context, req *protocol.Request) (any, error) {
 	const op = "state.restore"
 	h, err := parseCommitID(op, "commit", req.Commit)
 	if err != nil {
@@ -27,8 +28,11 @@ func (s *Server) stateRestore(req *protocol.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.stateMu.Lock()
-	defer s.stateMu.Unlock()
+	unlock, err := s.lockState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	r, err := s.openState(op, false)
 	if err != nil {
 		return nil, err
