@@ -183,7 +183,7 @@ func DecodeHandle(workspaceID string, raw []byte) (h Handle, ok bool, err error)
 // its Backend, when set, must be typ.
 func (h Handle) CheckType(typ string) error {
 	if h.Backend != "" && h.Backend != typ {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, typ)
+		return h.wrongType(typ)
 	}
 	return nil
 }

@@ -88,13 +88,9 @@ type Reachability struct {
 // ParseProviderConfig decodes and checks a container provider config.
 func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 	var c ProviderConfig
-	if err := backend.DecodeStrict(doc, "spec.config", &c); err != nil {
+	if err := backend.OpenProviderConfig(doc, &c, &c.Kind, Type); err != nil {
 		return c, err
 	}
-	if err := backend.CheckKind("spec.config", c.Kind, Type, true); err != nil {
-		return c, err
-	}
-	c.Kind = Type
 	switch c.Runtime {
 	case "":
 		c.Runtime = EngineDocker

@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -95,16 +94,6 @@ func tenantOf(req backend.ProvisionRequest) string { return orDefault(req.Tenant
 
 // Name returns the name of the container and the volume of a workspace.
 func Name(workspaceID string) string { return "primer-" + workspaceID }
-
-// idPattern bounds workspace ids to what engines accept in object names.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
-func checkID(id string) error {
-	if !idPattern.MatchString(id) {
-		return errs.E(errs.Invalid, "workspace %q: invalid id: want letters, digits, '-' or '_'", id)
-	}
-	return nil
-}
 
 // Options are the platform's settings for every container backend.
 type Options struct {
@@ -197,7 +186,7 @@ func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
 // (kept by Teardown) is mounted again with its files. On failure nothing
 // named after the workspace is left behind but such a kept volume.
 func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
-	if err := checkID(req.WorkspaceID); err != nil {
+	if err := backend.CheckID(req.WorkspaceID); err != nil {
 		return backend.Handle{}, err
 	}
 	t, err := ParseTemplate(req.Template)
@@ -557,10 +546,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 }
 
 func (b *Backend) checkHandle(h backend.Handle) error {
-	if h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	if err := h.Check(Type, nil); err != nil {
 		return err
 	}
 	if h.Path != "" && h.Path != Name(h.WorkspaceID) {
@@ -608,13 +594,7 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 // lockFor checks a handle given to Destroy or Teardown, which work from the
 // workspace id alone, and locks its workspace.
 func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
-	if err := h.CheckType(Type); err != nil {
-		return nil, err
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
-		return nil, err
-	}
-	return b.locks.Lock(h.WorkspaceID), nil
+	return b.locks.LockHandle(h, Type, nil)
 }
 
 // remove deletes the workspace's container and volume; missing ones are

@@ -95,13 +95,9 @@ type Reachability struct {
 // ParseProviderConfig decodes and checks a kubernetes provider config.
 func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 	var c ProviderConfig
-	if err := backend.DecodeStrict(doc, "spec.config", &c); err != nil {
+	if err := backend.OpenProviderConfig(doc, &c, &c.Kind, Type); err != nil {
 		return c, err
 	}
-	if err := backend.CheckKind("spec.config", c.Kind, Type, true); err != nil {
-		return c, err
-	}
-	c.Kind = Type
 	switch c.Connection.Kind {
 	case ConnInCluster:
 		if c.Connection.Path != "" || c.Connection.Context != "" || c.Connection.Kubeconfig != "" {

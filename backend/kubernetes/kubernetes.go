@@ -541,10 +541,7 @@ func (b *Backend) runtimeURL(ctx context.Context, id string, pod *corev1.Pod) (s
 }
 
 func (b *Backend) checkHandle(h backend.Handle) error {
-	if h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	if err := h.Check(Type, checkID); err != nil {
 		return err
 	}
 	if ns := h.Attrs["namespace"]; ns != "" && ns != b.cfg.Namespace {
@@ -612,13 +609,7 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 // lockFor checks a handle given to Destroy or Teardown, which work from the
 // workspace id alone, and locks its workspace.
 func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
-	if err := h.CheckType(Type); err != nil {
-		return nil, err
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
-		return nil, err
-	}
-	return b.locks.Lock(h.WorkspaceID), nil
+	return b.locks.LockHandle(h, Type, checkID)
 }
 
 // removeCompute deletes the StatefulSet and the pod and waits for both.

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/internal/keylock"
@@ -33,20 +32,9 @@ import (
 // Type is the backend type and template kind of this backend.
 const Type = wire.BackendLocal
 
-// idPattern bounds workspace ids to characters that are safe as a directory
-// name, a URL path segment and a git branch component. The server mints
-// ws-<hex>; tests may use other simple names. No dots at all, so neither
-// ".." nor a ".lock" suffix can sneak in.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
 // ValidateID returns an Invalid error unless id is safe to use as a
-// directory name under a root path.
-func ValidateID(id string) error {
-	if !idPattern.MatchString(id) {
-		return errs.E(errs.Invalid, "workspace %q: invalid id: want letters, digits, '-' or '_'", id)
-	}
-	return nil
-}
+// directory name under a root path (backend.CheckID).
+func ValidateID(id string) error { return backend.CheckID(id) }
 
 // WorkspaceDir returns root/id after checking id; it is the only directory a
 // host backend ever creates or removes for a workspace.
@@ -62,8 +50,8 @@ func WorkspaceDir(root, id string) (string, error) {
 // root/<id> is refused, so a forged or stale handle can never make a backend
 // serve or remove another directory.
 func CheckHandle(h backend.Handle, kind, root string) (string, error) {
-	if h.Backend != kind {
-		return "", errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, kind)
+	if err := h.Check(kind, nil); err != nil {
+		return "", err
 	}
 	dir, err := WorkspaceDir(root, h.WorkspaceID)
 	if err != nil {
@@ -88,10 +76,7 @@ type ProviderConfig struct {
 // EnsureRoot), so validating a provider document never touches the disk.
 func ParseProviderConfig(config json.RawMessage, kind string) (ProviderConfig, error) {
 	var c ProviderConfig
-	if err := backend.DecodeStrict(config, "spec.config", &c); err != nil {
-		return c, err
-	}
-	if err := backend.CheckKind("spec.config", c.Kind, kind, true); err != nil {
+	if err := backend.OpenProviderConfig(config, &c, &c.Kind, kind); err != nil {
 		return c, err
 	}
 	var err error

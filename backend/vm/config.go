@@ -68,13 +68,9 @@ type Machines struct {
 // names the field at fault under spec.config.
 func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 	var c ProviderConfig
-	if err := backend.DecodeStrict(doc, "spec.config", &c); err != nil {
+	if err := backend.OpenProviderConfig(doc, &c, &c.Kind, Type); err != nil {
 		return c, err
 	}
-	if err := backend.CheckKind("spec.config", c.Kind, Type, true); err != nil {
-		return c, err
-	}
-	c.Kind = Type
 	if err := c.Connection.Validate("spec.config.connection"); err != nil {
 		return c, err
 	}

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -131,16 +130,6 @@ func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
 	return nil
 }
 
-// idPattern bounds workspace ids to what is safe in a path and a script.
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
-func checkID(id string) error {
-	if !idPattern.MatchString(id) {
-		return errs.E(errs.Invalid, "workspace %q: invalid id: want letters, digits, '-' or '_'", id)
-	}
-	return nil
-}
-
 // opTimeout bounds one SSH step (a survey, a stop); starting the runtime
 // gets ReadyTimeout on top.
 const opTimeout = 30 * time.Second
@@ -155,7 +144,7 @@ const opTimeout = 30 * time.Second
 // (torn down, its files kept) is only stopped.
 func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
 	id := req.WorkspaceID
-	if err := checkID(id); err != nil {
+	if err := backend.CheckID(id); err != nil {
 		return backend.Handle{}, err
 	}
 	t, err := ParseTemplate(req.Template)
@@ -423,10 +412,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 }
 
 func (b *Backend) checkHandle(h backend.Handle) error {
-	if h.Backend != Type {
-		return errs.E(errs.Invalid, "workspace %s: handle is for backend %q, not %q", h.WorkspaceID, h.Backend, Type)
-	}
-	if err := checkID(h.WorkspaceID); err != nil {
+	if err := h.Check(Type, nil); err != nil {
 		return err
 	}
 	if h.Attrs["host"] == "" {
@@ -454,15 +440,12 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 }
 
 func (b *Backend) remove(ctx context.Context, h backend.Handle, destroy bool) error {
-	if err := h.CheckType(Type); err != nil {
+	unlock, err := b.locks.LockHandle(h, Type, nil)
+	if err != nil {
 		return err
 	}
-	id := h.WorkspaceID
-	if err := checkID(id); err != nil {
-		return err
-	}
-	unlock := b.locks.Lock(id)
 	defer unlock()
+	id := h.WorkspaceID
 	b.dialer.CloseForward(id)
 	what, s := "workspace "+id+": stop", stopScript(id)
 	if destroy {

@@ -3,7 +3,11 @@
 // interleave, while different workspaces proceed in parallel.
 package keylock
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/primerhq/primer/backend"
+)
 
 // Map is a set of mutexes created on demand and dropped when unused. The
 // zero value is ready to use.
@@ -41,4 +45,14 @@ func (m *Map) Lock(key string) (unlock func()) {
 		}
 		m.mu.Unlock()
 	}
+}
+
+// LockHandle checks h as a backend of type typ must before it touches the
+// workspace (backend.Handle.CheckTypeID with checkID, nil: backend.CheckID)
+// and locks the workspace's id.
+func (m *Map) LockHandle(h backend.Handle, typ string, checkID func(string) error) (unlock func(), err error) {
+	if err := h.CheckTypeID(typ, checkID); err != nil {
+		return nil, err
+	}
+	return m.Lock(h.WorkspaceID), nil
 }
