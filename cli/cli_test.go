@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -193,6 +194,8 @@ type fakeAPI struct {
 	// call; "gone" answers 404. The last entry repeats.
 	phases []string
 	polls  int
+	// warmFrom, when set, makes a create answer warm from that pool.
+	warmFrom string
 }
 
 type fakeReq struct {
@@ -239,7 +242,11 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			apiErr(w, 400, "invalid", "workspace: template_id: template nope not found", "template_id")
 			return
 		}
-		jsonOut(w, 201, wire.Workspace{ID: "ws-1", TemplateID: req.TemplateID, Labels: req.Labels, Phase: "pending", CreatedAt: t0})
+		created := client.Created{Workspace: wire.Workspace{ID: "ws-1", TemplateID: req.TemplateID, Labels: req.Labels, Phase: "pending", CreatedAt: t0}, Source: client.LeaseCold}
+		if f.warmFrom != "" {
+			created.Phase, created.PoolID, created.Source = "running", f.warmFrom, client.LeaseWarm
+		}
+		jsonOut(w, 201, created)
 	})
 	mux.HandleFunc("GET /v1/workspaces", func(w http.ResponseWriter, r *http.Request) {
 		jsonOut(w, 200, map[string]any{"items": []wire.Workspace{
@@ -473,7 +480,7 @@ func TestCreateWorkspace(t *testing.T) {
 		f := newFakeAPI(t)
 		f.phases = []string{"pending", "pending", "running"}
 		r := f.run(t, "", "create", "workspace", "--set", "template_id=default", "--set", "labels.team=evals", "--wait")
-		if r.code != 0 || r.stdout != "workspace/ws-1\n" {
+		if r.code != 0 || r.stdout != "workspace/ws-1 created (cold)\n" {
 			t.Fatalf("code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 		}
 		if r.stderr != "workspace/ws-1 pending\nworkspace/ws-1 running\n" {
@@ -502,9 +509,21 @@ func TestCreateWorkspace(t *testing.T) {
 	t.Run("json output", func(t *testing.T) {
 		f := newFakeAPI(t)
 		r := f.run(t, "", "create", "workspace", "--set", "template_id=default", "-o", "json")
-		var ws wire.Workspace
-		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ws) != nil || ws.ID != "ws-1" || ws.Phase != "pending" {
+		var ws client.Created
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ws) != nil || ws.ID != "ws-1" || ws.Phase != "pending" || ws.Source != "cold" {
 			t.Fatalf("code %d stdout %q", r.code, r.stdout)
+		}
+	})
+	t.Run("warm from a pool", func(t *testing.T) {
+		f := newFakeAPI(t)
+		f.warmFrom = "py-warm"
+		r := f.run(t, "", "create", "workspace", "--set", "template_id=default")
+		if r.code != 0 || r.stdout != "workspace/ws-1 created (warm, from workspace_pool/py-warm)\n" {
+			t.Fatalf("code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		r = f.run(t, "", "create", "workspace", "--set", "template_id=default", "-o", "yaml")
+		if r.code != 0 || !strings.Contains(r.stdout, "source: warm\n") {
+			t.Fatalf("-o yaml: code %d stdout %q", r.code, r.stdout)
 		}
 	})
 	t.Run("api error", func(t *testing.T) {

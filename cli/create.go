@@ -167,20 +167,22 @@ func (a *app) createWorkspaceCommand() *cobra.Command {
 				return err
 			}
 			c := a.client()
-			ws, err := c.CreateWorkspace(cmd.Context(), req)
+			created, err := c.Create(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
 			if a.output == "table" {
-				fmt.Fprintf(a.stdout, "%s/%s\n", kindWorkspace, ws.ID)
+				fmt.Fprintf(a.stdout, "%s/%s created (%s)\n", kindWorkspace, created.ID, sourceText(created))
 			}
 			if wait {
-				if ws, err = a.waitRunning(cmd.Context(), c, ws.ID, waitTimeout); err != nil {
+				ws, err := a.waitRunning(cmd.Context(), c, created.ID, waitTimeout)
+				if err != nil {
 					return err
 				}
+				created.Workspace = *ws
 			}
 			if a.output != "table" {
-				return a.printObject(ws, nil)
+				return a.printObject(created, nil)
 			}
 			return nil
 		}),
@@ -190,6 +192,20 @@ func (a *app) createWorkspaceCommand() *cobra.Command {
 	f.BoolVar(&wait, "wait", false, "wait until the workspace is running, showing its phases on stderr")
 	f.DurationVar(&waitTimeout, "wait-timeout", DefaultWaitTimeout, "how long --wait waits")
 	return cmd
+}
+
+// sourceText says where a created workspace came from: "warm, from
+// pool/ID" (an idle member of a pool of the template, running already) or
+// "cold" (a new one, still pending). An older server that does not say is
+// "source unknown".
+func sourceText(c *client.Created) string {
+	switch {
+	case c.Source == client.LeaseWarm && c.PoolID != "":
+		return c.Source + ", from " + kindPool + "/" + c.PoolID
+	case c.Source != "":
+		return c.Source
+	}
+	return "source unknown"
 }
 
 // workspaceRequest builds a CreateWorkspaceRequest from --set flags.
