@@ -2,6 +2,8 @@ package local
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -72,4 +74,11 @@ func ownCgroup() string {
 		}
 	}
 	return ""
+}
+
+// randomSuffix is 8 random hex digits.
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

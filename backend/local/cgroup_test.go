@@ -74,6 +74,13 @@ func TestResetAndDeleteKillSetsidDaemon(t *testing.T) {
 			if alive(pid) {
 				t.Errorf("the setsid daemon %d outlived the workspace's %s", pid, end)
 			}
+			if end == "reset" {
+				// The workspace works on after its reset.
+				res, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo again"}}, nil, nil)
+				if err != nil || res.ExitCode != 0 || string(res.Stdout) != "again\n" {
+					t.Errorf("exec after reset = %+v, %v; want exit 0 and its output", res, err)
+				}
+			}
 		})
 	}
 }

@@ -206,7 +206,15 @@ func (h *Host) Stop(id string) {
 // the host has no writable cgroup v2 (cgroup.go says what that leaves).
 func (h *Host) cgroupFor(id string) string {
 	h.cgroupOnce.Do(func() {
-		h.cgroups = cgroupBase()
+		// One directory per host: two platforms (or two tests) on one
+		// machine may serve the same workspace id, and one's reset must
+		// not kill the other's commands.
+		if base := cgroupBase(); base != "" {
+			dir := filepath.Join(base, fmt.Sprintf("host-%d-%s", os.Getpid(), randomSuffix()))
+			if err := os.Mkdir(dir, 0o755); err == nil {
+				h.cgroups = dir
+			}
+		}
 		if h.cgroups == "" {
 			h.logger.Info("no writable cgroup v2: a workspace's reset and delete kill its commands' process groups only")
 		}
@@ -249,6 +257,9 @@ func (h *Host) Close() error {
 		})
 	}
 	wg.Wait()
+	if h.cgroups != "" {
+		_ = os.Remove(h.cgroups) // empty once every workspace's is gone
+	}
 	if srv == nil {
 		return nil
 	}

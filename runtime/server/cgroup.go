@@ -4,7 +4,8 @@ package server
 // (setsid, a daemon double-forking) escapes the group kill of reset and
 // Close; a cgroup does not let it: every exec is cloned straight into the
 // cgroup (clone3 CLONE_INTO_CGROUP), its descendants stay there whatever
-// they do, and cgroup.kill ends them all at once. The runtime uses one when
+// they do, and a kill of every process listed in the frozen cgroup ends
+// them all. The runtime uses one when
 // Config.Cgroup names a cgroup v2 directory it may write (the local and
 // worktree backends make one per workspace where the host allows it).
 
@@ -46,12 +47,15 @@ func (cg *cgroup) attr(a *syscall.SysProcAttr) {
 }
 
 // kill ends every process of the cgroup and waits until none is left (or
-// deadline). cgroup.kill (Linux 5.14) is atomic; without it each listed
-// process is killed until the list is empty, which a fork bomb could
-// outrun only until the deadline.
+// deadline). The cgroup is frozen meanwhile (cgroup.freeze, Linux 5.2), so
+// nothing forks between the listing and the kill, and thawed after, so the
+// workspace's next commands run. Not cgroup.kill: on the kernels tried, a
+// process cloned into the cgroup after it was written was killed too.
 func (cg *cgroup) kill(deadline time.Time) error {
-	killFile := filepath.Join(cg.path, "cgroup.kill")
-	hasKill := os.WriteFile(killFile, []byte("1"), 0) == nil
+	freeze := filepath.Join(cg.path, "cgroup.freeze")
+	if os.WriteFile(freeze, []byte("1"), 0) == nil {
+		defer func() { _ = os.WriteFile(freeze, []byte("0"), 0) }()
+	}
 	for {
 		pids, err := cg.procs()
 		if err != nil {
@@ -63,10 +67,8 @@ func (cg *cgroup) kill(deadline time.Time) error {
 		if time.Now().After(deadline) {
 			return errs.E(errs.Unavailable, "reset: %d processes of cgroup %s still running after SIGKILL", len(pids), cg.path)
 		}
-		if !hasKill {
-			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
