@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -261,4 +262,28 @@ func newOrigin() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// CountStatements adds one to n for every statement the store runs
+// through GORM (queries, raw statements, writes), on every pool: the
+// benchmarks count what idle streams cost the database with it. The
+// listener's own connection is not counted; idle, it runs nothing.
+func (s *Store) CountStatements(n *atomic.Int64) error {
+	count := func(*gorm.DB) { n.Add(1) }
+	for _, db := range s.pools() {
+		cb := db.Callback()
+		for _, err := range []error{
+			cb.Query().After("gorm:query").Register("primer:count", count),
+			cb.Row().After("gorm:row").Register("primer:count", count),
+			cb.Raw().After("gorm:raw").Register("primer:count", count),
+			cb.Create().After("gorm:create").Register("primer:count", count),
+			cb.Update().After("gorm:update").Register("primer:count", count),
+			cb.Delete().After("gorm:delete").Register("primer:count", count),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
