@@ -499,6 +499,13 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	}
 	id := h.WorkspaceID
 	pod, err := b.cs.CoreV1().Pods(b.cfg.Namespace).Get(ctx, PodName(id), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || (err == nil && between(pod)) {
+		// A pod being deleted or not made again yet says nothing lasting:
+		// report the one that follows it (see settledPod).
+		if next := b.settledPod(ctx, id); next != nil {
+			pod, err = next, nil
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		if _, serr := b.cs.AppsV1().StatefulSets(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{}); apierrors.IsNotFound(serr) {
 			return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: StatefulSet %s/%s is gone", id, b.cfg.Namespace, Name(id))

@@ -265,3 +265,54 @@ func (b *Backend) withLogs(ctx context.Context, id string, err error) error {
 	}
 	return err
 }
+
+// between reports whether pod is in a state that passes by itself: being
+// deleted (the StatefulSet makes it again), or made and not yet placed by
+// the scheduler (which places it or says why it cannot in a moment).
+func between(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil {
+		return true
+	}
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return false
+		}
+	}
+	return true
+}
+
+// settledPod waits, within most of ctx's time, for the workspace's pod to
+// leave the states that pass by themselves (see between) and returns it;
+// nil when none settled in time (or the pod is gone with its StatefulSet).
+// A probe that finds the pod deleted thus reports what the pod made again
+// meets (the scheduler's reason when it cannot be placed, say) rather than
+// the deletion, which is never why a workspace stays down: which of the
+// two a probe reported depended on when it ran.
+func (b *Backend) settledPod(ctx context.Context, id string) *corev1.Pod {
+	limit := 3 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl)/2)
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	pods := b.cs.CoreV1().Pods(b.cfg.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", PodName(id)).String()
+	for wctx.Err() == nil {
+		l, err := pods.List(wctx, metav1.ListOptions{FieldSelector: byName})
+		if err != nil {
+			return nil
+		}
+		if len(l.Items) == 1 && !between(&l.Items[0]) {
+			return &l.Items[0]
+		}
+		w, err := pods.Watch(wctx, metav1.ListOptions{FieldSelector: byName, ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			return nil
+		}
+		b.nextEvent(wctx, w)
+	}
+	return nil
+}

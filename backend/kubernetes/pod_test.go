@@ -77,3 +77,29 @@ func TestUnstickMount(t *testing.T) {
 		})
 	}
 }
+
+// between tells the pod states that pass by themselves (a probe then
+// reports the pod that follows) from those that say why the workspace is
+// down.
+func TestBetween(t *testing.T) {
+	now := metav1.Now()
+	unschedulable := []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want bool
+	}{
+		{"being deleted", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Spec: corev1.PodSpec{NodeName: "n"}}, true},
+		{"made, not yet looked at by the scheduler", corev1.Pod{}, true},
+		{"unschedulable", corev1.Pod{Status: corev1.PodStatus{Conditions: unschedulable}}, false},
+		{"on a node", corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}}, false},
+		{"being deleted while unschedulable", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.PodStatus{Conditions: unschedulable}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := between(&tt.pod); got != tt.want {
+				t.Errorf("between = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
