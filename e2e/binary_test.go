@@ -55,12 +55,20 @@ func TestServeBinary(t *testing.T) {
 	stop := func(cmd *exec.Cmd) {
 		stopProc(t, "primer serve", cmd, waitDone(cmd))
 	}
+	// primectl runs the binary and returns its stdout and exit code; its
+	// stderr (the --wait progress, the error of a failure) goes to the
+	// test's log, so a failure says why.
 	primectl := func(args ...string) (string, int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "primectl"), args...)
 		cmd.Env = env
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
 		out, err := cmd.Output()
+		if stderr.Len() > 0 {
+			t.Logf("primectl %s: stderr:\n%s", strings.Join(args, " "), stderr.String())
+		}
 		code := 0
 		if ee, ok := err.(*exec.ExitError); ok {
 			code = ee.ExitCode()
