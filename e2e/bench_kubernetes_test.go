@@ -84,7 +84,34 @@ func TestBenchKubernetes(t *testing.T) {
 		})...)
 	}
 
-	// 2. 20 workspaces at once, ours (then deleted) and raw.
+	// 2. Delete of a running workspace to nothing left, taking turns: ours
+	// from the API's delete until GET answers 404 and the backend finds no
+	// object; raw, the same objects deleted with client-go as `kubectl
+	// delete` does (the pod with its grace period, 3 s) until the pod and
+	// the PVC are gone.
+	var deleted, deletedRaw []time.Duration
+	for i := range 5 {
+		ws := createRunning(t, p, "bb")
+		b.track(ws.ID)
+		deleted = append(deleted, deleteToGone(t, p.api, ws.ID, func() []string {
+			objs, err := k.b.Objects(ctx, ws.ID)
+			if err != nil {
+				t.Fatalf("objects of %s: %v", ws.ID, err)
+			}
+			return objs
+		}))
+		id := b.rawID(fmt.Sprint("d", i))
+		if err := b.rawCreateReady(ctx, id); err != nil {
+			t.Fatalf("raw %s: %v", id, err)
+		}
+		start := time.Now()
+		if err := b.rawDelete(ctx, id); err != nil {
+			t.Fatalf("raw %s: %v", id, err)
+		}
+		deletedRaw = append(deletedRaw, time.Since(start))
+	}
+
+	// 3. 20 workspaces at once, ours (then deleted) and raw.
 	const burst = 20
 	wall, running := b.createBurst(ctx, burst)
 	wallRaw := b.rawBurst(ctx, burst)
@@ -94,6 +121,7 @@ func TestBenchKubernetes(t *testing.T) {
 
 	rows := []row{
 		{name: "create to first exec (API, pod_ip)", target: "p50 <= 1.5x raw", samples: created, baseName: "Secret+PVC+StatefulSet to pod Ready", baseline: createdRaw},
+		{name: "delete of a running workspace to nothing left (API)", target: "p50 < 1 s", samples: deleted, baseName: "client-go delete (pod grace 3 s) to pod and PVC gone", baseline: deletedRaw, limit: time.Second},
 		{name: fmt.Sprintf("%d created at once to all running (wall)", burst), target: fmt.Sprintf("all %d running", burst), samples: []time.Duration{wall}, baseName: fmt.Sprintf("%d x Secret+PVC+StatefulSet to all Ready", burst), baseline: []time.Duration{wallRaw}},
 	}
 	printTable(t, fmt.Sprintf("Kubernetes backend on the cluster of KUBECONFIG, namespace %s (probe interval %s)", k.ns, workflows.DefaultProbeInterval), rows)
