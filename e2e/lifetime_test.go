@@ -56,6 +56,12 @@ func TestLifetimesOnContainers(t *testing.T) {
 // runLifetimes creates templates with lifetimes on provider (base is the
 // backend document they extend) and checks each way a workspace or a
 // lease runs out.
+//
+// The lifetimes are multiples of a unit measured first on the same
+// provider: the time a workspace takes to be seen running plus one exec
+// (at least a second). With fixed lifetimes of a few seconds, a loaded
+// machine made workspaces that expired before the test looked at them
+// (already "terminating (idle)"); the checks themselves hold for any unit.
 func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage) {
 	api := p.api
 	ctx := ctxT(t, 5*time.Minute)
@@ -86,9 +92,12 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			t.Fatalf("exec in %s: %v", id, err)
 		}
 	}
-	template("life-max", map[string]string{"max": "4s"})
-	template("life-idle", map[string]string{"idle": "3s"})
-	template("life-long", map[string]string{"max": "1m"})
+	template("life-long", map[string]string{"max": "10m"})
+	unit := lifetimeUnit(t, p, "life-long")
+	maxLife, idle, ttl, by := 4*unit, 3*unit, 3*unit, 4*unit
+	t.Logf("lifetime unit %s (create to running plus one exec, measured): max %s, idle %s, ttl %s extended by %s", unit, maxLife, idle, ttl, by)
+	template("life-max", map[string]string{"max": maxLife.String()})
+	template("life-idle", map[string]string{"idle": idle.String()})
 
 	t.Run("max", func(t *testing.T) {
 		ws, start := create("life-max", "")
@@ -96,16 +105,16 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			t.Fatalf("created with expires_at %v, idle_deadline %v", ws.ExpiresAt, ws.IdleDeadline)
 		}
 		waitPhase(t, api, ws.ID, wire.PhaseRunning, time.Minute)
-		lived := waitGoneWithin(t, api, ws.ID, start, 4*time.Second, time.Minute)
+		lived := waitGoneWithin(t, api, ws.ID, start, maxLife, time.Minute+maxLife)
 		expiredEvent(t, api, ws.ID, wire.ReasonExpired)
-		t.Logf("max 4s: gone after %s", lived.Round(time.Millisecond))
+		t.Logf("max %s: gone after %s", maxLife, lived.Round(time.Millisecond))
 	})
 
 	t.Run("idle", func(t *testing.T) {
 		ws, _ := create("life-idle", "")
 		waitPhase(t, api, ws.ID, wire.PhaseRunning, time.Minute)
 		// Calls keep it alive past its idle timeout...
-		busyUntil := time.Now().Add(5 * time.Second)
+		busyUntil := time.Now().Add(idle + 2*unit)
 		// last is taken before each call, which moves the deadline to its
 		// own time plus the idle timeout, so that it is no later than the
 		// moment the deadline counts from.
@@ -116,38 +125,38 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			if _, err := api.GetWorkspace(ctx, ws.ID); err != nil {
 				t.Fatalf("workspace gone while in use: %v", err)
 			}
-			time.Sleep(500 * time.Millisecond) // the cadence of a busy client, not a wait for a result
+			time.Sleep(unit / 4) // the cadence of a busy client, not a wait for a result
 		}
 		// ...and it goes once they stop.
-		lived := waitGoneWithin(t, api, ws.ID, last, 3*time.Second-200*time.Millisecond, time.Minute)
+		lived := waitGoneWithin(t, api, ws.ID, last, idle-200*time.Millisecond, time.Minute+idle)
 		expiredEvent(t, api, ws.ID, wire.ReasonIdle)
-		t.Logf("idle 3s: gone %s after the last call", lived.Round(time.Millisecond))
+		t.Logf("idle %s: gone %s after the last call", idle, lived.Round(time.Millisecond))
 	})
 
 	t.Run("extend", func(t *testing.T) {
-		ws, start := create("life-long", "3s")
+		ws, start := create("life-long", ttl.String())
 		waitPhase(t, api, ws.ID, wire.PhaseRunning, time.Minute)
-		out, stderr, code := p.primectl("", "workspace", "extend", ws.ID, "--by", "4s")
+		out, stderr, code := p.primectl("", "workspace", "extend", ws.ID, "--by", by.String())
 		if code != 0 {
 			t.Fatalf("primectl workspace extend: %d %s %s", code, out, stderr)
 		}
 		got, err := api.GetWorkspace(ctx, ws.ID)
-		if err != nil || got.ExpiresAt == nil || !got.ExpiresAt.Equal(ws.ExpiresAt.Add(4*time.Second)) {
-			t.Fatalf("after extend: %+v (%v), want expires_at %v", got, err, ws.ExpiresAt.Add(4*time.Second))
+		if err != nil || got.ExpiresAt == nil || !got.ExpiresAt.Equal(ws.ExpiresAt.Add(by)) {
+			t.Fatalf("after extend: %+v (%v), want expires_at %v", got, err, ws.ExpiresAt.Add(by))
 		}
 		// Past max is refused, naming the field.
-		if _, err := api.ExtendWorkspace(ctx, ws.ID, client.ExtendRequest{By: "2m"}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "by" {
+		if _, err := api.ExtendWorkspace(ctx, ws.ID, client.ExtendRequest{By: "20m"}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "by" {
 			t.Fatalf("extend past max = %v, want invalid naming by", err)
 		}
-		lived := waitGoneWithin(t, api, ws.ID, start, 7*time.Second, time.Minute)
+		lived := waitGoneWithin(t, api, ws.ID, start, ttl+by, time.Minute+ttl+by)
 		expiredEvent(t, api, ws.ID, wire.ReasonExpired)
-		t.Logf("ttl 3s extended by 4s: gone after %s", lived.Round(time.Millisecond))
+		t.Logf("ttl %s extended by %s: gone after %s", ttl, by, lived.Round(time.Millisecond))
 	})
 
 	t.Run("lease", func(t *testing.T) {
 		// The template's idle timeout does not touch idle members waiting
 		// in the pool; the lease's ttl (shorter) takes the member back.
-		template("life-pooled", map[string]string{"idle": "3s"})
+		template("life-pooled", map[string]string{"idle": idle.String()})
 		if _, err := api.CreatePool(ctx, client.PoolSpec{ID: "life", TemplateID: "life-pooled", Size: 1, LeaseTTL: "1500ms"}); err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +179,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			if err != nil {
 				t.Fatalf("idle pool member %s: %v", member.ID, err)
 			}
-			return ws.PoolState == wire.PoolIdle && time.Since(ws.CreatedAt) > 5*time.Second
+			return ws.PoolState == wire.PoolIdle && time.Since(ws.CreatedAt) > idle+2*unit
 		})
 		leased := time.Now()
 		l, err := api.LeasePool(ctx, "life", client.LeaseRequest{})
@@ -197,4 +206,33 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		waitEvent(t, api, member.ID, wire.EventReturned, time.Minute)
 		t.Logf("lease_ttl 1.5s: taken back after %s", took.Round(time.Millisecond))
 	})
+}
+
+// lifetimeUnit measures what runLifetimes scales its lifetimes by: the
+// time from the create call until a workspace of template tmpl (of a long
+// lifetime) is seen running, plus one exec and one get in it, rounded up
+// to 100 ms and at least a second. The workspace is deleted after.
+func lifetimeUnit(t *testing.T, p *primer, tmpl string) time.Duration {
+	t.Helper()
+	ctx := ctxT(t, 3*time.Minute)
+	start := time.Now()
+	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: tmpl})
+	if err != nil {
+		t.Fatalf("create workspace of %s: %v", tmpl, err)
+	}
+	waitPhase(t, p.api, ws.ID, wire.PhaseRunning, 2*time.Minute)
+	if _, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: ws.ID, Command: []string{"true"}}); err != nil {
+		t.Fatalf("exec in %s: %v", ws.ID, err)
+	}
+	if _, err := p.api.GetWorkspace(ctx, ws.ID); err != nil {
+		t.Fatalf("get %s: %v", ws.ID, err)
+	}
+	unit := max(time.Second, time.Since(start).Truncate(100*time.Millisecond)+100*time.Millisecond)
+	if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
+		t.Fatalf("delete %s: %v", ws.ID, err)
+	}
+	if err := p.api.WaitGone(ctx, ws.ID, nil); err != nil {
+		t.Fatalf("delete %s: %v", ws.ID, err)
+	}
+	return unit
 }
