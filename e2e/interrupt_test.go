@@ -58,11 +58,16 @@ func deleteToGone(t *testing.T, api *client.Client, id string, left func() []str
 
 // withinBound fails the test when an interrupted delete took longer than
 // an ordinary one (destroy) plus interruptSlack.
+//
+// On a loaded machine every step is slower alike, so the slack grows with
+// the measured destroy (twice it, when that is more than interruptSlack):
+// a delete that waited for the stuck step instead (minutes) still fails.
 func withinBound(t *testing.T, what string, took, destroy time.Duration) {
 	t.Helper()
+	slack := max(interruptSlack, 2*destroy)
 	t.Logf("%s: delete to gone %s (a running workspace's: %s)", what, took.Round(time.Millisecond), destroy.Round(time.Millisecond))
-	if took > destroy+interruptSlack {
-		t.Errorf("%s: delete to gone took %s, want within %s (destroy) + %s", what, took.Round(time.Millisecond), destroy.Round(time.Millisecond), interruptSlack)
+	if took > destroy+slack {
+		t.Errorf("%s: delete to gone took %s, want within %s (destroy) + %s", what, took.Round(time.Millisecond), destroy.Round(time.Millisecond), slack.Round(time.Millisecond))
 	}
 }
 
