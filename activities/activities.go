@@ -233,7 +233,7 @@ func Redact(msg, secret string) string {
 func BackendFor(ctx context.Context, store *models.Store, reg *backend.Registry, ws *wire.Workspace) (backend.Backend, error) {
 	p, err := store.GetProvider(ctx, ws.ProviderID)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: provider: %w", ws.ID, err)
+		return nil, errs.Within("workspace "+ws.ID+": provider", err)
 	}
 	b, err := reg.For(p)
 	if err != nil {
@@ -279,7 +279,7 @@ func (a *Activities) SetPhase(ctx context.Context, in SetPhaseInput) (SetPhaseOu
 	if in.To == wire.PhaseFailed {
 		ids, err := a.Store.EndWorkspaceSessions(ctx, in.WorkspaceID, wire.ReasonWorkspaceLost)
 		if err != nil {
-			return SetPhaseOutput{}, Classify(fmt.Errorf("workspace %s: end sessions: %w", in.WorkspaceID, err))
+			return SetPhaseOutput{}, Classify(errs.Within("workspace "+in.WorkspaceID+": end sessions", err))
 		}
 		ended = len(ids)
 	}

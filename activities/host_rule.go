@@ -76,7 +76,7 @@ func (a *Activities) hostKind(ctx context.Context, ws *wire.Workspace, tmpl *wir
 func (a *Activities) mayMakeWorkspace(ctx context.Context, ws *wire.Workspace) error {
 	tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
 	if err != nil {
-		return fmt.Errorf("workspace %s: template: %w", ws.ID, err)
+		return errs.Within("workspace "+ws.ID+": template", err)
 	}
 	return a.mayMake(ctx, ws, tmpl)
 }

@@ -89,7 +89,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	at("reading the workspace")
 	ws, err := a.Store.GetWorkspace(ctx, id)
 	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+		return backend.Handle{}, errs.Within("workspace "+id+": provision", err)
 	}
 	tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
 	if err != nil {
@@ -106,7 +106,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	}
 	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+		return backend.Handle{}, errs.Within("workspace "+id+": provision", err)
 	}
 	var common backend.Common
 	if len(tmpl.Backend) > 0 {
@@ -134,7 +134,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 		Token:       token,
 	})
 	if err != nil {
-		return backend.Handle{}, RedactErr(fmt.Errorf("workspace %s: provision: %w", id, err), secrets...)
+		return backend.Handle{}, RedactErr(errs.Within("workspace "+id+": provision", err), secrets...)
 	}
 	raw, err := json.Marshal(h)
 	if err != nil {
@@ -178,11 +178,11 @@ func (a *Activities) waitRuntime(ctx context.Context, ws *wire.Workspace, h back
 			if err = cl.Ping(ctx); err == nil {
 				return cl, nil
 			}
-			err = fmt.Errorf("workspace %s: runtime ping: %w", ws.ID, err)
+			err = errs.Within("runtime ping", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, errs.E(errs.Unavailable, "workspace %s: provision: runtime did not answer within %s: %w", ws.ID, a.runtimeWait(), err)
+			return nil, errs.Wrap(errs.Unavailable, errs.Within(fmt.Sprintf("workspace %s: provision: runtime did not answer within %s", ws.ID, a.runtimeWait()), err))
 		case <-time.After(delay):
 		}
 		a.Connector.Drop(ws.ID)
@@ -205,7 +205,7 @@ func (a *Activities) prepare(ctx context.Context, cl *client.Client, id string, 
 	}
 	harness, err := common.Harness("spec.backend")
 	if err != nil {
-		return fmt.Errorf("workspace %s: provision: %w", id, err)
+		return errs.Within("workspace "+id+": provision", err)
 	}
 	type file struct {
 		data []byte
@@ -279,7 +279,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 		return DestroyOutput{}, nil
 	}
 	if err != nil {
-		return DestroyOutput{}, fmt.Errorf("workspace %s: destroy: %w", id, err)
+		return DestroyOutput{}, errs.Within("workspace "+id+": destroy", err)
 	}
 	a.Connector.Drop(id)
 
@@ -299,7 +299,7 @@ func (a *Activities) destroy(ctx context.Context, in DestroyInput) (DestroyOutpu
 	}
 	if found {
 		if err := a.destroyBackend(ctx, ws, h); err != nil {
-			err = RedactErr(fmt.Errorf("workspace %s: destroy: %w", id, err), ws.RuntimeToken)
+			err = RedactErr(errs.Within("workspace "+id+": destroy", err), ws.RuntimeToken)
 			if !in.KeepRow && lastAttempt(ctx, err) {
 				// Say so in the event stream once, when retries are over.
 				if _, evErr := a.recordEvent(ctx, id, wire.EventDestroyed, map[string]any{

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/primerhq/primer/errs"
@@ -57,7 +56,7 @@ func (a *Activities) CheckLifetime(ctx context.Context, in CheckLifetimeInput) (
 		return CheckLifetimeOutput{Gone: true}, nil
 	}
 	if err != nil {
-		return CheckLifetimeOutput{}, Classify(fmt.Errorf("workspace %s: check lifetime: %w", in.WorkspaceID, err))
+		return CheckLifetimeOutput{}, Classify(errs.Within("workspace "+in.WorkspaceID+": check lifetime", err))
 	}
 	return CheckLifetimeOutput{Lifetime: *lifetimeOf(ws)}, nil
 }
@@ -94,7 +93,7 @@ func (a *Activities) expireLease(ctx context.Context, id string) (ExpireLeaseOut
 		return ExpireLeaseOutput{}, nil
 	}
 	if err != nil {
-		return ExpireLeaseOutput{}, fmt.Errorf("workspace %s: expire lease: %w", id, err)
+		return ExpireLeaseOutput{}, errs.Within("workspace "+id+": expire lease", err)
 	}
 	out := ExpireLeaseOutput{TakenBack: true, PoolID: ws.PoolID}
 	if ws.PoolID != "" {
@@ -104,7 +103,7 @@ func (a *Activities) expireLease(ctx context.Context, id string) (ExpireLeaseOut
 			return ExpireLeaseOutput{}, nil
 		}
 		if err != nil {
-			return ExpireLeaseOutput{}, fmt.Errorf("workspace %s: expire lease: %w", id, err)
+			return ExpireLeaseOutput{}, errs.Within("workspace "+id+": expire lease", err)
 		}
 	}
 	data := map[string]any{"reason": wire.ReasonLeaseExpired, "pool_id": ws.PoolID}

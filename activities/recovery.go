@@ -107,7 +107,7 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string)
 	id := in.WorkspaceID
 	ws, err := a.Store.GetWorkspace(ctx, id)
 	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: replace: %w", id, err)
+		return backend.Handle{}, errs.Within("workspace "+id+": replace", err)
 	}
 	// Refused replacements leave the old sandbox alone; provision checks
 	// again (with the quota) before it makes the new one.
@@ -116,7 +116,7 @@ func (a *Activities) replace(ctx context.Context, in ReplaceInput, step *string)
 	}
 	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: replace: %w", id, err)
+		return backend.Handle{}, errs.Within("workspace "+id+": replace", err)
 	}
 	h := backend.Handle{Backend: ws.Backend, WorkspaceID: id}
 	if in.Handle != nil {
@@ -169,7 +169,7 @@ func (a *Activities) Recovered(ctx context.Context, in RecoveredInput) (Recovere
 	}
 	ss, err := a.Store.ResumeLostSessions(ctx, in.WorkspaceID, since)
 	if err != nil {
-		return RecoveredOutput{}, Classify(fmt.Errorf("workspace %s: resume sessions: %w", in.WorkspaceID, err))
+		return RecoveredOutput{}, Classify(errs.Within("workspace "+in.WorkspaceID+": resume sessions", err))
 	}
 	out := RecoveredOutput{Sessions: make([]ResumedSession, 0, len(ss))}
 	for _, s := range ss {
@@ -200,11 +200,11 @@ func (a *Activities) NotifyWebhook(ctx context.Context, in WebhookInput) (Webhoo
 func (a *Activities) notifyWebhook(ctx context.Context, in WebhookInput) (WebhookOutput, error) {
 	ws, err := a.Store.GetWorkspace(ctx, in.WorkspaceID)
 	if err != nil {
-		return WebhookOutput{}, fmt.Errorf("workspace %s: webhook: %w", in.WorkspaceID, err)
+		return WebhookOutput{}, errs.Within("workspace "+in.WorkspaceID+": webhook", err)
 	}
 	common, err := TemplateCommon(ctx, a.Store, ws.TemplateID)
 	if err != nil {
-		return WebhookOutput{}, fmt.Errorf("workspace %s: webhook: %w", in.WorkspaceID, err)
+		return WebhookOutput{}, errs.Within("workspace "+in.WorkspaceID+": webhook", err)
 	}
 	if common.Recovery == nil || common.Recovery.WebhookURL == "" {
 		return WebhookOutput{}, nil
@@ -275,18 +275,18 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	id := in.WorkspaceID
 	ws, err := a.Store.GetWorkspace(ctx, id)
 	if err != nil {
-		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
+		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
 	}
 	if ws.PoolID == "" {
 		return ResetOutput{}, errs.E(errs.Invalid, "workspace %s: reset: not in a pool", id)
 	}
 	common, err := TemplateCommon(ctx, a.Store, ws.TemplateID)
 	if err != nil {
-		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
+		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
 	}
 	cl, err := a.Connector.Client(ctx, ws)
 	if err != nil {
-		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
+		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
 	}
 	res, err := a.resetSandbox(ctx, cl, ws, common)
 	if err != nil {
@@ -297,7 +297,7 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 		return ResetOutput{}, fmt.Errorf("workspace %s: reset: end sessions: %w", id, err)
 	}
 	if err := a.Store.SetPoolState(ctx, id, wire.PoolReturning, wire.PoolIdle); err != nil && !errs.Is(err, errs.Conflict) {
-		return ResetOutput{}, fmt.Errorf("workspace %s: reset: %w", id, err)
+		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
 	}
 	out := ResetOutput{Killed: res.Killed, SessionsEnded: len(ended)}
 	if _, err := a.recordEvent(ctx, id, wire.EventReturned, map[string]any{

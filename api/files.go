@@ -47,7 +47,7 @@ func (s *server) runtimeFor(c *gin.Context, id string) (*wire.Workspace, *client
 		if errs.Is(err, errs.NotFound) {
 			// The workspace exists; what is missing is its sandbox. A 404
 			// here would read as "no such workspace" or "no such file".
-			err = errs.E(errs.Unavailable, "workspace %s: runtime unreachable: %w", w.ID, err)
+			err = errs.Wrap(errs.Unavailable, errs.Within("workspace "+w.ID+": runtime unreachable", err))
 		}
 		return nil, nil, err
 	}

@@ -49,7 +49,7 @@ func (c *Connector) Client(ctx context.Context, ws *wire.Workspace) (*client.Cli
 func (c *Connector) ClientFor(ctx context.Context, ws *wire.Workspace, h backend.Handle) (*client.Client, error) {
 	cl, err := c.Connect(ctx, ws, h)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", ws.ID, err)
+		return nil, errs.Within("workspace "+ws.ID, err)
 	}
 	return cl, nil
 }

@@ -248,7 +248,7 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 	if reset {
 		common, err := activities.TemplateCommon(ctx, a.Store, ws.TemplateID)
 		if err != nil {
-			x.infra = fmt.Errorf("workspace %s: reset: %w", wsID, err)
+			x.infra = errs.Within("workspace "+wsID+": reset", err)
 			return x, nil
 		}
 		rctx, cancel := context.WithTimeout(ctx, caseOpTimeout+activities.InitBudget(a.Workspaces, common))
