@@ -196,3 +196,33 @@ func TestVMBadInput(t *testing.T) {
 	}
 	t.Logf("failed: %s", ws.Reason)
 }
+
+// TestVMHostKeyChanged: a host whose key changed since it was put in
+// known_hosts fails the workspace at once, its reason naming the host and
+// the key mismatch, instead of leaving it pending while the provision is
+// retried (the template's start_timeout, 10 minutes, is far beyond the
+// wait).
+func TestVMHostKeyChanged(t *testing.T) {
+	host := vmtest.Start(t, vmtest.Options{})
+	p := startPrimer(t, withContainers(t))
+	ctx := ctxT(t, 3*time.Minute)
+	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "rotated", Provider: "vm", Config: raw(vmProviderJSON(t, host.Connection(t), host))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "rotated", ProviderID: "rotated", Backend: raw(`{"kind":"vm","user":"primer-ws","start_timeout":"10m"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Re-imaged: a new host key, and the connections the platform held
+	// (it surveyed the host when the template was stored) are gone.
+	host.RotateHostKey(t)
+	host.Restart(t)
+	ws := createInPhase(t, p, "rotated", wire.PhaseFailed)
+	if !strings.Contains(ws.Reason, host.Addr) || !strings.Contains(ws.Reason, "host key") || !strings.Contains(ws.Reason, "does not match known_hosts") {
+		t.Errorf("failed reason = %q, want it to name %s and the host key mismatch", ws.Reason, host.Addr)
+	}
+	// One prefix per layer: the workspace and the step once each.
+	if strings.Count(ws.Reason, ws.ID) != 1 || strings.Count(ws.Reason, "provision: ") != 1 {
+		t.Errorf("failed reason = %q, want the workspace and its step named once each", ws.Reason)
+	}
+	t.Logf("failed: %s", ws.Reason)
+}

@@ -67,6 +67,7 @@ func place(hosts []candidate, sel map[string]string) (string, error) {
 	var (
 		best                *candidate
 		matched, full, down int
+		refused             int // down with a refusal retrying cannot change
 		firstErr            error
 	)
 	for i := range hosts {
@@ -78,7 +79,12 @@ func place(hosts []candidate, sel map[string]string) (string, error) {
 		switch {
 		case h.Err != nil:
 			down++
-			if firstErr == nil {
+			if errs.Is(h.Err, errs.Forbidden) {
+				// A host key that does not match known_hosts: the host
+				// stays refused until an admin changes one of them.
+				refused++
+			}
+			if firstErr == nil || (errs.Is(h.Err, errs.Forbidden) && !errs.Is(firstErr, errs.Forbidden)) {
 				firstErr = h.Err
 			}
 		case h.MaxWorkspaces != nil && h.Load >= *h.MaxWorkspaces:
@@ -92,6 +98,10 @@ func place(hosts []candidate, sel map[string]string) (string, error) {
 		return best.Address, nil
 	case matched == 0:
 		return "", errs.Field("spec.backend.selector", "spec.backend.selector: template selector %s matches no host of the provider", selectorString(sel))
+	case down == matched && refused == matched:
+		// Every host refuses for good: fail now, naming the refusal,
+		// instead of retrying until the activity's deadline.
+		return "", errs.E(errs.Forbidden, "no host%s can be used: %w", matching(sel), firstErr)
 	case down == matched:
 		return "", errs.E(errs.Unavailable, "no host%s is reachable: %w", matching(sel), firstErr)
 	}

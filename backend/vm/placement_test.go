@@ -11,6 +11,7 @@ import (
 func TestPlace(t *testing.T) {
 	ptr := func(n int) *int { return &n }
 	down := errs.E(errs.Unavailable, "ssh h: connection refused")
+	keyChanged := errs.Wrap(errs.Forbidden, &HostKeyError{Addr: "k:22", KnownHosts: "/etc/kh", Changed: true})
 	host := func(addr string, labels map[string]string, max *int, load int, err error) candidate {
 		return candidate{HostConfig: HostConfig{Address: addr, Labels: labels, MaxWorkspaces: max}, Load: load, Err: err}
 	}
@@ -32,6 +33,8 @@ func TestPlace(t *testing.T) {
 		{"no match", []candidate{host("a", nil, nil, 0, nil)}, gpu, "", errs.Invalid, "template selector {gpu=a100} matches no host"},
 		{"all full", []candidate{host("a", gpu, ptr(1), 1, nil), host("b", gpu, ptr(2), 2, nil), host("c", nil, nil, 0, nil)}, gpu, "", errs.Unavailable, "all 2 hosts matching selector {gpu=a100} are full"},
 		{"all down", []candidate{host("a", nil, nil, 0, down)}, nil, "", errs.Unavailable, "connection refused"},
+		{"every host refuses its key", []candidate{host("k", nil, nil, 0, keyChanged), host("k2", nil, nil, 0, keyChanged)}, nil, "", errs.Forbidden, "host key of k:22 does not match known_hosts /etc/kh"},
+		{"one refuses its key, one down", []candidate{host("a", nil, nil, 0, down), host("k", nil, nil, 0, keyChanged)}, nil, "", errs.Unavailable, "host key of k:22 does not match"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

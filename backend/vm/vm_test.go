@@ -199,3 +199,26 @@ func TestCapsRefused(t *testing.T) {
 		t.Errorf("a refused provision left something:\n%s", host.Exec(t, "ls -la "+testRoot+" /var/lib/primer/ws"))
 	}
 }
+
+// TestProvisionOnChangedHostKeyFails: a host whose key no longer matches
+// known_hosts refuses the provision at once, with a Forbidden error (not
+// retried) naming the host and the key mismatch, and nothing is run there.
+func TestProvisionOnChangedHostKeyFails(t *testing.T) {
+	host := vmtest.Start(t, vmtest.Options{})
+	conn := host.Connection(t)
+	b := newBackend(t, providerConfig(t, conn, host), nil)
+	host.RotateHostKey(t)
+	id := backendtest.NewID(t)
+	start := time.Now()
+	_, err := b.Provision(t.Context(), backend.ProvisionRequest{WorkspaceID: id, Token: backendtest.NewToken(t),
+		Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","user":"primer-ws"}`)})
+	if !errs.Is(err, errs.Forbidden) || !strings.Contains(err.Error(), host.Addr) || !strings.Contains(err.Error(), "does not match known_hosts") {
+		t.Fatalf("provision on a host whose key changed = %v (kind %v); want forbidden naming %s and the key mismatch", err, errs.KindOf(err), host.Addr)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the refusal took %s; want it at once", d)
+	}
+	if !gone(t, host, id) {
+		t.Errorf("a refused provision left something:\n%s", host.Exec(t, "ls -la "+testRoot+" /var/lib/primer/ws"))
+	}
+}
