@@ -99,9 +99,10 @@ type server struct {
 	cfg Config
 	log *slog.Logger
 
-	// eventPoll is how often a run's or a transcript's SSE stream polls the
-	// store. Workspace and tenant event streams do not poll: the store
-	// wakes them (models.Store.WaitWorkspaceEvents).
+	// eventPoll is how often a run's or a transcript's SSE stream reads
+	// the store without being woken: a safety net for a lost wake-up
+	// (models.Store.WaitRun). Workspace and tenant event streams do not
+	// poll at all: the store's watchdog covers them.
 	eventPoll time.Duration
 	// heartbeat is how often an idle SSE stream sends a comment line, so
 	// proxies and clients see the connection is alive.
@@ -188,7 +189,7 @@ func newServer(cfg Config) (*server, error) {
 	return &server{
 		cfg:           cfg,
 		log:           cfg.Logger,
-		eventPoll:     200 * time.Millisecond,
+		eventPoll:     2 * time.Second,
 		heartbeat:     15 * time.Second,
 		leaseWake:     250 * time.Millisecond,
 		maxExecOutput: 16 << 20,

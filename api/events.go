@@ -136,7 +136,7 @@ func (s *server) follow(c *gin.Context, id string, after uint64) {
 				return
 			}
 		}
-		if !s.sseWake(c, wake, &lastWrite) {
+		if !s.sseWake(c, wake, nil, &lastWrite) {
 			return
 		}
 		woken = true
@@ -164,30 +164,10 @@ func (s *server) startSSE(c *gin.Context) (release func(), ok bool) {
 	return release, true
 }
 
-// sseWait keeps a stream open between polls: it writes a keep-alive
-// comment when nothing was written for the heartbeat interval (proxies close
-// idle streams), then waits for the next poll. It reports false when the
-// client has gone.
-func (s *server) sseWait(c *gin.Context, poll *time.Ticker, lastWrite *time.Time) bool {
-	if time.Since(*lastWrite) >= s.heartbeat {
-		if _, err := fmt.Fprint(c.Writer, ": keep-alive\n\n"); err != nil {
-			return false
-		}
-		c.Writer.Flush()
-		*lastWrite = time.Now()
-	}
-	select {
-	case <-c.Request.Context().Done():
-		return false
-	case <-poll.C:
-		return true
-	}
-}
-
-// sseWake keeps a stream open until wake closes, writing a keep-alive
-// comment whenever nothing was written for the heartbeat interval. It
-// reports false when the client has gone.
-func (s *server) sseWake(c *gin.Context, wake <-chan struct{}, lastWrite *time.Time) bool {
+// sseWake keeps a stream open until wake closes or poll ticks (nil: no
+// poll), writing a keep-alive comment whenever nothing was written for the
+// heartbeat interval. It reports false when the client has gone.
+func (s *server) sseWake(c *gin.Context, wake <-chan struct{}, poll <-chan time.Time, lastWrite *time.Time) bool {
 	for {
 		t := time.NewTimer(time.Until(lastWrite.Add(s.heartbeat)))
 		select {
@@ -195,6 +175,9 @@ func (s *server) sseWake(c *gin.Context, wake <-chan struct{}, lastWrite *time.T
 			t.Stop()
 			return false
 		case <-wake:
+			t.Stop()
+			return true
+		case <-poll:
 			t.Stop()
 			return true
 		case <-t.C:

@@ -49,6 +49,8 @@ func (s *server) runEvents(c *gin.Context) {
 	var lastProgress time.Time
 	var last *models.RunCounts
 	for {
+		// Taken before the reads: a change after them wakes us.
+		wake := s.cfg.Store.WaitRun(id)
 		// The run is read before its counts: a run seen final has all its
 		// results final, so the progress sent with `finished` is complete.
 		r, err := s.cfg.Store.GetRun(ctx, id)
@@ -92,7 +94,7 @@ func (s *server) runEvents(c *gin.Context) {
 				return
 			}
 		}
-		if !s.sseWait(c, poll, &lastWrite) {
+		if !s.sseWake(c, wake, poll.C, &lastWrite) {
 			return
 		}
 	}

@@ -243,6 +243,8 @@ func TestRunEvents(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	h.srv.heartbeat = 50 * time.Millisecond
+	// No poll: every change below must wake the stream (Store.WaitRun).
+	h.srv.eventPoll = time.Hour
 	h.do("POST", "/v1/suites", suiteJSON("s", 3, "")).expect(t, 201)
 	h.expectRunStarts(1, nil)
 	run := h.startRun(t, "s", nil)

@@ -176,6 +176,7 @@ func (s *server) followTranscript(c *gin.Context, sessionID string) {
 	defer poll.Stop()
 	lastWrite := time.Now()
 	for {
+		wake := s.cfg.Store.WaitTranscript(sessionID)
 		// The run is read first: entries read after it are all there are
 		// once it has ended.
 		run, rerr := s.cfg.Store.GetSessionRun(ctx, sessionID)
@@ -210,7 +211,7 @@ func (s *server) followTranscript(c *gin.Context, sessionID string) {
 			}
 			return
 		}
-		if !s.sseWait(c, poll, &lastWrite) {
+		if !s.sseWake(c, wake, poll.C, &lastWrite) {
 			return
 		}
 	}

@@ -101,7 +101,7 @@ func (s *server) followTenant(c *gin.Context, tenant string, after uint64) {
 		if len(evs) == eventBatch {
 			continue // more are waiting
 		}
-		if !s.sseWake(c, wake, &lastWrite) {
+		if !s.sseWake(c, wake, nil, &lastWrite) {
 			return
 		}
 	}

@@ -162,6 +162,7 @@ func (s *Store) SetRunStatus(ctx context.Context, id, status, reason string) err
 		return writeError(ctx, res.Error, "run", id, "set status")
 	}
 	if res.RowsAffected > 0 {
+		s.signal(ctx, runTopic(id))
 		return nil
 	}
 	var states []string
@@ -300,6 +301,9 @@ func (s *Store) CancelCases(ctx context.Context, runID string) (int, error) {
 	if res.Error != nil {
 		return 0, dbError(ctx, res.Error, "run "+runID+": cancel cases")
 	}
+	if res.RowsAffected > 0 {
+		s.signal(ctx, runTopic(runID))
+	}
 	return int(res.RowsAffected), nil
 }
 
@@ -354,6 +358,7 @@ func (s *Store) updateOpenCase(ctx context.Context, runID string, ordinal int, a
 		return dbError(ctx, res.Error, what)
 	}
 	if res.RowsAffected > 0 {
+		s.signal(ctx, runTopic(runID))
 		return nil
 	}
 	var states []string

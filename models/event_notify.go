@@ -39,6 +39,14 @@ func tenantTopic(id string) string    { return "tenant:" + id }
 
 const allTopic = "all"
 
+// Topics of the other streams: a run's progress, a session's transcript.
+func runTopic(id string) string     { return "run:" + id }
+func sessionTopic(id string) string { return "session:" + id }
+
+// topicMark starts a NOTIFY payload that names a topic rather than an
+// event: "origin T topic".
+const topicMark = "T"
+
 // eventHub wakes the streams waiting on a topic. A waiter takes the
 // topic's channel before it reads the store and waits for it to close
 // after, so an event appended in between is never missed.
@@ -137,6 +145,34 @@ func (s *Store) WaitListening(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// WaitRun returns a channel closed when run id's status or cases may have
+// changed. Take it before reading, wait after. Unlike the event streams,
+// nothing watches for lost wake-ups: callers poll slowly as well.
+func (s *Store) WaitRun(id string) <-chan struct{} {
+	s.startNotify()
+	return s.hub.wait(runTopic(id))
+}
+
+// WaitTranscript is WaitRun for session id's transcript and agent run.
+func (s *Store) WaitTranscript(id string) <-chan struct{} {
+	s.startNotify()
+	return s.hub.wait(sessionTopic(id))
+}
+
+// signal wakes the waiters of topic after a committed write: in this
+// process at once, in the others through NOTIFY. It is best effort: a
+// notification that fails is caught by the waiters' slow poll.
+func (s *Store) signal(ctx context.Context, topic string) {
+	s.hub.wake(0, topic)
+	if s.dialect != DialectPostgres {
+		return
+	}
+	err := s.w.WithContext(ctx).Exec("SELECT pg_notify(?, ?)", s.channel, s.origin+" "+topicMark+" "+topic).Error
+	if err != nil {
+		s.log.Debug("events: notify", "topic", topic, "error", err.Error())
 	}
 }
 
@@ -245,6 +281,10 @@ func (s *Store) listenOnce(ctx context.Context) error {
 		}
 		origin, rest, _ := strings.Cut(n.Payload, " ")
 		if origin == s.origin {
+			continue
+		}
+		if topic, ok := strings.CutPrefix(rest, topicMark+" "); ok {
+			s.hub.wake(0, topic)
 			continue
 		}
 		f := strings.SplitN(rest, " ", 3)

@@ -94,4 +94,17 @@ func TestEventWakeAcrossStores(t *testing.T) {
 	if !woken(ch) {
 		t.Fatalf("row deleted by the other store: no wake-up within %s", wakeBound)
 	}
+
+	// A run's and a transcript's writes wake their streams the same way.
+	run, ses, other := watcher.WaitRun("run-1"), watcher.WaitTranscript("ses-1"), watcher.WaitRun("run-2")
+	writer.signal(ctx, runTopic("run-1"))
+	writer.signal(ctx, sessionTopic("ses-1"))
+	if !woken(run) || !woken(ses) {
+		t.Fatalf("run or transcript signalled by the other store: no wake-up within %s", wakeBound)
+	}
+	select {
+	case <-other:
+		t.Error("another run's waiter was woken")
+	default:
+	}
 }

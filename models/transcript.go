@@ -58,6 +58,7 @@ func (s *Store) EndSessionRun(ctx context.Context, sessionID, reason, msg string
 	if err != nil {
 		return nil, writeError(ctx, err, "session run", sessionID, "end")
 	}
+	s.signal(ctx, sessionTopic(sessionID))
 	return &r, nil
 }
 
@@ -103,6 +104,7 @@ func (s *Store) AppendTranscript(ctx context.Context, sessionID string, es []wir
 	if err != nil {
 		return nil, writeError(ctx, err, "session", sessionID, "append transcript")
 	}
+	s.signal(ctx, sessionTopic(sessionID))
 	return es, nil
 }
 
@@ -119,6 +121,7 @@ func (s *Store) UpdateTranscriptEntry(ctx context.Context, e *wire.TranscriptEnt
 	if res.RowsAffected == 0 {
 		return errs.E(errs.NotFound, "session %s: transcript entry %d: not found", e.SessionID, e.Seq)
 	}
+	s.signal(ctx, sessionTopic(e.SessionID))
 	return nil
 }
 
