@@ -132,4 +132,3 @@ func branchTime(common, branch string) time.Time {
 	}
 	return time.Now()
 }
-
