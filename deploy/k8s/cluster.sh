@@ -607,8 +607,11 @@ ready() {
 	for ((try = 1; ; try++)); do
 		wait_started "$@" && return 0
 		[ "$try" -lt "$TRIES" ] || return 1
-		log "starting $name again (start $((try + 1)) of $TRIES)"
 		stop "$name"
+		# What made it fail (a port still held, a slow disk) may take a
+		# moment to pass.
+		log "starting $name again in $((2 * try)) s (start $((try + 1)) of $TRIES)"
+		sleep $((2 * try))
 		"run_$name"
 	done
 }
