@@ -92,12 +92,13 @@ temporal-cluster-down:
 test-short:
 	$(GO) test -short -count=1 ./...
 
-## test-e2e-twice: the e2e package twice at once (two go test processes), as on a loaded CI machine: tests that wait on deadlines must hold. The second run skips what acts on shared things (the test cluster's node and kubelet, its fixed deploy namespace, the vm hosts' fixed containers). Logs in bin/e2e-twice-{1,2}.log.
+## test-e2e-twice: the e2e package twice at once (two go test processes), as on a loaded CI machine: tests that wait on deadlines must hold. The second run skips what acts on shared things (the test cluster's node and kubelet, its fixed deploy namespace, the vm hosts' fixed containers). Logs in bin/e2e-twice-{1,2}.log; E2E_TWICE_RUN narrows both runs (a -run pattern).
 E2E_TWICE_SKIP ?= TestKubernetesFaults|TestKubernetesDeploy|TestVM|TestAttackVM|TestVMCrash
+E2E_TWICE_RUN ?= .
 test-e2e-twice:
 	@mkdir -p bin; rc=0; start=$$(date +%s); \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./e2e/ >bin/e2e-twice-1.log 2>&1 & p1=$$!; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(E2E_TWICE_SKIP)' ./e2e/ >bin/e2e-twice-2.log 2>&1 & p2=$$!; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(E2E_TWICE_RUN)' ./e2e/ >bin/e2e-twice-1.log 2>&1 & p1=$$!; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(E2E_TWICE_RUN)' -skip '$(E2E_TWICE_SKIP)' ./e2e/ >bin/e2e-twice-2.log 2>&1 & p2=$$!; \
 	wait $$p1 || rc=1; wait $$p2 || rc=1; \
 	for i in 1 2; do echo "== run $$i"; grep -E '^(--- FAIL|FAIL|ok|panic)' bin/e2e-twice-$$i.log || tail -n 20 bin/e2e-twice-$$i.log; done; \
 	echo "test-e2e-twice: $$(( $$(date +%s) - start )) s, exit $$rc"; exit $$rc
