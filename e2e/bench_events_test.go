@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
 
@@ -58,7 +59,7 @@ func TestBenchEventStreams(t *testing.T) {
 		c.MaxStreamsPerKey, c.MaxStreamsPerTenant = 1000, 1000
 	})
 	ctx := ctxT(t, 10*time.Minute)
-	ws := createRunning(t, p, models.DefaultTemplateID)
+	ws := createRunning(t, p, wire.DefaultTemplateID)
 	var stmts atomic.Int64
 	if err := p.srv.Store().CountStatements(&stmts); err != nil {
 		t.Fatal(err)
@@ -97,7 +98,7 @@ func TestBenchEventStreams(t *testing.T) {
 	defer other.Close()
 	deliver := func(s *models.Store) func() error {
 		return func() error {
-			e := &models.Event{WorkspaceID: ws.ID, Type: models.EventPhaseChanged, Data: json.RawMessage(`{"from":"running","to":"running","reason":"bench"}`)}
+			e := &wire.Event{WorkspaceID: ws.ID, Type: wire.EventPhaseChanged, Data: json.RawMessage(`{"from":"running","to":"running","reason":"bench"}`)}
 			if err := s.AppendEvent(ctx, e); err != nil {
 				return err
 			}
