@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // FuzzAgentSpec feeds agent documents (the spec of a `kind: agent`) to the
@@ -15,7 +16,7 @@ import (
 // testdata/fuzz/FuzzAgentSpec are the docs' agent documents.
 func FuzzAgentSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		var spec agentSpec
+		var spec wire.AgentSpec
 		if err := decodeStrict(doc, &spec, "spec."); err != nil {
 			if errs.KindOf(err) != errs.Invalid {
 				t.Fatalf("decode %q: %v: want Invalid", doc, err)
@@ -33,7 +34,7 @@ func FuzzAgentSpec(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode the row of %q: %v", doc, err)
 		}
-		var again agentSpec
+		var again wire.AgentSpec
 		if err := json.Unmarshal(row, &again); err != nil {
 			t.Fatalf("decode the row %s as a spec: %v", row, err)
 		}

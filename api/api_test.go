@@ -110,7 +110,7 @@ func TestProviders(t *testing.T) {
 	}
 
 	// The refused requests changed nothing.
-	var got items[wire.Provider]
+	var got wire.Items[wire.Provider]
 	h.do("GET", "/v1/providers", nil).expect(t, 200).decode(t, &got)
 	if len(got.Items) != 2 || got.Items[0].ID != "extra" || got.Items[1].ID != "local" {
 		t.Fatalf("providers = %+v, want extra and local", got.Items)
@@ -228,7 +228,7 @@ func TestTemplates(t *testing.T) {
 		expectError(t, 400, "invalid", "spec.backend.recovery.webhook_url", "placeholder")
 
 	// Filter by provider.
-	var list items[wire.Template]
+	var list wire.Items[wire.Template]
 	h.do("GET", "/v1/templates?provider_id=none", nil).expect(t, 200).decode(t, &list)
 	if len(list.Items) != 0 {
 		t.Fatalf("filter by unknown provider returned %d", len(list.Items))
@@ -369,7 +369,7 @@ func TestListWorkspaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			var got items[wire.Workspace]
+			var got wire.Items[wire.Workspace]
 			h.do("GET", "/v1/workspaces"+tt.query, nil).expect(t, 200).decode(t, &got)
 			var ids []string
 			for _, w := range got.Items {
@@ -447,13 +447,13 @@ func TestSessions(t *testing.T) {
 		t.Fatalf("default reason = %q", ended.EndReason)
 	}
 
-	var open items[wire.Session]
+	var open wire.Items[wire.Session]
 	h.do("POST", "/v1/sessions", fmt.Sprintf(`{"workspace_id":%q}`, w.ID)).expect(t, 201)
 	h.do("GET", "/v1/sessions?status=open&workspace_id="+w.ID, nil).expect(t, 200).decode(t, &open)
 	if len(open.Items) != 1 || open.Items[0].Status != wire.SessionOpen {
 		t.Fatalf("open sessions = %+v", open.Items)
 	}
-	var all items[wire.Session]
+	var all wire.Items[wire.Session]
 	h.do("GET", "/v1/sessions", nil).expect(t, 200).decode(t, &all)
 	if len(all.Items) != 3 {
 		t.Fatalf("all sessions = %d, want 3", len(all.Items))

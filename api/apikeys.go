@@ -15,30 +15,6 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// createKeyRequest is the body of POST /v1/apikeys.
-type createKeyRequest struct {
-	// TenantID is the key's tenant; empty: the caller's.
-	TenantID string `json:"tenant_id"`
-	Role     string `json:"role"`
-	Name     string `json:"name"`
-	// ExpiresAt and TTL (a Go duration, or whole days as "30d") are two
-	// ways to say when the key stops working; at most one. Neither: never.
-	ExpiresAt *time.Time `json:"expires_at"`
-	TTL       string     `json:"ttl"`
-	// Root (admins only) makes a key minted under no key: it outlives the
-	// admin key that made it, as a replacement admin key must. Without it
-	// the new key is the caller's child: it expires no later than the
-	// caller and stops working when the caller is revoked or expires.
-	Root bool `json:"root"`
-}
-
-// createdKey is the answer to POST /v1/apikeys: the only response that ever
-// carries the key itself.
-type createdKey struct {
-	wire.APIKey
-	Key string `json:"key"`
-}
-
 // maxKeyName bounds a key's name (the column's size).
 const maxKeyName = 200
 
@@ -64,7 +40,7 @@ func parseKeyTTL(v string) (time.Duration, error) {
 // The new key is the calling key's child (unless an admin asks for a root):
 // an expiry after the caller's is 400, none takes the caller's.
 func (s *server) createAPIKey(c *gin.Context) {
-	var req createKeyRequest
+	var req wire.CreateAPIKeyRequest
 	if err := s.decodeJSON(c, &req, "", false); err != nil {
 		s.fail(c, err)
 		return
@@ -129,7 +105,7 @@ func (s *server) createAPIKey(c *gin.Context) {
 	c.Header("Location", "/v1/apikeys/"+id)
 	// The response must not be cached anywhere: it holds the key.
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, createdKey{APIKey: *k, Key: key})
+	c.JSON(http.StatusCreated, wire.CreatedAPIKey{APIKey: *k, Key: key})
 }
 
 // keyNamePrintable reports whether name has no control or formatting character
@@ -185,13 +161,6 @@ func (s *server) getAPIKey(c *gin.Context) {
 	}
 }
 
-// revokedKey is the answer to a revoke: the key's row and how many keys of
-// its subtree this revoke marked revoked with it.
-type revokedKey struct {
-	wire.APIKey
-	RevokedBelow int `json:"revoked_below"`
-}
-
 // revokeAPIKey answers POST /v1/apikeys/:id/revoke and DELETE
 // /v1/apikeys/:id: the key and every key minted under it stop working at
 // once, their rows stay (the audit log names them). A member may revoke its
@@ -211,5 +180,5 @@ func (s *server) revokeAPIKey(c *gin.Context) {
 		return
 	}
 	s.log.Info("api key revoked", "key_id", k.ID, "tenant_id", k.TenantID, "revoked_by", callerOf(c).KeyID, "revoked_below", below)
-	c.JSON(http.StatusOK, revokedKey{APIKey: *k, RevokedBelow: below})
+	c.JSON(http.StatusOK, wire.RevokedAPIKey{APIKey: *k, RevokedBelow: below})
 }

@@ -57,7 +57,7 @@ func TestAPIKeyLifecycle(t *testing.T) {
 	key := created.Key
 
 	// It works, and acts as its tenant.
-	var tenants items[wire.Tenant]
+	var tenants wire.Items[wire.Tenant]
 	h.do("GET", "/v1/tenants", nil, bearer(key)...).expect(t, 200).decode(t, &tenants)
 	if len(tenants.Items) != 1 || tenants.Items[0].ID != "team" {
 		t.Errorf("member sees tenants %+v, want only team", tenants.Items)
@@ -157,7 +157,7 @@ func TestAPIKeyCreateInput(t *testing.T) {
 	// An admin's key for a tenant that does not exist: not found.
 	h.do("POST", "/v1/apikeys", `{"tenant_id":"nope","role":"viewer"}`).expectError(t, 404, "not_found", "tenant_id", "")
 	// The caller's tenant by default, expires_at honoured.
-	var k createdKey
+	var k wire.CreatedAPIKey
 	h.do("POST", "/v1/apikeys", `{"role":"viewer","expires_at":"2999-01-01T00:00:00Z"}`).expect(t, 201).decode(t, &k)
 	if k.TenantID != wire.DefaultTenantID || k.ExpiresAt == nil || k.ExpiresAt.Year() != 2999 {
 		t.Errorf("created %+v", k)
@@ -212,7 +212,7 @@ func TestAPIKeyRoles(t *testing.T) {
 
 	// Lists: a member sees only its tenant's keys, even asking for another.
 	for _, path := range []string{"/v1/apikeys", "/v1/apikeys?tenant=b"} {
-		var ks items[wire.APIKey]
+		var ks wire.Items[wire.APIKey]
 		h.do("GET", path, nil, bearer(member)...).expect(t, 200).decode(t, &ks)
 		if len(ks.Items) == 0 {
 			t.Fatalf("GET %s: no keys", path)
@@ -224,7 +224,7 @@ func TestAPIKeyRoles(t *testing.T) {
 		}
 	}
 	// An admin sees every tenant's, or one with ?tenant=.
-	var all, onlyB items[wire.APIKey]
+	var all, onlyB wire.Items[wire.APIKey]
 	h.do("GET", "/v1/apikeys", nil).expect(t, 200).decode(t, &all)
 	h.do("GET", "/v1/apikeys?tenant=b", nil).expect(t, 200).decode(t, &onlyB)
 	tenantsOf := func(ks []wire.APIKey) map[string]bool {

@@ -57,7 +57,7 @@ func TestAuditWalkthrough(t *testing.T) {
 	}
 
 	do("POST", "/v1/tenants", `{"id":"team"}`).expect(t, 201)
-	var member createdKey
+	var member wire.CreatedAPIKey
 	h.do("POST", "/v1/apikeys", `{"tenant_id":"team","role":"member","name":"dev"}`).expect(t, 201).decode(t, &member)
 	viewer := h.newKey("team", wire.RoleViewer)
 	viewerID := keyIDOf(t, viewer)
@@ -85,7 +85,7 @@ func TestAuditWalkthrough(t *testing.T) {
 		{KeyID: adminID, TenantID: "default", Action: "workspaces.files.delete", Resource: "workspaces/" + w.ID + "/files/notes/todo.txt", Status: 204, Result: "ok"},
 		{KeyID: member.ID, TenantID: "team", Action: "apikeys.revoke", Resource: "apikeys/" + member.ID, Status: 200, Result: "ok"},
 	}
-	var got items[wire.AuditEntry]
+	var got wire.Items[wire.AuditEntry]
 	r := do("GET", "/v1/audit", nil)
 	r.expect(t, 200).decode(t, &got)
 	if len(got.Items) != len(want) {
@@ -101,12 +101,12 @@ func TestAuditWalkthrough(t *testing.T) {
 
 	// ?after= follows oldest first; a member (even revoked now: use the
 	// viewer) sees only its tenant's.
-	var after items[wire.AuditEntry]
+	var after wire.Items[wire.AuditEntry]
 	do("GET", "/v1/audit?after="+strconv.FormatUint(got.Items[2].ID, 10), nil).expect(t, 200).decode(t, &after)
 	if len(after.Items) != 2 || after.Items[0].ID != got.Items[1].ID || after.Items[1].ID != got.Items[0].ID {
 		t.Errorf("after %d: %+v", got.Items[2].ID, after.Items)
 	}
-	var own items[wire.AuditEntry]
+	var own wire.Items[wire.AuditEntry]
 	do("GET", "/v1/audit?tenant=default&limit=1000", nil, bearer(viewer)...).expect(t, 200).decode(t, &own)
 	if len(own.Items) != 3 {
 		t.Errorf("viewer of team sees %d entries, want its tenant's 3: %+v", len(own.Items), own.Items)

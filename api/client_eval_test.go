@@ -70,15 +70,15 @@ func TestTypedClientEval(t *testing.T) {
 
 	// Runs.
 	h.expectRunStarts(2, nil)
-	run, err := c.CreateRun(ctx, "nightly", apiclient.RunRequest{})
+	run, err := c.CreateRun(ctx, "nightly", wire.RunRequest{})
 	if err != nil || run.Total != 2 || run.TriggeredBy != "api" || run.Final() {
 		t.Fatalf("create run = %+v, %v", run, err)
 	}
-	other, err := c.CreateRun(ctx, "nightly", apiclient.RunRequest{Cases: []string{"a"}, TriggeredBy: "me"})
+	other, err := c.CreateRun(ctx, "nightly", wire.RunRequest{Cases: []string{"a"}, TriggeredBy: "me"})
 	if err != nil || other.Total != 1 || other.TriggeredBy != "me" {
 		t.Fatalf("create run of a = %+v, %v", other, err)
 	}
-	if _, err := c.CreateRun(ctx, "nightly", apiclient.RunRequest{Cases: []string{"zzz"}}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "cases" {
+	if _, err := c.CreateRun(ctx, "nightly", wire.RunRequest{Cases: []string{"zzz"}}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "cases" {
 		t.Fatalf("create run of an unknown case: %v", err)
 	}
 	runs, err := c.ListRuns(ctx, apiclient.RunListOptions{SuiteID: "nightly", Limit: 1})
@@ -87,14 +87,14 @@ func TestTypedClientEval(t *testing.T) {
 	}
 
 	// FollowRun sees the progress and returns the finished run.
-	seen := make(chan eval.Progress, 16)
+	seen := make(chan wire.Progress, 16)
 	type done struct {
-		run *apiclient.Run
+		run *wire.RunView
 		err error
 	}
 	out := make(chan done, 1)
 	go func() {
-		r, err := c.FollowRun(ctx, run.ID, func(p eval.Progress) { seen <- p })
+		r, err := c.FollowRun(ctx, run.ID, func(p wire.Progress) { seen <- p })
 		out <- done{r, err}
 	}()
 	if p := <-seen; p.Pending != 2 {

@@ -14,11 +14,11 @@ func TestTypedClientIdentity(t *testing.T) {
 	ctx := t.Context()
 	admin := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
 
-	tn, err := admin.CreateTenant(ctx, apiclient.TenantSpec{ID: "team", Quota: wire.Quota{MaxWorkspaces: 2}})
+	tn, err := admin.CreateTenant(ctx, wire.TenantSpec{ID: "team", Quota: wire.Quota{MaxWorkspaces: 2}})
 	if err != nil || tn.ID != "team" {
 		t.Fatalf("CreateTenant: %+v, %v", tn, err)
 	}
-	if _, err := admin.UpdateTenant(ctx, "team", apiclient.TenantSpec{Description: "d", Quota: wire.Quota{MaxPools: 1}}); err != nil {
+	if _, err := admin.UpdateTenant(ctx, "team", wire.TenantSpec{Description: "d", Quota: wire.Quota{MaxPools: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	info, err := admin.GetTenant(ctx, "team")
@@ -26,7 +26,7 @@ func TestTypedClientIdentity(t *testing.T) {
 		t.Fatalf("GetTenant: %+v, %v", info, err)
 	}
 
-	k, err := admin.CreateAPIKey(ctx, apiclient.CreateAPIKeyRequest{TenantID: "team", Role: wire.RoleMember, TTL: "1h"})
+	k, err := admin.CreateAPIKey(ctx, wire.CreateAPIKeyRequest{TenantID: "team", Role: wire.RoleMember, TTL: "1h"})
 	if err != nil || k.Key == "" || k.ExpiresAt == nil {
 		t.Fatalf("CreateAPIKey: %+v, %v", k, err)
 	}
@@ -38,7 +38,7 @@ func TestTypedClientIdentity(t *testing.T) {
 	if _, err := member.GetTenant(ctx, wire.DefaultTenantID); !errs.Is(err, errs.NotFound) {
 		t.Errorf("member GetTenant(default): %v, want NotFound", err)
 	}
-	if _, err := member.CreateAPIKey(ctx, apiclient.CreateAPIKeyRequest{Role: wire.RoleAdmin}); !errs.Is(err, errs.Forbidden) {
+	if _, err := member.CreateAPIKey(ctx, wire.CreateAPIKeyRequest{Role: wire.RoleAdmin}); !errs.Is(err, errs.Forbidden) {
 		t.Errorf("member creates an admin key: %v, want Forbidden", err)
 	}
 	ks, err := member.ListAPIKeys(ctx, "")

@@ -24,7 +24,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	c := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
 
 	// Pools: validation errors keep their kind and field.
-	_, err := c.CreatePool(ctx, apiclient.PoolSpec{ID: "p", TemplateID: "default", Size: 101})
+	_, err := c.CreatePool(ctx, wire.PoolSpec{ID: "p", TemplateID: "default", Size: 101})
 	if !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "size" {
 		t.Fatalf("create pool with size 101: %v (field %q)", err, errs.FieldOf(err))
 	}
@@ -32,7 +32,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 	idle := h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	h.temporal.On("SignalWithStartWorkflow", mock.Anything, workflows.PoolWorkflowID("p"), workflows.SignalPoolChanged,
 		mock.Anything, mock.Anything, workflows.PoolWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
-	lease, err := c.LeasePool(ctx, "p", apiclient.LeaseRequest{})
+	lease, err := c.LeasePool(ctx, "p", wire.LeaseRequest{})
 	if err != nil || lease.Source != apiclient.LeaseWarm || lease.Workspace.ID != idle.ID {
 		t.Fatalf("lease = %+v, %v", lease, err)
 	}
@@ -50,7 +50,7 @@ func TestTypedClientAgainstServer(t *testing.T) {
 
 	// Session tools through the client.
 	w, _ := h.runningWorkspace()
-	ses, err := c.CreateSession(ctx, apiclient.CreateSessionRequest{WorkspaceID: w.ID, Agent: "claude"})
+	ses, err := c.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: w.ID, Agent: "claude"})
 	if err != nil {
 		t.Fatal(err)
 	}

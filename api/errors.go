@@ -12,18 +12,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
-
-// envelope is the one error shape every response uses.
-type envelope struct {
-	Error errorBody `json:"error"`
-}
-
-type errorBody struct {
-	Code    string            `json:"code"`
-	Message string            `json:"message"`
-	Details map[string]string `json:"details"`
-}
 
 // statusOf is the one place an errs kind becomes an HTTP status.
 func statusOf(k errs.Kind) int {
@@ -57,13 +47,13 @@ func statusOf(k errs.Kind) int {
 // errorEnvelope builds the envelope for err. Internal errors keep their
 // message (it names the object and the step that failed) so operators can act
 // on a report; nothing secret is ever put into an error message.
-func errorEnvelope(err error) (int, envelope) {
+func errorEnvelope(err error) (int, wire.ErrorEnvelope) {
 	kind := errs.KindOf(err)
-	body := errorBody{Code: kind.String(), Message: err.Error(), Details: map[string]string{}}
+	body := wire.ErrorBody{Code: kind.String(), Message: err.Error(), Details: map[string]string{}}
 	if f := errs.FieldOf(err); f != "" {
 		body.Details["field"] = f
 	}
-	return statusOf(kind), envelope{Error: body}
+	return statusOf(kind), wire.ErrorEnvelope{Error: body}
 }
 
 // fail writes err in the envelope and stops the handler chain.
@@ -82,7 +72,7 @@ func (s *server) failStatus(c *gin.Context, status int, code, msg string, detail
 	if details == nil {
 		details = map[string]string{}
 	}
-	c.AbortWithStatusJSON(status, envelope{Error: errorBody{Code: code, Message: msg, Details: details}})
+	c.AbortWithStatusJSON(status, wire.ErrorEnvelope{Error: wire.ErrorBody{Code: code, Message: msg, Details: details}})
 }
 
 // decodeJSON reads the request body into v strictly: at most MaxJSONBytes,

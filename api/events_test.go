@@ -98,7 +98,7 @@ func TestEventsList(t *testing.T) {
 	first := h.appendEvent(t, w.ID, wire.EventProvisioned, `{"workspace_type":"local","workspace_path":"/x"}`)
 	h.appendEvent(t, w.ID, wire.EventPhaseChanged, `{"from":"pending","to":"running","reason":""}`)
 
-	var got items[wire.Event]
+	var got wire.Items[wire.Event]
 	h.do("GET", "/v1/workspaces/"+w.ID+"/events", nil).expect(t, 200).decode(t, &got)
 	if len(got.Items) != 2 || got.Items[0].Type != wire.EventProvisioned || got.Items[1].Type != wire.EventPhaseChanged {
 		t.Fatalf("events = %+v", got.Items)

@@ -15,6 +15,7 @@ import (
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/sessiontool"
+	"github.com/primerhq/primer/wire"
 )
 
 // Exec timeouts: the default when the request names none, and the most a
@@ -24,41 +25,8 @@ const (
 	MaxExecTimeout     = 24 * time.Hour
 )
 
-// execSpec is the body of POST /v1/workspaces/{id}/exec.
-type execSpec struct {
-	Command []string          `json:"command"`
-	Env     map[string]string `json:"env"`
-	Cwd     string            `json:"cwd"`
-	Stdin   string            `json:"stdin"`
-	Timeout string            `json:"timeout"`
-	Stream  bool              `json:"stream"`
-}
-
-// execResponse is the result of a non-streaming exec.
-type execResponse struct {
-	ExitCode   int    `json:"exit_code"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	DurationMS int64  `json:"duration_ms"`
-	TimedOut   bool   `json:"timed_out"`
-	Canceled   bool   `json:"canceled,omitempty"`
-	Signal     string `json:"signal,omitempty"`
-	// Truncated says stdout or stderr was cut at the server's cap; the
-	// command ran to its end regardless.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-// exitBody is the last line of a streamed exec.
-type exitBody struct {
-	ExitCode   int    `json:"exit_code"`
-	DurationMS int64  `json:"duration_ms"`
-	TimedOut   bool   `json:"timed_out"`
-	Canceled   bool   `json:"canceled,omitempty"`
-	Signal     string `json:"signal,omitempty"`
-}
-
-// request checks the spec and returns the runtime's exec request.
-func (e *execSpec) request() (protocol.ExecRequest, error) {
+// execRequest checks the spec and returns the runtime's exec request.
+func execRequest(e *wire.ExecSpec) (protocol.ExecRequest, error) {
 	if len(e.Command) == 0 || e.Command[0] == "" {
 		return protocol.ExecRequest{}, errs.Field("command", "command: required, a non-empty list whose first item names the program")
 	}
@@ -88,12 +56,12 @@ func execError(wsID string, err error) error {
 }
 
 func (s *server) exec(c *gin.Context) {
-	var spec execSpec
+	var spec wire.ExecSpec
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return
 	}
-	req, err := spec.request()
+	req, err := execRequest(&spec)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -115,7 +83,7 @@ func (s *server) exec(c *gin.Context) {
 		s.fail(c, execError(ws.ID, err))
 		return
 	}
-	c.JSON(http.StatusOK, execResponse{
+	c.JSON(http.StatusOK, wire.ExecResponse{
 		ExitCode:   res.ExitCode,
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),
@@ -149,7 +117,7 @@ func (s *server) execStream(c *gin.Context, wsID string, cl *client.Client, req 
 		out.line(env)
 		return
 	}
-	out.line(map[string]exitBody{"exit": {
+	out.line(map[string]wire.ExecExit{"exit": {
 		ExitCode:   res.ExitCode,
 		DurationMS: res.Duration.Milliseconds(),
 		TimedOut:   res.TimedOut,
@@ -180,12 +148,6 @@ func (n *ndjson) line(v any) error {
 	return nil
 }
 
-// chunk is one streamed output line.
-type chunk struct {
-	Stream string `json:"stream"`
-	Data   string `json:"data"`
-}
-
 // streamWriter turns one output stream into chunk lines. Output is carried
 // as JSON strings, so a UTF-8 character split across two writes is held
 // back until it is whole instead of becoming two replacement characters.
@@ -210,7 +172,7 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	if len(buf) == 0 {
 		return n, nil
 	}
-	if err := w.out.line(chunk{Stream: w.stream, Data: string(buf)}); err != nil {
+	if err := w.out.line(wire.ExecChunk{Stream: w.stream, Data: string(buf)}); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -219,7 +181,7 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 // flushTail writes bytes still held back when the stream ends.
 func (w *streamWriter) flushTail() {
 	if len(w.tail) > 0 {
-		_ = w.out.line(chunk{Stream: w.stream, Data: string(w.tail)})
+		_ = w.out.line(wire.ExecChunk{Stream: w.stream, Data: string(w.tail)})
 		w.tail = nil
 	}
 }

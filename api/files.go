@@ -72,12 +72,6 @@ func fileError(ws *wire.Workspace, err error) error {
 	return fmt.Errorf("workspace %s: %w", ws.ID, err)
 }
 
-// listing is the response for a directory.
-type listing struct {
-	Path  string              `json:"path"`
-	Items []protocol.FileInfo `json:"items"`
-}
-
 func (s *server) getFile(c *gin.Context) {
 	p, err := filePath(c)
 	if err != nil {
@@ -115,7 +109,7 @@ func (s *server) getFile(c *gin.Context) {
 		// symlink that leads out fails the listing the same way it failed
 		// the read, and that first error is the one to report.
 		if entries, lerr := cl.List(ctx, p); lerr == nil {
-			c.JSON(http.StatusOK, listing{Path: p, Items: nonNil(entries)})
+			c.JSON(http.StatusOK, wire.DirListing{Path: p, Items: nonNil(entries)})
 			return
 		}
 	}
@@ -146,7 +140,7 @@ func (s *server) list(c *gin.Context, ws *wire.Workspace, cl *client.Client, p s
 		s.fail(c, fileError(ws, err))
 		return
 	}
-	c.JSON(http.StatusOK, listing{Path: p, Items: nonNil(entries)})
+	c.JSON(http.StatusOK, wire.DirListing{Path: p, Items: nonNil(entries)})
 }
 
 func nonNil(v []protocol.FileInfo) []protocol.FileInfo {

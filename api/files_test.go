@@ -48,7 +48,7 @@ func TestFilesRoundTrip(t *testing.T) {
 	}
 
 	// GET of a directory lists it; the root lists with and without the slash.
-	var l listing
+	var l wire.DirListing
 	h.do("GET", base+"src", nil).expect(t, 200).decode(t, &l)
 	if l.Path != "src" || len(l.Items) != 1 || l.Items[0].Name != "app" || !l.Items[0].IsDir {
 		t.Fatalf("listing src = %+v", l)
@@ -149,7 +149,7 @@ func TestFilesSymlinksOutAreRefused(t *testing.T) {
 	// A command in the workspace makes the links, as an agent could.
 	script := fmt.Sprintf("ln -s / escape && ln -s /etc/passwd pw && ln -s %s out && ln -s %s/secret sec && mkdir inside && ln -s inside in",
 		outside, outside)
-	var res execResponse
+	var res wire.ExecResponse
 	h.do("POST", "/v1/workspaces/"+w.ID+"/exec", map[string]any{"command": []string{"sh", "-c", script}}).
 		expect(t, 200).decode(t, &res)
 	if res.ExitCode != 0 {
@@ -199,7 +199,7 @@ func TestFilesSymlinksOutAreRefused(t *testing.T) {
 	if r := h.do("GET", base+"in/f", nil).expect(t, 200); string(r.body) != "ok" {
 		t.Fatalf("inside link read %q", r.body)
 	}
-	var l listing
+	var l wire.DirListing
 	h.do("GET", base+"in", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 1 || l.Items[0].Name != "f" {
 		t.Fatalf("listing through inside link = %+v", l)
@@ -247,20 +247,20 @@ func TestExec(t *testing.T) {
 	tests := []struct {
 		name string
 		body map[string]any
-		want execResponse
+		want wire.ExecResponse
 	}{
 		{"echo", map[string]any{"command": []string{"sh", "-c", "echo hi; echo err >&2"}},
-			execResponse{Stdout: "hi\n", Stderr: "err\n"}},
-		{"exit code", map[string]any{"command": []string{"sh", "-c", "exit 3"}}, execResponse{ExitCode: 3}},
+			wire.ExecResponse{Stdout: "hi\n", Stderr: "err\n"}},
+		{"exit code", map[string]any{"command": []string{"sh", "-c", "exit 3"}}, wire.ExecResponse{ExitCode: 3}},
 		{"env", map[string]any{"command": []string{"sh", "-c", "printf %s \"$FOO\""}, "env": map[string]string{"FOO": "bar"}},
-			execResponse{Stdout: "bar"}},
+			wire.ExecResponse{Stdout: "bar"}},
 		{"cwd", map[string]any{"command": []string{"sh", "-c", "basename \"$PWD\""}, "cwd": "sub"},
-			execResponse{Stdout: "sub\n"}},
-		{"stdin", map[string]any{"command": []string{"cat"}, "stdin": "piped"}, execResponse{Stdout: "piped"}},
+			wire.ExecResponse{Stdout: "sub\n"}},
+		{"stdin", map[string]any{"command": []string{"cat"}, "stdin": "piped"}, wire.ExecResponse{Stdout: "piped"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got execResponse
+			var got wire.ExecResponse
 			h.do("POST", path, tt.body).expect(t, 200).decode(t, &got)
 			if got.ExitCode != tt.want.ExitCode || got.Stdout != tt.want.Stdout || got.Stderr != tt.want.Stderr || got.TimedOut {
 				t.Fatalf("got %+v, want %+v", got, tt.want)
@@ -269,7 +269,7 @@ func TestExec(t *testing.T) {
 	}
 
 	t.Run("timeout", func(t *testing.T) {
-		var got execResponse
+		var got wire.ExecResponse
 		start := time.Now()
 		h.do("POST", path, `{"command":["sleep","10"],"timeout":"200ms"}`).expect(t, 200).decode(t, &got)
 		if !got.TimedOut || time.Since(start) > 5*time.Second {
@@ -280,7 +280,7 @@ func TestExec(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		h.srv.maxExecOutput = 1000
 		defer func() { h.srv.maxExecOutput = 16 << 20 }()
-		var got execResponse
+		var got wire.ExecResponse
 		h.do("POST", path, `{"command":["sh","-c","head -c 5000 /dev/zero | tr '\\0' a"]}`).expect(t, 200).decode(t, &got)
 		if !got.Truncated || len(got.Stdout) != 1000 || got.ExitCode != 0 {
 			t.Fatalf("truncated=%v len=%d exit=%d", got.Truncated, len(got.Stdout), got.ExitCode)
@@ -331,13 +331,13 @@ func TestExecStream(t *testing.T) {
 				t.Fatalf("content type %q", ct)
 			}
 			var stdout, stderr strings.Builder
-			var exit *exitBody
+			var exit *wire.ExecExit
 			sc := bufio.NewScanner(bytes.NewReader(r.body))
 			for sc.Scan() {
 				var line struct {
-					Stream string    `json:"stream"`
-					Data   string    `json:"data"`
-					Exit   *exitBody `json:"exit"`
+					Stream string         `json:"stream"`
+					Data   string         `json:"data"`
+					Exit   *wire.ExecExit `json:"exit"`
 				}
 				if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 					t.Fatalf("line %q: %v", sc.Text(), err)

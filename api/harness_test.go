@@ -171,10 +171,10 @@ func (r response) decode(t *testing.T, v any) {
 
 // envelope returns the error envelope of the response, failing the test if
 // the body is not one.
-func (r response) envelope(t *testing.T) errorBody {
+func (r response) envelope(t *testing.T) wire.ErrorBody {
 	t.Helper()
 	var env struct {
-		Error *errorBody `json:"error"`
+		Error *wire.ErrorBody `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(r.body))
 	dec.DisallowUnknownFields()

@@ -14,14 +14,6 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// extendSpec is the body of POST /v1/workspaces/{id}/extend: exactly one
-// of By (a Go duration added to each deadline) and Until (an RFC 3339
-// time each deadline moves to).
-type extendSpec struct {
-	By    string `json:"by"`
-	Until string `json:"until"`
-}
-
 // parseTTL parses an optional lifetime duration named field ("ttl",
 // "lease_ttl"); "" is 0.
 func parseTTL(field, s string) (time.Duration, error) {
@@ -93,7 +85,7 @@ func (s *server) touch(ctx context.Context, w *wire.Workspace) {
 // lease and its idle deadline, by a duration or to a time, never past the
 // longest its template allows (max_expires_at; 400 naming the field).
 func (s *server) extendWorkspace(c *gin.Context) {
-	var spec extendSpec
+	var spec wire.ExtendRequest
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return

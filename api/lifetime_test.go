@@ -118,7 +118,7 @@ func TestCreateWithTTL(t *testing.T) {
 	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
 		Return(&mocks.WorkflowRun{}, nil).Twice()
 	before := time.Now().Truncate(time.Microsecond)
-	var cr createResponse
+	var cr wire.Created
 	h.do("POST", "/v1/workspaces", `{"template_id":"life","ttl":"15m"}`).expect(t, 201).decode(t, &cr)
 	w := cr.Workspace
 	if w.ExpiresAt == nil || w.ExpiresAt.Before(before.Add(15*time.Minute)) || w.ExpiresAt.After(time.Now().Add(15*time.Minute)) {
@@ -137,7 +137,7 @@ func TestCreateWithTTL(t *testing.T) {
 func TestLeaseTTL(t *testing.T) {
 	h := newHarness(t)
 	h.expectPoolStart("p", nil)
-	var pv poolView
+	var pv wire.PoolView
 	h.do("POST", "/v1/pools", `{"id":"p","template_id":"default","size":1,"lease_ttl":"5m"}`).expect(t, 201).decode(t, &pv)
 	if pv.LeaseTTL != "5m" {
 		t.Fatalf("pool lease_ttl = %q", pv.LeaseTTL)
@@ -147,7 +147,7 @@ func TestLeaseTTL(t *testing.T) {
 	h.expectNotify("p", 2)
 
 	before := time.Now().Truncate(time.Microsecond)
-	var lr leaseResponse
+	var lr wire.Lease
 	h.do("POST", "/v1/pools/p/lease", nil).expect(t, 200).decode(t, &lr)
 	if at := lr.Workspace.LeaseExpiresAt; at == nil || at.Before(before.Add(5*time.Minute)) || at.After(time.Now().Add(5*time.Minute)) {
 		t.Fatalf("lease_expires_at with the pool's ttl = %v", at)

@@ -15,32 +15,8 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// llmProviderSpec is the body of POST and PUT /v1/llm-providers: the spec
-// of a `kind: llm_provider` document. The key is given as a value
-// (api_key) or as the name of an environment variable of the worker
-// (api_key_env), not both.
-//
-// The access tags are the rules of backend/access.go: api_key_env names
-// an environment variable of the platform's host, so only an admin may
-// set it.
-type llmProviderSpec struct {
-	ID        string `json:"id" access:"any"`
-	Kind      string `json:"kind" access:"any"`
-	BaseURL   string `json:"base_url" access:"any,endpoint"`
-	APIKey    string `json:"api_key" access:"secret"`
-	APIKeyEnv string `json:"api_key_env" access:"admin:env"`
-}
-
-// llmProviderView is a provider as the API answers it: the key, if one is
-// stored, as Redacted. Sending Redacted back in a PUT keeps the stored key
-// while base_url stays the same.
-type llmProviderView struct {
-	wire.LLMProvider
-	APIKey string `json:"api_key,omitempty"`
-}
-
-func llmProviderOut(p wire.LLMProvider) llmProviderView {
-	v := llmProviderView{LLMProvider: p}
+func llmProviderOut(p wire.LLMProvider) wire.LLMProviderView {
+	v := wire.LLMProviderView{LLMProvider: p}
 	if p.APIKey != "" {
 		v.APIKey = Redacted
 	}
@@ -59,7 +35,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // was given for, so an update that moves base_url must send the key again
 // (as backend.RestoreSecrets has it for workspace providers). Who may set
 // api_key_env is the access tags' rule (adminOnly).
-func llmProvider(spec llmProviderSpec, old *wire.LLMProvider) (*wire.LLMProvider, error) {
+func llmProvider(spec wire.LLMProviderSpec, old *wire.LLMProvider) (*wire.LLMProvider, error) {
 	if !slices.Contains(llmKinds, spec.Kind) {
 		if spec.Kind == "" {
 			return nil, errs.Field("spec.kind", "spec.kind: required (%s)", strings.Join(llmKinds, " or "))
@@ -124,7 +100,7 @@ func (s *server) agentOf(c *gin.Context, id string) (*wire.Agent, error) {
 }
 
 func (s *server) createLLMProvider(c *gin.Context) {
-	var spec llmProviderSpec
+	var spec wire.LLMProviderSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return
@@ -162,7 +138,7 @@ func (s *server) listLLMProviders(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := make([]llmProviderView, len(ps))
+	out := make([]wire.LLMProviderView, len(ps))
 	for i, p := range ps {
 		out[i] = llmProviderOut(p)
 	}
@@ -180,7 +156,7 @@ func (s *server) getLLMProvider(c *gin.Context) {
 
 func (s *server) updateLLMProvider(c *gin.Context) {
 	id := c.Param("id")
-	var spec llmProviderSpec
+	var spec wire.LLMProviderSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return
@@ -228,18 +204,6 @@ func (s *server) deleteLLMProvider(c *gin.Context) {
 	c.Status(http.StatusNoContent)
 }
 
-// agentSpec is the body of POST and PUT /v1/agents: the spec of a
-// `kind: agent` document.
-type agentSpec struct {
-	ID           string           `json:"id"`
-	Description  string           `json:"description"`
-	Model        *wire.AgentModel `json:"model"`
-	SystemPrompt []string         `json:"system_prompt"`
-	Tools        []string         `json:"tools"`
-	MaxTurns     int              `json:"max_turns"`
-	Timeout      string           `json:"timeout"`
-}
-
 // agentTools are the tools an agent may list besides the implicit
 // workspace tools; none yet.
 var agentTools = map[string]bool{}
@@ -248,7 +212,7 @@ var agentTools = map[string]bool{}
 // the provider must be one the caller may see, and of the agent's own
 // tenant (an admin sees every tenant's, but an agent of one tenant never
 // calls with another tenant's key).
-func (s *server) agent(c *gin.Context, spec agentSpec, tenant string) (*wire.Agent, error) {
+func (s *server) agent(c *gin.Context, spec wire.AgentSpec, tenant string) (*wire.Agent, error) {
 	a, err := agentRow(spec)
 	if err != nil {
 		return nil, err
@@ -264,7 +228,7 @@ func (s *server) agent(c *gin.Context, spec agentSpec, tenant string) (*wire.Age
 
 // agentRow checks spec on its own (everything but whether its provider
 // exists) and returns the row it describes, defaults filled in.
-func agentRow(spec agentSpec) (*wire.Agent, error) {
+func agentRow(spec wire.AgentSpec) (*wire.Agent, error) {
 	m := spec.Model
 	switch {
 	case m == nil:
@@ -311,7 +275,7 @@ func agentRow(spec agentSpec) (*wire.Agent, error) {
 }
 
 func (s *server) createAgent(c *gin.Context) {
-	var spec agentSpec
+	var spec wire.AgentSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return
@@ -356,7 +320,7 @@ func (s *server) getAgent(c *gin.Context) {
 
 func (s *server) updateAgent(c *gin.Context) {
 	id := c.Param("id")
-	var spec agentSpec
+	var spec wire.AgentSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return

@@ -26,21 +26,8 @@ const (
 	LeaseCold = "cold" // a new workspace, because the pool had none idle
 )
 
-// poolSpec is the body of POST and PUT /v1/pools: the spec of a
-// `kind: workspace_pool` document.
-type poolSpec struct {
-	ID         string `json:"id"`
-	TemplateID string `json:"template_id"`
-	// Size is how many workspaces the pool holds, idle or leased; 0 (or
-	// absent) means models.DefaultPoolSize.
-	Size int `json:"size"`
-	// LeaseTTL is how long a lease lasts unless returned or extended (a
-	// Go duration); empty: until returned (lifetime.go).
-	LeaseTTL string `json:"lease_ttl"`
-}
-
-// check validates the fields the API owns; the store checks again.
-func (p poolSpec) check() error {
+// checkPoolSpec validates the fields the API owns; the store checks again.
+func checkPoolSpec(p wire.PoolSpec) error {
 	if p.TemplateID == "" {
 		return errs.Field("template_id", "template_id: required")
 	}
@@ -50,38 +37,6 @@ func (p poolSpec) check() error {
 	}
 	_, err := parseTTL("lease_ttl", p.LeaseTTL)
 	return err
-}
-
-// poolStatus counts a pool's workspaces by what they are doing now.
-type poolStatus struct {
-	// Idle members are running and ready to be leased.
-	Idle int `json:"idle"`
-	// Starting members are idle but still being provisioned.
-	Starting int `json:"starting"`
-	// Leased members are out with a lessee.
-	Leased int `json:"leased"`
-	// Returning members were given back and are being reset.
-	Returning int `json:"returning"`
-}
-
-// poolView is a pool as the API shows it: the row and its live counts.
-type poolView struct {
-	wire.Pool
-	Status poolStatus `json:"status"`
-}
-
-// leaseSpec is the optional body of POST /v1/pools/{id}/lease.
-type leaseSpec struct {
-	Labels map[string]string `json:"labels"`
-	// LeaseTTL overrides the pool's lease_ttl for this lease.
-	LeaseTTL string `json:"lease_ttl"`
-}
-
-// leaseResponse is the answer of a lease: the workspace and where it came
-// from.
-type leaseResponse struct {
-	Workspace *wire.Workspace `json:"workspace"`
-	Source    string          `json:"source"`
 }
 
 // poolError gives a store error about a pool's template its API meaning:
@@ -95,8 +50,8 @@ func poolError(err error, templateID string) error {
 }
 
 // status counts the pool's workspaces.
-func (s *server) poolStatus(ctx context.Context, poolID string) (poolStatus, error) {
-	var st poolStatus
+func (s *server) poolStatus(ctx context.Context, poolID string) (wire.PoolStatus, error) {
+	var st wire.PoolStatus
 	ws, err := s.cfg.Store.ListWorkspaces(ctx, models.WorkspaceFilter{PoolID: poolID})
 	if err != nil {
 		return st, err
@@ -120,12 +75,12 @@ func (s *server) poolStatus(ctx context.Context, poolID string) (poolStatus, err
 }
 
 // view returns p with its live counts.
-func (s *server) view(ctx context.Context, p *wire.Pool) (poolView, error) {
+func (s *server) view(ctx context.Context, p *wire.Pool) (wire.PoolView, error) {
 	st, err := s.poolStatus(ctx, p.ID)
 	if err != nil {
-		return poolView{}, err
+		return wire.PoolView{}, err
 	}
-	return poolView{Pool: *p, Status: st}, nil
+	return wire.PoolView{Pool: *p, Status: st}, nil
 }
 
 // background runs fn after the response, on a context that does not end
@@ -161,7 +116,7 @@ func (s *server) notifyPool(ctx context.Context, poolID string) {
 }
 
 func (s *server) createPool(c *gin.Context) {
-	var spec poolSpec
+	var spec wire.PoolSpec
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return
@@ -196,7 +151,7 @@ func (s *server) createPool(c *gin.Context) {
 	}
 	s.log.Info("pool created", "pool_id", p.ID, "template_id", p.TemplateID, "size", p.Size)
 	c.Header("Location", "/v1/pools/"+p.ID)
-	c.JSON(http.StatusCreated, poolView{Pool: *p})
+	c.JSON(http.StatusCreated, wire.PoolView{Pool: *p})
 }
 
 func (s *server) listPools(c *gin.Context) {
@@ -206,7 +161,7 @@ func (s *server) listPools(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	out := make([]poolView, 0, len(ps))
+	out := make([]wire.PoolView, 0, len(ps))
 	for i := range ps {
 		v, err := s.view(ctx, &ps[i])
 		if err != nil {
@@ -235,7 +190,7 @@ func (s *server) getPool(c *gin.Context) {
 
 func (s *server) updatePool(c *gin.Context) {
 	id := c.Param("id")
-	var spec poolSpec
+	var spec wire.PoolSpec
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return
@@ -304,7 +259,7 @@ func (s *server) deletePool(c *gin.Context) {
 // for a warm lease, and nothing else before the answer; waking the pool to
 // refill and recording the event happen after it.
 func (s *server) leasePool(c *gin.Context) {
-	var spec leaseSpec
+	var spec wire.LeaseRequest
 	if err := s.decodeJSON(c, &spec, "", true); err != nil {
 		s.fail(c, err)
 		return
@@ -388,7 +343,7 @@ func (s *server) leasePool(c *gin.Context) {
 		}
 	})
 	s.log.Info("workspace leased", "pool_id", poolID, "workspace_id", wsID, "source", source)
-	c.JSON(status, leaseResponse{Workspace: w, Source: source})
+	c.JSON(status, wire.Lease{Workspace: w, Source: source})
 }
 
 // returnWorkspace gives a leased pool workspace back: its pool state moves
@@ -459,8 +414,8 @@ func (s *server) recoverWorkspace(c *gin.Context) {
 // checkPool checks a pool document and that its template is the caller's
 // (404 naming template_id otherwise, as for an unknown one), may be used by
 // the caller (a host backend needs an admin) and can be pooled.
-func (s *server) checkPool(c *gin.Context, spec poolSpec) error {
-	if err := spec.check(); err != nil {
+func (s *server) checkPool(c *gin.Context, spec wire.PoolSpec) error {
+	if err := checkPoolSpec(spec); err != nil {
 		return err
 	}
 	t, err := s.templateOf(c, spec.TemplateID)

@@ -70,7 +70,7 @@ func TestPoolCRUD(t *testing.T) {
 	h := newHarness(t)
 
 	h.expectPoolStart("warm", nil)
-	var p poolView
+	var p wire.PoolView
 	r := h.do("POST", "/v1/pools", `{"id":"warm","template_id":"default"}`).expect(t, 201)
 	r.decode(t, &p)
 	if p.ID != "warm" || p.TemplateID != "default" || p.Size != wire.DefaultPoolSize {
@@ -120,14 +120,14 @@ func TestPoolCRUD(t *testing.T) {
 	h.member("warm", wire.PhaseRunning, wire.PoolLeased)
 	h.member("warm", wire.PhaseFailed, wire.PoolIdle) // being replaced: not counted
 	h.do("GET", "/v1/pools/warm", nil).expect(t, 200).decode(t, &p)
-	if p.Status != (poolStatus{Idle: 2, Starting: 1, Leased: 1}) {
+	if p.Status != (wire.PoolStatus{Idle: 2, Starting: 1, Leased: 1}) {
 		t.Fatalf("status = %+v", p.Status)
 	}
 
 	// A second template and pool, for the filter.
 	h.do("POST", "/v1/templates", `{"id":"other","provider_id":"local","backend":{"kind":"local"}}`).expect(t, 201)
 	h.pool("cold-only", 1)
-	var l items[poolView]
+	var l wire.Items[wire.PoolView]
 	h.do("GET", "/v1/pools", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 2 || l.Items[0].ID != "cold-only" || l.Items[1].ID != "warm" || l.Items[1].Status.Idle != 2 {
 		t.Fatalf("pools = %+v", l.Items)
@@ -180,7 +180,7 @@ func TestLeaseWarmAndCold(t *testing.T) {
 	notified := h.expectNotify("p", 2)
 
 	// Warm: the idle running workspace, now leased, with the lessee's labels.
-	var lr leaseResponse
+	var lr wire.Lease
 	h.do("POST", "/v1/pools/p/lease", `{"labels":{"run":"6"}}`).expect(t, 200).decode(t, &lr)
 	if lr.Source != LeaseWarm || lr.Workspace == nil || lr.Workspace.ID != idle.ID || lr.Workspace.PoolState != wire.PoolLeased ||
 		lr.Workspace.Labels["run"] != "6" {
@@ -194,7 +194,7 @@ func TestLeaseWarmAndCold(t *testing.T) {
 	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
 		Return(&mocks.WorkflowRun{}, nil).Once()
 	r := h.do("POST", "/v1/pools/p/lease", `{"labels":{"run":"7"}}`).expect(t, 201)
-	lr = leaseResponse{}
+	lr = wire.Lease{}
 	r.decode(t, &lr)
 	if lr.Source != LeaseCold || lr.Workspace.PoolID != "" || lr.Workspace.PoolState != "" ||
 		lr.Workspace.Phase != wire.PhasePending || lr.Workspace.TemplateID != "default" || lr.Workspace.Labels["run"] != "7" {
@@ -236,7 +236,7 @@ func TestConcurrentLeasesGetDistinctWorkspaces(t *testing.T) {
 		mock.Anything, mock.Anything, workflows.PoolWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil)
 
 	var wg sync.WaitGroup
-	got := make([]leaseResponse, n)
+	got := make([]wire.Lease, n)
 	statuses := make([]int, n)
 	for i := range n {
 		wg.Add(1)
@@ -323,7 +323,7 @@ func TestRecoverWorkspace(t *testing.T) {
 	}
 
 	// Escalated is a phase the list filter knows.
-	var l items[wire.Workspace]
+	var l wire.Items[wire.Workspace]
 	h.do("GET", "/v1/workspaces?phase=escalated", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 1 || l.Items[0].Phase != wire.PhaseEscalated {
 		t.Fatalf("escalated workspaces = %+v", l.Items)

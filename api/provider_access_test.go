@@ -68,7 +68,7 @@ func accessHarness(t *testing.T) (*harness, *atomic.Int64) {
 // accessTypes are every document type with access rules: each backend's
 // provider config, and the model provider spec.
 func accessTypes() map[string]reflect.Type {
-	out := map[string]reflect.Type{"llm provider": reflect.TypeOf(llmProviderSpec{})}
+	out := map[string]reflect.Type{"llm provider": reflect.TypeOf(wire.LLMProviderSpec{})}
 	for kind, c := range configs.Providers() {
 		out["provider "+kind] = reflect.TypeOf(c)
 	}
@@ -111,7 +111,7 @@ func TestProviderFieldsHaveAccessRules(t *testing.T) {
 			}
 		}
 	}
-	if r := backend.Rules(reflect.TypeOf(llmProviderSpec{}))["api_key_env"]; r.Kind != backend.AccessAdmin {
+	if r := backend.Rules(reflect.TypeOf(wire.LLMProviderSpec{}))["api_key_env"]; r.Kind != backend.AccessAdmin {
 		t.Errorf("llm provider api_key_env: rule %+v, want admin", r)
 	}
 }

@@ -29,28 +29,11 @@ func validID(field, id string) error {
 	return nil
 }
 
-// items is the shape of every list response.
-type items[T any] struct {
-	Items []T `json:"items"`
-}
-
-func list[T any](v []T) items[T] {
+func list[T any](v []T) wire.Items[T] {
 	if v == nil {
 		v = []T{}
 	}
-	return items[T]{Items: v}
-}
-
-// providerSpec is the body of POST and PUT /v1/providers: the spec of a
-// `kind: workspace_provider` document.
-type providerSpec struct {
-	ID       string          `json:"id"`
-	Provider string          `json:"provider"`
-	Config   json.RawMessage `json:"config"`
-	// Shared lets every tenant build templates on the provider, without
-	// seeing its config. Only an admin may set it; absent on update keeps
-	// what the provider has.
-	Shared *bool `json:"shared"`
+	return wire.Items[T]{Items: v}
 }
 
 // emptyObject stands in for a missing config, so factories always get an object.
@@ -66,7 +49,7 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 // provider checks the spec and returns the row it describes. old is the
 // stored provider on update: its shared flag stays unless the spec sets it.
 // Only an admin may make a provider shared or of a host backend kind.
-func (s *server) provider(c *gin.Context, spec providerSpec, old *wire.Provider) (*wire.Provider, error) {
+func (s *server) provider(c *gin.Context, spec wire.ProviderSpec, old *wire.Provider) (*wire.Provider, error) {
 	if spec.Provider == "" {
 		return nil, errs.Field("spec.provider", "spec.provider: required (one of %s)", strings.Join(s.types(), ", "))
 	}
@@ -92,7 +75,7 @@ func (s *server) provider(c *gin.Context, spec providerSpec, old *wire.Provider)
 }
 
 func (s *server) createProvider(c *gin.Context) {
-	var spec providerSpec
+	var spec wire.ProviderSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return
@@ -150,7 +133,7 @@ func (s *server) updateProvider(c *gin.Context) {
 		s.fail(c, errs.E(errs.Forbidden, "provider %s: reserved; it cannot be changed", id))
 		return
 	}
-	var spec providerSpec
+	var spec wire.ProviderSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return

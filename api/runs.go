@@ -21,21 +21,6 @@ const defaultTriggeredBy = "api"
 // maxTriggeredBy bounds a run's triggered_by (the column's size).
 const maxTriggeredBy = 200
 
-// runRequest is the optional body of POST /v1/suites/{id}/runs: which
-// cases to run (by id, by labels that must all match, all when both are
-// empty) and who asks.
-type runRequest struct {
-	Cases       []string          `json:"cases"`
-	Labels      map[string]string `json:"labels"`
-	TriggeredBy string            `json:"triggered_by"`
-}
-
-// runView is a run as the API shows it: the row and its live progress.
-type runView struct {
-	wire.Run
-	Progress eval.Progress `json:"progress"`
-}
-
 // runStatuses are the statuses ?status= may ask for.
 var runStatuses = map[string]bool{
 	wire.RunPending: true, wire.RunRunning: true, wire.RunSucceeded: true,
@@ -48,27 +33,27 @@ func runFinal(status string) bool {
 }
 
 // progress summarizes a run's results as they are now.
-func (s *server) progress(ctx context.Context, runID string) (eval.Progress, error) {
+func (s *server) progress(ctx context.Context, runID string) (wire.Progress, error) {
 	results, err := s.cfg.Store.ListCaseResults(ctx, runID, false)
 	if err != nil {
-		return eval.Progress{}, err
+		return wire.Progress{}, err
 	}
 	return eval.Summarize(results), nil
 }
 
 // runView returns r with its progress.
-func (s *server) runView(ctx context.Context, r *wire.Run) (runView, error) {
+func (s *server) runView(ctx context.Context, r *wire.Run) (wire.RunView, error) {
 	p, err := s.progress(ctx, r.ID)
 	if err != nil {
-		return runView{}, err
+		return wire.RunView{}, err
 	}
-	return runView{Run: *r, Progress: p}, nil
+	return wire.RunView{Run: *r, Progress: p}, nil
 }
 
 // createRun makes a run of a suite (its selected cases resolved and
 // pending) and starts its workflow.
 func (s *server) createRun(c *gin.Context) {
-	var req runRequest
+	var req wire.RunRequest
 	if err := s.decodeJSON(c, &req, "", true); err != nil {
 		s.fail(c, err)
 		return

@@ -44,9 +44,9 @@ func (h *harness) expectRunStarts(times int, err error) func() []workflows.RunIn
 }
 
 // startRun makes a run through the API and returns it.
-func (h *harness) startRun(t *testing.T, suiteID string, body any) runView {
+func (h *harness) startRun(t *testing.T, suiteID string, body any) wire.RunView {
 	t.Helper()
-	var v runView
+	var v wire.RunView
 	h.do("POST", "/v1/suites/"+suiteID+"/runs", body).expect(t, 201).decode(t, &v)
 	return v
 }
@@ -131,7 +131,7 @@ func TestRuns(t *testing.T) {
 	// Temporal down: 503, and no run is left behind.
 	h.expectRunStarts(1, errors.New("connection refused"))
 	h.do("POST", "/v1/suites/s/runs", nil).expectError(t, 503, "unavailable", "", "connection refused")
-	var l items[wire.Run]
+	var l wire.Items[wire.Run]
 	h.do("GET", "/v1/runs", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 3 || l.Items[0].ID != r3.ID || l.Items[2].ID != r1.ID {
 		t.Fatalf("runs = %+v", l.Items)
@@ -151,7 +151,7 @@ func TestRuns(t *testing.T) {
 	if err := h.store.StartCase(ctx, r1.ID, 2, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	var v runView
+	var v wire.RunView
 	h.do("GET", "/v1/runs/"+r1.ID, nil).expect(t, 200).decode(t, &v)
 	if p := v.Progress; p.Total != 4 || p.Pass != 1 || p.Fail != 1 || p.Running != 1 || p.Pending != 1 || p.PassRate != 0.5 ||
 		p.MeanScore == nil || *p.MeanScore != 0.75 {
@@ -160,7 +160,7 @@ func TestRuns(t *testing.T) {
 
 	// Results as JSON (attempts included), JSONL and JUnit, by ?format=
 	// or Accept.
-	var res items[wire.CaseResult]
+	var res wire.Items[wire.CaseResult]
 	h.do("GET", "/v1/runs/"+r1.ID+"/results", nil).expect(t, 200).decode(t, &res)
 	if len(res.Items) != 4 || res.Items[1].CaseID != "c1" || res.Items[1].Verdict != "fail" || res.Items[1].Reason != "exit code 1, want 0" ||
 		!strings.Contains(string(res.Items[0].Attempts), `"workspace_id":"ws-1"`) || res.Items[3].Status != wire.CasePending {
@@ -251,7 +251,7 @@ func TestRunEvents(t *testing.T) {
 
 	res, _ := h.follow(t, "/v1/runs/"+run.ID+"/events")
 	ch := sseReader(t, res)
-	progress := func() eval.Progress {
+	progress := func() wire.Progress {
 		t.Helper()
 		for {
 			m := next(t, ch)
@@ -261,7 +261,7 @@ func TestRunEvents(t *testing.T) {
 			if m.event != "progress" {
 				t.Fatalf("event %+v, want progress", m)
 			}
-			var p eval.Progress
+			var p wire.Progress
 			if err := json.Unmarshal([]byte(m.data), &p); err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +293,7 @@ func TestRunEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The last progress, then finished with the run, then the end.
-	var last eval.Progress
+	var last wire.Progress
 	for {
 		m := next(t, ch)
 		if m.event == "comment" {
@@ -306,7 +306,7 @@ func TestRunEvents(t *testing.T) {
 		if m.event != "finished" {
 			t.Fatalf("event %+v, want finished", m)
 		}
-		var v runView
+		var v wire.RunView
 		if err := json.Unmarshal([]byte(m.data), &v); err != nil {
 			t.Fatal(err)
 		}

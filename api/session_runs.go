@@ -17,29 +17,9 @@ import (
 // maxInstructions bounds the instructions of an agent run.
 const maxInstructions = 1 << 20
 
-// runSpec is the body of POST /v1/sessions/{id}/run.
-type runSpec struct {
-	Agent        string `json:"agent"`
-	Instructions string `json:"instructions"`
-}
-
-// transcriptResponse answers GET /v1/sessions/{id}/transcript.
-type transcriptResponse struct {
-	SessionID string                 `json:"session_id"`
-	Run       *wire.SessionRun       `json:"run,omitempty"`
-	Items     []wire.TranscriptEntry `json:"items"`
-	Usage     usageTotal             `json:"usage"`
-}
-
-// usageTotal is the tokens of a run's turns together.
-type usageTotal struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
 // checkRun checks what an agent run on workspace w needs: the agent (and
 // its provider) visible to the caller, instructions, a running workspace.
-func (s *server) checkRun(c *gin.Context, w *wire.Workspace, spec runSpec) (*wire.Agent, error) {
+func (s *server) checkRun(c *gin.Context, w *wire.Workspace, spec wire.RunAgentRequest) (*wire.Agent, error) {
 	if spec.Agent == "" {
 		return nil, errs.Field("agent", "agent: required with instructions (the id of a kind: agent document)")
 	}
@@ -67,7 +47,7 @@ func (s *server) checkRun(c *gin.Context, w *wire.Workspace, spec runSpec) (*wir
 
 // runSession starts the agent run of the session in the path.
 func (s *server) runSession(c *gin.Context) {
-	var spec runSpec
+	var spec wire.RunAgentRequest
 	if err := s.decodeJSONLimit(c, &spec, "", false, s.cfg.MaxJSONBytes+maxInstructions); err != nil {
 		s.fail(c, err)
 		return
@@ -141,7 +121,7 @@ func (s *server) sessionTranscript(c *gin.Context) {
 		s.followTranscript(c, ses.ID)
 		return
 	}
-	out := transcriptResponse{SessionID: ses.ID}
+	out := wire.Transcript{SessionID: ses.ID}
 	if run, err := s.cfg.Store.GetSessionRun(ctx, ses.ID); err == nil {
 		out.Run = run
 	} else if !errs.Is(err, errs.NotFound) {

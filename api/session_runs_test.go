@@ -63,7 +63,7 @@ func TestSessionRunBadInput(t *testing.T) {
 	}
 	h.do("POST", "/v1/sessions/"+ses.ID+"/cancel", `{}`).expectError(t, 409, pre, "", "has no agent run")
 	h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil, "Accept", "text/event-stream").expectError(t, 409, pre, "", "has no agent run to follow")
-	var tr transcriptResponse
+	var tr wire.Transcript
 	h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil).expect(t, 200).decode(t, &tr)
 	if tr.Run != nil || len(tr.Items) != 0 {
 		t.Fatalf("transcript of a session without a run = %+v, want empty", tr)
@@ -94,7 +94,7 @@ func TestSessionRunStartsItsWorkflow(t *testing.T) {
 		t.Fatalf("started %q with %+v; want session-%s with the session id only", gotOpts.ID, gotIn, ses.ID)
 	}
 
-	var tr transcriptResponse
+	var tr wire.Transcript
 	h.do("GET", "/v1/sessions/"+ses.ID+"/transcript", nil).expect(t, 200).decode(t, &tr)
 	if tr.Run == nil || tr.Run.AgentID != "code-runner" || tr.Run.Status != wire.AgentRunning ||
 		len(tr.Items) != 1 || tr.Items[0].Role != wire.RoleUser || tr.Items[0].Content != "Run this code: print(6 * 7)" {

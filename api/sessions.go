@@ -10,23 +10,8 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// sessionSpec is the body of POST /v1/sessions.
-type sessionSpec struct {
-	WorkspaceID string            `json:"workspace_id"`
-	Agent       string            `json:"agent"`
-	Metadata    map[string]string `json:"metadata"`
-	// Instructions start the agent's run (its first message); Agent must
-	// then name a kind: agent document.
-	Instructions string `json:"instructions"`
-}
-
-// endSpec is the optional body of POST /v1/sessions/{id}/end.
-type endSpec struct {
-	Reason string `json:"reason"`
-}
-
 func (s *server) createSession(c *gin.Context) {
-	var spec sessionSpec
+	var spec wire.CreateSessionRequest
 	if err := s.decodeJSONLimit(c, &spec, "", false, s.cfg.MaxJSONBytes+maxInstructions); err != nil {
 		s.fail(c, err)
 		return
@@ -53,7 +38,7 @@ func (s *server) createSession(c *gin.Context) {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: terminating; no new sessions", w.ID))
 		return
 	}
-	run := runSpec{Agent: spec.Agent, Instructions: spec.Instructions}
+	run := wire.RunAgentRequest{Agent: spec.Agent, Instructions: spec.Instructions}
 	if spec.Instructions != "" {
 		if _, err := s.checkRun(c, w, run); err != nil {
 			s.fail(c, err)
@@ -117,7 +102,7 @@ func (s *server) getSession(c *gin.Context) {
 }
 
 func (s *server) endSession(c *gin.Context) {
-	var spec endSpec
+	var spec wire.EndSessionRequest
 	if err := s.decodeJSON(c, &spec, "", true); err != nil {
 		s.fail(c, err)
 		return

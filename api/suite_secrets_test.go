@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/wire"
 )
 
 // A suite's env values and webhook URL never leave the server: every
@@ -43,13 +44,13 @@ func TestSuiteSecrets(t *testing.T) {
 	}
 
 	// Round trip: the spec and cases as shown, sent back, keep the values.
-	var v suiteView
+	var v wire.SuiteView
 	h.do("GET", "/v1/suites/sec", nil).expect(t, 200).decode(t, &v)
 	var spec eval.SuiteSpec
 	if err := json.Unmarshal(v.Spec, &spec); err != nil {
 		t.Fatal(err)
 	}
-	var cases items[eval.Case]
+	var cases wire.Items[eval.Case]
 	h.do("GET", "/v1/suites/sec/cases", nil).expect(t, 200).decode(t, &cases)
 	spec.Cases = cases.Items
 	spec.Description = "edited"

@@ -12,7 +12,6 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
-	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -21,17 +20,6 @@ const (
 	mediaNDJSON = "application/x-ndjson"
 	mediaJSONL  = "application/jsonl"
 )
-
-// suiteView is a suite as the API shows it: the row (its spec without the
-// cases, and how many cases it has) and, when the suite has a schedule,
-// the schedule's live state from Temporal.
-type suiteView struct {
-	wire.Suite
-	ScheduleStatus *starter.ScheduleStatus `json:"schedule_status,omitempty"`
-	// ScheduleError says why the schedule's state could not be read
-	// (Temporal unreachable); the suite is shown anyway.
-	ScheduleError string `json:"schedule_error,omitempty"`
-}
 
 // isJSONL reports whether the request's body is JSONL.
 func isJSONL(c *gin.Context) bool {
@@ -174,8 +162,8 @@ func storedSpec(su *wire.Suite) (*eval.SuiteSpec, error) {
 }
 
 // suiteView returns su with its schedule's live state when it has one.
-func (s *server) suiteView(ctx context.Context, su *wire.Suite) (suiteView, error) {
-	v := suiteView{Suite: redactSuite(*su)}
+func (s *server) suiteView(ctx context.Context, su *wire.Suite) (wire.SuiteView, error) {
+	v := wire.SuiteView{Suite: redactSuite(*su)}
 	spec, err := storedSpec(su)
 	if err != nil {
 		return v, err

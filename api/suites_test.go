@@ -73,7 +73,7 @@ func TestSuiteCRUD(t *testing.T) {
 	h := newHarness(t)
 	h.withSchedules()
 
-	var v suiteView
+	var v wire.SuiteView
 	r := h.do("POST", "/v1/suites", suiteJSON("smoke", 3, `"description":"three cases","concurrency":2`)).expect(t, 201)
 	r.decode(t, reset(&v))
 	if v.ID != "smoke" || v.TemplateID != "default" || v.CaseCount != 3 || v.Description != "three cases" || v.ScheduleStatus != nil {
@@ -94,7 +94,7 @@ func TestSuiteCRUD(t *testing.T) {
 
 	// Cases come back in order as the documents they were given as, as
 	// JSON or JSONL (by ?format= or Accept).
-	var cases items[eval.Case]
+	var cases wire.Items[eval.Case]
 	h.do("GET", "/v1/suites/smoke/cases", nil).expect(t, 200).decode(t, &cases)
 	if len(cases.Items) != 3 || cases.Items[2].ID != "c2" || cases.Items[2].Command.Script != "echo 2" || cases.Items[1].Labels["level"] != "l1" {
 		t.Fatalf("cases = %+v", cases.Items)
@@ -125,7 +125,7 @@ func TestSuiteCRUD(t *testing.T) {
 		t.Fatalf("JSONL suite = %+v", v)
 	}
 
-	var l items[wire.Suite]
+	var l wire.Items[wire.Suite]
 	h.do("GET", "/v1/suites", nil).expect(t, 200).decode(t, &l)
 	if len(l.Items) != 2 || l.Items[0].ID != "big" || l.Items[1].ID != "smoke" || l.Items[1].CaseCount != 3 {
 		t.Fatalf("suites = %+v", l.Items)
@@ -224,7 +224,7 @@ func TestSuiteSchedule(t *testing.T) {
 
 	// Create makes the schedule: cron, time zone, overlap, and the action
 	// that starts a run of the suite.
-	var v suiteView
+	var v wire.SuiteView
 	h.do("POST", "/v1/suites", suiteJSON("nightly", 2, `"schedule":{"cron":"0 3 * * *","time_zone":"Europe/Berlin","overlap":"buffer_one"}`)).
 		expect(t, 201).decode(t, reset(&v))
 	sch := fs.get(id)

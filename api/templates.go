@@ -16,19 +16,10 @@ import (
 // unchanged in a PUT keeps the stored value, so get-edit-put round trips work.
 const Redacted = "(redacted)"
 
-// templateSpec is the body of POST and PUT /v1/templates: the spec of a
-// `kind: workspace_template` document.
-type templateSpec struct {
-	ID          string          `json:"id"`
-	ProviderID  string          `json:"provider_id"`
-	Description string          `json:"description"`
-	Backend     json.RawMessage `json:"backend"`
-}
-
 // template checks the spec against its provider and the provider's backend
 // and returns the row it describes. old is the stored template on update,
 // whose env values replace Redacted placeholders.
-func (s *server) template(c *gin.Context, spec templateSpec, old *wire.Template) (*wire.Template, error) {
+func (s *server) template(c *gin.Context, spec wire.TemplateSpec, old *wire.Template) (*wire.Template, error) {
 	if spec.ProviderID == "" {
 		return nil, errs.Field("spec.provider_id", "spec.provider_id: required")
 	}
@@ -217,7 +208,7 @@ func joinEnv(m map[string]json.RawMessage, env map[string]string) (json.RawMessa
 }
 
 func (s *server) createTemplate(c *gin.Context) {
-	var spec templateSpec
+	var spec wire.TemplateSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return
@@ -269,7 +260,7 @@ func (s *server) getTemplate(c *gin.Context) {
 
 func (s *server) updateTemplate(c *gin.Context) {
 	id := c.Param("id")
-	var spec templateSpec
+	var spec wire.TemplateSpec
 	if err := s.decodeJSON(c, &spec, "spec.", false); err != nil {
 		s.fail(c, err)
 		return

@@ -155,7 +155,7 @@ func matrixSend(base, method, path, body, auth string) reply {
 		return reply{status: res.StatusCode, body: string(data)}
 	}
 	var env struct {
-		Error *errorBody `json:"error"`
+		Error *wire.ErrorBody `json:"error"`
 	}
 	out := reply{status: res.StatusCode, body: string(data)}
 	if json.Unmarshal(data, &env) == nil && env.Error != nil {

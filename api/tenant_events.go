@@ -18,14 +18,6 @@ const (
 	maxTenantEventLimit     = 1000
 )
 
-// tenantEvents is the JSON answer of GET /v1/events. LatestID is the
-// newest event ID of what the caller may see, whatever after and limit
-// say: a client that wants only what happens from now on follows from it.
-type tenantEvents struct {
-	Items    []wire.Event `json:"items"`
-	LatestID uint64       `json:"latest_id"`
-}
-
 // tenantEventList lists the events of the caller's tenant across its
 // workspaces (an admin's: every tenant's, or ?tenant='s), oldest first, or
 // follows them as Server-Sent Events.
@@ -66,7 +58,7 @@ func (s *server) tenantEventList(c *gin.Context) {
 	if n := len(evs); n > 0 && evs[n-1].ID > latest {
 		latest = evs[n-1].ID
 	}
-	c.JSON(http.StatusOK, tenantEvents{Items: evs, LatestID: latest})
+	c.JSON(http.StatusOK, wire.TenantEventPage{Items: evs, LatestID: latest})
 }
 
 // followTenant streams tenant's events after `after` until the client

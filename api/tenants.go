@@ -9,21 +9,6 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// tenantSpec is the body of POST /v1/tenants (id required) and PUT
-// /v1/tenants/:id (id optional; the description and quota are replaced).
-type tenantSpec struct {
-	ID          string     `json:"id"`
-	Description string     `json:"description"`
-	Quota       wire.Quota `json:"quota"`
-}
-
-// tenantView is a tenant as GET /v1/tenants/:id shows it: with what it
-// holds now, in the units of its quota.
-type tenantView struct {
-	wire.Tenant
-	Usage wire.Usage `json:"usage"`
-}
-
 // adminOnly answers 403 unless the caller is an admin.
 func (s *server) adminOnly(c *gin.Context, what string) bool {
 	if callerOf(c).admin() {
@@ -47,7 +32,7 @@ func (s *server) createTenant(c *gin.Context) {
 	if !s.adminOnly(c, "tenants: create") {
 		return
 	}
-	var spec tenantSpec
+	var spec wire.TenantSpec
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return
@@ -100,7 +85,7 @@ func (s *server) getTenant(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, tenantView{Tenant: *t, Usage: u})
+	c.JSON(http.StatusOK, wire.TenantInfo{Tenant: *t, Usage: u})
 }
 
 func (s *server) updateTenant(c *gin.Context) {
@@ -108,7 +93,7 @@ func (s *server) updateTenant(c *gin.Context) {
 	if !s.visibleTenant(c, id) || !s.adminOnly(c, "tenant "+id+": update") {
 		return
 	}
-	var spec tenantSpec
+	var spec wire.TenantSpec
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return

@@ -54,7 +54,7 @@ func TestTenants(t *testing.T) {
 	h.do("PUT", "/v1/tenants/team", `{"id":"other"}`).expectError(t, 400, "invalid", "id", "")
 	h.do("PUT", "/v1/tenants/nope", `{}`).expectError(t, 404, "not_found", "", "")
 
-	var list items[wire.Tenant]
+	var list wire.Items[wire.Tenant]
 	h.do("GET", "/v1/tenants", nil).expect(t, 200).decode(t, &list)
 	if ids := idsOf(list.Items); len(ids) != 2 || ids[0] != wire.DefaultTenantID || ids[1] != "team" {
 		t.Errorf("admin lists %v", ids)

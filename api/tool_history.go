@@ -6,56 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
-
-// restoreSpec is the body of POST /v1/sessions/{id}/restore.
-type restoreSpec struct {
-	Commit string `json:"commit"`
-}
-
-// restoreResult answers a restore.
-type restoreResult struct {
-	// Commit is the new commit that records the restored files.
-	Commit       string                 `json:"commit"`
-	RestoredFrom string                 `json:"restored_from"`
-	Changed      []protocol.StateChange `json:"changed"`
-}
-
-// historyEntry is one recorded call, as GET /v1/sessions/{id}/history lists it.
-type historyEntry struct {
-	Commit  string    `json:"commit"`
-	Session string    `json:"session"`
-	Tool    string    `json:"tool"`
-	Time    time.Time `json:"time"`
-	Author  string    `json:"author"`
-	Summary string    `json:"summary"`
-	// Arguments and Result are the JSON the call recorded: env values,
-	// file contents and stdin are never in them (sizes and digests are).
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-}
-
-// historyResponse answers GET /v1/sessions/{id}/history.
-type historyResponse struct {
-	Items []historyEntry `json:"items"`
-	// ResumedFrom is the lost session this one resumes, if any.
-	ResumedFrom string `json:"resumed_from,omitempty"`
-}
-
-// diffResult answers GET /v1/sessions/{id}/diff.
-type diffResult struct {
-	From      string                 `json:"from"`
-	To        string                 `json:"to"`
-	Files     []protocol.StateChange `json:"files"`
-	Patch     string                 `json:"patch"`
-	Truncated bool                   `json:"truncated,omitempty"`
-}
 
 // commitID checks a commit id given in field: 40 hex digits.
 func commitID(field, id string) error {
@@ -102,7 +59,7 @@ func (s *server) sessionHistory(c *gin.Context) {
 		s.fail(c, fmt.Errorf("session %s: workspace %s: %w", t.ses.ID, t.ws.ID, err))
 		return
 	}
-	out := historyResponse{Items: []historyEntry{}, ResumedFrom: t.ses.ResumedFrom}
+	out := wire.History{Items: []wire.HistoryEntry{}, ResumedFrom: t.ses.ResumedFrom}
 	for _, cm := range res.Commits {
 		if !sessions[cm.Trailers[TrailerSession]] {
 			continue
@@ -113,8 +70,8 @@ func (s *server) sessionHistory(c *gin.Context) {
 }
 
 // entryOf reads a recorded call back from its commit.
-func entryOf(cm protocol.StateCommit) historyEntry {
-	e := historyEntry{
+func entryOf(cm protocol.StateCommit) wire.HistoryEntry {
+	e := wire.HistoryEntry{
 		Commit:  cm.Commit,
 		Session: cm.Trailers[TrailerSession],
 		Tool:    cm.Trailers[TrailerTool],
@@ -185,13 +142,13 @@ func (s *server) sessionDiff(c *gin.Context) {
 	if files == nil {
 		files = []protocol.StateChange{}
 	}
-	c.JSON(http.StatusOK, diffResult{From: res.From, To: res.To, Files: files, Patch: res.Patch, Truncated: res.Truncated})
+	c.JSON(http.StatusOK, wire.Diff{From: res.From, To: res.To, Files: files, Patch: res.Patch, Truncated: res.Truncated})
 }
 
 // sessionRestore makes the workspace's files those of a commit, recorded
 // as a new commit of the session.
 func (s *server) sessionRestore(c *gin.Context) {
-	var spec restoreSpec
+	var spec wire.RestoreRequest
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return
@@ -220,5 +177,5 @@ func (s *server) sessionRestore(c *gin.Context) {
 	if changed == nil {
 		changed = []protocol.StateChange{}
 	}
-	c.JSON(http.StatusOK, restoreResult{Commit: res.Commit, RestoredFrom: res.RestoredFrom, Changed: changed})
+	c.JSON(http.StatusOK, wire.Restore{Commit: res.Commit, RestoredFrom: res.RestoredFrom, Changed: changed})
 }

@@ -80,7 +80,7 @@ func TestSessionToolsErrors(t *testing.T) {
 	h.do("POST", base+"/tools/workspace__exec", big).expectError(t, 413, "too_large", "", "limit")
 
 	// None of the refused calls recorded anything.
-	var hist historyResponse
+	var hist wire.History
 	h.do("GET", base+"/history", nil).expect(t, 200).decode(t, &hist)
 	if len(hist.Items) != 0 {
 		t.Fatalf("refused calls left history %+v", hist.Items)
@@ -129,7 +129,7 @@ func TestSessionToolsRoundTrip(t *testing.T) {
 	h.do("POST", "/v1/sessions/"+other.ID+"/tools/workspace__exec", `{"args":["true"]}`).expect(t, 200)
 
 	// History: our three calls, newest first, with what they did.
-	var hist historyResponse
+	var hist wire.History
 	h.do("GET", base+"/history", nil).expect(t, 200).decode(t, &hist)
 	if len(hist.Items) != 3 {
 		t.Fatalf("history = %+v", hist.Items)
@@ -190,7 +190,7 @@ func TestSessionToolsRoundTrip(t *testing.T) {
 	}
 
 	// Diff of the write: the file, added.
-	var d diffResult
+	var d wire.Diff
 	h.do("GET", base+"/diff?commit="+wr.Commit, nil).expect(t, 200).decode(t, &d)
 	if len(d.Files) != 1 || d.Files[0].Path != "notes/a.txt" || d.Files[0].Change != protocol.ChangeAdded ||
 		!strings.Contains(d.Patch, "+top secret file body") || d.To != wr.Commit || d.From != ex.Commit {
@@ -206,7 +206,7 @@ func TestSessionToolsRoundTrip(t *testing.T) {
 	// Change the file, then restore the commit of the write.
 	h.do("POST", base+"/tools/workspace__write", `{"path":"notes/a.txt","content":"overwritten"}`).expect(t, 200)
 	h.do("POST", base+"/tools/workspace__exec", `{"args":["rm","made.txt"]}`).expect(t, 200)
-	var rs restoreResult
+	var rs wire.Restore
 	h.do("POST", base+"/restore", fmt.Sprintf(`{"commit":%q}`, wr.Commit)).expect(t, 200).decode(t, &rs)
 	if rs.RestoredFrom != wr.Commit || len(rs.Commit) != 40 || len(rs.Changed) != 2 {
 		t.Fatalf("restore = %+v", rs)
@@ -248,7 +248,7 @@ func TestSessionHistoryIncludesResumed(t *testing.T) {
 	h.do("POST", "/v1/sessions/"+next.ID+"/tools/workspace__read", `{"path":"nope"}`).expect(t, 404)
 	h.do("POST", "/v1/sessions/"+next.ID+"/tools/workspace__write", `{"path":"x","content":"y"}`).expect(t, 200)
 
-	var hist historyResponse
+	var hist wire.History
 	h.do("GET", "/v1/sessions/"+next.ID+"/history", nil).expect(t, 200).decode(t, &hist)
 	if hist.ResumedFrom != lost.ID || len(hist.Items) != 1 || hist.Items[0].Tool != ToolWrite {
 		t.Fatalf("history = %+v", hist)
@@ -331,7 +331,7 @@ func TestSessionToolsOnePath(t *testing.T) {
 			}
 		})
 	}
-	var hist historyResponse
+	var hist wire.History
 	h.do("GET", "/v1/sessions/"+ses.ID+"/history", nil).expect(t, 200).decode(t, &hist)
 	if len(hist.Items) != 0 {
 		t.Fatalf("refused calls left history %+v", hist.Items)

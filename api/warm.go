@@ -13,13 +13,6 @@ const (
 	CreateCold = LeaseCold // a new workspace, provisioned after the answer
 )
 
-// createResponse is the answer of POST /v1/workspaces: the workspace's
-// fields, as GET shows them, plus where it came from.
-type createResponse struct {
-	*wire.Workspace
-	Source string `json:"source"`
-}
-
 // takeWarm takes an idle running member of a pool of tenant on the template
 // out of its pool for a create: one UPDATE per pool tried (one pool in the common
 // case), nothing else before the answer. The pool is woken to refill after

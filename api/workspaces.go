@@ -17,15 +17,6 @@ import (
 // the request's own context may be gone.
 const cleanupTimeout = 10 * time.Second
 
-// workspaceSpec is the body of POST /v1/workspaces.
-type workspaceSpec struct {
-	TemplateID string            `json:"template_id"`
-	Labels     map[string]string `json:"labels"`
-	// TTL is how long the workspace lives (a Go duration), at most its
-	// template's lifetime.max; empty means lifetime.max (lifetime.go).
-	TTL string `json:"ttl"`
-}
-
 // validLabels keeps labels (and session metadata) small and printable: they are shown in tables and
 // filtered on, not a place for data.
 func validLabels(field string, labels map[string]string) error {
@@ -53,7 +44,7 @@ func printable(s string) bool {
 }
 
 func (s *server) createWorkspace(c *gin.Context) {
-	var spec workspaceSpec
+	var spec wire.CreateWorkspaceRequest
 	if err := s.decodeJSON(c, &spec, "", false); err != nil {
 		s.fail(c, err)
 		return
@@ -115,7 +106,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 		}
 	}
 	c.Header("Location", "/v1/workspaces/"+w.ID)
-	c.JSON(http.StatusCreated, createResponse{Workspace: w, Source: source})
+	c.JSON(http.StatusCreated, wire.Created{Workspace: w, Source: source})
 }
 
 // phases are the values the phase filter accepts.

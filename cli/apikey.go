@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -21,7 +20,7 @@ func (a *app) apikeyCommand() *cobra.Command {
 }
 
 func (a *app) apikeyCreateCommand() *cobra.Command {
-	var req client.CreateAPIKeyRequest
+	var req wire.CreateAPIKeyRequest
 	var expires string
 	cmd := &cobra.Command{
 		Use:   "create --role admin|member|viewer [--tenant ID] [--name TEXT] [--ttl DURATION | --expires TIME] [--root]",

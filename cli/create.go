@@ -209,8 +209,8 @@ func sourceText(c *client.Created) string {
 }
 
 // workspaceRequest builds a CreateWorkspaceRequest from --set flags.
-func workspaceRequest(sets []string) (client.CreateWorkspaceRequest, error) {
-	var req client.CreateWorkspaceRequest
+func workspaceRequest(sets []string) (wire.CreateWorkspaceRequest, error) {
+	var req wire.CreateWorkspaceRequest
 	for _, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		switch {

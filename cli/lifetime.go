@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/wire"
 )
 
 // defaultExtendBy is what `workspace extend` adds when given neither
@@ -26,7 +26,7 @@ func (a *app) workspaceExtendCommand() *cobra.Command {
 			if by != "" && until != "" {
 				return usagef("--by and --until: give one, not both")
 			}
-			req := client.ExtendRequest{By: by, Until: until}
+			req := wire.ExtendRequest{By: by, Until: until}
 			if by == "" && until == "" {
 				req.By = defaultExtendBy
 			}

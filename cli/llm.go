@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -17,7 +16,7 @@ func (a *app) getLLM(ctx context.Context, kind, id string) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(p, a.llmProviderTable([]client.LLMProvider{*p}))
+		return a.printObject(p, a.llmProviderTable([]wire.LLMProviderView{*p}))
 	}
 	ag, err := c.GetAgent(ctx, id)
 	if err != nil {
@@ -34,7 +33,7 @@ func (a *app) listLLM(ctx context.Context, kind string) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(list[client.LLMProvider]{nonNil(ps)}, a.llmProviderTable(ps))
+		return a.printObject(list[wire.LLMProviderView]{nonNil(ps)}, a.llmProviderTable(ps))
 	}
 	as, err := c.ListAgents(ctx)
 	if err != nil {
@@ -44,7 +43,7 @@ func (a *app) listLLM(ctx context.Context, kind string) error {
 }
 
 // llmProviderTable shows where a provider's key comes from, never the key.
-func (a *app) llmProviderTable(ps []client.LLMProvider) func(io.Writer) {
+func (a *app) llmProviderTable(ps []wire.LLMProviderView) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "KIND", "BASE URL", "KEY", "AGE")
 		for _, p := range ps {

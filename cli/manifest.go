@@ -14,8 +14,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/wire"
 )
 
 // Manifest is one document of a `primectl create -f` file: a kind and the
@@ -25,13 +25,13 @@ type Manifest struct {
 	Line  int    // 1-based line of the document's first line in the file
 	Kind  string // workspace_provider, workspace_template, workspace_pool, workspace, eval_suite, llm_provider or agent
 
-	Provider  *client.ProviderSpec
-	Template  *client.TemplateSpec
-	Pool      *client.PoolSpec
-	Workspace *client.CreateWorkspaceRequest
+	Provider  *wire.ProviderSpec
+	Template  *wire.TemplateSpec
+	Pool      *wire.PoolSpec
+	Workspace *wire.CreateWorkspaceRequest
 	Suite     *eval.SuiteSpec
-	LLM       *client.LLMProviderSpec
-	Agent     *client.AgentSpec
+	LLM       *wire.LLMProviderSpec
+	Agent     *wire.AgentSpec
 }
 
 // Name is the document's resource as output lines print it (`kind/id`), or
@@ -190,25 +190,25 @@ func parseDocument(d document) (*Manifest, error) {
 	var spec any
 	switch kind {
 	case kindProvider:
-		m.Provider = &client.ProviderSpec{}
+		m.Provider = &wire.ProviderSpec{}
 		spec = m.Provider
 	case kindTemplate:
-		m.Template = &client.TemplateSpec{}
+		m.Template = &wire.TemplateSpec{}
 		spec = m.Template
 	case kindPool:
-		m.Pool = &client.PoolSpec{}
+		m.Pool = &wire.PoolSpec{}
 		spec = m.Pool
 	case kindWorkspace:
-		m.Workspace = &client.CreateWorkspaceRequest{}
+		m.Workspace = &wire.CreateWorkspaceRequest{}
 		spec = m.Workspace
 	case kindSuite:
 		m.Suite = &eval.SuiteSpec{}
 		spec = m.Suite
 	case kindLLM:
-		m.LLM = &client.LLMProviderSpec{}
+		m.LLM = &wire.LLMProviderSpec{}
 		spec = m.LLM
 	case kindAgent:
-		m.Agent = &client.AgentSpec{}
+		m.Agent = &wire.AgentSpec{}
 		spec = m.Agent
 	default:
 		return nil, fmt.Errorf("%s: unknown kind %q: want %s, %s, %s, %s, %s, %s or %s", where, kind,

@@ -126,7 +126,7 @@ func (a *app) templateTable(ts []wire.Template) func(io.Writer) {
 	}
 }
 
-func (a *app) poolTable(ps []client.Pool) func(io.Writer) {
+func (a *app) poolTable(ps []wire.PoolView) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "TEMPLATE", "SIZE", "IDLE", "STARTING", "LEASED", "AGE")
 		for _, p := range ps {
@@ -154,7 +154,7 @@ func (a *app) sessionTable(ss []wire.Session) func(io.Writer) {
 	}
 }
 
-func (a *app) historyTable(h []client.HistoryEntry) func(io.Writer) {
+func (a *app) historyTable(h []wire.HistoryEntry) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "COMMIT", "AGE", "TOOL", "AUTHOR", "SUMMARY")
 		for _, e := range h {

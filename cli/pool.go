@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -34,7 +33,7 @@ with 'primectl workspace return ID'.`,
   primectl pool lease py-warm --wait -o json`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
-			req := client.LeaseRequest{LeaseTTL: leaseTTL}
+			req := wire.LeaseRequest{LeaseTTL: leaseTTL}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
 				if !ok || k == "" {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -21,14 +21,14 @@ const (
 // addPoolAndToolRoutes gives the fake API pools, leases, return, recover
 // and the session tools.
 func addPoolAndToolRoutes(mux *http.ServeMux) {
-	pool := func(id string) client.Pool {
-		return client.Pool{
+	pool := func(id string) wire.PoolView {
+		return wire.PoolView{
 			Pool:   wire.Pool{ID: id, TemplateID: "code-sandbox", Size: 3, CreatedAt: t0},
-			Status: client.PoolStatus{Idle: 2, Starting: 1, Leased: 1},
+			Status: wire.PoolStatus{Idle: 2, Starting: 1, Leased: 1},
 		}
 	}
 	mux.HandleFunc("POST /v1/pools", func(w http.ResponseWriter, r *http.Request) {
-		var spec client.PoolSpec
+		var spec wire.PoolSpec
 		if err := strictDecode(r.Body, &spec); err != nil {
 			apiErr(w, 400, "invalid", err.Error(), "")
 			return
@@ -38,11 +38,11 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 			return
 		}
 		p := pool(spec.ID)
-		p.TemplateID, p.Size, p.Status = spec.TemplateID, spec.Size, client.PoolStatus{}
+		p.TemplateID, p.Size, p.Status = spec.TemplateID, spec.Size, wire.PoolStatus{}
 		jsonOut(w, 201, p)
 	})
 	mux.HandleFunc("GET /v1/pools", func(w http.ResponseWriter, r *http.Request) {
-		items := []client.Pool{pool("py-warm")}
+		items := []wire.PoolView{pool("py-warm")}
 		if r.URL.Query().Get("template_id") == "other" {
 			items = nil
 		}
@@ -61,12 +61,12 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/pools/{id}/lease", func(w http.ResponseWriter, r *http.Request) {
 		switch r.PathValue("id") {
 		case "py-warm":
-			jsonOut(w, 200, client.Lease{Source: "warm", Workspace: &wire.Workspace{ID: "ws-9", Phase: "running", PoolID: "py-warm", PoolState: "leased"}})
+			jsonOut(w, 200, wire.Lease{Source: "warm", Workspace: &wire.Workspace{ID: "ws-9", Phase: "running", PoolID: "py-warm", PoolState: "leased"}})
 		case "empty":
-			var req client.LeaseRequest
+			var req wire.LeaseRequest
 			_ = json.NewDecoder(r.Body).Decode(&req)
 			// ws-1 follows the phases script of GET /v1/workspaces/ws-1.
-			jsonOut(w, 201, client.Lease{Source: "cold", Workspace: &wire.Workspace{ID: "ws-1", Phase: "pending", Labels: req.Labels}})
+			jsonOut(w, 201, wire.Lease{Source: "cold", Workspace: &wire.Workspace{ID: "ws-1", Phase: "pending", Labels: req.Labels}})
 		default:
 			apiErr(w, 404, "not_found", "pool "+r.PathValue("id")+": not found", "")
 		}
@@ -100,7 +100,7 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 		}
 	})
 	mux.HandleFunc("GET /v1/sessions/{id}/history", func(w http.ResponseWriter, r *http.Request) {
-		items := []client.HistoryEntry{
+		items := []wire.HistoryEntry{
 			{Commit: commitB, Session: "ses-1", Tool: "workspace__write", Time: t0, Author: "claude", Summary: "workspace__write: a.txt (3 bytes)"},
 			{Commit: commitA, Session: "ses-1", Tool: "workspace__exec", Time: t0, Author: "claude", Summary: "workspace__exec: ls"},
 		}
@@ -108,10 +108,10 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 		if r.URL.Query().Get("include_resumed") == "true" {
 			resumed = "ses-0"
 		}
-		jsonOut(w, 200, client.History{Items: items, ResumedFrom: resumed})
+		jsonOut(w, 200, wire.History{Items: items, ResumedFrom: resumed})
 	})
 	mux.HandleFunc("GET /v1/sessions/{id}/diff", func(w http.ResponseWriter, r *http.Request) {
-		jsonOut(w, 200, client.Diff{From: commitA, To: r.URL.Query().Get("commit"), Files: []client.FileChange{{Path: "a.txt", Change: "added"}},
+		jsonOut(w, 200, wire.Diff{From: commitA, To: r.URL.Query().Get("commit"), Files: []protocol.StateChange{{Path: "a.txt", Change: "added"}},
 			Patch: "--- /dev/null\n+++ b/a.txt\n+abc\n"})
 	})
 	mux.HandleFunc("POST /v1/sessions/{id}/restore", func(w http.ResponseWriter, r *http.Request) {
@@ -121,7 +121,7 @@ func addPoolAndToolRoutes(mux *http.ServeMux) {
 			apiErr(w, 404, "not_found", "session "+r.PathValue("id")+": state.restore: commit "+body.Commit+" not found", "")
 			return
 		}
-		jsonOut(w, 200, client.Restore{Commit: commitB, RestoredFrom: commitA, Changed: []client.FileChange{{Path: "a.txt", Change: "modified"}}})
+		jsonOut(w, 200, wire.Restore{Commit: commitB, RestoredFrom: commitA, Changed: []protocol.StateChange{{Path: "a.txt", Change: "modified"}}})
 	})
 }
 
@@ -183,7 +183,7 @@ func TestPoolLeaseReturnRecover(t *testing.T) {
 
 	f.phases = []string{"pending", "running"}
 	r = f.run(t, "", "pool", "lease", "empty", "--label", "run=7", "--wait", "-o", "json")
-	var lease client.Lease
+	var lease wire.Lease
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &lease) != nil || lease.Source != "cold" || lease.Workspace.Phase != "running" {
 		t.Fatalf("cold lease --wait: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}

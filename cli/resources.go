@@ -65,7 +65,7 @@ func (a *app) get(ctx context.Context, kind, id string) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(p, a.poolTable([]client.Pool{*p}))
+		return a.printObject(p, a.poolTable([]wire.PoolView{*p}))
 	case kindWorkspace:
 		w, err := c.GetWorkspace(ctx, id)
 		if err != nil {
@@ -198,7 +198,7 @@ func (a *app) list(ctx context.Context, kind string, f listFilters) error {
 		if err != nil {
 			return err
 		}
-		return a.printObject(list[client.Pool]{nonNil(ps)}, a.poolTable(ps))
+		return a.printObject(list[wire.PoolView]{nonNil(ps)}, a.poolTable(ps))
 	case kindWorkspace:
 		ws, err := c.ListWorkspaces(ctx, client.WorkspaceListOptions{
 			Phase: f.phase, TemplateID: f.template, ProviderID: f.provider, Backend: f.backend,

@@ -45,7 +45,7 @@ func (a *app) getRun(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return a.printObject(r, a.runTable([]client.Run{*r}))
+	return a.printObject(r, a.runTable([]wire.RunView{*r}))
 }
 
 func (a *app) runListCommand() *cobra.Command {
@@ -222,7 +222,7 @@ func ms(n int64) string {
 	return d.String()
 }
 
-func (a *app) runTable(rs []client.Run) func(io.Writer) {
+func (a *app) runTable(rs []wire.RunView) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "SUITE", "STATUS", "DONE", "PASS", "FAIL", "ERROR", "PASS RATE", "P50", "P95", "AGE", "REASON")
 		for _, r := range rs {

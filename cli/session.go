@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/wire"
 )
 
 func (a *app) sessionCommand() *cobra.Command {
@@ -18,7 +18,7 @@ func (a *app) sessionCommand() *cobra.Command {
 }
 
 func (a *app) sessionCreateCommand() *cobra.Command {
-	var req client.CreateSessionRequest
+	var req wire.CreateSessionRequest
 	var meta []string
 	cmd := &cobra.Command{
 		Use:     "create --workspace ID [--agent NAME] [--metadata KEY=VALUE]...",

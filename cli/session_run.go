@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -24,7 +23,7 @@ func (a *app) sessionRunCommand() *cobra.Command {
 			}
 			ctx := cmd.Context()
 			cl := a.client()
-			ses, err := cl.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: args[0], Agent: agent, Instructions: instructions})
+			ses, err := cl.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: args[0], Agent: agent, Instructions: instructions})
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ passed, 1 otherwise.`,
   primectl suite run py-exercises --label level=easy -o json`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
-			req := client.RunRequest{Cases: cases, TriggeredBy: triggeredBy}
+			req := wire.RunRequest{Cases: cases, TriggeredBy: triggeredBy}
 			for _, l := range labels {
 				k, v, ok := strings.Cut(l, "=")
 				if !ok || k == "" {
@@ -85,8 +85,8 @@ func (a *app) waitRun(ctx context.Context, c *client.Client, id string, timeout 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	var last eval.Progress
-	run, err := c.FollowRun(ctx, id, func(p eval.Progress) {
+	var last wire.Progress
+	run, err := c.FollowRun(ctx, id, func(p wire.Progress) {
 		last = p
 		fmt.Fprintf(a.stderr, "%s/%s %s\n", kindRun, id, progressLine(p))
 	})
@@ -96,7 +96,7 @@ func (a *app) waitRun(ctx context.Context, c *client.Client, id string, timeout 
 	if err != nil {
 		return err
 	}
-	if err := a.printObject(run, a.runTable([]client.Run{*run})); err != nil {
+	if err := a.printObject(run, a.runTable([]wire.RunView{*run})); err != nil {
 		return err
 	}
 	p := run.Progress
@@ -112,7 +112,7 @@ func (a *app) waitRun(ctx context.Context, c *client.Client, id string, timeout 
 }
 
 // progressLine is a run's progress as waits print it.
-func progressLine(p eval.Progress) string {
+func progressLine(p wire.Progress) string {
 	done := p.Pass + p.Fail + p.Error + p.Canceled
 	s := fmt.Sprintf("%d/%d done: %d pass, %d fail, %d error", done, p.Total, p.Pass, p.Fail, p.Error)
 	if p.Canceled > 0 {
@@ -142,7 +142,7 @@ func (a *app) suiteScheduleCommand() *cobra.Command {
 	cmd := a.group("schedule", "Pause, resume or trigger a suite's schedule")
 	ops := []struct {
 		name, short, done string
-		fn                func(*client.Client, context.Context, string) (*client.Suite, error)
+		fn                func(*client.Client, context.Context, string) (*wire.SuiteView, error)
 	}{
 		{"pause", "Stop a suite's schedule from starting runs", "paused", (*client.Client).PauseSchedule},
 		{"resume", "Let a paused schedule start runs again", "resumed", (*client.Client).ResumeSchedule},
@@ -169,7 +169,7 @@ func (a *app) suiteScheduleCommand() *cobra.Command {
 
 // createSuite creates a suite document; with a cases file it is sent as
 // JSONL, the spec line first, then the file's lines as they are.
-func (a *app) createSuite(ctx context.Context, c *client.Client, spec *eval.SuiteSpec, casesFile string) (*client.Suite, error) {
+func (a *app) createSuite(ctx context.Context, c *client.Client, spec *eval.SuiteSpec, casesFile string) (*wire.SuiteView, error) {
 	if casesFile == "" {
 		return c.CreateSuite(ctx, *spec)
 	}
@@ -193,7 +193,7 @@ func (a *app) createSuite(ctx context.Context, c *client.Client, spec *eval.Suit
 // suiteSchedule describes a suite's schedule for tables: the stored
 // document's cron or interval, and paused as Temporal reports it (else as
 // the document says).
-func suiteSchedule(s client.Suite) string {
+func suiteSchedule(s wire.SuiteView) string {
 	var spec eval.SuiteSpec
 	if json.Unmarshal(s.Spec, &spec) != nil || spec.Schedule == nil {
 		return ""
@@ -216,7 +216,7 @@ func suiteSchedule(s client.Suite) string {
 	return out
 }
 
-func (a *app) suiteTable(ss []client.Suite) func(io.Writer) {
+func (a *app) suiteTable(ss []wire.SuiteView) func(io.Writer) {
 	return func(w io.Writer) {
 		row(w, "ID", "RUNS ON", "CASES", "SCHEDULE", "AGE", "DESCRIPTION")
 		for _, s := range ss {
@@ -236,7 +236,7 @@ func (a *app) getSuite(ctx context.Context, id string) error {
 		return err
 	}
 	return a.printObject(s, func(w io.Writer) {
-		a.suiteTable([]client.Suite{*s})(w)
+		a.suiteTable([]wire.SuiteView{*s})(w)
 		switch st := s.ScheduleStatus; {
 		case s.ScheduleError != "":
 			fmt.Fprintf(w, "\nschedule: %s\n", s.ScheduleError)
@@ -252,9 +252,9 @@ func (a *app) listSuites(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ss := make([]client.Suite, len(ms))
+	ss := make([]wire.SuiteView, len(ms))
 	for i := range ms {
-		ss[i] = client.Suite{Suite: ms[i]}
+		ss[i] = wire.SuiteView{Suite: ms[i]}
 	}
 	return a.printObject(list[wire.Suite]{nonNil(ms)}, a.suiteTable(ss))
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/wire"
 )
@@ -50,8 +49,8 @@ const casesJSONL = `{"id":"c1","command":"true"}
 
 // evalRun is a run of the fake eval API: its final progress, and which
 // status it ends in.
-func evalRun(id string, p eval.Progress) client.Run {
-	return client.Run{
+func evalRun(id string, p wire.Progress) wire.RunView {
+	return wire.RunView{
 		Run: wire.Run{ID: id, SuiteID: "nightly", Status: wire.RunSucceeded, Trigger: wire.TriggerUser,
 			TriggeredBy: "api", Total: p.Total, CreatedAt: t0},
 		Progress: p,
@@ -62,14 +61,14 @@ func evalRun(id string, p eval.Progress) client.Run {
 // every case; run-bad has a failing one; run-done has ended.
 func newEvalAPI(t *testing.T) *fakeAPI {
 	f := &fakeAPI{}
-	runs := map[string]client.Run{
-		"run-ok":  evalRun("run-ok", eval.Progress{Total: 3, Pass: 3, PassRate: 1, DurationP50MS: 120, DurationP95MS: 1500}),
-		"run-bad": evalRun("run-bad", eval.Progress{Total: 3, Pass: 2, Fail: 1, PassRate: 0.667}),
+	runs := map[string]wire.RunView{
+		"run-ok":  evalRun("run-ok", wire.Progress{Total: 3, Pass: 3, PassRate: 1, DurationP50MS: 120, DurationP95MS: 1500}),
+		"run-bad": evalRun("run-bad", wire.Progress{Total: 3, Pass: 2, Fail: 1, PassRate: 0.667}),
 	}
-	suite := client.Suite{
+	suite := wire.SuiteView{
 		Suite: wire.Suite{ID: "nightly", TemplateID: "python", CaseCount: 3, CreatedAt: t0,
 			Spec: json.RawMessage(`{"id":"nightly","template_id":"python","schedule":{"cron":"0 3 * * *","time_zone":"UTC"}}`)},
-		ScheduleStatus: &client.ScheduleStatus{ID: "suite-nightly", Paused: true},
+		ScheduleStatus: &wire.ScheduleStatus{ID: "suite-nightly", Paused: true},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/suites", func(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +88,7 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 			apiErr(w, 400, "invalid", "spec.concurrency: 100 is out of range (1..64)", "spec.concurrency")
 			return
 		}
-		jsonOut(w, 201, client.Suite{Suite: wire.Suite{ID: spec.ID, TemplateID: spec.TemplateID, CaseCount: len(spec.Cases)}})
+		jsonOut(w, 201, wire.SuiteView{Suite: wire.Suite{ID: spec.ID, TemplateID: spec.TemplateID, CaseCount: len(spec.Cases)}})
 	})
 	mux.HandleFunc("GET /v1/suites", func(w http.ResponseWriter, r *http.Request) {
 		jsonOut(w, 200, map[string]any{"items": []wire.Suite{suite.Suite}})
@@ -118,7 +117,7 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 		if r.PathValue("id") == "flaky" {
 			run = runs["run-bad"]
 		}
-		run.Status, run.Progress = wire.RunPending, eval.Progress{Total: 3, Pending: 3}
+		run.Status, run.Progress = wire.RunPending, wire.Progress{Total: 3, Pending: 3}
 		jsonOut(w, 201, run)
 	})
 	mux.HandleFunc("GET /v1/runs", func(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +134,7 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 	mux.HandleFunc("GET /v1/runs/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 		run := runs[r.PathValue("id")]
 		w.Header().Set("Content-Type", "text/event-stream")
-		for _, p := range []eval.Progress{{Total: 3, Pending: 3}, {Total: 3, Pass: 1, Running: 2}} {
+		for _, p := range []wire.Progress{{Total: 3, Pending: 3}, {Total: 3, Pass: 1, Running: 2}} {
 			b, _ := json.Marshal(p)
 			fmt.Fprintf(w, "event: progress\ndata: %s\n\n: keep-alive\n\n", b)
 		}
@@ -181,7 +180,7 @@ func newEvalAPI(t *testing.T) *fakeAPI {
 			return
 		}
 		run := runs["run-ok"]
-		run.Status, run.Progress = wire.RunRunning, eval.Progress{Total: 3, Pass: 1, Running: 2}
+		run.Status, run.Progress = wire.RunRunning, wire.Progress{Total: 3, Pass: 1, Running: 2}
 		jsonOut(w, 202, run)
 	})
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -374,7 +373,7 @@ func TestSuiteRun(t *testing.T) {
 	}
 	// ...and 1 otherwise.
 	r = f.run(t, "", "suite", "run", "flaky", "--wait", "-o", "json")
-	var run client.Run
+	var run wire.RunView
 	if r.code != 1 || json.Unmarshal([]byte(r.stdout), &run) != nil || run.ID != "run-bad" ||
 		!strings.HasSuffix(r.stderr, "run/run-bad succeeded: 1 of 3 cases did not pass\n") {
 		t.Fatalf("suite run --wait of a failing run: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)

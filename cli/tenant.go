@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -37,7 +36,7 @@ func (f *tenantFlags) add(fs *pflag.FlagSet) {
 
 // apply sets on spec the fields whose flags were given, so an update changes
 // only what it names.
-func (f *tenantFlags) apply(fs *pflag.FlagSet, spec *client.TenantSpec) {
+func (f *tenantFlags) apply(fs *pflag.FlagSet, spec *wire.TenantSpec) {
 	if fs.Changed("description") {
 		spec.Description = f.description
 	}
@@ -64,7 +63,7 @@ func (a *app) tenantCreateCommand() *cobra.Command {
   primectl apikey create --tenant team-a --role member --name alice`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
-			spec := client.TenantSpec{ID: args[0], Description: f.description, Quota: f.quota}
+			spec := wire.TenantSpec{ID: args[0], Description: f.description, Quota: f.quota}
 			t, err := a.client().CreateTenant(cmd.Context(), spec)
 			if err != nil {
 				return err
@@ -138,7 +137,7 @@ func (a *app) tenantUpdateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			spec := client.TenantSpec{Description: cur.Description, Quota: cur.Quota}
+			spec := wire.TenantSpec{Description: cur.Description, Quota: cur.Quota}
 			f.apply(cmd.Flags(), &spec)
 			t, err := c.UpdateTenant(cmd.Context(), args[0], spec)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/wire"
 )
 
 func (a *app) sessionToolCommand() *cobra.Command {
@@ -75,7 +76,7 @@ The commit of the call is printed on stderr ("commit <id>").`,
 					io.WriteString(a.stderr, res.Stderr)
 					fmt.Fprintf(a.stderr, "commit %s\n", res.Commit)
 				}
-				return a.execExit(id, &client.ExecResponse{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Signal: res.Signal})
+				return a.execExit(id, &wire.ExecResponse{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Signal: res.Signal})
 			case "read":
 				if len(rest) != 1 {
 					return usagef("read: want exactly one PATH")

@@ -77,7 +77,7 @@ and primectl exits with the command's exit code (124 if it timed out).
 
 // execExit turns a finished command into primectl's exit: the command's own
 // code, 124 when it timed out, 130 when canceled.
-func (a *app) execExit(id string, res *client.ExecResponse) error {
+func (a *app) execExit(id string, res *wire.ExecResponse) error {
 	switch {
 	case res.TimedOut:
 		fmt.Fprintf(a.stderr, "error: workspace %s: exec: command timed out\n", id)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/wire"
 )
@@ -14,19 +13,19 @@ import (
 // agentsView is the Agents page: the tenant's agents and model providers.
 type agentsView struct {
 	Agents    []wire.Agent
-	Providers []llmProviderView
+	Providers []llmProviderRow
 }
 
-// llmProviderView is a model provider as the console shows it. It never
+// llmProviderRow is a model provider as the console shows it. It never
 // holds the key: only whether one is stored, or the worker variable that
 // holds it.
-type llmProviderView struct {
+type llmProviderRow struct {
 	ID, Kind, BaseURL, KeyEnv string
 	HasKey                    bool
 }
 
-func viewLLMProvider(p client.LLMProvider) llmProviderView {
-	return llmProviderView{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, KeyEnv: p.APIKeyEnv, HasKey: p.APIKey != ""}
+func viewLLMProvider(p wire.LLMProviderView) llmProviderRow {
+	return llmProviderRow{ID: p.ID, Kind: p.Kind, BaseURL: p.BaseURL, KeyEnv: p.APIKeyEnv, HasKey: p.APIKey != ""}
 }
 
 // agents lists the tenant's agents and model providers; an API without
@@ -61,7 +60,7 @@ func (c *Console) agent(w http.ResponseWriter, r *http.Request, s *session) {
 // agentForm is the New agent page: the model providers to choose from and
 // what was typed when the API refused it.
 type agentForm struct {
-	Providers []llmProviderView
+	Providers []llmProviderRow
 	Form      map[string]string
 }
 
@@ -102,11 +101,11 @@ func (c *Console) createAgent(w http.ResponseWriter, r *http.Request, s *session
 
 // agentSpec reads the New agent form: the system prompt one string a line,
 // the tools separated by commas or spaces.
-func agentSpec(r *http.Request) (client.AgentSpec, error) {
+func agentSpec(r *http.Request) (wire.AgentSpec, error) {
 	f := func(name string) string { return strings.TrimSpace(r.FormValue(name)) }
-	spec := client.AgentSpec{
+	spec := wire.AgentSpec{
 		ID: f("id"), Description: f("description"), Timeout: f("timeout"),
-		Model:        wire.AgentModel{ProviderID: f("provider_id"), ModelName: f("model_name")},
+		Model:        &wire.AgentModel{ProviderID: f("provider_id"), ModelName: f("model_name")},
 		SystemPrompt: lines(r.FormValue("system_prompt")),
 		Tools:        strings.FieldsFunc(f("tools"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' || c == '\r' || c == '\t' }),
 	}
@@ -144,7 +143,7 @@ func (c *Console) newLLMProvider(w http.ResponseWriter, r *http.Request, s *sess
 // form comes back with what was typed, except the key.
 func (c *Console) createLLMProvider(w http.ResponseWriter, r *http.Request, s *session) {
 	f := func(name string) string { return strings.TrimSpace(r.FormValue(name)) }
-	spec := client.LLMProviderSpec{ID: f("id"), Kind: f("kind"), BaseURL: f("base_url"), APIKey: f("api_key"), APIKeyEnv: f("api_key_env")}
+	spec := wire.LLMProviderSpec{ID: f("id"), Kind: f("kind"), BaseURL: f("base_url"), APIKey: f("api_key"), APIKeyEnv: f("api_key_env")}
 	if _, err := s.api.CreateLLMProvider(r.Context(), spec); err != nil {
 		c.render(w, r, s, statusOf(err), "llm_provider_new", page{Title: "New model provider", Section: "agents", Error: err.Error(),
 			Data: map[string]string{"id": spec.ID, "kind": spec.Kind, "base_url": spec.BaseURL, "api_key_env": spec.APIKeyEnv}})
@@ -164,7 +163,7 @@ func (c *Console) deleteLLMProvider(w http.ResponseWriter, r *http.Request, s *s
 // runAgent starts an agent's run on a new session of the workspace and
 // opens the session's page, where the transcript follows the run.
 func (c *Console) runAgent(w http.ResponseWriter, r *http.Request, s *session) {
-	ses, err := s.api.CreateSession(r.Context(), client.CreateSessionRequest{
+	ses, err := s.api.CreateSession(r.Context(), wire.CreateSessionRequest{
 		WorkspaceID:  r.PathValue("id"),
 		Agent:        strings.TrimSpace(r.FormValue("agent")),
 		Instructions: strings.TrimSpace(r.FormValue("instructions")),

@@ -30,8 +30,8 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/errs"
-	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/metrics"
+	"github.com/primerhq/primer/wire"
 )
 
 //go:embed templates/*.html
@@ -341,7 +341,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%.3g", *f)
 	},
-	"final": func(p eval.Progress) int { return p.Pass + p.Fail + p.Error + p.Canceled },
+	"final": func(p wire.Progress) int { return p.Pass + p.Fail + p.Error + p.Canceled },
 	"short": func(s string) string {
 		if len(s) > 12 {
 			return s[:12]

@@ -30,13 +30,13 @@ func (c *Console) suite(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	c.render(w, r, s, 0, "suite", page{Title: "Suite " + st.ID, Section: "suites", Data: struct {
-		Suite *client.Suite
+		Suite *wire.SuiteView
 		Runs  []wire.Run
 	}{st, runs}})
 }
 
 func (c *Console) startRun(w http.ResponseWriter, r *http.Request, s *session) {
-	run, err := s.api.CreateRun(r.Context(), r.PathValue("id"), client.RunRequest{TriggeredBy: "console"})
+	run, err := s.api.CreateRun(r.Context(), r.PathValue("id"), wire.RunRequest{TriggeredBy: "console"})
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
@@ -61,7 +61,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	c.render(w, r, s, 0, "run", page{Title: "Run " + run.ID, Section: "suites", Data: struct {
-		Run     *client.Run
+		Run     *wire.RunView
 		Results []wire.CaseResult
 		Others  []wire.Run
 	}{run, results, others}})
@@ -93,8 +93,8 @@ func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request, s *sessio
 
 // historyItem is one tool call with its diff.
 type historyItem struct {
-	client.HistoryEntry
-	Diff *client.Diff
+	wire.HistoryEntry
+	Diff *wire.Diff
 }
 
 // maxDiffs bounds how many tool calls of a session page show their diff.

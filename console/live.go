@@ -260,7 +260,7 @@ func (c *Console) exec(w http.ResponseWriter, r *http.Request, s *session) {
 		fmt.Fprintf(out, "\n[error: %s]\n", err.Error())
 		return
 	}
-	fmt.Fprintf(out, "\n[exit code %d, %.0f ms]\n", res.ExitCode, res.DurationMS)
+	fmt.Fprintf(out, "\n[exit code %d, %d ms]\n", res.ExitCode, res.DurationMS)
 }
 
 type flushWriter struct {
@@ -279,7 +279,7 @@ func (fw *flushWriter) Write(b []byte) (int, error) {
 // filesView is the Files tab: a directory listing or one file's text.
 type filesView struct {
 	Path    string
-	Dir     *client.DirListing
+	Dir     *wire.DirListing
 	Content string
 	Binary  bool
 	Size    int64

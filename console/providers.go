@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -54,7 +53,7 @@ func (c *Console) createProvider(w http.ResponseWriter, r *http.Request, s *sess
 	typ := r.FormValue("type")
 	cfg, err := providerConfig(r, typ)
 	if err == nil {
-		_, err = s.api.CreateProvider(r.Context(), client.ProviderSpec{ID: strings.TrimSpace(r.FormValue("id")), Provider: typ, Config: cfg})
+		_, err = s.api.CreateProvider(r.Context(), wire.ProviderSpec{ID: strings.TrimSpace(r.FormValue("id")), Provider: typ, Config: cfg})
 	}
 	if err != nil {
 		form := map[string]string{}
@@ -83,7 +82,7 @@ func (c *Console) provider(w http.ResponseWriter, r *http.Request, s *session) {
 func (c *Console) updateProvider(w http.ResponseWriter, r *http.Request, s *session) {
 	id := r.PathValue("id")
 	cfg := json.RawMessage(strings.TrimSpace(r.FormValue("config_json")))
-	_, err := s.api.UpdateProvider(r.Context(), id, client.ProviderSpec{ID: id, Provider: r.FormValue("type"), Config: cfg})
+	_, err := s.api.UpdateProvider(r.Context(), id, wire.ProviderSpec{ID: id, Provider: r.FormValue("type"), Config: cfg})
 	if err != nil {
 		c.render(w, r, s, statusOf(err), "provider", page{Title: "Provider " + id, Section: "workspaces", Tab: "providers", Error: err.Error(),
 			Data: providerForm{Type: r.FormValue("type"), ID: id, Config: string(cfg), Edit: true}})

@@ -131,9 +131,9 @@ func (c *Console) createTemplate(w http.ResponseWriter, r *http.Request, s *sess
 
 // templateSpec builds a template from the form: the backend kind is the
 // provider's type, the caps are named as that backend names them.
-func (c *Console) templateSpec(r *http.Request, s *session) (client.TemplateSpec, error) {
+func (c *Console) templateSpec(r *http.Request, s *session) (wire.TemplateSpec, error) {
 	f := func(name string) string { return strings.TrimSpace(r.FormValue(name)) }
-	spec := client.TemplateSpec{ID: f("id"), ProviderID: f("provider_id"), Description: f("description")}
+	spec := wire.TemplateSpec{ID: f("id"), ProviderID: f("provider_id"), Description: f("description")}
 	if raw := f("backend_json"); raw != "" {
 		spec.Backend = json.RawMessage(raw)
 		return spec, nil
@@ -231,7 +231,7 @@ func (c *Console) updateTemplate(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	doc, err := unmask(old.Backend, []byte(r.FormValue("backend_json")))
 	if err == nil {
-		_, err = s.api.UpdateTemplate(r.Context(), id, client.TemplateSpec{ID: id, ProviderID: old.ProviderID, Description: r.FormValue("description"), Backend: doc})
+		_, err = s.api.UpdateTemplate(r.Context(), id, wire.TemplateSpec{ID: id, ProviderID: old.ProviderID, Description: r.FormValue("description"), Backend: doc})
 	}
 	if err != nil {
 		v := viewTemplate(*old)

@@ -45,23 +45,18 @@ type transcriptView struct {
 	Session *wire.Session
 	Run     *wire.SessionRun
 	Entries []entryView
-	Usage   usage
+	Usage   wire.UsageTotal
 	// After is the last entry the live stream need not send again: the
 	// entries before the first tool call still running.
 	After   int
 	Running bool
 }
 
-type usage struct {
-	In  int `json:"input_tokens"`
-	Out int `json:"output_tokens"`
-}
-
 // transcriptPage renders the session page of an agent run from its
 // transcript as it stands; the page's script then follows the run.
-func (c *Console) transcriptPage(w http.ResponseWriter, r *http.Request, s *session, ses *wire.Session, t *client.Transcript) {
+func (c *Console) transcriptPage(w http.ResponseWriter, r *http.Request, s *session, ses *wire.Session, t *wire.Transcript) {
 	v := transcriptView{Session: ses, Run: t.Run, Running: t.Run.Status == wire.AgentRunning}
-	v.Usage = usage{t.Usage.InputTokens, t.Usage.OutputTokens}
+	v.Usage = t.Usage
 	done := true
 	for _, e := range t.Items {
 		v.Entries = append(v.Entries, viewEntry(e))
@@ -78,9 +73,9 @@ func (c *Console) transcriptPage(w http.ResponseWriter, r *http.Request, s *sess
 // entryEvent is one entry as the live stream sends it: its seq, its HTML
 // (rendered by the same template as the page) and the run's token totals.
 type entryEvent struct {
-	Seq   int    `json:"seq"`
-	HTML  string `json:"html"`
-	Usage usage  `json:"usage"`
+	Seq   int             `json:"seq"`
+	HTML  string          `json:"html"`
+	Usage wire.UsageTotal `json:"usage"`
 }
 
 // liveTranscript follows the session's transcript from the API and sends
@@ -98,7 +93,7 @@ func (c *Console) liveTranscript(w http.ResponseWriter, r *http.Request, s *sess
 		after, _ = strconv.Atoi(v)
 	}
 	t := c.pages["transcript"]
-	var total usage
+	var total wire.UsageTotal
 	send := func(e wire.TranscriptEntry) error {
 		var b bytes.Buffer
 		if err := t.ExecuteTemplate(&b, "entry", viewEntry(e)); err != nil {
@@ -110,16 +105,17 @@ func (c *Console) liveTranscript(w http.ResponseWriter, r *http.Request, s *sess
 		return sendEvent(w, f, "entry", entryEvent{Seq: e.Seq, HTML: b.String(), Usage: total})
 	}
 	run, err := s.api.FollowTranscript(ctx, id, func(e wire.TranscriptEntry) error {
-		total.In, total.Out = total.In+e.InputTokens, total.Out+e.OutputTokens
+		total.InputTokens += e.InputTokens
+		total.OutputTokens += e.OutputTokens
 		if e.Seq <= after {
 			return nil
 		}
 		return send(e)
 	})
 	if err == nil {
-		var tr *client.Transcript
+		var tr *wire.Transcript
 		if tr, err = s.api.SessionTranscript(ctx, id); err == nil {
-			total = usage{tr.Usage.InputTokens, tr.Usage.OutputTokens}
+			total = tr.Usage
 			for _, e := range tr.Items {
 				if err = send(e); err != nil {
 					break
@@ -138,7 +134,7 @@ func (c *Console) liveTranscript(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	_ = sendEvent(w, f, "end", struct {
 		*wire.SessionRun
-		Usage usage `json:"usage"`
+		Usage wire.UsageTotal `json:"usage"`
 	}{run, total})
 }
 
@@ -163,6 +159,6 @@ func (c *Console) commitDiff(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	c.render(w, r, s, 0, "commit", page{Title: "Commit " + commit, Section: "sessions", Data: struct {
 		SessionID, Commit string
-		Diff              *client.Diff
+		Diff              *wire.Diff
 	}{id, commit, d}})
 }

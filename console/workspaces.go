@@ -89,13 +89,13 @@ func (c *Console) createWorkspace(w http.ResponseWriter, r *http.Request, s *ses
 	var ws *wire.Workspace
 	var err error
 	if pool != "" {
-		var l *client.Lease
-		l, err = s.api.LeasePool(r.Context(), pool, client.LeaseRequest{Labels: labels})
+		var l *wire.Lease
+		l, err = s.api.LeasePool(r.Context(), pool, wire.LeaseRequest{Labels: labels})
 		if err == nil {
 			ws = l.Workspace
 		}
 	} else {
-		ws, err = s.api.CreateWorkspace(r.Context(), client.CreateWorkspaceRequest{
+		ws, err = s.api.CreateWorkspace(r.Context(), wire.CreateWorkspaceRequest{
 			TemplateID: tmpl, Labels: labels, TTL: strings.TrimSpace(r.FormValue("ttl"))})
 	}
 	if err != nil {
@@ -165,7 +165,7 @@ func (c *Console) workspaceOp(w http.ResponseWriter, r *http.Request, s *session
 	case "recover":
 		_, err = s.api.RecoverWorkspace(r.Context(), id)
 	case "extend":
-		_, err = s.api.ExtendWorkspace(r.Context(), id, client.ExtendRequest{By: strings.TrimSpace(r.FormValue("by"))})
+		_, err = s.api.ExtendWorkspace(r.Context(), id, wire.ExtendRequest{By: strings.TrimSpace(r.FormValue("by"))})
 	default:
 		http.NotFound(w, r)
 		return
@@ -190,7 +190,7 @@ func (c *Console) pools(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	c.render(w, r, s, 0, "pools", page{Title: "Pools", Section: "workspaces", Tab: "pools",
 		Data: struct {
-			Pools     []client.Pool
+			Pools     []wire.PoolView
 			Templates []wire.Template
 		}{ps, ts}})
 }
@@ -201,7 +201,7 @@ func (c *Console) createPool(w http.ResponseWriter, r *http.Request, s *session)
 		c.fail(w, r, s, fieldError("size", "Size: %q is not a whole number", r.FormValue("size")))
 		return
 	}
-	_, err = s.api.CreatePool(r.Context(), client.PoolSpec{ID: strings.TrimSpace(r.FormValue("id")), TemplateID: r.FormValue("template_id"),
+	_, err = s.api.CreatePool(r.Context(), wire.PoolSpec{ID: strings.TrimSpace(r.FormValue("id")), TemplateID: r.FormValue("template_id"),
 		Size: size, LeaseTTL: strings.TrimSpace(r.FormValue("lease_ttl"))})
 	if err != nil {
 		c.fail(w, r, s, err)

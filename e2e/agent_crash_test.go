@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/activities/llm/llmtest"
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/wire"
 )
@@ -40,20 +39,20 @@ func TestCrashDuringAgentRun(t *testing.T) {
 			llmtest.ToolTurn("workspace__exec", map[string]string{"command": "echo tool >> tools.txt; sleep 60"}),
 			llmtest.TextTurn("I will check tools.txt before running it again."),
 		})
-		if _, err := s.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "test-model", Kind: wire.LLMOpenAI, BaseURL: llm.URL(), APIKey: secretKey(t)}); err != nil {
+		if _, err := s.api.CreateLLMProvider(ctx, wire.LLMProviderSpec{ID: "test-model", Kind: wire.LLMOpenAI, BaseURL: llm.URL(), APIKey: secretKey(t)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.api.CreateAgent(ctx, client.AgentSpec{ID: "code-runner", Model: wire.AgentModel{ProviderID: "test-model", ModelName: "m"}, Timeout: "5m"}); err != nil {
+		if _, err := s.api.CreateAgent(ctx, wire.AgentSpec{ID: "code-runner", Model: &wire.AgentModel{ProviderID: "test-model", ModelName: "m"}, Timeout: "5m"}); err != nil {
 			t.Fatal(err)
 		}
 		run := func(instructions string) string {
-			ses, err := s.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws, Agent: "code-runner", Instructions: instructions})
+			ses, err := s.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws, Agent: "code-runner", Instructions: instructions})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return ses.ID
 		}
-		finish := func(id string) *client.Transcript {
+		finish := func(id string) *wire.Transcript {
 			t.Helper()
 			eventually(t, crashConverge, "run "+id+" ended", func() bool {
 				tr, err := s.api.SessionTranscript(ctx, id)

@@ -286,7 +286,7 @@ func TestAgentWorkspaceLost(t *testing.T) {
 		if out, errOut, code := r.p.primectl(codeRunnerYAML(llm.URL(), secretKey(t), 10), "create", "-f", "-"); code != 0 {
 			t.Fatalf("create -f: %d\n%s\n%s", code, out, errOut)
 		}
-		ses, err := r.p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "code-runner", Instructions: "Write one to a.txt"})
+		ses, err := r.p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "code-runner", Instructions: "Write one to a.txt"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +416,7 @@ spec:
 		t.Fatalf("session run with a malformed answer: code %d\n%s\n%s; want ended: failed naming the malformed response", code, out, errOut)
 	}
 
-	s, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: id, Agent: "code-runner", Instructions: "wait forever"})
+	s, err := p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: id, Agent: "code-runner", Instructions: "wait forever"})
 	if err != nil {
 		t.Fatal(err)
 	}

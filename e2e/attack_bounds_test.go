@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/wire"
@@ -331,7 +330,7 @@ func TestAttackConsoleBounds(t *testing.T) {
 // workspaces are) and returns it.
 func boundsMember(ctx context.Context, t *testing.T, p *primer) string {
 	t.Helper()
-	k, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{TenantID: wire.DefaultTenantID, Role: wire.RoleMember, Name: "attacker"})
+	k, err := p.api.CreateAPIKey(ctx, wire.CreateAPIKeyRequest{TenantID: wire.DefaultTenantID, Role: wire.RoleMember, Name: "attacker"})
 	if err != nil {
 		t.Fatalf("create member key: %v", err)
 	}
@@ -341,7 +340,7 @@ func boundsMember(ctx context.Context, t *testing.T, p *primer) string {
 // boundsRunning makes a running local workspace as the admin.
 func boundsRunning(ctx context.Context, t *testing.T, p *primer) *wire.Workspace {
 	t.Helper()
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/activities/llm/llmtest"
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/wire"
 )
@@ -179,7 +178,7 @@ func TestAttackOutbound(t *testing.T) {
 		}, 201, nil)
 		var ses wire.Session
 		h.do(admin, "POST", "/v1/sessions", map[string]any{"workspace_id": ws.ID, "agent": agent, "instructions": "hello"}, 201, &ses)
-		var tr client.Transcript
+		var tr wire.Transcript
 		eventually(t, 2*time.Minute, "run of "+agent+" ended", func() bool {
 			h.do(admin, "GET", "/v1/sessions/"+ses.ID+"/transcript", nil, 200, &tr)
 			return tr.Run != nil && tr.Run.Status == wire.AgentEnded

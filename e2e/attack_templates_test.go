@@ -112,7 +112,7 @@ func TestAttackTemplates(t *testing.T) {
 	}
 	running := func(api *client.Client, template string) *wire.Workspace {
 		t.Helper()
-		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
+		ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: template})
 		if err != nil {
 			t.Fatalf("member create from %s: %v", template, err)
 		}
@@ -159,7 +159,7 @@ func TestAttackTemplates(t *testing.T) {
 
 	t.Run("QuotaRaiseThenRecover", func(t *testing.T) {
 		h := &recorder{t: t, url: p.srv.URL()}
-		if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: "q", ProviderID: "docker-shared", Backend: box("1")}); err != nil {
+		if _, err := api.CreateTemplate(ctx, wire.TemplateSpec{ID: "q", ProviderID: "docker-shared", Backend: box("1")}); err != nil {
 			t.Fatal(err)
 		}
 		ws := running(api, "q")
@@ -191,7 +191,7 @@ func TestAttackTemplates(t *testing.T) {
 
 	t.Run("PutOntoLocal", func(t *testing.T) {
 		h := &recorder{t: t, url: p.srv.URL()}
-		if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: "put", ProviderID: "docker-shared", Backend: box("0.5")}); err != nil {
+		if _, err := api.CreateTemplate(ctx, wire.TemplateSpec{ID: "put", ProviderID: "docker-shared", Backend: box("0.5")}); err != nil {
 			t.Fatal(err)
 		}
 		var refusal apiError
@@ -217,7 +217,7 @@ func TestAttackTemplates(t *testing.T) {
 			t.Errorf("default template after the refused edit: %+v, %v; was %+v", after, err, before)
 		}
 		// An admin's workspace of it still runs: the seed is the admin's.
-		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+		ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,11 +229,11 @@ func TestAttackTemplates(t *testing.T) {
 
 	t.Run("RowForcedOntoLocal", func(t *testing.T) {
 		h := &recorder{t: t, url: p.srv.URL()}
-		if _, err := betaAPI.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "docker-shared", Backend: box("0.25")}); err != nil {
+		if _, err := betaAPI.CreateTemplate(ctx, wire.TemplateSpec{ID: "box", ProviderID: "docker-shared", Backend: box("0.25")}); err != nil {
 			t.Fatal(err)
 		}
 		ws := running(betaAPI, "box")
-		if _, err := betaAPI.CreatePool(ctx, client.PoolSpec{ID: "boxpool", TemplateID: "box", Size: 1}); err != nil {
+		if _, err := betaAPI.CreatePool(ctx, wire.PoolSpec{ID: "boxpool", TemplateID: "box", Size: 1}); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 2*time.Minute, "the member's pool has a running member", func() bool {

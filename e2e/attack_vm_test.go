@@ -111,7 +111,7 @@ func TestAttackVMLinkAsRoot(t *testing.T) {
 	}
 	var ids []string
 	for range 2 {
-		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "box"})
+		ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "box"})
 		if err != nil {
 			t.Fatalf("member: create workspace: %v", err)
 		}
@@ -227,7 +227,7 @@ func TestAttackVMRootUser(t *testing.T) {
 		t.Fatalf("admin: take allow_root_user back: %d %s", a.Status, a.Body)
 	}
 	ctx := ctxT(t, 3*time.Minute)
-	ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "was-root"})
+	ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "was-root"})
 	if err != nil {
 		t.Fatalf("member: create a workspace of the stored root template: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/primerhq/primer/activities/llm"
 	"github.com/primerhq/primer/activities/llm/llmtest"
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
@@ -39,13 +38,13 @@ func TestBenchAgentTurn(t *testing.T) {
 		ctx := ctxT(t, 5*time.Minute)
 		key := secretKey(t)
 		srv := llmtest.Start(t, llmtest.Script{{ToolCalls: llmtest.ToolTurn("workspace__exec", map[string]string{"command": "true"}).ToolCalls, Forever: true}})
-		if _, err := r.p.api.CreateLLMProvider(ctx, client.LLMProviderSpec{ID: "bench-model", Kind: wire.LLMOpenAI, BaseURL: srv.URL(), APIKey: key}); err != nil {
+		if _, err := r.p.api.CreateLLMProvider(ctx, wire.LLMProviderSpec{ID: "bench-model", Kind: wire.LLMOpenAI, BaseURL: srv.URL(), APIKey: key}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.p.api.CreateAgent(ctx, client.AgentSpec{ID: "bench", Model: wire.AgentModel{ProviderID: "bench-model", ModelName: "m"}, MaxTurns: agentBenchTurns}); err != nil {
+		if _, err := r.p.api.CreateAgent(ctx, wire.AgentSpec{ID: "bench", Model: &wire.AgentModel{ProviderID: "bench-model", ModelName: "m"}, MaxTurns: agentBenchTurns}); err != nil {
 			t.Fatal(err)
 		}
-		ses, err := r.p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "bench", Instructions: "run true"})
+		ses, err := r.p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "bench", Instructions: "run true"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -25,10 +24,10 @@ func TestBenchConsole(t *testing.T) {
 	const n, reads = 1000, 30
 	p := startPrimer(t)
 	ctx := ctxT(t, 5*time.Minute)
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + t.TempDir() + `"}`)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + t.TempDir() + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "plain", ProviderID: "host", Backend: raw(`{"kind":"local"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "plain", ProviderID: "host", Backend: raw(`{"kind":"local"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// Rows straight into the store: the pages read rows, and 1,000 real

@@ -164,7 +164,7 @@ func (b *bench) createToExec(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	ws, err := b.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "bb"})
+	ws, err := b.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "bb"})
 	if err != nil {
 		return 0, err
 	}
@@ -201,7 +201,7 @@ func (b *bench) createBurst(ctx context.Context, n int) (time.Duration, int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ws, err := b.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "bb"})
+			ws, err := b.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "bb"})
 			if err != nil {
 				b.t.Errorf("create workspace %d of %d: %v", i+1, n, err)
 				return

@@ -73,7 +73,7 @@ func measureCreates(t *testing.T, setup string, n int, apis []*client.Client) cr
 	inParallel(n, 16, func(i int) {
 		api := apis[i%len(apis)]
 		began := time.Now()
-		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+		ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		calls[i] = time.Since(began)
 		if err != nil {
 			mu.Lock()

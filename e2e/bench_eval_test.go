@@ -35,7 +35,7 @@ func TestBenchEvalPool(t *testing.T) {
 	cli := eng.Client()
 	containerTemplate(t, p, e, "py", `{"kind":"container","image":"`+containertest.PythonImage+`"}`)
 	const cases, conc, rounds = 500, 8, 3
-	if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "py-warm", TemplateID: "py", Size: conc}); err != nil {
+	if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "py-warm", TemplateID: "py", Size: conc}); err != nil {
 		t.Fatal(err)
 	}
 	// The pool's members are gone from the engine before the platform
@@ -101,7 +101,7 @@ func TestBenchEvalPool(t *testing.T) {
 	var walls, rawWalls, overhead, command []time.Duration
 	for range rounds {
 		start := time.Now()
-		run, err := p.api.CreateRun(ctx, "print1", client.RunRequest{})
+		run, err := p.api.CreateRun(ctx, "print1", wire.RunRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestBenchEvalScale(t *testing.T) {
 	}
 	rssBefore := peakRSS(t)
 	start := time.Now()
-	run, err := p.api.CreateRun(ctx, "scale", client.RunRequest{})
+	run, err := p.api.CreateRun(ctx, "scale", wire.RunRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestBenchDownloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := strings.TrimSpace(string(key))
-	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	ws, err := s.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/backend/kubernetes"
 	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
+	"github.com/primerhq/primer/wire"
 )
 
 // interruptRuns is how many workspaces each row deletes.
@@ -42,7 +42,7 @@ func TestBenchInterrupt(t *testing.T) {
 				destroy = append(destroy, deleteToGone(t, r.p.api, ws.ID, left(ws.ID)))
 
 				ctx := ctxT(t, 2*time.Minute)
-				sw, err := r.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "stuck"})
+				sw, err := r.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "stuck"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -73,7 +73,7 @@ func TestBenchInterrupt(t *testing.T) {
 			destroy = append(destroy, deleteToGone(t, p.api, ws.ID, left(ws.ID)))
 
 			ctx := ctxT(t, 2*time.Minute)
-			sw, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "nowhere"})
+			sw, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "nowhere"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -129,7 +129,7 @@ func benchLiveness(t *testing.T, c livenessCase) string {
 	ids := make([]string, c.n)
 	var createErr atomic.Value
 	inParallel(c.n, 16, func(i int) {
-		ws, err := rig.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+		ws, err := rig.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		if err != nil {
 			createErr.Store(err)
 			return

@@ -45,7 +45,7 @@ func TestBenchPoolAndRecovery(t *testing.T) {
 		// 1. Warm leases: a pool of 4, each leased workspace returned
 		// (untimed) so the pool stays warm.
 		const size, leases = 4, 60
-		if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "bench", TemplateID: "bb", Size: size}); err != nil {
+		if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "bench", TemplateID: "bb", Size: size}); err != nil {
 			t.Fatal(err)
 		}
 		waitIdle := func(n int) {
@@ -69,7 +69,7 @@ func TestBenchPoolAndRecovery(t *testing.T) {
 					waitIdle(1)
 				}
 				start := time.Now()
-				l, err := p.api.LeasePool(ctx, "bench", client.LeaseRequest{})
+				l, err := p.api.LeasePool(ctx, "bench", wire.LeaseRequest{})
 				if err != nil {
 					t.Fatal(err)
 				}

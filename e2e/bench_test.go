@@ -125,7 +125,7 @@ func TestBenchLocal(t *testing.T) {
 
 	// create -> running (the first probe hit), 40 times; deletes are not timed.
 	created := timeN(t, 40, func() error {
-		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+		ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 		if err != nil {
 			return err
 		}
@@ -222,7 +222,7 @@ func TestBenchScale(t *testing.T) {
 				if i >= total {
 					return
 				}
-				ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+				ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 				if err != nil {
 					createErr.Store(err)
 					return

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/backend/vm"
 	"github.com/primerhq/primer/backend/vm/vmtest"
 	rtclient "github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
 
@@ -40,10 +40,10 @@ func TestBenchVM(t *testing.T) {
 	ctx := ctxT(t, 20*time.Minute)
 	conn := host.Connection(t)
 	config := vmProviderJSON(t, conn, host)
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(config)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(config)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	hostName, port, _ := net.SplitHostPort(host.Addr)
@@ -60,7 +60,7 @@ func TestBenchVM(t *testing.T) {
 	var created []time.Duration
 	for range 10 {
 		start := time.Now()
-		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "box"})
+		ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "box"})
 		if err == nil {
 			_, err = p.api.WaitWorkspace(ctx, ws.ID, "running", nil)
 		}

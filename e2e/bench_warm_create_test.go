@@ -12,6 +12,7 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // Published medians of create to first command on hosted platforms, shown
@@ -47,7 +48,7 @@ func TestBenchWarmCreate(t *testing.T) {
 		containerTemplate(t, p, e, "bb-warm", `{"kind":"container","image":"`+containertest.BusyboxImage+`"}`)
 
 		const size, creates = 4, 40
-		if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "warm", TemplateID: "bb-warm", Size: size}); err != nil {
+		if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "warm", TemplateID: "bb-warm", Size: size}); err != nil {
 			t.Fatal(err)
 		}
 		waitIdle := func(n int) {
@@ -64,7 +65,7 @@ func TestBenchWarmCreate(t *testing.T) {
 		for range creates {
 			waitIdle(1)
 			start := time.Now()
-			ws, err := p.api.Create(ctx, client.CreateWorkspaceRequest{TemplateID: "bb-warm"})
+			ws, err := p.api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: "bb-warm"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,7 +100,7 @@ func TestClusterScaleApart(t *testing.T) {
 	begin := time.Now()
 	inParallel(n, 16, func(i int) {
 		r, err := lb.do(ctx, func(a *client.Client) error {
-			ws, err := a.CreateWorkspace(ctx, client.CreateWorkspaceRequest{
+			ws, err := a.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{
 				TemplateID: wire.DefaultTemplateID, Labels: map[string]string{"e2e": "scale"}})
 			if err == nil {
 				ids[i] = ws.ID
@@ -241,7 +241,7 @@ func clusterEval(t *testing.T, ctx context.Context, c *primerCluster) {
 	if _, err := c.apis[0].api.CreateSuite(ctx, spec); err != nil {
 		t.Fatalf("create suite through %s: %v", c.apis[0].name, err)
 	}
-	run, err := c.apis[1].api.CreateRun(ctx, spec.ID, client.RunRequest{TriggeredBy: "e2e"})
+	run, err := c.apis[1].api.CreateRun(ctx, spec.ID, wire.RunRequest{TriggeredBy: "e2e"})
 	if err != nil {
 		t.Fatalf("create run through %s: %v", c.apis[1].name, err)
 	}
@@ -495,7 +495,7 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 			label := map[string]string{"burst": burst, "req": strconv.Itoa(i)}
 			for {
 				_, err := lb.do(ctx, func(a *client.Client) error {
-					ws, err := a.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID, Labels: label})
+					ws, err := a.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID, Labels: label})
 					if err == nil {
 						made[i] = ws.ID
 					}
@@ -531,7 +531,7 @@ func clusterKillAPI(t *testing.T, ctx context.Context, c *primerCluster, lb *bal
 			}
 			id := healthy[i%len(healthy)]
 			for {
-				var res *client.ExecResponse
+				var res *wire.ExecResponse
 				_, err := lb.do(ctx, func(a *client.Client) error {
 					var err error
 					res, err = a.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"echo", id}})

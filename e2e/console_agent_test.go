@@ -10,7 +10,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/primerhq/primer/activities/llm/llmtest"
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
@@ -223,7 +222,7 @@ func TestConsoleAgentRun(t *testing.T) {
 	keep()
 
 	// A viewer sees agents and transcripts, and no write control.
-	viewer, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Role: wire.RoleViewer, Name: "console-agent-viewer"})
+	viewer, err := p.api.CreateAPIKey(ctx, wire.CreateAPIKeyRequest{Role: wire.RoleViewer, Name: "console-agent-viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}

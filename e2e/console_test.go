@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
@@ -375,14 +374,14 @@ func TestConsoleSecurity(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
 	root := t.TempDir()
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + root + `"}`)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + root + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	const evil = `<script>window.pwned=1</script>`
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "plain", ProviderID: "host", Description: evil, Backend: raw(`{"kind":"local"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "plain", ProviderID: "host", Description: evil, Backend: raw(`{"kind":"local"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "plain", Labels: map[string]string{"note": evil}})
+	ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "plain", Labels: map[string]string{"note": evil}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +464,7 @@ func TestConsoleSecurity(t *testing.T) {
 	}
 
 	// A viewer key sees no write controls.
-	viewer, err := p.api.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Role: wire.RoleViewer, Name: "console-viewer"})
+	viewer, err := p.api.CreateAPIKey(ctx, wire.CreateAPIKeyRequest{Role: wire.RoleViewer, Name: "console-viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,13 +491,13 @@ func TestConsoleLeaseFromPool(t *testing.T) {
 	chromium(t)
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + t.TempDir() + `"}`)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "host", Provider: "local", Config: raw(`{"kind":"local","root_path":"` + t.TempDir() + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "warm", ProviderID: "host", Backend: raw(`{"kind":"local"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "warm", ProviderID: "host", Backend: raw(`{"kind":"local"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "warm-pool", TemplateID: "warm", Size: 1}); err != nil {
+	if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "warm-pool", TemplateID: "warm", Size: 1}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "an idle pooled workspace", func() bool {
@@ -538,7 +537,7 @@ func TestConsoleEvalAndSessions(t *testing.T) {
 	if _, err := p.api.CreateSuite(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	run1, err := p.api.CreateRun(ctx, "flip", client.RunRequest{})
+	run1, err := p.api.CreateRun(ctx, "flip", wire.RunRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,14 +575,14 @@ func TestConsoleEvalAndSessions(t *testing.T) {
 
 	// A session with two writes: the page shows each call with its diff;
 	// restoring the first brings its content back.
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.api.WaitWorkspace(ctx, ws.ID, wire.PhaseRunning, nil); err != nil {
 		t.Fatal(err)
 	}
-	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "console-test"})
+	ses, err := p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "console-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

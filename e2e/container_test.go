@@ -351,11 +351,11 @@ func containerTemplate(t *testing.T, p *primer, e containertest.Engine, id strin
 	t.Helper()
 	ctx := ctxT(t, time.Minute)
 	if _, err := p.api.GetProvider(ctx, e.Name+"-local"); errs.Is(err, errs.NotFound) {
-		if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: e.Name + "-local", Provider: "container", Config: containertest.ProviderConfig(e)}); err != nil {
+		if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: e.Name + "-local", Provider: "container", Config: containertest.ProviderConfig(e)}); err != nil {
 			t.Fatalf("create provider: %v", err)
 		}
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: e.Name + "-local", Backend: raw(backendDoc)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: id, ProviderID: e.Name + "-local", Backend: raw(backendDoc)}); err != nil {
 		t.Fatalf("create template %s: %v", id, err)
 	}
 }
@@ -434,7 +434,7 @@ func TestContainerFaults(t *testing.T) {
 		t.Run("KilledFromOutside", func(t *testing.T) {
 			ctx := ctxT(t, 2*time.Minute)
 			ws := createContainer(t, p, eng, "bb")
-			ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval"})
+			ses, err := p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,10 +494,10 @@ func TestContainerEngineDown(t *testing.T) {
 	ctx := ctxT(t, 3*time.Minute)
 	sock := t.TempDir() + "/engine.sock"
 	cfg := `{"kind":"container","runtime":"docker","connection":{"kind":"socket","socket_path":"` + sock + `"},"reachability":{"kind":"host_port","bind_host":"127.0.0.1"}}`
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "flaky", Provider: "container", Config: raw(cfg)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "flaky", Provider: "container", Config: raw(cfg)}); err != nil {
 		t.Fatalf("create provider: %v", err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: raw(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	ws := createInPhase(t, p, "flaky-bb", wire.PhaseFailed)

@@ -332,7 +332,7 @@ func (r *rig) template(api *client.Client, id string, extra map[string]any) {
 	ctx := ctxT(r.t, time.Minute)
 	pid := r.e.Name + "-local"
 	if _, err := api.GetProvider(ctx, pid); errs.Is(err, errs.NotFound) {
-		if _, err := api.CreateProvider(ctx, client.ProviderSpec{ID: pid, Provider: "container", Config: containertest.ProviderConfig(r.e)}); err != nil {
+		if _, err := api.CreateProvider(ctx, wire.ProviderSpec{ID: pid, Provider: "container", Config: containertest.ProviderConfig(r.e)}); err != nil {
 			r.t.Fatalf("create provider: %v", err)
 		}
 	}
@@ -340,7 +340,7 @@ func (r *rig) template(api *client.Client, id string, extra map[string]any) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: pid, Backend: doc}); err != nil {
+	if _, err := api.CreateTemplate(ctx, wire.TemplateSpec{ID: id, ProviderID: pid, Backend: doc}); err != nil {
 		r.t.Fatalf("create template %s: %v", id, err)
 	}
 }
@@ -361,7 +361,7 @@ func (r *rig) doc(extra map[string]any) map[string]any {
 // create creates a workspace of template through api and tracks it.
 func (r *rig) create(ctx context.Context, api *client.Client, template string) string {
 	r.t.Helper()
-	ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
+	ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: template})
 	if err != nil {
 		r.t.Fatalf("create workspace of %s: %v", template, err)
 	}

@@ -66,7 +66,7 @@ func TestEvalOnContainers(t *testing.T) {
 			if _, err := api.CreateSuite(ctx, spec); err != nil {
 				t.Fatal(err)
 			}
-			run, err := api.CreateRun(ctx, spec.ID, client.RunRequest{})
+			run, err := api.CreateRun(ctx, spec.ID, wire.RunRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestEvalOnContainers(t *testing.T) {
 			if _, err := api.CreateSuite(ctx, spec); err != nil {
 				t.Fatal(err)
 			}
-			run, err := api.CreateRun(ctx, spec.ID, client.RunRequest{})
+			run, err := api.CreateRun(ctx, spec.ID, wire.RunRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}

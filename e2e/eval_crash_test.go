@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/wire"
 )
@@ -34,7 +33,7 @@ func TestEvalCrash(t *testing.T) {
 	if _, err := s.api.CreateSuite(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	run, err := s.api.CreateRun(ctx, "crash", client.RunRequest{})
+	run, err := s.api.CreateRun(ctx, "crash", wire.RunRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 func script(s string) eval.Command { return eval.Command{Script: s} }
 
 // waitRun follows the run until it ends and returns it.
-func waitRun(t *testing.T, api *client.Client, id string, d time.Duration) *client.Run {
+func waitRun(t *testing.T, api *client.Client, id string, d time.Duration) *wire.RunView {
 	t.Helper()
 	ctx := ctxT(t, d)
 	run, err := api.FollowRun(ctx, id, nil)
@@ -156,7 +156,7 @@ func TestEvalOnLocal(t *testing.T) {
 	}
 
 	setState("a-pass")
-	run1, err := p.api.CreateRun(ctx, "flips", client.RunRequest{TriggeredBy: "e2e"})
+	run1, err := p.api.CreateRun(ctx, "flips", wire.RunRequest{TriggeredBy: "e2e"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestEvalOnLocal(t *testing.T) {
 	noWorkspaceLeft(t, p.api, run1.ID)
 
 	setState("b-pass")
-	run2, err := p.api.CreateRun(ctx, "flips", client.RunRequest{})
+	run2, err := p.api.CreateRun(ctx, "flips", wire.RunRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestEvalOnLocal(t *testing.T) {
 	}
 
 	// A run of a subset by label.
-	sub, err := p.api.CreateRun(ctx, "flips", client.RunRequest{Labels: map[string]string{"kind": "exit"}})
+	sub, err := p.api.CreateRun(ctx, "flips", wire.RunRequest{Labels: map[string]string{"kind": "exit"}})
 	if err != nil || sub.Total != 1 {
 		t.Fatalf("run by label = %+v, %v; want one case", sub, err)
 	}
@@ -388,7 +388,7 @@ func TestEvalCancel(t *testing.T) {
 	if _, err := p.api.CreateSuite(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	run, err := p.api.CreateRun(ctx, "slow", client.RunRequest{})
+	run, err := p.api.CreateRun(ctx, "slow", wire.RunRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestFileLimitConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	ws, err := s.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}

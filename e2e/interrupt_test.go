@@ -112,7 +112,7 @@ func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id str
 		p, err := api.GetPool(ctx, pool)
 		return err == nil && p.Status.Idle >= 1 && p.Status.Starting == 0
 	})
-	l, err := api.LeasePool(ctx, pool, client.LeaseRequest{})
+	l, err := api.LeasePool(ctx, pool, wire.LeaseRequest{})
 	if err != nil {
 		t.Fatalf("lease %s: %v", pool, err)
 	}
@@ -175,7 +175,7 @@ func TestDeleteInterruptsContainer(t *testing.T) {
 
 		t.Run("Provision", func(t *testing.T) {
 			ctx := ctxT(t, 2*time.Minute)
-			ws, err := r.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "stuck"})
+			ws, err := r.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "stuck"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,7 +207,7 @@ func TestDeleteInterruptsContainer(t *testing.T) {
 
 		t.Run("Reset", func(t *testing.T) {
 			ctx := ctxT(t, time.Minute)
-			if _, err := r.p.api.CreatePool(ctx, client.PoolSpec{ID: "stuckreset", TemplateID: "stuckreset", Size: 1}); err != nil {
+			if _, err := r.p.api.CreatePool(ctx, wire.PoolSpec{ID: "stuckreset", TemplateID: "stuckreset", Size: 1}); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
@@ -264,7 +264,7 @@ func TestDeleteInterruptsKubernetes(t *testing.T) {
 
 	t.Run("Provision", func(t *testing.T) {
 		ctx := ctxT(t, 2*time.Minute)
-		ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "nowhere"})
+		ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "nowhere"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestDeleteInterruptsKubernetes(t *testing.T) {
 
 	t.Run("Reset", func(t *testing.T) {
 		ctx := ctxT(t, time.Minute)
-		if _, err := p.api.CreatePool(ctx, client.PoolSpec{ID: "stuckreset", TemplateID: "stuckreset", Size: 1}); err != nil {
+		if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "stuckreset", TemplateID: "stuckreset", Size: 1}); err != nil {
 			t.Fatal(err)
 		}
 		// The pool refills after the delete; its new member goes with the

@@ -236,7 +236,7 @@ func deployRecipe(t *testing.T, ctx context.Context, cs *kclient.Clientset, api 
 // Deployment's replacement takes the activity over once its heartbeat
 // times out, and the workspace becomes running, made once.
 func deployWorkerKilled(t *testing.T, ctx context.Context, cs *kclient.Clientset, api *client.Client) {
-	ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "slow-sandbox"})
+	ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "slow-sandbox"})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}

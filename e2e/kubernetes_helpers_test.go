@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/kubernetes"
 	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // kubeEnv is one test's Kubernetes ground: a namespace of its own on the
@@ -26,7 +26,7 @@ func kubeProvider(t *testing.T, p *primer, id, reach string) *kubeEnv {
 	t.Helper()
 	ns := kubernetestest.Namespace(t)
 	ctx := ctxT(t, time.Minute)
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: id, Provider: "kubernetes", Config: kubernetestest.ProviderConfig(t, ns, reach)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: id, Provider: "kubernetes", Config: kubernetestest.ProviderConfig(t, ns, reach)}); err != nil {
 		t.Fatalf("create provider %s: %v", id, err)
 	}
 	return &kubeEnv{ns: ns, provider: id, b: kubernetestest.Backend(t, ns, reach, p.srv.Installation())}
@@ -36,7 +36,7 @@ func kubeProvider(t *testing.T, p *primer, id, reach string) *kubeEnv {
 func (k *kubeEnv) template(t *testing.T, p *primer, id, backendDoc string) {
 	t.Helper()
 	ctx := ctxT(t, time.Minute)
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: k.provider, Backend: raw(backendDoc)}); err != nil && !errs.Is(err, errs.Conflict) {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: id, ProviderID: k.provider, Backend: raw(backendDoc)}); err != nil && !errs.Is(err, errs.Conflict) {
 		t.Fatalf("create template %s: %v", id, err)
 	}
 }

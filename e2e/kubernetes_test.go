@@ -115,7 +115,7 @@ func (k *kubeEnv) prepare(t *testing.T, p *primer, template string) *kubeWorkspa
 	if _, err := p.api.WriteFile(ctx, ws.ID, "notes.txt", strings.NewReader(notes)); err != nil {
 		t.Fatalf("write notes.txt: %v", err)
 	}
-	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-1"})
+	ses, err := p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-1"})
 	if err != nil {
 		t.Fatalf("create session: %v", err)
 	}

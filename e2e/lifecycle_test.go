@@ -40,7 +40,7 @@ func testLifecycle(t *testing.T, p *primer) {
 		t.Fatalf("default template: %v", err)
 	}
 
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID, Labels: map[string]string{"suite": "e2e"}})
+	ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID, Labels: map[string]string{"suite": "e2e"}})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 	p := startPrimer(t, withProbeInterval(150*time.Millisecond))
 	ctx := ctxT(t, 3*time.Minute)
 	ws := createRunning(t, p, wire.DefaultTemplateID)
-	ses, err := p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval-1"})
+	ses, err := p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "eval-1"})
 	if err != nil || ses.Status != wire.SessionOpen {
 		t.Fatalf("create session = %+v, %v", ses, err)
 	}
@@ -196,7 +196,7 @@ func TestFailureAndRecoveryEndsSessions(t *testing.T) {
 func TestRestartCarriesOn(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "with-env", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"s3cret-value"},"config_toml":` + recipeConfigJSON + `}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "with-env", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"s3cret-value"},"config_toml":` + recipeConfigJSON + `}`)}); err != nil {
 		t.Fatal(err)
 	}
 	ws := createRunning(t, p, "with-env")
@@ -252,10 +252,10 @@ func TestWorktreeWorkspace(t *testing.T) {
 	git(t, repo, "-c", "user.email=t@example.invalid", "-c", "user.name=t", "commit", "-q", "-m", "init")
 
 	root := t.TempDir()
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "repos", Provider: "worktree", Config: raw(`{"kind":"worktree","root_path":"` + root + `"}`)}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "repos", Provider: "worktree", Config: raw(`{"kind":"worktree","root_path":"` + root + `"}`)}); err != nil {
 		t.Fatalf("create provider: %v", err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "repo", ProviderID: "repos", Backend: raw(`{"kind":"worktree","repository":"` + repo + `","base_ref":"main","config_toml":` + recipeConfigJSON + `}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "repo", ProviderID: "repos", Backend: raw(`{"kind":"worktree","repository":"` + repo + `","base_ref":"main","config_toml":` + recipeConfigJSON + `}`)}); err != nil {
 		t.Fatalf("create template: %v", err)
 	}
 	ws := createRunning(t, p, "repo")
@@ -283,7 +283,7 @@ func TestWorktreeWorkspace(t *testing.T) {
 func TestProvisionFailure(t *testing.T) {
 	p := startPrimer(t)
 	ctx := ctxT(t, 3*time.Minute)
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "broken", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"sk-live-abc123"},"init":["echo doomed $API_KEY >&2; exit 7"]}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "broken", ProviderID: "local", Backend: raw(`{"kind":"local","env":{"API_KEY":"sk-live-abc123"},"init":["echo doomed $API_KEY >&2; exit 7"]}`)}); err != nil {
 		t.Fatal(err)
 	}
 	ws := createInPhase(t, p, "broken", wire.PhaseFailed)
@@ -350,7 +350,7 @@ func createRunning(t *testing.T, p *primer, template string) *wire.Workspace {
 func createInPhase(t *testing.T, p *primer, template, phase string) *wire.Workspace {
 	t.Helper()
 	ctx := ctxT(t, 2*time.Minute)
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
+	ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: template})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}

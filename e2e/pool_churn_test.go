@@ -29,17 +29,17 @@ func TestPoolChurn(t *testing.T) {
 	p := startPrimer(t, func(c *worker.Config) { c.PoolInterval = 100 * time.Millisecond })
 	ctx := ctxT(t, 5*time.Minute)
 	api := p.api
-	if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: "churn", ProviderID: "local", Backend: raw(`{"kind":"local","files":{"task.txt":"task\n"}}`)}); err != nil {
+	if _, err := api.CreateTemplate(ctx, wire.TemplateSpec{ID: "churn", ProviderID: "local", Backend: raw(`{"kind":"local","files":{"task.txt":"task\n"}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.CreatePool(ctx, client.PoolSpec{ID: "churn", TemplateID: "churn", Size: size}); err != nil {
+	if _, err := api.CreatePool(ctx, wire.PoolSpec{ID: "churn", TemplateID: "churn", Size: size}); err != nil {
 		t.Fatal(err)
 	}
 	// settled: all members idle and running, none leased, returning or
 	// starting.
 	settled := func() bool {
 		pl, err := api.GetPool(ctx, "churn")
-		return err == nil && pl.Status == client.PoolStatus{Idle: size}
+		return err == nil && pl.Status == wire.PoolStatus{Idle: size}
 	}
 	start := time.Now()
 	eventually(t, 2*time.Minute, fmt.Sprintf("%d idle running members", size), settled)
@@ -75,7 +75,7 @@ func TestPoolChurn(t *testing.T) {
 		var out []string
 		for range 1 + i%size {
 			leaseStart := time.Now()
-			l, err := api.LeasePool(ctx, "churn", client.LeaseRequest{})
+			l, err := api.LeasePool(ctx, "churn", wire.LeaseRequest{})
 			if err != nil {
 				t.Fatalf("cycle %d: lease: %v", i, err)
 			}

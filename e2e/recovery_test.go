@@ -29,6 +29,7 @@ import (
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/worker"
 )
@@ -122,7 +123,7 @@ func (r *faultRig) provider() string {
 	ctx := ctxT(r.t, time.Minute)
 	id := r.e.Name + "-local"
 	if _, err := r.p.api.GetProvider(ctx, id); errs.Is(err, errs.NotFound) {
-		if _, err := r.p.api.CreateProvider(ctx, client.ProviderSpec{ID: id, Provider: "container", Config: containertest.ProviderConfig(r.e)}); err != nil {
+		if _, err := r.p.api.CreateProvider(ctx, wire.ProviderSpec{ID: id, Provider: "container", Config: containertest.ProviderConfig(r.e)}); err != nil {
 			r.t.Fatalf("create provider: %v", err)
 		}
 	}
@@ -133,7 +134,7 @@ func (r *faultRig) provider() string {
 func (r *faultRig) template(id string, extra map[string]any) {
 	r.t.Helper()
 	ctx := ctxT(r.t, time.Minute)
-	if _, err := r.p.api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: r.provider(), Backend: r.doc(extra)}); err != nil {
+	if _, err := r.p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: id, ProviderID: r.provider(), Backend: r.doc(extra)}); err != nil {
 		r.t.Fatalf("create template %s: %v", id, err)
 	}
 }
@@ -142,7 +143,7 @@ func (r *faultRig) template(id string, extra map[string]any) {
 func (r *faultRig) running(t *testing.T, template string) *wire.Workspace {
 	t.Helper()
 	ctx := ctxT(t, 2*time.Minute)
-	ws, err := r.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: template})
+	ws, err := r.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: template})
 	if err != nil {
 		t.Fatalf("create workspace of %s: %v", template, err)
 	}
@@ -373,7 +374,7 @@ func (r *faultRig) prepareLoss(t *testing.T, template string) *lostWorkspace {
 	if _, err := r.p.api.WriteFile(ctx, ws.ID, "notes.txt", strings.NewReader(notes)); err != nil {
 		t.Fatalf("write notes.txt: %v", err)
 	}
-	ses, err := r.p.api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-1"})
+	ses, err := r.p.api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-1"})
 	if err != nil {
 		t.Fatalf("create session: %v", err)
 	}
@@ -702,7 +703,7 @@ func TestRecoveryStartTimeout(t *testing.T) {
 		})
 		ctx := ctxT(t, 2*time.Minute)
 		start := time.Now()
-		ws, err := r.p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "slow"})
+		ws, err := r.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "slow"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -837,10 +838,10 @@ func TestRecoveryEngineDown(t *testing.T) {
 			"connection":   map[string]any{"kind": "socket", "socket_path": proxy.path},
 			"reachability": map[string]any{"kind": "host_port", "bind_host": "127.0.0.1"},
 		})
-		if _, err := r.p.api.CreateProvider(ctx, client.ProviderSpec{ID: "flaky", Provider: "container", Config: cfg}); err != nil {
+		if _, err := r.p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "flaky", Provider: "container", Config: cfg}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: r.doc(nil)}); err != nil {
+		if _, err := r.p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "flaky-bb", ProviderID: "flaky", Backend: r.doc(nil)}); err != nil {
 			t.Fatal(err)
 		}
 		keep := r.running(t, "flaky-bb")
@@ -922,7 +923,7 @@ func TestPoolOnContainers(t *testing.T) {
 			}
 		}
 		r.template("pooled", tmplDoc("1"))
-		if _, err := api.CreatePool(ctx, client.PoolSpec{ID: "warm", TemplateID: "pooled", Size: 2}); err != nil {
+		if _, err := api.CreatePool(ctx, wire.PoolSpec{ID: "warm", TemplateID: "pooled", Size: 2}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -942,7 +943,7 @@ func TestPoolOnContainers(t *testing.T) {
 		t.Logf("pool of 2 filled in %s", time.Since(start).Round(time.Millisecond))
 
 		// A warm lease answers at once, and the workspace works at once.
-		exec := func(id, script string) *client.ExecResponse {
+		exec := func(id, script string) *wire.ExecResponse {
 			t.Helper()
 			res, err := api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"sh", "-c", script}})
 			if err != nil {
@@ -951,7 +952,7 @@ func TestPoolOnContainers(t *testing.T) {
 			return res
 		}
 		leaseStart := time.Now()
-		l, err := api.LeasePool(ctx, "warm", client.LeaseRequest{})
+		l, err := api.LeasePool(ctx, "warm", wire.LeaseRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -977,7 +978,7 @@ func TestPoolOnContainers(t *testing.T) {
 		if res := exec(a, "ps -o args"); !strings.Contains(res.Stdout, "sleep 1000") {
 			t.Errorf("ps before the return = %q, want the sleep", res.Stdout)
 		}
-		ses, err := api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: a, Agent: "lessee"})
+		ses, err := api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: a, Agent: "lessee"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1015,7 +1016,7 @@ func TestPoolOnContainers(t *testing.T) {
 		var warm []string
 		var cold *wire.Workspace
 		for range 6 {
-			l, err := api.LeasePool(ctx, "warm", client.LeaseRequest{Labels: map[string]string{"run": "drain"}})
+			l, err := api.LeasePool(ctx, "warm", wire.LeaseRequest{Labels: map[string]string{"run": "drain"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1042,7 +1043,7 @@ func TestPoolOnContainers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := api.UpdatePool(ctx, "warm", client.PoolSpec{TemplateID: "pooled", Size: 3}); err != nil {
+		if _, err := api.UpdatePool(ctx, "warm", wire.PoolSpec{TemplateID: "pooled", Size: 3}); err != nil {
 			t.Fatal(err)
 		}
 		waitIdle(2, 2*time.Minute)
@@ -1056,7 +1057,7 @@ func TestPoolOnContainers(t *testing.T) {
 		for _, w := range ws1 {
 			old = append(old, w.ID)
 		}
-		tmpl, err := api.UpdateTemplate(ctx, "pooled", client.TemplateSpec{ProviderID: r.provider(), Backend: r.doc(tmplDoc("2"))})
+		tmpl, err := api.UpdateTemplate(ctx, "pooled", wire.TemplateSpec{ProviderID: r.provider(), Backend: r.doc(tmplDoc("2"))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1156,7 +1157,7 @@ func TestSessionToolsOnContainers(t *testing.T) {
 		ctx := ctxT(t, 2*time.Minute)
 		api := r.p.api
 		ws := r.running(t, "tools")
-		ses, err := api.CreateSession(ctx, client.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-7"})
+		ses, err := api.CreateSession(ctx, wire.CreateSessionRequest{WorkspaceID: ws.ID, Agent: "agent-7"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1212,7 +1213,7 @@ func TestSessionToolsOnContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rs.RestoredFrom != ex.Commit || !slices.Contains(rs.Changed, client.FileChange{Path: "src/b.py", Change: "deleted"}) {
+		if rs.RestoredFrom != ex.Commit || !slices.Contains(rs.Changed, protocol.StateChange{Path: "src/b.py", Change: "deleted"}) {
 			t.Errorf("restore = %+v; want src/b.py deleted", rs)
 		}
 		if _, err := api.StatFile(ctx, ws.ID, "src/b.py"); !errs.Is(err, errs.NotFound) {

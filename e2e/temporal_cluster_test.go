@@ -62,7 +62,7 @@ func TestServeOnTemporalCluster(t *testing.T) {
 	api := client.New("http://"+listen, client.WithToken(strings.TrimSpace(string(key))))
 	ctx := ctxT(t, 3*time.Minute)
 
-	ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatalf("create workspace: %v", err)
 	}

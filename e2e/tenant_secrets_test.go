@@ -86,7 +86,7 @@ func TestTenantAuditAndSecrets(t *testing.T) {
 	})
 	// The env reached the command; its value never travels in a request
 	// or response, only its digest does.
-	var res client.ExecResponse
+	var res wire.ExecResponse
 	h.do(adminKey, "POST", "/v1/workspaces/"+ws.ID+"/exec", map[string]any{"command": []string{"sh", "-c", `printf %s "$SECRET_ENV" | sha256sum`}}, 200, &res)
 	expect("workspaces.exec", "workspaces/"+ws.ID, 200, adminID, wire.DefaultTenantID, "ok")
 	digest := sha256.Sum256([]byte(envValue))

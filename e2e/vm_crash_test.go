@@ -46,14 +46,14 @@ func TestVMCrashDuringProvision(t *testing.T) {
 	ctx := ctxT(t, 5*time.Minute)
 	host.Exec(t, gateUseradd)
 	conn := host.Connection(t)
-	if _, err := s.api.CreateProvider(ctx, client.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(vmProviderJSON(t, conn, host))}); err != nil {
+	if _, err := s.api.CreateProvider(ctx, wire.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(vmProviderJSON(t, conn, host))}); err != nil {
 		t.Fatal(err)
 	}
 	const tmpl = `{"kind":"vm","root":"/srv/primer","user":"primer-crash","recovery":{"after":"0s","max_attempts":3}}`
-	if _, err := s.api.CreateTemplate(ctx, client.TemplateSpec{ID: "crash", ProviderID: "fleet", Backend: raw(tmpl)}); err != nil {
+	if _, err := s.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "crash", ProviderID: "fleet", Backend: raw(tmpl)}); err != nil {
 		t.Fatal(err)
 	}
-	ws, err := s.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: "crash"})
+	ws, err := s.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}

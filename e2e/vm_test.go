@@ -116,14 +116,14 @@ func TestVMFaults(t *testing.T) {
 		id   string
 		host *vmtest.Host
 	}{{"vm-a", a}, {"vm-b", b}} {
-		if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: f.id, Provider: "vm", Config: raw(vmProviderJSON(t, f.host.Connection(t), f.host))}); err != nil {
+		if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: f.id, Provider: "vm", Config: raw(vmProviderJSON(t, f.host.Connection(t), f.host))}); err != nil {
 			t.Fatalf("create provider %s: %v", f.id, err)
 		}
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "recovers", ProviderID: "vm-a", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws","recovery":{"after":"1s"}}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "recovers", ProviderID: "vm-a", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws","recovery":{"after":"1s"}}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "stays", ProviderID: "vm-b", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws","recovery":{"after":"10m"}}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "stays", ProviderID: "vm-b", Backend: raw(`{"kind":"vm","root":"/srv/primer","user":"primer-ws","recovery":{"after":"10m"}}`)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -169,24 +169,24 @@ func TestVMBadInput(t *testing.T) {
 		{"unreadable key file", vmProviderJSON(t, with(func(c *vm.Connection) { c.PrivateKeyFile = "/no/such/key" }), host), "spec.config.connection.private_key_file"},
 		{"empty host list", strings.Replace(vmProviderJSON(t, conn, host), `"hosts":[{"address":"`+host.Addr+`","max_workspaces":4}]`, `"hosts":[]`, 1), "spec.config.hosts"},
 	} {
-		_, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "bad", Provider: "vm", Config: raw(tc.config)})
+		_, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "bad", Provider: "vm", Config: raw(tc.config)})
 		var ce *client.Error
 		if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Field != tc.field {
 			t.Errorf("%s: create provider = %v, want 400 naming %s", tc.name, err, tc.field)
 		}
 	}
 
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(vmProviderJSON(t, conn, host))}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "fleet", Provider: "vm", Config: raw(vmProviderJSON(t, conn, host))}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "gpu", ProviderID: "fleet", Backend: raw(`{"kind":"vm","user":"primer-ws","selector":{"gpu":"a100"}}`)})
+	_, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "gpu", ProviderID: "fleet", Backend: raw(`{"kind":"vm","user":"primer-ws","selector":{"gpu":"a100"}}`)})
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Field != "spec.backend.selector" {
 		t.Errorf("template whose selector matches no host = %v, want 400 naming spec.backend.selector", err)
 	}
 
 	// A host that cannot be reached: the workspace fails with the SSH error.
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","user":"primer-ws","start_timeout":"15s"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "box", ProviderID: "fleet", Backend: raw(`{"kind":"vm","user":"primer-ws","start_timeout":"15s"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	host.Stop(t)

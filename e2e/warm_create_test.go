@@ -19,15 +19,15 @@ func TestWarmCreate(t *testing.T) {
 	p := startPrimer(t, func(c *worker.Config) { c.PoolInterval = time.Second })
 	ctx := ctxT(t, 3*time.Minute)
 	api := p.api
-	if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: "warm", ProviderID: "local", Backend: raw(`{"kind":"local"}`)}); err != nil {
+	if _, err := api.CreateTemplate(ctx, wire.TemplateSpec{ID: "warm", ProviderID: "local", Backend: raw(`{"kind":"local"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.CreatePool(ctx, client.PoolSpec{ID: "warm", TemplateID: "warm", Size: size}); err != nil {
+	if _, err := api.CreatePool(ctx, wire.PoolSpec{ID: "warm", TemplateID: "warm", Size: size}); err != nil {
 		t.Fatal(err)
 	}
 	full := func() bool {
 		pl, err := api.GetPool(ctx, "warm")
-		return err == nil && pl.Status == client.PoolStatus{Idle: size}
+		return err == nil && pl.Status == wire.PoolStatus{Idle: size}
 	}
 	eventually(t, 2*time.Minute, fmt.Sprintf("%d idle members", size), full)
 	members, err := api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "warm"})
@@ -36,7 +36,7 @@ func TestWarmCreate(t *testing.T) {
 	}
 
 	start := time.Now()
-	ws, err := api.Create(ctx, client.CreateWorkspaceRequest{TemplateID: "warm", Labels: map[string]string{"run": "1"}})
+	ws, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: "warm", Labels: map[string]string{"run": "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestWarmCreate(t *testing.T) {
 	}
 
 	// No pool on the template: cold, pending.
-	cold, err := api.Create(ctx, client.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	cold, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,29 +6,11 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// Progress is a run's live summary.
-type Progress struct {
-	Total    int `json:"total"`
-	Pending  int `json:"pending"`
-	Running  int `json:"running"`
-	Pass     int `json:"pass"`
-	Fail     int `json:"fail"`
-	Error    int `json:"error"`
-	Canceled int `json:"canceled"`
-	// PassRate is pass / (pass+fail+error), 0 when none is final.
-	PassRate float64 `json:"pass_rate"`
-	// MeanScore is the mean of the final cases' scores, nil when none has one.
-	MeanScore *float64 `json:"mean_score,omitempty"`
-	// DurationP50MS and DurationP95MS are over the final cases' durations.
-	DurationP50MS int64 `json:"duration_p50_ms"`
-	DurationP95MS int64 `json:"duration_p95_ms"`
-}
-
 // Summarize computes a run's progress from its results. A case is final
 // when its status is models.CaseDone; a final case without a known
 // verdict counts as an error, a status Primer does not know as pending.
-func Summarize(results []wire.CaseResult) Progress {
-	p := Progress{Total: len(results)}
+func Summarize(results []wire.CaseResult) wire.Progress {
+	p := wire.Progress{Total: len(results)}
 	var (
 		durations []int64
 		scoreSum  float64

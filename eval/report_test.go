@@ -26,7 +26,7 @@ func TestSummarize(t *testing.T) {
 		{CaseID: "g", Status: wire.CaseCanceled, DurationMS: 99999},
 	}
 	p := Summarize(results)
-	want := Progress{Total: 7, Pending: 1, Running: 1, Pass: 2, Fail: 1, Error: 1, Canceled: 1,
+	want := wire.Progress{Total: 7, Pending: 1, Running: 1, Pass: 2, Fail: 1, Error: 1, Canceled: 1,
 		PassRate: 0.5, DurationP50MS: 200, DurationP95MS: 400}
 	if p.MeanScore == nil || math.Abs(*p.MeanScore-0.5) > 1e-12 {
 		t.Errorf("MeanScore = %v, want 0.5 (over final cases with a score)", p.MeanScore)
@@ -37,7 +37,7 @@ func TestSummarize(t *testing.T) {
 	}
 
 	empty := Summarize(nil)
-	if empty != (Progress{}) {
+	if empty != (wire.Progress{}) {
 		t.Errorf("Summarize(nil) = %+v", empty)
 	}
 	out, _ := json.Marshal(Summarize([]wire.CaseResult{{Status: wire.CasePending}}))

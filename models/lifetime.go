@@ -58,11 +58,3 @@ func deadlineColumns(d wire.Deadlines) map[string]any {
 		"lease_expires_at": col(d.LeaseExpiresAt),
 	}
 }
-
-func storedTimePtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	st := storedTime(*t)
-	return &st
-}

@@ -28,33 +28,6 @@ func ScheduleID(suiteID string) string { return "suite-" + suiteID }
 // starts.
 func ScheduleTriggeredBy(suiteID string) string { return "schedule " + ScheduleID(suiteID) }
 
-// ScheduleStatus is a suite's schedule as Temporal reports it.
-type ScheduleStatus struct {
-	ID     string `json:"id"`
-	Paused bool   `json:"paused"`
-	// Note says why it is paused (who paused it, or pause on failure).
-	Note string `json:"note,omitempty"`
-	// NumActions counts the runs it has started (triggers included).
-	NumActions int `json:"num_actions"`
-	// NextRunTimes are the next times a run is due; none while paused
-	// (Temporal lists them anyway, but no run starts at them).
-	NextRunTimes []time.Time `json:"next_run_times"`
-	// RecentRuns are the last runs it started, oldest first.
-	RecentRuns []ScheduledRun `json:"recent_runs"`
-	// RunningWorkflows are the ids of the run workflows it started that
-	// still run.
-	RunningWorkflows []string `json:"running_workflows"`
-}
-
-// ScheduledRun is one run a schedule started.
-type ScheduledRun struct {
-	// ScheduledAt is when it was due; StartedAt when it was started.
-	ScheduledAt time.Time `json:"scheduled_at"`
-	StartedAt   time.Time `json:"started_at"`
-	// WorkflowID is the run workflow's id, which is also the run's id.
-	WorkflowID string `json:"workflow_id"`
-}
-
 // scheduleTimeout bounds each call to the schedule API, so a Temporal that
 // does not answer fails the request instead of hanging it.
 const scheduleTimeout = 15 * time.Second
@@ -213,8 +186,8 @@ func (s *Starter) TriggerSchedule(ctx context.Context, suiteID string) error {
 
 // DescribeSchedule returns the state of a suite's schedule; Precondition
 // if the suite has none.
-func (s *Starter) DescribeSchedule(ctx context.Context, suiteID string) (*ScheduleStatus, error) {
-	var st *ScheduleStatus
+func (s *Starter) DescribeSchedule(ctx context.Context, suiteID string) (*wire.ScheduleStatus, error) {
+	var st *wire.ScheduleStatus
 	err := s.onSchedule(ctx, suiteID, "describe", func(ctx context.Context, h client.ScheduleHandle) error {
 		d, err := h.Describe(ctx)
 		if err != nil {
@@ -227,12 +200,12 @@ func (s *Starter) DescribeSchedule(ctx context.Context, suiteID string) (*Schedu
 }
 
 // scheduleStatus is the small view of a schedule's description.
-func scheduleStatus(id string, d *client.ScheduleDescription) *ScheduleStatus {
-	st := &ScheduleStatus{
+func scheduleStatus(id string, d *client.ScheduleDescription) *wire.ScheduleStatus {
+	st := &wire.ScheduleStatus{
 		ID:               id,
 		NumActions:       d.Info.NumActions,
 		NextRunTimes:     append([]time.Time{}, d.Info.NextActionTimes...),
-		RecentRuns:       []ScheduledRun{},
+		RecentRuns:       []wire.ScheduledRun{},
 		RunningWorkflows: []string{},
 	}
 	if d.Schedule.State != nil {
@@ -242,7 +215,7 @@ func scheduleStatus(id string, d *client.ScheduleDescription) *ScheduleStatus {
 		st.NextRunTimes = []time.Time{}
 	}
 	for _, a := range d.Info.RecentActions {
-		r := ScheduledRun{ScheduledAt: a.ScheduleTime, StartedAt: a.ActualTime}
+		r := wire.ScheduledRun{ScheduledAt: a.ScheduleTime, StartedAt: a.ActualTime}
 		if a.StartWorkflowResult != nil {
 			r.WorkflowID = a.StartWorkflowResult.WorkflowID
 		}

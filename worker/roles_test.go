@@ -102,7 +102,7 @@ func TestRolesOnTemporalCluster(t *testing.T) {
 	}
 
 	// The API starts the workflow, the worker runs it.
-	ws, err := api.CreateWorkspace(ctx, apiclient.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
+	ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: wire.DefaultTemplateID})
 	if err != nil {
 		t.Fatalf("create workspace through the api role: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // Defaults of a new Client.
@@ -151,25 +152,16 @@ func (e *Error) Unwrap() error {
 	return &errs.Error{Kind: e.Kind(), Field: e.Field, Msg: e.Error()}
 }
 
-// envelope is the server's error body.
-type envelope struct {
-	Error *struct {
-		Code    string         `json:"code"`
-		Message string         `json:"message"`
-		Details map[string]any `json:"details"`
-	} `json:"error"`
-}
-
 // decodeError turns a non-2xx response into an *Error. It reads at most
 // maxErrorBody bytes and does not close the body.
 func decodeError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &Error{Status: resp.StatusCode}
-	var env envelope
-	if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Code != "" {
+	var env wire.ErrorEnvelope
+	if json.Unmarshal(body, &env) == nil && env.Error.Code != "" {
 		e.Code = env.Error.Code
 		e.Message = env.Error.Message
-		if f, ok := env.Error.Details["field"].(string); ok {
+		if f := env.Error.Details["field"]; f != "" {
 			e.Field = f
 		}
 		return e
@@ -323,11 +315,6 @@ func decodeBody(resp *http.Response, out any) error {
 		return wrap(errs.Other, err, "%s %s: decode response", resp.Request.Method, resp.Request.URL.Path)
 	}
 	return nil
-}
-
-// itemsOf is the {"items": [...]} shape of every list response.
-type itemsOf[T any] struct {
-	Items []T `json:"items"`
 }
 
 // seg escapes one path segment (an id) for use in a URL path.

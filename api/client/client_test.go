@@ -194,7 +194,7 @@ func TestResourceRequests(t *testing.T) {
 	c := New(f.URL)
 	ctx := context.Background()
 
-	p, err := c.CreateProvider(ctx, ProviderSpec{ID: "docker-local", Provider: "container", Config: json.RawMessage(`{"kind":"container","runtime":"docker"}`)})
+	p, err := c.CreateProvider(ctx, wire.ProviderSpec{ID: "docker-local", Provider: "container", Config: json.RawMessage(`{"kind":"container","runtime":"docker"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestResourceRequests(t *testing.T) {
 		t.Errorf("workspaces query = %q", q)
 	}
 
-	ws, err := c.CreateWorkspace(ctx, CreateWorkspaceRequest{TemplateID: "default", Labels: map[string]string{"team": "a"}})
+	ws, err := c.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "default", Labels: map[string]string{"team": "a"}})
 	if err != nil || ws.ID != "ws-9" {
 		t.Fatalf("create workspace = %+v, %v", ws, err)
 	}
@@ -594,7 +594,7 @@ func TestFiles(t *testing.T) {
 		case r.URL.Query().Get("stat") == "true":
 			writeJSON(w, 200, FileInfo{Name: "f.bin", Path: p, Size: 5, Mode: 0o644})
 		case p == "" || p == "dir":
-			writeJSON(w, 200, DirListing{Path: p, Items: []FileInfo{{Name: "f.bin", Path: "dir/f.bin", Size: 5, Mode: 0o644}}})
+			writeJSON(w, 200, wire.DirListing{Path: p, Items: []FileInfo{{Name: "f.bin", Path: "dir/f.bin", Size: 5, Mode: 0o644}}})
 		default:
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("X-Primer-File-Mode", "4755")

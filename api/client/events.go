@@ -31,7 +31,7 @@ func (c *Client) Events(ctx context.Context, id string, after uint64) ([]wire.Ev
 	if after > 0 {
 		q = url.Values{"after": {strconv.FormatUint(after, 10)}}
 	}
-	var out itemsOf[wire.Event]
+	var out wire.Items[wire.Event]
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/workspaces/"+seg(id)+"/events", q, nil, &out); err != nil {
 		return nil, err
 	}
@@ -110,12 +110,12 @@ func (c *Client) followOnce(ctx context.Context, id string, lastID *uint64, fn f
 		if m.event == "error" {
 			// The server ends a stream it cannot continue with its error
 			// envelope as the data of an `error` event.
-			var env envelope
-			if err := json.Unmarshal(m.data, &env); err != nil || env.Error == nil {
+			var env wire.ErrorEnvelope
+			if err := json.Unmarshal(m.data, &env); err != nil || env.Error.Code == "" {
 				return wrap(errs.Other, err, "workspace %s: events: bad error event %.80q", id, m.data)
 			}
 			e := &Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}
-			if f, ok := env.Error.Details["field"].(string); ok {
+			if f := env.Error.Details["field"]; f != "" {
 				e.Field = f
 			}
 			return &fnError{e}

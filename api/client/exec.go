@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // ExecRequest is a command to run in a workspace.
@@ -23,33 +24,8 @@ type ExecRequest struct {
 	Timeout     time.Duration // 0: the server's default (10m)
 }
 
-// ExecResponse is a finished command. ExecStream leaves Stdout and Stderr
-// empty: the output went to its writers.
-type ExecResponse struct {
-	ExitCode   int     `json:"exit_code"`
-	Stdout     string  `json:"stdout"`
-	Stderr     string  `json:"stderr"`
-	DurationMS float64 `json:"duration_ms"`
-	TimedOut   bool    `json:"timed_out"`
-	Canceled   bool    `json:"canceled,omitempty"`
-	Signal     string  `json:"signal,omitempty"` // the signal that ended the command, if one did
-	// Truncated says Exec's Stdout or Stderr was cut at the server's cap;
-	// the command ran to its end regardless.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-// execBody is ExecRequest on the wire.
-type execBody struct {
-	Command []string          `json:"command"`
-	Env     map[string]string `json:"env,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Stdin   string            `json:"stdin,omitempty"`
-	Timeout string            `json:"timeout,omitempty"`
-	Stream  bool              `json:"stream,omitempty"`
-}
-
-func (r ExecRequest) body(stream bool) execBody {
-	b := execBody{Command: r.Command, Env: r.Env, Cwd: r.Cwd, Stdin: r.Stdin, Stream: stream}
+func (r ExecRequest) body(stream bool) wire.ExecSpec {
+	b := wire.ExecSpec{Command: r.Command, Env: r.Env, Cwd: r.Cwd, Stdin: r.Stdin, Stream: stream}
 	if r.Timeout > 0 {
 		b.Timeout = r.Timeout.String()
 	}
@@ -70,7 +46,7 @@ func (r ExecRequest) check() error {
 // once it ends. A non-zero exit code is not an error. The call has no
 // request timeout (the command may run up to req.Timeout); ctx bounds it, and
 // canceling ctx cancels the command.
-func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResponse, error) {
+func (c *Client) Exec(ctx context.Context, req ExecRequest) (*wire.ExecResponse, error) {
 	if err := req.check(); err != nil {
 		return nil, err
 	}
@@ -86,7 +62,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResponse, erro
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out ExecResponse
+	var out wire.ExecResponse
 	if err := decodeBody(resp, &out); err != nil {
 		return nil, err
 	}
@@ -95,9 +71,9 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResponse, erro
 
 // execLine is one line of the NDJSON exec stream.
 type execLine struct {
-	Stream string        `json:"stream"`
-	Data   string        `json:"data"`
-	Exit   *ExecResponse `json:"exit"`
+	Stream string             `json:"stream"`
+	Data   string             `json:"data"`
+	Exit   *wire.ExecResponse `json:"exit"`
 	Error  *struct {
 		Code    string         `json:"code"`
 		Message string         `json:"message"`
@@ -110,7 +86,7 @@ type execLine struct {
 // its exit code once it ends. A non-zero exit code is not an error; an error
 // the server reports mid-stream is an *Error. Canceling ctx cancels the
 // command.
-func (c *Client) ExecStream(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (*ExecResponse, error) {
+func (c *Client) ExecStream(ctx context.Context, req ExecRequest, stdout, stderr io.Writer) (*wire.ExecResponse, error) {
 	if err := req.check(); err != nil {
 		return nil, err
 	}

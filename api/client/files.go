@@ -14,6 +14,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // ErrIsDirectory is wrapped by ReadFile and OpenFile when the path is a
@@ -30,12 +31,6 @@ const FileModeHeader = "X-Primer-File-Mode"
 // FileInfo describes a file or directory in a workspace, as the files
 // endpoints return it: the runtime's own description, passed through.
 type FileInfo = protocol.FileInfo
-
-// DirListing is a directory's entries.
-type DirListing struct {
-	Path  string     `json:"path"`
-	Items []FileInfo `json:"items"`
-}
 
 // File is an open file of a workspace being read. Close it.
 type File struct {
@@ -150,7 +145,7 @@ func (c *Client) StatFile(ctx context.Context, id, path string) (*FileInfo, erro
 
 // ListFiles lists the directory path ("" for the root) in workspace id. A
 // file gives an error wrapping ErrNotDirectory, without downloading it.
-func (c *Client) ListFiles(ctx context.Context, id, path string) (*DirListing, error) {
+func (c *Client) ListFiles(ctx context.Context, id, path string) (*wire.DirListing, error) {
 	resp, err := c.send(ctx, c.hc, request{method: http.MethodGet, path: filePath(id, path), accept: "application/json"})
 	if err != nil {
 		return nil, err
@@ -159,7 +154,7 @@ func (c *Client) ListFiles(ctx context.Context, id, path string) (*DirListing, e
 	if !isJSON(resp) {
 		return nil, wrap(errs.Invalid, ErrNotDirectory, "workspace %s: list %s", id, path)
 	}
-	var d DirListing
+	var d wire.DirListing
 	if err := decodeBody(resp, &d); err != nil {
 		return nil, err
 	}

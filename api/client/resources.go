@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,37 +11,9 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// ProviderSpec is the body of POST and PUT /v1/providers: the `spec` of a
-// `kind: workspace_provider` document. Config is the backend-specific
-// document, passed through unchanged.
-type ProviderSpec struct {
-	ID       string          `json:"id,omitempty"`
-	Provider string          `json:"provider"`
-	Config   json.RawMessage `json:"config,omitempty"`
-}
-
-// TemplateSpec is the body of POST and PUT /v1/templates: the `spec` of a
-// `kind: workspace_template` document. Backend, with its `kind`, is passed
-// through unchanged.
-type TemplateSpec struct {
-	ID          string          `json:"id,omitempty"`
-	ProviderID  string          `json:"provider_id"`
-	Description string          `json:"description,omitempty"`
-	Backend     json.RawMessage `json:"backend,omitempty"`
-}
-
 // TemplateListOptions filters ListTemplates. Empty fields match all.
 type TemplateListOptions struct {
 	ProviderID string
-}
-
-// CreateWorkspaceRequest is the body of POST /v1/workspaces.
-type CreateWorkspaceRequest struct {
-	TemplateID string            `json:"template_id"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	// TTL is how long the workspace lives (a Go duration such as "2h"),
-	// at most its template's lifetime.max; empty: lifetime.max.
-	TTL string `json:"ttl,omitempty"`
 }
 
 // WorkspaceListOptions filters ListWorkspaces. Empty fields match all.
@@ -54,15 +25,6 @@ type WorkspaceListOptions struct {
 	PoolID     string
 	PoolState  string // idle, leased or returning
 	Limit      int    // 0: no limit
-}
-
-// CreateSessionRequest is the body of POST /v1/sessions.
-type CreateSessionRequest struct {
-	WorkspaceID string            `json:"workspace_id"`
-	Agent       string            `json:"agent,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	// Instructions start Agent's run on the new session.
-	Instructions string `json:"instructions,omitempty"`
 }
 
 // SessionListOptions filters ListSessions. Empty fields match all.
@@ -83,7 +45,7 @@ func query(kv ...string) url.Values {
 }
 
 // CreateProvider creates a provider.
-func (c *Client) CreateProvider(ctx context.Context, spec ProviderSpec) (*wire.Provider, error) {
+func (c *Client) CreateProvider(ctx context.Context, spec wire.ProviderSpec) (*wire.Provider, error) {
 	return doInto[wire.Provider](ctx, c, http.MethodPost, "/v1/providers", nil, spec)
 }
 
@@ -98,7 +60,7 @@ func (c *Client) ListProviders(ctx context.Context) ([]wire.Provider, error) {
 }
 
 // UpdateProvider replaces the provider id with spec (spec.ID may be empty).
-func (c *Client) UpdateProvider(ctx context.Context, id string, spec ProviderSpec) (*wire.Provider, error) {
+func (c *Client) UpdateProvider(ctx context.Context, id string, spec wire.ProviderSpec) (*wire.Provider, error) {
 	return doInto[wire.Provider](ctx, c, http.MethodPut, "/v1/providers/"+seg(id), nil, spec)
 }
 
@@ -108,7 +70,7 @@ func (c *Client) DeleteProvider(ctx context.Context, id string) error {
 }
 
 // CreateTemplate creates a template.
-func (c *Client) CreateTemplate(ctx context.Context, spec TemplateSpec) (*wire.Template, error) {
+func (c *Client) CreateTemplate(ctx context.Context, spec wire.TemplateSpec) (*wire.Template, error) {
 	return doInto[wire.Template](ctx, c, http.MethodPost, "/v1/templates", nil, spec)
 }
 
@@ -124,7 +86,7 @@ func (c *Client) ListTemplates(ctx context.Context, opts TemplateListOptions) ([
 }
 
 // UpdateTemplate replaces the template id with spec (spec.ID may be empty).
-func (c *Client) UpdateTemplate(ctx context.Context, id string, spec TemplateSpec) (*wire.Template, error) {
+func (c *Client) UpdateTemplate(ctx context.Context, id string, spec wire.TemplateSpec) (*wire.Template, error) {
 	return doInto[wire.Template](ctx, c, http.MethodPut, "/v1/templates/"+seg(id), nil, spec)
 }
 
@@ -135,7 +97,7 @@ func (c *Client) DeleteTemplate(ctx context.Context, id string) error {
 
 // CreateWorkspace creates a workspace; it is returned in phase pending while
 // its workflow provisions it (see WaitWorkspace).
-func (c *Client) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*wire.Workspace, error) {
+func (c *Client) CreateWorkspace(ctx context.Context, req wire.CreateWorkspaceRequest) (*wire.Workspace, error) {
 	return doInto[wire.Workspace](ctx, c, http.MethodPost, "/v1/workspaces", nil, req)
 }
 
@@ -259,7 +221,7 @@ func waitError(ctx context.Context, id, phase string, last *wire.Workspace, err 
 }
 
 // CreateSession opens a session on a workspace.
-func (c *Client) CreateSession(ctx context.Context, req CreateSessionRequest) (*wire.Session, error) {
+func (c *Client) CreateSession(ctx context.Context, req wire.CreateSessionRequest) (*wire.Session, error) {
 	return doInto[wire.Session](ctx, c, http.MethodPost, "/v1/sessions", nil, req)
 }
 
@@ -294,7 +256,7 @@ func doInto[T any](ctx context.Context, c *Client, method, path string, q url.Va
 
 // listInto makes a GET whose answer is {"items": [T...]}.
 func listInto[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
-	var out itemsOf[T]
+	var out wire.Items[T]
 	if err := c.doJSON(ctx, http.MethodGet, path, q, nil, &out); err != nil {
 		return nil, err
 	}

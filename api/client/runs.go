@@ -15,26 +15,6 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// Run is a run of a suite with its live progress.
-type Run struct {
-	wire.Run
-	Progress eval.Progress `json:"progress"`
-}
-
-// Final reports whether the run has ended (succeeded, canceled or failed).
-func (r *Run) Final() bool {
-	return r.Status == wire.RunSucceeded || r.Status == wire.RunCanceled || r.Status == wire.RunFailed
-}
-
-// RunRequest is the optional body of POST /v1/suites/{id}/runs: which cases
-// run (by id, or by labels that must all match; all when both are empty)
-// and who asks (default "api").
-type RunRequest struct {
-	Cases       []string          `json:"cases,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	TriggeredBy string            `json:"triggered_by,omitempty"`
-}
-
 // RunListOptions filters ListRuns. Empty fields match all.
 type RunListOptions struct {
 	SuiteID string
@@ -50,17 +30,17 @@ const (
 )
 
 // CreateRun starts a run of the suite suiteID.
-func (c *Client) CreateRun(ctx context.Context, suiteID string, req RunRequest) (*Run, error) {
+func (c *Client) CreateRun(ctx context.Context, suiteID string, req wire.RunRequest) (*wire.RunView, error) {
 	var body any
 	if len(req.Cases) > 0 || len(req.Labels) > 0 || req.TriggeredBy != "" {
 		body = req
 	}
-	return doInto[Run](ctx, c, http.MethodPost, "/v1/suites/"+seg(suiteID)+"/runs", nil, body)
+	return doInto[wire.RunView](ctx, c, http.MethodPost, "/v1/suites/"+seg(suiteID)+"/runs", nil, body)
 }
 
 // GetRun returns the run id with its progress.
-func (c *Client) GetRun(ctx context.Context, id string) (*Run, error) {
-	return doInto[Run](ctx, c, http.MethodGet, "/v1/runs/"+seg(id), nil, nil)
+func (c *Client) GetRun(ctx context.Context, id string) (*wire.RunView, error) {
+	return doInto[wire.RunView](ctx, c, http.MethodGet, "/v1/runs/"+seg(id), nil, nil)
 }
 
 // ListRuns returns the runs opts selects, newest first (without progress).
@@ -74,7 +54,7 @@ func (c *Client) ListRuns(ctx context.Context, opts RunListOptions) ([]wire.Run,
 
 // RunResults returns the case results of the run id in case order.
 func (c *Client) RunResults(ctx context.Context, id string) ([]wire.CaseResult, error) {
-	var out itemsOf[wire.CaseResult]
+	var out wire.Items[wire.CaseResult]
 	if err := c.doJSONWith(ctx, c.stream, http.MethodGet, "/v1/runs/"+seg(id)+"/results", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -100,8 +80,8 @@ func (c *Client) CompareRuns(ctx context.Context, id, base string) (*eval.Compar
 // CancelRun asks the run id to stop; it is returned as it is now (the run
 // ends canceled shortly after). A run that has ended is a
 // failed_precondition error.
-func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
-	return doInto[Run](ctx, c, http.MethodPost, "/v1/runs/"+seg(id)+"/cancel", nil, nil)
+func (c *Client) CancelRun(ctx context.Context, id string) (*wire.RunView, error) {
+	return doInto[wire.RunView](ctx, c, http.MethodPost, "/v1/runs/"+seg(id)+"/cancel", nil, nil)
 }
 
 // FollowRun streams the progress of the run id, calling progress (if not
@@ -109,7 +89,7 @@ func (c *Client) CancelRun(ctx context.Context, id string) (*Run, error) {
 // A stream that drops is opened again (the server sends the current
 // progress first, so nothing is lost); it gives up after followMaxAttempts
 // attempts in a row that deliver nothing.
-func (c *Client) FollowRun(ctx context.Context, id string, progress func(eval.Progress)) (*Run, error) {
+func (c *Client) FollowRun(ctx context.Context, id string, progress func(wire.Progress)) (*wire.RunView, error) {
 	backoff := followMinBackoff
 	failures := 0
 	path := "/v1/runs/" + seg(id) + "/events"
@@ -144,14 +124,14 @@ func (c *Client) FollowRun(ctx context.Context, id string, progress func(eval.Pr
 
 // followRunOnce reads one SSE connection of a run; it returns the run
 // when `finished` arrived.
-func (c *Client) followRunOnce(ctx context.Context, path string, progress func(eval.Progress)) (*Run, bool, error) {
+func (c *Client) followRunOnce(ctx context.Context, path string, progress func(wire.Progress)) (*wire.RunView, bool, error) {
 	r := request{method: http.MethodGet, path: path, accept: "text/event-stream"}
 	resp, err := c.send(ctx, c.stream, r)
 	if err != nil {
 		return nil, false, err
 	}
 	defer resp.Body.Close()
-	var done *Run
+	var done *wire.RunView
 	delivered := false
 	err = readSSE(resp.Body, func(m sseMessage) error {
 		if len(m.data) == 0 {
@@ -159,14 +139,14 @@ func (c *Client) followRunOnce(ctx context.Context, path string, progress func(e
 		}
 		switch m.event {
 		case "error":
-			var env envelope
-			if err := json.Unmarshal(m.data, &env); err != nil || env.Error == nil {
+			var env wire.ErrorEnvelope
+			if err := json.Unmarshal(m.data, &env); err != nil || env.Error.Code == "" {
 				return wrap(errs.Other, err, "%s: bad error event %.80q", path, m.data)
 			}
 			e := &Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message}
 			return &fnError{e}
 		case "progress":
-			var p eval.Progress
+			var p wire.Progress
 			if err := json.Unmarshal(m.data, &p); err != nil {
 				return wrap(errs.Other, err, "%s: bad progress event %.80q", path, m.data)
 			}
@@ -175,7 +155,7 @@ func (c *Client) followRunOnce(ctx context.Context, path string, progress func(e
 				progress(p)
 			}
 		case "finished":
-			var run Run
+			var run wire.RunView
 			if err := json.Unmarshal(m.data, &run); err != nil {
 				return wrap(errs.Other, err, "%s: bad finished event %.80q", path, m.data)
 			}

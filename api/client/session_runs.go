@@ -12,18 +12,6 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// Transcript is a session's agent run: its messages and tool calls in
-// order, and the tokens its turns used.
-type Transcript struct {
-	SessionID string                 `json:"session_id"`
-	Run       *wire.SessionRun       `json:"run,omitempty"`
-	Items     []wire.TranscriptEntry `json:"items"`
-	Usage     struct {
-		InputTokens  int `json:"input_tokens"`
-		OutputTokens int `json:"output_tokens"`
-	} `json:"usage"`
-}
-
 // RunSession starts agent's run on the open session id with instructions.
 func (c *Client) RunSession(ctx context.Context, id, agent, instructions string) (*wire.SessionRun, error) {
 	body := map[string]string{"agent": agent, "instructions": instructions}
@@ -37,8 +25,8 @@ func (c *Client) CancelSession(ctx context.Context, id string) error {
 }
 
 // SessionTranscript returns the session's transcript as it stands.
-func (c *Client) SessionTranscript(ctx context.Context, id string) (*Transcript, error) {
-	return doInto[Transcript](ctx, c, http.MethodGet, "/v1/sessions/"+seg(id)+"/transcript", nil, nil)
+func (c *Client) SessionTranscript(ctx context.Context, id string) (*wire.Transcript, error) {
+	return doInto[wire.Transcript](ctx, c, http.MethodGet, "/v1/sessions/"+seg(id)+"/transcript", nil, nil)
 }
 
 // FollowTranscript calls fn with each transcript entry as it becomes final

@@ -8,67 +8,39 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/wire"
 )
 
-// ScheduleStatus is a suite's Temporal Schedule as the server reports it.
-type ScheduleStatus struct {
-	ID               string         `json:"id"`
-	Paused           bool           `json:"paused"`
-	Note             string         `json:"note,omitempty"`
-	NumActions       int            `json:"num_actions"`
-	NextRunTimes     []time.Time    `json:"next_run_times"`
-	RecentRuns       []ScheduledRun `json:"recent_runs"`
-	RunningWorkflows []string       `json:"running_workflows"`
-}
-
-// ScheduledRun is one run a suite's schedule started.
-type ScheduledRun struct {
-	ScheduledAt time.Time `json:"scheduled_at"`
-	StartedAt   time.Time `json:"started_at"`
-	WorkflowID  string    `json:"workflow_id"`
-}
-
-// Suite is an eval suite: its row (Spec is the document without its cases)
-// and, when it has a schedule, the schedule's live state (or why it could
-// not be read).
-type Suite struct {
-	wire.Suite
-	ScheduleStatus *ScheduleStatus `json:"schedule_status,omitempty"`
-	ScheduleError  string          `json:"schedule_error,omitempty"`
-}
-
 // CreateSuite creates a suite from a document with its cases.
-func (c *Client) CreateSuite(ctx context.Context, spec eval.SuiteSpec) (*Suite, error) {
+func (c *Client) CreateSuite(ctx context.Context, spec eval.SuiteSpec) (*wire.SuiteView, error) {
 	return c.suiteJSON(ctx, http.MethodPost, "/v1/suites", spec)
 }
 
 // CreateSuiteJSONL creates a suite from JSONL: the spec on the first line,
 // then one case a line. The body is streamed; large suites (thousands of
 // cases) go this way.
-func (c *Client) CreateSuiteJSONL(ctx context.Context, body io.Reader) (*Suite, error) {
+func (c *Client) CreateSuiteJSONL(ctx context.Context, body io.Reader) (*wire.SuiteView, error) {
 	return c.suiteJSONL(ctx, http.MethodPost, "/v1/suites", body)
 }
 
 // UpdateSuite replaces the suite id's document and cases (spec.ID may be
 // empty); its schedule is created, updated or deleted to match.
-func (c *Client) UpdateSuite(ctx context.Context, id string, spec eval.SuiteSpec) (*Suite, error) {
+func (c *Client) UpdateSuite(ctx context.Context, id string, spec eval.SuiteSpec) (*wire.SuiteView, error) {
 	return c.suiteJSON(ctx, http.MethodPut, "/v1/suites/"+seg(id), spec)
 }
 
 // UpdateSuiteJSONL is UpdateSuite with a JSONL body.
-func (c *Client) UpdateSuiteJSONL(ctx context.Context, id string, body io.Reader) (*Suite, error) {
+func (c *Client) UpdateSuiteJSONL(ctx context.Context, id string, body io.Reader) (*wire.SuiteView, error) {
 	return c.suiteJSONL(ctx, http.MethodPut, "/v1/suites/"+seg(id), body)
 }
 
 // suiteJSON sends a suite document as JSON. Documents may be tens of
 // megabytes, so the call is bounded by ctx only.
-func (c *Client) suiteJSON(ctx context.Context, method, path string, spec eval.SuiteSpec) (*Suite, error) {
-	var out Suite
+func (c *Client) suiteJSON(ctx context.Context, method, path string, spec eval.SuiteSpec) (*wire.SuiteView, error) {
+	var out wire.SuiteView
 	if err := c.doJSONWith(ctx, c.stream, method, path, nil, spec, &out); err != nil {
 		return nil, err
 	}
@@ -76,14 +48,14 @@ func (c *Client) suiteJSON(ctx context.Context, method, path string, spec eval.S
 }
 
 // suiteJSONL sends a suite document as JSONL, bounded by ctx only.
-func (c *Client) suiteJSONL(ctx context.Context, method, path string, body io.Reader) (*Suite, error) {
+func (c *Client) suiteJSONL(ctx context.Context, method, path string, body io.Reader) (*wire.SuiteView, error) {
 	resp, err := c.send(ctx, c.stream, request{method: method, path: path, body: body,
 		contentType: "application/x-ndjson", accept: "application/json"})
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out Suite
+	var out wire.SuiteView
 	if err := decodeBody(resp, &out); err != nil {
 		return nil, err
 	}
@@ -91,8 +63,8 @@ func (c *Client) suiteJSONL(ctx context.Context, method, path string, body io.Re
 }
 
 // GetSuite returns the suite id with its schedule's state.
-func (c *Client) GetSuite(ctx context.Context, id string) (*Suite, error) {
-	return doInto[Suite](ctx, c, http.MethodGet, "/v1/suites/"+seg(id), nil, nil)
+func (c *Client) GetSuite(ctx context.Context, id string) (*wire.SuiteView, error) {
+	return doInto[wire.SuiteView](ctx, c, http.MethodGet, "/v1/suites/"+seg(id), nil, nil)
 }
 
 // ListSuites returns every suite, ordered by id (without schedule states).
@@ -153,16 +125,16 @@ func (c *Client) DeleteSuite(ctx context.Context, id string) error {
 
 // PauseSchedule pauses the schedule of the suite id; a suite without a
 // schedule is a failed_precondition error.
-func (c *Client) PauseSchedule(ctx context.Context, id string) (*Suite, error) {
-	return doInto[Suite](ctx, c, http.MethodPost, "/v1/suites/"+seg(id)+"/schedule/pause", nil, nil)
+func (c *Client) PauseSchedule(ctx context.Context, id string) (*wire.SuiteView, error) {
+	return doInto[wire.SuiteView](ctx, c, http.MethodPost, "/v1/suites/"+seg(id)+"/schedule/pause", nil, nil)
 }
 
 // ResumeSchedule resumes the paused schedule of the suite id.
-func (c *Client) ResumeSchedule(ctx context.Context, id string) (*Suite, error) {
-	return doInto[Suite](ctx, c, http.MethodPost, "/v1/suites/"+seg(id)+"/schedule/resume", nil, nil)
+func (c *Client) ResumeSchedule(ctx context.Context, id string) (*wire.SuiteView, error) {
+	return doInto[wire.SuiteView](ctx, c, http.MethodPost, "/v1/suites/"+seg(id)+"/schedule/resume", nil, nil)
 }
 
 // TriggerSchedule makes the schedule of the suite id start a run now.
-func (c *Client) TriggerSchedule(ctx context.Context, id string) (*Suite, error) {
-	return doInto[Suite](ctx, c, http.MethodPost, "/v1/suites/"+seg(id)+"/schedule/trigger", nil, nil)
+func (c *Client) TriggerSchedule(ctx context.Context, id string) (*wire.SuiteView, error) {
+	return doInto[wire.SuiteView](ctx, c, http.MethodPost, "/v1/suites/"+seg(id)+"/schedule/trigger", nil, nil)
 }

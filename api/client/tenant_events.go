@@ -13,18 +13,10 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// TenantEventPage is one page of GET /v1/events.
-type TenantEventPage struct {
-	Items []wire.Event `json:"items"`
-	// LatestID is the newest event id the caller may see, whatever the
-	// page holds: following after it gives what happens from now on.
-	LatestID uint64 `json:"latest_id"`
-}
-
 // TenantEvents returns the events of the caller's tenant across its
 // workspaces with an ID above after, oldest first, at most limit (0: the
 // server's default).
-func (c *Client) TenantEvents(ctx context.Context, after uint64, limit int) (*TenantEventPage, error) {
+func (c *Client) TenantEvents(ctx context.Context, after uint64, limit int) (*wire.TenantEventPage, error) {
 	q := url.Values{}
 	if after > 0 {
 		q.Set("after", strconv.FormatUint(after, 10))
@@ -32,7 +24,7 @@ func (c *Client) TenantEvents(ctx context.Context, after uint64, limit int) (*Te
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var out TenantEventPage
+	var out wire.TenantEventPage
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/events", q, nil, &out); err != nil {
 		return nil, err
 	}
@@ -97,8 +89,8 @@ func (c *Client) followTenantOnce(ctx context.Context, lastID *uint64, fn func(w
 			return nil // a keep-alive
 		}
 		if m.event == "error" {
-			var env envelope
-			if err := json.Unmarshal(m.data, &env); err != nil || env.Error == nil {
+			var env wire.ErrorEnvelope
+			if err := json.Unmarshal(m.data, &env); err != nil || env.Error.Code == "" {
 				return wrap(errs.Other, err, "events: bad error event %.80q", m.data)
 			}
 			// A store failure: the next connection may do better.

@@ -7,23 +7,8 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// TenantSpec is the body of POST /v1/tenants (ID required) and PUT
-// /v1/tenants/{id} (ID optional; description and quota are replaced).
-type TenantSpec struct {
-	ID          string     `json:"id,omitempty"`
-	Description string     `json:"description"`
-	Quota       wire.Quota `json:"quota"`
-}
-
-// TenantInfo is a tenant as GET /v1/tenants/{id} shows it: with what it
-// holds now.
-type TenantInfo struct {
-	wire.Tenant
-	Usage wire.Usage `json:"usage"`
-}
-
 // CreateTenant creates a tenant (admin keys only).
-func (c *Client) CreateTenant(ctx context.Context, spec TenantSpec) (*wire.Tenant, error) {
+func (c *Client) CreateTenant(ctx context.Context, spec wire.TenantSpec) (*wire.Tenant, error) {
 	return doInto[wire.Tenant](ctx, c, http.MethodPost, "/v1/tenants", nil, spec)
 }
 
@@ -34,13 +19,13 @@ func (c *Client) ListTenants(ctx context.Context) ([]wire.Tenant, error) {
 
 // GetTenant returns the tenant id with its usage; NotFound for another
 // tenant's unless the key is an admin's.
-func (c *Client) GetTenant(ctx context.Context, id string) (*TenantInfo, error) {
-	return doInto[TenantInfo](ctx, c, http.MethodGet, "/v1/tenants/"+seg(id), nil, nil)
+func (c *Client) GetTenant(ctx context.Context, id string) (*wire.TenantInfo, error) {
+	return doInto[wire.TenantInfo](ctx, c, http.MethodGet, "/v1/tenants/"+seg(id), nil, nil)
 }
 
 // UpdateTenant replaces the description and quota of the tenant id (admin
 // keys only).
-func (c *Client) UpdateTenant(ctx context.Context, id string, spec TenantSpec) (*wire.Tenant, error) {
+func (c *Client) UpdateTenant(ctx context.Context, id string, spec wire.TenantSpec) (*wire.Tenant, error) {
 	return doInto[wire.Tenant](ctx, c, http.MethodPut, "/v1/tenants/"+seg(id), nil, spec)
 }
 

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // Session tools (docs/API.md, "Session tools"). Every call that runs is
@@ -63,53 +63,11 @@ type ToolReadResult struct {
 	Commit  string `json:"commit"`
 }
 
-// HistoryEntry is one recorded call of a session.
-type HistoryEntry struct {
-	Commit    string          `json:"commit"`
-	Session   string          `json:"session"`
-	Tool      string          `json:"tool"`
-	Time      time.Time       `json:"time"`
-	Author    string          `json:"author"`
-	Summary   string          `json:"summary"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-}
-
-// History is a session's recorded calls, newest first.
-type History struct {
-	Items       []HistoryEntry `json:"items"`
-	ResumedFrom string         `json:"resumed_from,omitempty"`
-}
-
-// FileChange is one path a diff or restore changed: added, modified or
-// deleted.
-type FileChange struct {
-	Path   string `json:"path"`
-	Change string `json:"change"`
-}
-
 // DiffOptions names the commits to compare: Commit against its parent, or
 // From and To.
 type DiffOptions struct {
 	Commit   string
 	From, To string
-}
-
-// Diff is the difference between two commits of a workspace's history.
-type Diff struct {
-	From      string       `json:"from"`
-	To        string       `json:"to"`
-	Files     []FileChange `json:"files"`
-	Patch     string       `json:"patch"`
-	Truncated bool         `json:"truncated,omitempty"`
-}
-
-// Restore is the result of restoring a commit: the new commit that records
-// it and the paths it changed.
-type Restore struct {
-	Commit       string       `json:"commit"`
-	RestoredFrom string       `json:"restored_from"`
-	Changed      []FileChange `json:"changed"`
 }
 
 func toolPath(sessionID, tool string) string {
@@ -186,23 +144,23 @@ func (c *Client) ToolRead(ctx context.Context, sessionID, path string) (*ToolRea
 
 // SessionHistory lists the session's recorded calls, newest first; with
 // includeResumed, also those of the lost sessions it resumes.
-func (c *Client) SessionHistory(ctx context.Context, sessionID string, includeResumed bool) (*History, error) {
+func (c *Client) SessionHistory(ctx context.Context, sessionID string, includeResumed bool) (*wire.History, error) {
 	var q url.Values
 	if includeResumed {
 		q = url.Values{"include_resumed": {"true"}}
 	}
-	return doInto[History](ctx, c, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/history", q, nil)
+	return doInto[wire.History](ctx, c, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/history", q, nil)
 }
 
 // SessionDiff compares two commits of the session's workspace.
-func (c *Client) SessionDiff(ctx context.Context, sessionID string, opts DiffOptions) (*Diff, error) {
+func (c *Client) SessionDiff(ctx context.Context, sessionID string, opts DiffOptions) (*wire.Diff, error) {
 	q := query("commit", opts.Commit, "from", opts.From, "to", opts.To)
-	return doInto[Diff](ctx, c, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/diff", q, nil)
+	return doInto[wire.Diff](ctx, c, http.MethodGet, "/v1/sessions/"+seg(sessionID)+"/diff", q, nil)
 }
 
 // RestoreSession makes the session's workspace files those of commit,
 // recorded as a new commit.
-func (c *Client) RestoreSession(ctx context.Context, sessionID, commit string) (*Restore, error) {
+func (c *Client) RestoreSession(ctx context.Context, sessionID, commit string) (*wire.Restore, error) {
 	body := map[string]string{"commit": commit}
-	return doInto[Restore](ctx, c, http.MethodPost, "/v1/sessions/"+seg(sessionID)+"/restore", nil, body)
+	return doInto[wire.Restore](ctx, c, http.MethodPost, "/v1/sessions/"+seg(sessionID)+"/restore", nil, body)
 }

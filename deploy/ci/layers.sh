@@ -31,3 +31,9 @@ go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | awk -v mod="
   }
   END { if (bad) { printf "layers: %d upward imports\n", bad; exit 1 } }
 ' deploy/ci/layers.txt -
+
+# primectl speaks the API through api/client and the wire types: it links
+# no store and no database driver.
+if db="$(go list -deps ./cmd/primectl | grep -E '^(gorm\.io/|github\.com/jackc/pgx|modernc\.org/sqlite|github\.com/libtnb/sqlite|github\.com/primerhq/primer/models$)')"; then
+  echo "layers: primectl links the store or a database driver:"; echo "$db"; exit 1
+fi

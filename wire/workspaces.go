@@ -1,0 +1,32 @@
+package wire
+
+import "github.com/primerhq/primer/runtime/protocol"
+
+// CreateWorkspaceRequest is the body of POST /v1/workspaces. TTL is a Go
+// duration bounding the workspace's life within its template's max.
+type CreateWorkspaceRequest struct {
+	TemplateID string            `json:"template_id"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	TTL        string            `json:"ttl,omitempty"`
+}
+
+// Created answers a create: the workspace and where it came from, Source
+// (warm: an idle member of a pool, running already; cold: provisioned
+// after the answer).
+type Created struct {
+	*Workspace
+	Source string `json:"source"`
+}
+
+// ExtendRequest is the body of POST /v1/workspaces/{id}/extend: By (a Go
+// duration) or Until (RFC 3339), never past the workspace's max.
+type ExtendRequest struct {
+	By    string `json:"by,omitempty"`
+	Until string `json:"until,omitempty"`
+}
+
+// DirListing answers a list of a workspace directory.
+type DirListing struct {
+	Path  string              `json:"path"`
+	Items []protocol.FileInfo `json:"items"`
+}
