@@ -242,7 +242,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			apiErr(w, 400, "invalid", "workspace: template_id: template nope not found", "template_id")
 			return
 		}
-		created := client.Created{Workspace: wire.Workspace{ID: "ws-1", TemplateID: req.TemplateID, Labels: req.Labels, Phase: "pending", CreatedAt: t0}, Source: client.LeaseCold}
+		created := wire.Created{Workspace: &wire.Workspace{ID: "ws-1", TemplateID: req.TemplateID, Labels: req.Labels, Phase: "pending", CreatedAt: t0}, Source: client.LeaseCold}
 		if f.warmFrom != "" {
 			created.Phase, created.PoolID, created.Source = "running", f.warmFrom, client.LeaseWarm
 		}
@@ -509,7 +509,7 @@ func TestCreateWorkspace(t *testing.T) {
 	t.Run("json output", func(t *testing.T) {
 		f := newFakeAPI(t)
 		r := f.run(t, "", "create", "workspace", "--set", "template_id=default", "-o", "json")
-		var ws client.Created
+		var ws wire.Created
 		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ws) != nil || ws.ID != "ws-1" || ws.Phase != "pending" || ws.Source != "cold" {
 			t.Fatalf("code %d stdout %q", r.code, r.stdout)
 		}

@@ -179,7 +179,7 @@ func (a *app) createWorkspaceCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				created.Workspace = *ws
+				created.Workspace = ws
 			}
 			if a.output != "table" {
 				return a.printObject(created, nil)
@@ -198,7 +198,7 @@ func (a *app) createWorkspaceCommand() *cobra.Command {
 // pool/ID" (an idle member of a pool of the template, running already) or
 // "cold" (a new one, still pending). An older server that does not say is
 // "source unknown".
-func sourceText(c *client.Created) string {
+func sourceText(c *wire.Created) string {
 	switch {
 	case c.Source == client.LeaseWarm && c.PoolID != "":
 		return c.Source + ", from " + kindPool + "/" + c.PoolID

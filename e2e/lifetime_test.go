@@ -73,14 +73,14 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		}
 		doc["lifetime"] = lifetime
 		raw, _ := json.Marshal(doc)
-		if _, err := api.CreateTemplate(ctx, client.TemplateSpec{ID: id, ProviderID: provider, Backend: raw}); err != nil {
+		if _, err := api.CreateTemplate(ctx, wire.TemplateSpec{ID: id, ProviderID: provider, Backend: raw}); err != nil {
 			t.Fatalf("create template %s: %v", id, err)
 		}
 	}
 	create := func(tmpl, ttl string) (*wire.Workspace, time.Time) {
 		t.Helper()
 		start := time.Now()
-		ws, err := api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: tmpl, TTL: ttl})
+		ws, err := api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: tmpl, TTL: ttl})
 		if err != nil {
 			t.Fatalf("create workspace of %s: %v", tmpl, err)
 		}
@@ -145,7 +145,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			t.Fatalf("after extend: %+v (%v), want expires_at %v", got, err, ws.ExpiresAt.Add(by))
 		}
 		// Past max is refused, naming the field.
-		if _, err := api.ExtendWorkspace(ctx, ws.ID, client.ExtendRequest{By: "20m"}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "by" {
+		if _, err := api.ExtendWorkspace(ctx, ws.ID, wire.ExtendRequest{By: "20m"}); !errs.Is(err, errs.Invalid) || errs.FieldOf(err) != "by" {
 			t.Fatalf("extend past max = %v, want invalid naming by", err)
 		}
 		lived := waitGoneWithin(t, api, ws.ID, start, ttl+by, time.Minute+ttl+by)
@@ -157,7 +157,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 		// The template's idle timeout does not touch idle members waiting
 		// in the pool; the lease's ttl (shorter) takes the member back.
 		template("life-pooled", map[string]string{"idle": idle.String()})
-		if _, err := api.CreatePool(ctx, client.PoolSpec{ID: "life", TemplateID: "life-pooled", Size: 1, LeaseTTL: "1500ms"}); err != nil {
+		if _, err := api.CreatePool(ctx, wire.PoolSpec{ID: "life", TemplateID: "life-pooled", Size: 1, LeaseTTL: "1500ms"}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -182,7 +182,7 @@ func runLifetimes(t *testing.T, p *primer, provider string, base json.RawMessage
 			return ws.PoolState == wire.PoolIdle && time.Since(ws.CreatedAt) > idle+2*unit
 		})
 		leased := time.Now()
-		l, err := api.LeasePool(ctx, "life", client.LeaseRequest{})
+		l, err := api.LeasePool(ctx, "life", wire.LeaseRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func lifetimeUnit(t *testing.T, p *primer, tmpl string) time.Duration {
 	t.Helper()
 	ctx := ctxT(t, 3*time.Minute)
 	start := time.Now()
-	ws, err := p.api.CreateWorkspace(ctx, client.CreateWorkspaceRequest{TemplateID: tmpl})
+	ws, err := p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: tmpl})
 	if err != nil {
 		t.Fatalf("create workspace of %s: %v", tmpl, err)
 	}

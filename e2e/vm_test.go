@@ -206,10 +206,10 @@ func TestVMHostKeyChanged(t *testing.T) {
 	host := vmtest.Start(t, vmtest.Options{})
 	p := startPrimer(t, withContainers(t))
 	ctx := ctxT(t, 3*time.Minute)
-	if _, err := p.api.CreateProvider(ctx, client.ProviderSpec{ID: "rotated", Provider: "vm", Config: raw(vmProviderJSON(t, host.Connection(t), host))}); err != nil {
+	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: "rotated", Provider: "vm", Config: raw(vmProviderJSON(t, host.Connection(t), host))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.api.CreateTemplate(ctx, client.TemplateSpec{ID: "rotated", ProviderID: "rotated", Backend: raw(`{"kind":"vm","user":"primer-ws","start_timeout":"10m"}`)}); err != nil {
+	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: "rotated", ProviderID: "rotated", Backend: raw(`{"kind":"vm","user":"primer-ws","start_timeout":"10m"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	// Re-imaged: a new host key, and the connections the platform held
