@@ -8,9 +8,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
 )
@@ -302,7 +302,7 @@ func (s *server) leasePool(c *gin.Context) {
 	source, status := LeaseWarm, http.StatusOK
 	if w == nil {
 		// A cold lease's workspace is the pool's tenant's, as its members are.
-		w, err = s.cfg.Starter.CreateWorkspace(ctx, activities.CreateWorkspaceRequest{
+		w, err = s.cfg.Starter.CreateWorkspace(ctx, starter.CreateWorkspaceRequest{
 			TemplateID: p.TemplateID, Labels: spec.Labels, LeaseTTL: s.leaseTTL(ctx, p, leaseTTL, poolID),
 			TenantID: p.TenantID, ByAdmin: callerOf(c).admin(),
 		})

@@ -7,9 +7,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -98,7 +98,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 		// workflow cannot be started it removes the row again (503).
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-			activities.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl, TenantID: tenant,
+			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl, TenantID: tenant,
 				ByAdmin: callerOf(c).admin()})
 		if err != nil {
 			s.fail(c, err)

@@ -77,6 +77,13 @@ func (s *Starter) WorkspaceInput(w *wire.Workspace, t *wire.Template) workflows.
 	return in
 }
 
+// CreateWorkspaceRequest is what a workspace is made from: the API's
+// create and lease, a pool's refill and an eval run's cold start ask for
+// one the same way. The activities own it (a pool's refill runs there);
+// the API names it here, so it talks to the starter and never reaches
+// into activities.
+type CreateWorkspaceRequest = activities.CreateWorkspaceRequest
+
 // CreateWorkspace stores a new workspace of a template and starts its
 // workflow. If the workflow cannot be started the row is removed again, so
 // no workspace sits in pending with nothing to move it. The workspace
