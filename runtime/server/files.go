@@ -175,38 +175,19 @@ func (s *Server) write(ctx context.Context, req *protocol.Request) (any, error) 
 	if int64(len(req.Data)) > s.maxFile {
 		return nil, errs.E(errs.TooLarge, "write %s: %d bytes is over the %d byte limit", p, len(req.Data), s.maxFile)
 	}
-	if dir := filepath.Dir(p); dir != "." {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return nil, fsError("write", p, err)
-		}
-	}
-	mode := os.FileMode(req.Mode & 0o7777)
-	if mode == 0 {
-		mode = 0o644
-	}
-	// No O_TRUNC: ext4 flushes a file truncated to zero and rewritten when
-	// it is closed, which costs milliseconds per write. Overwriting and then
-	// truncating to the new length ends in the same content. O_NONBLOCK so
-	// a FIFO cannot hang the request.
-	f, err := s.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
+	f, err := s.openForWrite(p, req.Mode, true)
 	if err != nil {
-		return nil, fsError("write", p, err)
+		return nil, err
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, errs.E(errs.Invalid, "write %s: not a regular file", p)
-	}
-	if err == nil {
-		_, err = f.Write(req.Data)
-	}
+	_, err = f.Write(req.Data)
 	if err == nil {
 		err = f.Truncate(int64(len(req.Data)))
 	}
 	if req.Mode != 0 && err == nil {
 		// An existing file keeps its mode on open; an explicit mode is applied.
-		err = f.Chmod(mode)
+		err = f.Chmod(os.FileMode(req.Mode & 0o7777))
 	}
+	var fi os.FileInfo
 	if err == nil {
 		fi, err = f.Stat()
 	}
@@ -321,4 +302,36 @@ func (s *Server) rename(ctx context.Context, req *protocol.Request) (any, error)
 		return nil, fsError("rename", fmt.Sprintf("%s -> %s", from, to), err)
 	}
 	return nil, nil
+}
+
+// openForWrite opens p for writing, made with mode (0: 0644) if absent and
+// with its parent directories when mkdir is set, and refuses anything but a
+// regular file. No O_TRUNC: ext4 flushes a file truncated to zero and
+// rewritten when it is closed, which costs milliseconds per write;
+// overwriting and then truncating to the new length ends in the same
+// content. O_NONBLOCK so a FIFO cannot hang the request.
+func (s *Server) openForWrite(p string, reqMode uint32, mkdir bool) (*os.File, error) {
+	if dir := filepath.Dir(p); dir != "." && mkdir {
+		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, fsError("write", p, err)
+		}
+	}
+	mode := os.FileMode(reqMode & 0o7777)
+	if mode == 0 {
+		mode = 0o644
+	}
+	f, err := s.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
+	if err != nil {
+		return nil, fsError("write", p, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fsError("write", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, errs.E(errs.Invalid, "write %s: not a regular file", p)
+	}
+	return f, nil
 }

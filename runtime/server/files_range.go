@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -103,26 +102,13 @@ func (s *Server) writeRange(ctx context.Context, req *protocol.Request) (any, er
 	if _, err := chunkLength("write", req, max(int64(len(req.Data)), 1)); err != nil {
 		return nil, err
 	}
-	if dir := filepath.Dir(p); dir != "." && req.Offset == 0 {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return nil, fsError("write", p, err)
-		}
-	}
-	mode := os.FileMode(req.Mode & 0o7777)
-	if mode == 0 {
-		mode = 0o644
-	}
-	// No O_TRUNC, as in write: the final chunk truncates.
-	f, err := s.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
+	// The final chunk truncates, as write does.
+	f, err := s.openForWrite(p, req.Mode, req.Offset == 0)
 	if err != nil {
-		return nil, fsError("write", p, err)
+		return nil, err
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, errs.E(errs.Invalid, "write %s: not a regular file", p)
-	}
-	if err == nil && len(req.Data) > 0 {
+	var fi os.FileInfo
+	if len(req.Data) > 0 {
 		_, err = f.WriteAt(req.Data, req.Offset)
 	}
 	if req.Final {
@@ -130,7 +116,7 @@ func (s *Server) writeRange(ctx context.Context, req *protocol.Request) (any, er
 			err = f.Truncate(req.Offset + int64(len(req.Data)))
 		}
 		if req.Mode != 0 && err == nil {
-			err = f.Chmod(mode)
+			err = f.Chmod(os.FileMode(req.Mode & 0o7777))
 		}
 		if err == nil {
 			fi, err = f.Stat()
