@@ -28,9 +28,9 @@ const (
 
 // The tools' answers.
 type (
-	execToolResult  = sessiontool.ExecResult
-	writeToolResult = sessiontool.WriteResult
-	readToolResult  = sessiontool.ReadResult
+	execToolResult  = wire.ToolExecResult
+	writeToolResult = wire.ToolWriteResult
+	readToolResult  = wire.ToolReadResult
 )
 
 // sessionTarget is a session and its workspace's runtime.

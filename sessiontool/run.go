@@ -8,6 +8,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
 )
 
 func (p *Prepared) runExec(ctx context.Context, t Target) (any, string, error) {
@@ -60,7 +61,7 @@ func (p *Prepared) runExec(ctx context.Context, t Target) (any, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return &ExecResult{
+	return &wire.ToolExecResult{
 		ExitCode:   res.ExitCode,
 		Stdout:     stdout.String(),
 		Stderr:     stderr.String(),
@@ -90,7 +91,7 @@ func (p *Prepared) runWrite(ctx context.Context, t Target) (any, string, error) 
 	if err != nil {
 		return nil, "", err
 	}
-	return &WriteResult{Path: p.path, Size: fi.Size, Commit: commit}, commit, nil
+	return &wire.ToolWriteResult{Path: p.path, Size: fi.Size, Commit: commit}, commit, nil
 }
 
 func (p *Prepared) runRead(ctx context.Context, t Target) (any, string, error) {
@@ -108,7 +109,7 @@ func (p *Prepared) runRead(ctx context.Context, t Target) (any, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace %s: %w", t.Workspace.ID, err)
 	}
-	out := &ReadResult{Path: p.path, Size: int64(len(data)), Encoding: "utf-8"}
+	out := &wire.ToolReadResult{Path: p.path, Size: int64(len(data)), Encoding: "utf-8"}
 	if utf8.Valid(data) {
 		out.Content = string(data)
 	} else {

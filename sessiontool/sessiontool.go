@@ -82,36 +82,6 @@ type ReadArgs struct {
 	Path string `json:"path"`
 }
 
-// ExecResult answers workspace__exec: stdout and stderr are cut at the
-// call's MaxOutput (Truncated says so); the command ran to its end anyway.
-type ExecResult struct {
-	ExitCode   int    `json:"exit_code"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	TimedOut   bool   `json:"timed_out"`
-	DurationMS int64  `json:"duration_ms"`
-	Signal     string `json:"signal,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Commit     string `json:"commit"`
-}
-
-// WriteResult answers workspace__write.
-type WriteResult struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	Commit string `json:"commit"`
-}
-
-// ReadResult answers workspace__read. Content is the file as text when it
-// is valid UTF-8 (encoding "utf-8"), else base64 (encoding "base64").
-type ReadResult struct {
-	Path     string `json:"path"`
-	Content  string `json:"content"`
-	Encoding string `json:"encoding"`
-	Size     int64  `json:"size"`
-	Commit   string `json:"commit"`
-}
-
 // Call runs the named tool with the model's JSON arguments and returns its
 // result as JSON: Prepare, then Run. Errors of kind Invalid are the call's
 // own (bad arguments, a missing file or program, a file over the limit,
@@ -200,8 +170,8 @@ func CheckTool(tool string) error {
 func (p *Prepared) Tool() string { return p.tool }
 
 // Run runs the prepared call on t's workspace and records it as a commit
-// of its history. The result is an *ExecResult, *WriteResult or
-// *ReadResult; the string is the commit.
+// of its history. The result is an *wire.ToolExecResult, *wire.ToolWriteResult or
+// *wire.ToolReadResult; the string is the commit.
 func (p *Prepared) Run(ctx context.Context, t Target) (any, string, error) {
 	switch p.tool {
 	case Exec:

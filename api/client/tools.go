@@ -34,29 +34,9 @@ type ToolExecRequest struct {
 	Timeout time.Duration `json:"-"`
 }
 
-// ToolExecResult answers workspace__exec. A non-zero exit code is not an
-// error: the call ran and is recorded.
-type ToolExecResult struct {
-	ExitCode   int    `json:"exit_code"`
-	Stdout     string `json:"stdout"`
-	Stderr     string `json:"stderr"`
-	TimedOut   bool   `json:"timed_out"`
-	DurationMS int64  `json:"duration_ms"`
-	Signal     string `json:"signal,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	Commit     string `json:"commit"`
-}
-
-// ToolWriteResult answers workspace__write.
-type ToolWriteResult struct {
-	Path   string `json:"path"`
-	Size   int64  `json:"size"`
-	Commit string `json:"commit"`
-}
-
-// ToolReadResult answers workspace__read; Content is the file's bytes,
-// decoded from the wire's text or base64.
-type ToolReadResult struct {
+// ToolFile is what ToolRead gives back: workspace__read's answer with
+// Content as the file's bytes, decoded from the wire's text or base64.
+type ToolFile struct {
 	Path    string `json:"path"`
 	Content []byte `json:"-"`
 	Size    int64  `json:"size"`
@@ -84,7 +64,7 @@ func (c *Client) CallTool(ctx context.Context, sessionID, tool string, args, out
 }
 
 // ToolExec runs a command for a session and records it.
-func (c *Client) ToolExec(ctx context.Context, sessionID string, req ToolExecRequest) (*ToolExecResult, error) {
+func (c *Client) ToolExec(ctx context.Context, sessionID string, req ToolExecRequest) (*wire.ToolExecResult, error) {
 	body := struct {
 		ToolExecRequest
 		Timeout string `json:"timeout,omitempty"`
@@ -92,7 +72,7 @@ func (c *Client) ToolExec(ctx context.Context, sessionID string, req ToolExecReq
 	if req.Timeout > 0 {
 		body.Timeout = req.Timeout.String()
 	}
-	var out ToolExecResult
+	var out wire.ToolExecResult
 	if err := c.CallTool(ctx, sessionID, ToolExec, body, &out); err != nil {
 		return nil, err
 	}
@@ -101,7 +81,7 @@ func (c *Client) ToolExec(ctx context.Context, sessionID string, req ToolExecReq
 
 // ToolWrite writes data to path for a session (mode 0: the server's
 // default, 0644) and records it.
-func (c *Client) ToolWrite(ctx context.Context, sessionID, path string, data []byte, mode os.FileMode) (*ToolWriteResult, error) {
+func (c *Client) ToolWrite(ctx context.Context, sessionID, path string, data []byte, mode os.FileMode) (*wire.ToolWriteResult, error) {
 	body := map[string]string{"path": path}
 	if utf8.Valid(data) {
 		body["content"] = string(data)
@@ -111,7 +91,7 @@ func (c *Client) ToolWrite(ctx context.Context, sessionID, path string, data []b
 	if mode != 0 {
 		body["mode"] = fmt.Sprintf("%04o", mode.Perm())
 	}
-	var out ToolWriteResult
+	var out wire.ToolWriteResult
 	if err := c.CallTool(ctx, sessionID, ToolWrite, body, &out); err != nil {
 		return nil, err
 	}
@@ -119,25 +99,21 @@ func (c *Client) ToolWrite(ctx context.Context, sessionID, path string, data []b
 }
 
 // ToolRead reads the file at path for a session and records it.
-func (c *Client) ToolRead(ctx context.Context, sessionID, path string) (*ToolReadResult, error) {
-	var wire struct {
-		ToolReadResult
-		Content  string `json:"content"`
-		Encoding string `json:"encoding"`
-	}
-	if err := c.CallTool(ctx, sessionID, ToolRead, map[string]string{"path": path}, &wire); err != nil {
+func (c *Client) ToolRead(ctx context.Context, sessionID, path string) (*ToolFile, error) {
+	var got wire.ToolReadResult
+	if err := c.CallTool(ctx, sessionID, ToolRead, map[string]string{"path": path}, &got); err != nil {
 		return nil, err
 	}
-	out := wire.ToolReadResult
-	switch wire.Encoding {
+	out := ToolFile{Path: got.Path, Size: got.Size, Commit: got.Commit}
+	switch got.Encoding {
 	case "base64":
-		b, err := base64.StdEncoding.DecodeString(wire.Content)
+		b, err := base64.StdEncoding.DecodeString(got.Content)
 		if err != nil {
 			return nil, wrap(errs.Other, err, "session %s: read %s: decode content", sessionID, path)
 		}
 		out.Content = b
 	default:
-		out.Content = []byte(wire.Content)
+		out.Content = []byte(got.Content)
 	}
 	return &out, nil
 }
