@@ -211,9 +211,9 @@ func TestTenantReadmeWalkthrough(t *testing.T) {
 		t.Errorf("list templates shows no default template on local:\n%s", out)
 	}
 	out = primectl("", "create", "workspace", "--set", "template_id=default", "--wait")
-	m := regexp.MustCompile(`(?m)^workspace/(ws-[0-9a-f]+)$`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^workspace/(ws-[0-9a-f]+) created \((cold|warm, from workspace_pool/\S+)\)$`).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("create workspace --wait printed %q, want workspace/ws-...", out)
+		t.Fatalf("create workspace --wait printed %q, want workspace/ws-... created (cold)", out)
 	}
 	id := m[1]
 	out = primectl("", "workspace", "exec", id, "--", "sh", "-c", "echo hello from $(pwd)")
