@@ -311,6 +311,12 @@ func TestAgentWorkspaceLost(t *testing.T) {
 		if err != nil || run.EndReason != wire.ReasonWorkspaceLost {
 			t.Fatalf("lost session's run = %+v, %v; want workspace_lost", run, err)
 		}
+		// The lost run hands itself over to the resuming session after it
+		// recorded its own end: wait for the successor's run to exist.
+		eventually(t, time.Minute, "an agent run on "+next, func() bool {
+			tr, err := r.p.api.SessionTranscript(ctx, next)
+			return err == nil && tr.Run != nil
+		})
 		run, err = r.p.api.FollowTranscript(ctx, next, func(wire.TranscriptEntry) error { return nil })
 		if err != nil || run.EndReason != wire.AgentCompleted {
 			t.Fatalf("resumed session's run = %+v, %v; want completed", run, err)
