@@ -132,11 +132,12 @@ func New(cfg Config) (*Console, error) {
 func (c *Console) Close() { c.sessions.close() }
 
 // Mount returns a handler that sends /v1, /healthz, /readyz and /metrics to
-// the API and everything else to the console.
-func Mount(cfg Config) (http.Handler, error) {
+// the API and everything else to the console, and the console, whose Close
+// the caller calls before it closes the store the sign-ins live in.
+func Mount(cfg Config) (http.Handler, *Console, error) {
 	c, err := New(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pages := c.Handler()
 	// Not a ServeMux: it would clean the API's paths and redirect them
@@ -149,7 +150,7 @@ func Mount(cfg Config) (http.Handler, error) {
 		default:
 			pages.ServeHTTP(w, r)
 		}
-	}), nil
+	}), c, nil
 }
 
 // Handler returns the console's routes.

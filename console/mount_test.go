@@ -15,10 +15,11 @@ func TestMount(t *testing.T) {
 		got = r.URL.Path
 		w.WriteHeader(http.StatusTeapot)
 	})
-	h, err := Mount(Config{API: api, Sessions: testSessions(t)})
+	h, c, err := Mount(Config{API: api, Sessions: testSessions(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	for _, tt := range []struct {
 		path  string
 		toAPI bool

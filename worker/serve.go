@@ -53,6 +53,7 @@ type Server struct {
 	pool     *rtclient.Pool
 	backends *backend.Registry // closed at Stop: clients, port-forwards
 	http     *http.Server
+	console  *console.Console
 	listener net.Listener
 	serveErr chan error
 	metrics  *metrics.Metrics
@@ -253,7 +254,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			return nil, fmt.Errorf("build api: %w", err)
 		}
 		// The web console shares the API's port: /v1 stays the API's.
-		handler, err = console.Mount(console.Config{
+		handler, s.console, err = console.Mount(console.Config{
 			API: handler, Sessions: s.store, TemporalUI: s.TemporalUIAddress(), TemporalNamespace: cfg.TemporalNamespace, Logger: logger,
 			SessionTTL: cfg.ConsoleSessionTTL, SessionsPerKey: cfg.ConsoleSessionsPerKey, MaxSessions: cfg.ConsoleMaxSessions, Metrics: m,
 		})
@@ -351,6 +352,10 @@ func (s *Server) Stop() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			errList = append(errList, s.http.Shutdown(ctx))
 			cancel()
+		}
+		if s.console != nil {
+			// Its sign-in sweep uses the store, closed below.
+			s.console.Close()
 		}
 		if s.worker != nil {
 			s.worker.Stop()
