@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -220,13 +218,6 @@ func (b *kubeBench) rawCreateReady(ctx context.Context, id string) error {
 			rv = p.ResourceVersion
 		}
 	}
-}
-
-// randomHex returns n random bytes in hex.
-func randomHex(n int) string {
-	r := make([]byte, n)
-	_, _ = rand.Read(r)
-	return hex.EncodeToString(r)
 }
 
 // podReady reports whether p's Ready condition is true.

@@ -7,6 +7,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -220,4 +222,11 @@ func (h teeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h teeHandler) WithGroup(name string) slog.Handler {
 	return teeHandler{h.a.WithGroup(name), h.b.WithGroup(name)}
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	r := make([]byte, n)
+	_, _ = rand.Read(r)
+	return hex.EncodeToString(r)
 }
