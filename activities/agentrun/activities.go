@@ -13,7 +13,6 @@ package agentrun
 import (
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/internal/outbound"
@@ -28,9 +27,8 @@ type Activities struct {
 	// Outbound is the policy every model call passes: nil refuses every
 	// internal address.
 	Outbound *outbound.Policy
-	// httpOnce builds httpClient, Outbound's HTTP client, at first use.
-	httpOnce   sync.Once
-	httpClient *http.Client
+	// client is Outbound's HTTP client, built at first use.
+	client outbound.LazyClient
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -43,6 +41,5 @@ func (a *Activities) logger() *slog.Logger {
 // outboundClient is the HTTP client for model calls: every connection it
 // opens passes a.Outbound.
 func (a *Activities) outboundClient() *http.Client {
-	a.httpOnce.Do(func() { a.httpClient = a.Outbound.HTTPClient(0) })
-	return a.httpClient
+	return a.client.Get(a.Outbound)
 }

@@ -13,7 +13,6 @@ package evalrun
 import (
 	"log/slog"
 	"net/http"
-	"sync"
 
 	"github.com/primerhq/primer/activities"
 	"github.com/primerhq/primer/backend"
@@ -38,9 +37,8 @@ type Activities struct {
 	// Outbound is the policy the run's webhook passes: nil refuses every
 	// internal address.
 	Outbound *outbound.Policy
-	// httpOnce builds httpClient, Outbound's HTTP client, at first use.
-	httpOnce   sync.Once
-	httpClient *http.Client
+	// client is Outbound's HTTP client, built at first use.
+	client outbound.LazyClient
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -53,6 +51,5 @@ func (a *Activities) logger() *slog.Logger {
 // outboundClient is the HTTP client for the run's webhook: every
 // connection it opens passes a.Outbound.
 func (a *Activities) outboundClient() *http.Client {
-	a.httpOnce.Do(func() { a.httpClient = a.Outbound.HTTPClient(0) })
-	return a.httpClient
+	return a.client.Get(a.Outbound)
 }

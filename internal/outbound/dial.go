@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -128,4 +129,20 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("redirect to another host or scheme (%s://%s) refused", req.URL.Scheme, req.URL.Host)
 	}
 	return nil
+}
+
+// LazyClient builds a policy's HTTP client at its first use and keeps it,
+// so one transport (and its idle connections) serves every call. The
+// activities structs hold one in an unexported field: an exported method of
+// theirs would be registered as an activity.
+type LazyClient struct {
+	once sync.Once
+	c    *http.Client
+}
+
+// Get returns p's HTTP client (HTTPClient(0)), built at the first call; p
+// must be the same on every call.
+func (l *LazyClient) Get(p *Policy) *http.Client {
+	l.once.Do(func() { l.c = p.HTTPClient(0) })
+	return l.c
 }
