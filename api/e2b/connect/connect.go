@@ -405,7 +405,7 @@ func writeEndStream(w http.ResponseWriter, err *Error) {
 // writeUnaryError answers a unary call with {"code", "message"} and the
 // code's HTTP status, or status when it is not zero.
 func writeUnaryError(w http.ResponseWriter, err error, status int) {
-	ce := ErrorOf(nil, err)
+	ce := ErrorOf(context.Background(), err)
 	if status == 0 {
 		status = ce.Code.HTTPStatus()
 	}
