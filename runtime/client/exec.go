@@ -88,6 +88,12 @@ type Process struct {
 	mu         sync.Mutex
 	stopCancel func() bool // disarms the ctx watcher
 	canceled   bool        // ctx ended: the result carries Canceled
+
+	// detached is set for a watch of a process of proc.start (proc.go):
+	// the end of ctx stops the watch, never the process, and stdin and
+	// signals address the process by pid.
+	detached bool
+	info     protocol.ProcInfo // proc.start's or proc.connect's answer
 }
 
 func (c *Client) start(ctx context.Context, req protocol.ExecRequest, stdout, stderr io.Writer, stdinOpen bool) (*Process, error) {
@@ -100,15 +106,24 @@ func (c *Client) start(ctx context.Context, req protocol.ExecRequest, stdout, st
 	if err := ctx.Err(); err != nil {
 		return nil, ctxError(ctx, "exec "+req.Args[0])
 	}
-	p := &Process{
-		c:       c,
-		name:    req.Args[0],
-		ctx:     ctx,
-		writers: [2]io.Writer{stdout, stderr},
-		started: make(chan struct{}),
-		done:    make(chan struct{}),
-	}
 	stream := stdout != nil || stderr != nil
+	return c.launch(ctx, &Process{name: req.Args[0], writers: [2]io.Writer{stdout, stderr}}, stream, &protocol.Request{
+		Op: protocol.OpExec, Exec: &protocol.ExecParams{
+			Args:      req.Args,
+			Env:       req.Env,
+			Cwd:       req.Cwd,
+			Stdin:     req.Stdin,
+			StdinOpen: stdinOpen,
+			TimeoutMS: durationMS(req.Timeout),
+			Stream:    stream,
+		}})
+}
+
+// launch sends r, a streaming request, for p (its name, writers and
+// detached set) and routes r's frames to it.
+func (c *Client) launch(ctx context.Context, p *Process, stream bool, r *protocol.Request) (*Process, error) {
+	p.c, p.ctx = c, ctx
+	p.started, p.done = make(chan struct{}), make(chan struct{})
 	if stream {
 		p.deliver = newOutQueue()
 		go p.deliverLoop()
@@ -118,16 +133,7 @@ func (c *Client) start(ctx context.Context, req protocol.ExecRequest, stdout, st
 		p.stopDelivery()
 		return nil, err
 	}
-	p.id = id
-	r := &protocol.Request{ID: id, Op: protocol.OpExec, Exec: &protocol.ExecParams{
-		Args:      req.Args,
-		Env:       req.Env,
-		Cwd:       req.Cwd,
-		Stdin:     req.Stdin,
-		StdinOpen: stdinOpen,
-		TimeoutMS: durationMS(req.Timeout),
-		Stream:    stream,
-	}}
+	p.id, r.ID = id, id
 	// Armed before sending so a cancellation can never slip between. The
 	// lock orders it with finish, which a dying connection may run now.
 	p.mu.Lock()
@@ -156,6 +162,10 @@ func (p *Process) cancelOnDone() {
 	p.mu.Lock()
 	p.canceled = true
 	p.mu.Unlock()
+	if p.detached {
+		p.detach()
+		return
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cancelGrace)
 	_ = p.c.send(sctx, &protocol.Request{ID: p.c.nextID.Add(1), Op: protocol.OpExecCancel, Target: p.id, Signal: "SIGKILL"})
 	cancel()
@@ -182,6 +192,9 @@ func (p *Process) frame(f *protocol.Frame) bool {
 		var st protocol.ExecStarted
 		if len(f.Result) > 0 {
 			_ = json.Unmarshal(f.Result, &st)
+			if p.detached {
+				_ = json.Unmarshal(f.Result, &p.info)
+			}
 		}
 		p.pid = st.PID
 		p.markStarted(nil)
@@ -282,6 +295,9 @@ func (p *Process) PID() int { return p.pid }
 // Signal sends a signal ("SIGTERM", "KILL") to the process group; the
 // result of Wait is marked Canceled.
 func (p *Process) Signal(ctx context.Context, signal string) error {
+	if p.detached {
+		return p.c.ProcSignal(ctx, p.pid, signal)
+	}
 	return p.c.do(ctx, &protocol.Request{Op: protocol.OpExecCancel, Target: p.id, Signal: signal}, nil)
 }
 
@@ -304,7 +320,11 @@ func (w *stdinWriter) Write(b []byte) (int, error) {
 	n := 0
 	for len(b) > 0 {
 		chunk := b[:min(len(b), stdinChunk)]
-		err := w.p.c.do(w.p.ctx, &protocol.Request{Op: protocol.OpExecStdin, Target: w.p.id, Data: chunk}, nil)
+		r := &protocol.Request{Op: protocol.OpExecStdin, Target: w.p.id, Data: chunk}
+		if w.p.detached {
+			r = &protocol.Request{Op: protocol.OpProcInput, PID: w.p.pid, Data: chunk}
+		}
+		err := w.p.c.do(w.p.ctx, r, nil)
 		if err != nil {
 			return n, err
 		}
@@ -321,7 +341,11 @@ func (w *stdinWriter) Close() error {
 		return nil
 	}
 	w.closed = true
-	err := w.p.c.do(w.p.ctx, &protocol.Request{Op: protocol.OpExecStdin, Target: w.p.id, Close: true}, nil)
+	r := &protocol.Request{Op: protocol.OpExecStdin, Target: w.p.id, Close: true}
+	if w.p.detached {
+		r = &protocol.Request{Op: protocol.OpProcCloseStdin, PID: w.p.pid}
+	}
+	err := w.p.c.do(w.p.ctx, r, nil)
 	if errs.Is(err, errs.Precondition) || errs.Is(err, errs.NotFound) {
 		return nil // the process already ended or closed its stdin
 	}

@@ -69,6 +69,19 @@ const (
 	// OpReset stops every process and empties the workspace root, for a
 	// pooled workspace being handed back.
 	OpReset = "reset"
+
+	// Process operations run commands that outlive the connection that
+	// started them (see PROTOCOL.md, "Processes"). proc.start and
+	// proc.connect may stream like exec: exec.output frames, then one
+	// exec.exit.
+	OpProcStart      = "proc.start"
+	OpProcList       = "proc.list"
+	OpProcConnect    = "proc.connect"
+	OpProcDetach     = "proc.detach"
+	OpProcInput      = "proc.input"
+	OpProcCloseStdin = "proc.close_stdin"
+	OpProcSignal     = "proc.signal"
+	OpProcResize     = "proc.resize"
 )
 
 // StateDir is the directory under the workspace root that holds the
@@ -93,6 +106,8 @@ const (
 const (
 	StreamStdout = "stdout"
 	StreamStderr = "stderr"
+	// StreamPTY is the one output stream of a process with a terminal.
+	StreamPTY = "pty"
 )
 
 // Request is every client frame. Op says which fields are read; the others
@@ -161,6 +176,15 @@ type Request struct {
 	// with that trailer (the key compared without case).
 	TrailerKey   string `json:"trailer_key,omitempty"`
 	TrailerValue string `json:"trailer_value,omitempty"`
+
+	// PID names the process of proc.connect, proc.input,
+	// proc.close_stdin, proc.signal and proc.resize.
+	PID int `json:"pid,omitempty"`
+	// Tag names the process of proc.connect when PID is zero.
+	Tag string `json:"tag,omitempty"`
+	// Cols and Rows are the terminal size of proc.resize.
+	Cols uint16 `json:"cols,omitempty"`
+	Rows uint16 `json:"rows,omitempty"`
 }
 
 // ExecParams is the command of an exec request.
@@ -182,8 +206,61 @@ type ExecParams struct {
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// Stream sends output in exec.output frames as it is produced. Without
 	// it the server may hold output back and return it in exec.exit, which
-	// saves frames for short commands.
+	// saves frames for short commands. On proc.start it makes the request
+	// watch the process (as proc.connect does); without it proc.start
+	// answers the start only.
 	Stream bool `json:"stream,omitempty"`
+
+	// Tag names a process of proc.start so proc.connect can find it
+	// without its pid; no two running processes share one.
+	Tag string `json:"tag,omitempty"`
+	// PTY gives a process of proc.start a terminal of this size: its
+	// stdin, stdout and stderr are the terminal, and its output is one
+	// stream, StreamPTY.
+	PTY *PTYSize `json:"pty,omitempty"`
+}
+
+// PTYSize is a terminal's size in characters.
+type PTYSize struct {
+	Cols uint16 `json:"cols"`
+	Rows uint16 `json:"rows"`
+}
+
+// ProcInfo describes a process of proc.start. It answers proc.start and
+// proc.connect and makes up proc.list. The environment is left out: it
+// may hold secrets.
+type ProcInfo struct {
+	PID  int      `json:"pid"`
+	Tag  string   `json:"tag,omitempty"`
+	Args []string `json:"args"`
+	// Cwd is the working directory as the request gave it.
+	Cwd string `json:"cwd,omitempty"`
+	// User is the user the process runs as, as the request gave it.
+	User string `json:"user,omitempty"`
+	// PTY is the terminal's current size; nil without a terminal.
+	PTY       *PTYSize  `json:"pty,omitempty"`
+	StdinOpen bool      `json:"stdin_open,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	Running   bool      `json:"running"`
+	// Exit is how the process ended; nil while it runs.
+	Exit *ProcExit `json:"exit,omitempty"`
+}
+
+// ProcExit is how a process of proc.start ended.
+type ProcExit struct {
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	// Canceled says reset or the runtime's shutdown killed it.
+	Canceled   bool      `json:"canceled,omitempty"`
+	DurationMS float64   `json:"duration_ms"`
+	EndedAt    time.Time `json:"ended_at"`
+}
+
+// ProcListResult answers proc.list: running processes and those that
+// ended recently, by pid.
+type ProcListResult struct {
+	Processes []ProcInfo `json:"processes"`
 }
 
 // Response is the result frame that answers a request.

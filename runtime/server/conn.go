@@ -84,6 +84,8 @@ func (c *conn) shutdown() {
 	for _, p := range procs {
 		p.signal(syscall.SIGKILL, false, true)
 	}
+	// Processes of proc.start run on; only this connection's watches end.
+	c.s.procs.dropWatchers(c)
 }
 
 // dispatch answers quick requests on the read loop and hands slow ones to
@@ -104,6 +106,28 @@ func (c *conn) dispatch(req *protocol.Request) {
 	case protocol.OpExecCancel:
 		c.execCancel(req)
 		return
+	case protocol.OpProcStart:
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.startProc(req)
+		}()
+		return
+	case protocol.OpProcConnect:
+		c.connectProc(req)
+		return
+	case protocol.OpProcDetach:
+		c.detachProc(req)
+		return
+	case protocol.OpProcInput, protocol.OpProcCloseStdin:
+		c.procInput(req, req.Op == protocol.OpProcCloseStdin)
+		return
+	case protocol.OpProcList:
+		h = c.s.listProcs
+	case protocol.OpProcSignal:
+		h = c.s.procSignal
+	case protocol.OpProcResize:
+		h = c.s.procResize
 	case protocol.OpRead:
 		h = c.s.read
 	case protocol.OpReadRange:

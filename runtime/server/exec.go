@@ -104,7 +104,7 @@ func (c *conn) unregister(p *proc) {
 		p.stdin.close()
 		if !p.fed {
 			// The process never started: answer stdin frames that queued up.
-			p.stdin.drain(p, errors.New("process did not start"))
+			p.stdin.drain(errs.E(errs.Precondition, "exec %d: stdin: process did not start", p.id))
 		}
 	}
 }
@@ -125,23 +125,16 @@ func (c *conn) execStdin(req *protocol.Request) {
 		c.reply(req.ID, nil, errs.E(errs.Precondition, "exec %d: stdin is not open", req.Target))
 		return
 	}
-	if !p.stdin.push(stdinItem{id: req.ID, data: req.Data, close: req.Close}) {
+	if !p.stdin.push(stdinItem{data: req.Data, close: req.Close, done: c.ack(req.ID)}) {
 		c.reply(req.ID, nil, errs.E(errs.Precondition, "exec %d: stdin is closed", req.Target))
 	}
 }
 
 func (c *conn) execCancel(req *protocol.Request) {
-	sig := syscall.SIGKILL
-	if req.Signal != "" {
-		name := strings.ToUpper(req.Signal)
-		if !strings.HasPrefix(name, "SIG") {
-			name = "SIG" + name
-		}
-		sig = unix.SignalNum(name)
-		if sig == 0 {
-			c.reply(req.ID, nil, errs.Field("signal", "exec.cancel: unknown signal %q", req.Signal))
-			return
-		}
+	sig, err := parseSignal(protocol.OpExecCancel, req.Signal)
+	if err != nil {
+		c.reply(req.ID, nil, err)
+		return
 	}
 	p := c.lookup(req.Target)
 	if p == nil {
@@ -150,6 +143,23 @@ func (c *conn) execCancel(req *protocol.Request) {
 	}
 	p.signal(sig, false, true)
 	c.reply(req.ID, nil, nil)
+}
+
+// parseSignal reads a signal name ("SIGTERM", "TERM", "kill"); empty
+// means SIGKILL.
+func parseSignal(op, signal string) (syscall.Signal, error) {
+	if signal == "" {
+		return syscall.SIGKILL, nil
+	}
+	name := strings.ToUpper(signal)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	sig := unix.SignalNum(name)
+	if sig == 0 {
+		return 0, errs.Field("signal", "%s: unknown signal %q", op, signal)
+	}
+	return sig, nil
 }
 
 // signal sends sig to the process group and records why. Before the start
@@ -211,7 +221,7 @@ func (p *proc) run(x *protocol.ExecParams) {
 
 	if stdin != nil {
 		p.fed = true
-		go p.feed(stdin, x.Stdin)
+		go feedStdin(stdin, x.Stdin, p.stdin, fmt.Sprintf("exec %d", p.id))
 	}
 	var timer *time.Timer
 	if x.TimeoutMS > 0 {
@@ -378,117 +388,3 @@ func (w *outWriter) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-// feed writes the initial stdin, then exec.stdin frames in order, acking
-// each once the pipe took it so the client gets the pipe's backpressure.
-func (p *proc) feed(w io.WriteCloser, initial []byte) {
-	if len(initial) > 0 {
-		if _, err := w.Write(initial); err != nil {
-			_ = w.Close()
-			if p.stdin != nil {
-				p.stdin.close()
-				p.stdin.drain(p, err)
-			}
-			return
-		}
-	}
-	if p.stdin == nil {
-		_ = w.Close()
-		return
-	}
-	for {
-		it, ok := p.stdin.pop()
-		if !ok {
-			_ = w.Close()
-			return
-		}
-		var err error
-		for data := it.data; len(data) > 0 && err == nil; {
-			n := min(len(data), stdinChunk)
-			_, err = w.Write(data[:n])
-			data = data[n:]
-		}
-		if err == nil && it.close {
-			err = w.Close()
-			p.stdin.close()
-		}
-		if err != nil {
-			p.c.reply(it.id, nil, errs.E(errs.Precondition, "exec %d: stdin: %w", p.id, err))
-			_ = w.Close()
-			p.stdin.close()
-			p.stdin.drain(p, err)
-			return
-		}
-		p.c.reply(it.id, nil, nil)
-	}
-}
-
-type stdinItem struct {
-	id    uint64
-	data  []byte
-	close bool
-}
-
-// stdinQueue is an unbounded FIFO between the read loop, which must never
-// block on a process, and the goroutine feeding the process's stdin.
-type stdinQueue struct {
-	mu     sync.Mutex
-	items  []stdinItem
-	closed bool
-	wake   chan struct{}
-}
-
-func newStdinQueue() *stdinQueue { return &stdinQueue{wake: make(chan struct{}, 1)} }
-
-func (q *stdinQueue) push(it stdinItem) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return false
-	}
-	q.items = append(q.items, it)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// pop returns the next item, waiting for one; false once the queue is
-// closed and empty.
-func (q *stdinQueue) pop() (stdinItem, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			it := q.items[0]
-			q.items = q.items[1:]
-			q.mu.Unlock()
-			return it, true
-		}
-		if q.closed {
-			q.mu.Unlock()
-			return stdinItem{}, false
-		}
-		q.mu.Unlock()
-		<-q.wake
-	}
-}
-
-func (q *stdinQueue) close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.closed {
-		q.closed = true
-		close(q.wake)
-	}
-}
-
-// drain answers every queued item with err.
-func (q *stdinQueue) drain(p *proc, err error) {
-	for {
-		it, ok := q.pop()
-		if !ok {
-			return
-		}
-		p.c.reply(it.id, nil, errs.E(errs.Precondition, "exec %d: stdin: %w", p.id, err))
-	}
-}

@@ -44,6 +44,11 @@ func (s *Server) reset(ctx context.Context, _ *protocol.Request) (any, error) {
 		}
 	}
 	deadline := time.Now().Add(resetWait)
+	bg, err := s.procs.killAll(deadline)
+	if err != nil {
+		return nil, err
+	}
+	killed += bg
 	for _, p := range procs {
 		select {
 		case <-p.gone:

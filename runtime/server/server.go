@@ -101,6 +101,9 @@ type Server struct {
 	// cg is the workspace's cgroup, nil without one (cgroup.go).
 	cg *cgroup
 
+	// procs are the processes that outlive connections (proc.go).
+	procs procTable
+
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
 	closed bool
@@ -275,6 +278,7 @@ func (s *Server) Close() error {
 		c.shutdown()
 	}
 	s.wg.Wait()
+	s.procs.close()
 	s.stateMu.Lock()
 	s.dropState()
 	s.stateMu.Unlock()
