@@ -387,4 +387,3 @@ func (w *outWriter) Write(b []byte) (int, error) {
 	}
 	return n, nil
 }
-

@@ -41,14 +41,14 @@ type procTable struct {
 
 // bgProc is one process of proc.start.
 type bgProc struct {
-	s     *Server
-	info  protocol.ProcInfo // fixed fields; Running, Exit and PTY are filled under mu
-	cmd   *exec.Cmd
-	pty   *os.File    // the terminal's master side; nil without one
+	s    *Server
+	info protocol.ProcInfo // fixed fields; Running, Exit and PTY are filled under mu
+	cmd  *exec.Cmd
+	pty  *os.File // the terminal's master side; nil without one
 	// ptyDone is closed when the terminal's reader ends (proc_pty.go).
 	ptyDone chan struct{}
-	stdin *stdinQueue // nil when neither stdin nor a terminal is open
-	done  chan struct{}
+	stdin   *stdinQueue // nil when neither stdin nor a terminal is open
+	done    chan struct{}
 
 	mu       sync.Mutex
 	size     protocol.PTYSize
