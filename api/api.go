@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
+	"github.com/primerhq/primer/api/e2b"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/errs"
@@ -92,6 +93,9 @@ type Config struct {
 	// Outbound says which addresses a user-chosen URL may name (model
 	// providers' base_url, webhooks); nil refuses every internal address.
 	Outbound *outbound.Policy
+	// Envd serves the in-sandbox API of the E2B door (/e2b/envd); nil
+	// answers it 501.
+	Envd e2b.Envd
 }
 
 // server is the API's state: the filled-in Config and the knobs tests turn.
@@ -313,6 +317,11 @@ func (s *server) routes() http.Handler {
 	v1.POST("/sessions/:id/run", s.runSession)
 	v1.POST("/sessions/:id/cancel", s.cancelSession)
 	v1.GET("/sessions/:id/transcript", s.sessionTranscript)
+
+	// The E2B door (api/e2b) calls /v1 in process with the caller's key:
+	// its tenancy, roles, quotas and audit are these routes'.
+	door := e2b.New(e2b.Config{API: r, Store: s.cfg.Store, StatusOf: statusOf, Envd: s.cfg.Envd, Logger: s.log})
+	r.Any("/e2b/*path", gin.WrapH(http.StripPrefix("/e2b", door)))
 	return r
 }
 

@@ -105,7 +105,8 @@ func (s *server) createAPIKey(c *gin.Context) {
 	c.Header("Location", "/v1/apikeys/"+id)
 	// The response must not be cached anywhere: it holds the key.
 	c.Header("Cache-Control", "no-store")
-	c.JSON(http.StatusCreated, wire.CreatedAPIKey{APIKey: *k, Key: key})
+	e2bKey, _ := models.E2BKey(key)
+	c.JSON(http.StatusCreated, wire.CreatedAPIKey{APIKey: *k, Key: key, E2BKey: e2bKey})
 }
 
 // keyNamePrintable reports whether name has no control or formatting character

@@ -131,7 +131,7 @@ func New(cfg Config) (*Console, error) {
 // Close stops the session sweep timer.
 func (c *Console) Close() { c.sessions.close() }
 
-// Mount returns a handler that sends /v1, /healthz, /readyz and /metrics to
+// Mount returns a handler that sends /v1, /e2b, /healthz, /readyz and /metrics to
 // the API and everything else to the console, and the console, whose Close
 // the caller calls before it closes the store the sign-ins live in.
 func Mount(cfg Config) (http.Handler, *Console, error) {
@@ -145,7 +145,7 @@ func Mount(cfg Config) (http.Handler, *Console, error) {
 	// the API itself refuses a path that leaves the workspace, naming it.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/v1" || strings.HasPrefix(p, "/v1/") || p == "/healthz" || p == "/readyz" || p == "/metrics":
+		case p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/e2b/") || p == "/healthz" || p == "/readyz" || p == "/metrics":
 			cfg.API.ServeHTTP(w, r)
 		default:
 			pages.ServeHTTP(w, r)

@@ -21,6 +21,10 @@ type CreateAPIKeyRequest struct {
 type CreatedAPIKey struct {
 	APIKey
 	Key string `json:"key"`
+	// E2BKey is Key re-encoded for E2B's SDKs (e2b_<hex>, which the
+	// Python SDK's client-side check accepts): the same key, sent as
+	// X-API-KEY to /e2b. Shown this once, like Key.
+	E2BKey string `json:"e2b_key,omitempty"`
 }
 
 // RevokedAPIKey answers a revoke: the key and how many keys minted under

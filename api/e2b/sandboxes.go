@@ -1,0 +1,411 @@
+package e2b
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
+)
+
+// DefaultTemplate is the template a create without templateID asks for,
+// as E2B's default template is named base.
+const DefaultTemplate = "base"
+
+// defaultTimeout is a sandbox's life when a create names none (E2B's
+// default; the SDKs always send one, 300 s unless told otherwise).
+const defaultTimeout = 15 * time.Second
+
+// clientID fills E2B's deprecated, required clientID field.
+const clientID = "primer"
+
+// newSandbox is the body of POST /sandboxes and /v2/sandboxes (E2B's
+// NewSandbox). Fields Primer has no counterpart for are refused when they
+// ask for something, never silently dropped.
+type newSandbox struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             *int64            `json:"timeout"`
+	AutoPause           *bool             `json:"autoPause"`
+	AutoPauseMemory     *bool             `json:"autoPauseMemory"`
+	AutoResume          json.RawMessage   `json:"autoResume"`
+	Secure              *bool             `json:"secure"`
+	AllowInternetAccess *bool             `json:"allow_internet_access"`
+	Network             json.RawMessage   `json:"network"`
+	Metadata            map[string]string `json:"metadata"`
+	EnvVars             map[string]string `json:"envVars"`
+	MCP                 json.RawMessage   `json:"mcp"`
+	IAM                 json.RawMessage   `json:"iam"`
+	VolumeMounts        []json.RawMessage `json:"volumeMounts"`
+}
+
+// sandbox is E2B's Sandbox: the answer of a create and a connect, the only
+// answers that carry the envd access token.
+type sandbox struct {
+	TemplateID      string `json:"templateID"`
+	SandboxID       string `json:"sandboxID"`
+	ClientID        string `json:"clientID"`
+	EnvdVersion     string `json:"envdVersion"`
+	EnvdAccessToken string `json:"envdAccessToken"`
+	// TrafficAccessToken and Domain are null: port traffic is not served
+	// under E2B's names, and the SDK reaches envd at E2B_SANDBOX_URL.
+	TrafficAccessToken *string `json:"trafficAccessToken"`
+	Domain             *string `json:"domain"`
+}
+
+// listedSandbox is E2B's ListedSandbox, and with the fields of
+// sandboxDetail its SandboxDetail (GET /sandboxes/{id}).
+type listedSandbox struct {
+	TemplateID   string            `json:"templateID"`
+	SandboxID    string            `json:"sandboxID"`
+	ClientID     string            `json:"clientID"`
+	StartedAt    time.Time         `json:"startedAt"`
+	EndAt        time.Time         `json:"endAt"`
+	CPUCount     int               `json:"cpuCount"`
+	MemoryMB     int64             `json:"memoryMB"`
+	DiskSizeMB   int64             `json:"diskSizeMB"`
+	Metadata     map[string]string `json:"metadata"`
+	State        string            `json:"state"`
+	EnvdVersion  string            `json:"envdVersion"`
+	VolumeMounts []struct{}        `json:"volumeMounts"`
+}
+
+// sandboxDetail is E2B's SandboxDetail. The access token is not in it:
+// only a create and a connect hand it out.
+type sandboxDetail struct {
+	listedSandbox
+	Domain *string `json:"domain"`
+}
+
+// stateRunning is E2B's state of every live workspace: Primer has no
+// paused sandboxes, and pending, failed and escalated ones are alive
+// (their workflow is bringing them up or back).
+const stateRunning = "running"
+
+// gone reports whether w counts as killed for E2B: a terminating
+// workspace is on its way out, and E2B answers a killed sandbox 404.
+func gone(w *wire.Workspace) bool { return w.Phase == wire.PhaseTerminating }
+
+func notFound(id string) error {
+	return errs.E(errs.NotFound, "sandbox %s: not found", id)
+}
+
+// listed is w in E2B's list shape.
+func (d *Door) listed(w *wire.Workspace) listedSandbox {
+	meta := w.Labels
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return listedSandbox{
+		TemplateID: w.TemplateID, SandboxID: w.ID, ClientID: clientID,
+		StartedAt: w.CreatedAt.UTC(), EndAt: endAt(w),
+		CPUCount: int(math.Ceil(w.CPUCores)), MemoryMB: w.MemoryBytes >> 20,
+		Metadata: meta, State: stateRunning, EnvdVersion: d.envdVersion(),
+		VolumeMounts: []struct{}{},
+	}
+}
+
+// endAt is when w will be deleted by its lifetime: the earliest of its
+// deadlines (the zero time when it has none).
+func endAt(w *wire.Workspace) time.Time {
+	var end time.Time
+	for _, t := range []*time.Time{w.ExpiresAt, w.LeaseExpiresAt, w.IdleDeadline} {
+		if t != nil && (end.IsZero() || t.Before(end)) {
+			end = *t
+		}
+	}
+	return end.UTC()
+}
+
+// created is w in E2B's Sandbox shape, with its envd access token.
+func (d *Door) created(ctx context.Context, w *wire.Workspace) (sandbox, error) {
+	tok, err := d.accessToken(ctx, w.ID)
+	if err != nil {
+		return sandbox{}, err
+	}
+	return sandbox{TemplateID: w.TemplateID, SandboxID: w.ID, ClientID: clientID,
+		EnvdVersion: d.envdVersion(), EnvdAccessToken: tok}, nil
+}
+
+// decode reads a JSON body into v; an empty body leaves v alone. Unknown
+// fields are ignored, as E2B's API does: newer SDKs send more.
+func decode(r *http.Request, v any) error {
+	body := http.MaxBytesReader(nil, r.Body, 1<<20)
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return errs.E(errs.Invalid, "request body: %v", err)
+	}
+	return nil
+}
+
+// unsupported refuses the create fields Primer cannot honour, naming them.
+func (n *newSandbox) unsupported() error {
+	switch {
+	case n.AutoPause != nil && *n.AutoPause:
+		return errs.Field("autoPause", "autoPause: pausing on timeout is not supported; the sandbox is deleted at its timeout")
+	case len(n.MCP) > 0 && string(n.MCP) != "null":
+		return errs.Field("mcp", "mcp: not supported")
+	case len(n.VolumeMounts) > 0:
+		return errs.Field("volumeMounts", "volumeMounts: not supported")
+	case len(n.EnvVars) > 0:
+		return errs.Field("envVars", "envVars: not supported yet; set env on the template")
+	case n.Timeout != nil && *n.Timeout < 0:
+		return errs.Field("timeout", "timeout: %d is negative", *n.Timeout)
+	}
+	return nil
+}
+
+// createSandbox makes a workspace of the template (warm from a pool of it
+// when one has an idle member: /v1's create takes it) and answers once it
+// runs, as E2B's create does: the SDK uses the sandbox at once. The wait is
+// bounded by the template's start timeout; a sandbox that does not come up
+// is deleted, not left behind.
+func (d *Door) createSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
+	var req newSandbox
+	if err := decode(r, &req); err != nil {
+		d.fail(w, err)
+		return
+	}
+	if err := req.unsupported(); err != nil {
+		d.fail(w, err)
+		return
+	}
+	if req.TemplateID == "" {
+		req.TemplateID = DefaultTemplate
+	}
+	ctx := r.Context()
+	ttl := defaultTimeout
+	if req.Timeout != nil && *req.Timeout > 0 {
+		ttl = time.Duration(*req.Timeout) * time.Second
+	}
+	var tmpl *wire.Template
+	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
+		t, err := api.GetTemplate(ctx, req.TemplateID)
+		if err != nil {
+			d.fail(w, templateError(err, req.TemplateID))
+			return
+		}
+		if err := noInternet(t); err != nil {
+			d.fail(w, err)
+			return
+		}
+		tmpl = t
+	}
+	made, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: req.TemplateID, Labels: req.Metadata, TTL: ttl.String()})
+	if err != nil {
+		d.fail(w, templateError(err, req.TemplateID))
+		return
+	}
+	ws := made.Workspace
+	if ws.Phase != wire.PhaseRunning {
+		ws, err = d.waitRunning(ctx, api, ws, tmpl)
+		if err != nil {
+			d.fail(w, err)
+			return
+		}
+	}
+	out, err := d.created(ctx, ws)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.log.Info("e2b sandbox created", "workspace_id", ws.ID, "template_id", ws.TemplateID, "source", made.Source)
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// templateError names templateID the E2B way when /v1 says the template
+// is not the caller's (E2B answers an unknown template 404... or 400; the
+// SDK shows the message either way).
+func templateError(err error, templateID string) error {
+	if errs.Is(err, errs.NotFound) || (errs.Is(err, errs.Invalid) && errs.FieldOf(err) == "template_id") {
+		return errs.E(errs.NotFound, "template %s: not found (templateID is a Primer template id of your tenant): %w", templateID, err)
+	}
+	return err
+}
+
+// noInternet checks that a sandbox of t has no internet access, as a
+// create with allow_internet_access false asks: the template's egress must
+// be deny_all. The door never widens a template's egress, and does not yet
+// narrow one.
+func noInternet(t *wire.Template) error {
+	var b struct {
+		Network struct {
+			Egress string `json:"egress"`
+		} `json:"network"`
+	}
+	_ = json.Unmarshal(t.Backend, &b)
+	if b.Network.Egress != "deny_all" {
+		return errs.Field("allow_internet_access", "allow_internet_access: false needs a template whose network.egress is deny_all; template %s allows egress", t.ID)
+	}
+	return nil
+}
+
+// waitRunning waits until ws runs, bounded by its template's start timeout
+// (tmpl, read when nil). On failure the workspace is deleted.
+func (d *Door) waitRunning(ctx context.Context, api *client.Client, ws *wire.Workspace, tmpl *wire.Template) (*wire.Workspace, error) {
+	limit := backend.DefaultStartTimeout
+	if tmpl == nil {
+		if t, err := api.GetTemplate(ctx, ws.TemplateID); err == nil {
+			tmpl = t
+		}
+	}
+	if tmpl != nil {
+		var c backend.Common
+		_ = json.Unmarshal(tmpl.Backend, &c)
+		if v, err := time.ParseDuration(c.StartTimeout); err == nil && v > 0 {
+			limit = v
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	got, err := api.WaitWorkspace(wctx, ws.ID, wire.PhaseRunning, nil)
+	if err == nil {
+		return got, nil
+	}
+	// The caller gets no sandbox, so none may be left running: delete it
+	// with the caller's key (on a context the caller's going away does not
+	// cancel).
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer dcancel()
+	if _, derr := api.DeleteWorkspace(dctx, ws.ID); derr != nil && !errs.Is(derr, errs.NotFound) {
+		d.log.Warn("e2b: delete a sandbox that did not start", "workspace_id", ws.ID, "error", derr.Error())
+	}
+	if errs.Is(err, errs.Timeout) {
+		return nil, errs.E(errs.Timeout, "sandbox %s: did not start within %s (the template's start timeout): %w", ws.ID, limit, err)
+	}
+	return nil, errs.E(errs.Unavailable, "sandbox %s: did not start: %w", ws.ID, err)
+}
+
+// workspace returns the sandbox id as /v1 shows it to the caller: 404 when
+// it is not the caller's, does not exist or is being killed.
+func (d *Door) workspace(ctx context.Context, api *client.Client, id string) (*wire.Workspace, error) {
+	ws, err := api.GetWorkspace(ctx, id)
+	if errs.Is(err, errs.NotFound) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if gone(ws) {
+		return nil, notFound(id)
+	}
+	return ws, nil
+}
+
+func (d *Door) getSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
+	ws, err := d.workspace(r.Context(), api, r.PathValue("id"))
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sandboxDetail{listedSandbox: d.listed(ws)})
+}
+
+// killSandbox deletes the sandbox: 204, or 404 when there is none (to
+// this caller) or it is already being killed.
+func (d *Door) killSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if _, err := d.workspace(ctx, api, id); err != nil {
+		d.fail(w, err)
+		return
+	}
+	if _, err := api.DeleteWorkspace(ctx, id); err != nil {
+		if errs.Is(err, errs.NotFound) {
+			err = notFound(id)
+		}
+		d.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// timeoutRequest is the body of POST /sandboxes/{id}/timeout and of a
+// connect: seconds from now.
+type timeoutRequest struct {
+	Timeout *int64 `json:"timeout"`
+}
+
+// extendTo moves the sandbox's deadlines to timeout seconds from now
+// through /v1's extend: never past the template's lifetime.max (400) and
+// never earlier than they are (a Primer extend only extends).
+func extendTo(ctx context.Context, api *client.Client, id string, timeout int64) (*wire.Workspace, error) {
+	until := time.Now().Add(time.Duration(timeout) * time.Second).UTC().Format(time.RFC3339)
+	ws, err := api.ExtendWorkspace(ctx, id, wire.ExtendRequest{Until: until})
+	if errs.Is(err, errs.NotFound) {
+		return nil, notFound(id)
+	}
+	return ws, err
+}
+
+// setTimeout sets the sandbox to expire timeout seconds from now: 204.
+func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Client) {
+	var req timeoutRequest
+	if err := decode(r, &req); err != nil {
+		d.fail(w, err)
+		return
+	}
+	if req.Timeout == nil || *req.Timeout <= 0 {
+		d.fail(w, errs.Field("timeout", "timeout: required, a positive number of seconds"))
+		return
+	}
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if _, err := d.workspace(ctx, api, id); err != nil {
+		d.fail(w, err)
+		return
+	}
+	if _, err := extendTo(ctx, api, id, *req.Timeout); err != nil {
+		d.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// connectSandbox answers the sandbox with its envd access token (what the
+// SDK's Sandbox.connect needs), first extending its life to timeout
+// seconds from now when one is given (E2B: the TTL is only extended). A
+// sandbox without deadlines stays without. 200: Primer sandboxes are never
+// paused, so none is resumed.
+func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
+	var req timeoutRequest
+	if err := decode(r, &req); err != nil {
+		d.fail(w, err)
+		return
+	}
+	if req.Timeout != nil && *req.Timeout < 0 {
+		d.fail(w, errs.Field("timeout", "timeout: %d is negative", *req.Timeout))
+		return
+	}
+	ctx := r.Context()
+	id := r.PathValue("id")
+	ws, err := d.workspace(ctx, api, id)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	if req.Timeout != nil && *req.Timeout > 0 {
+		got, err := extendTo(ctx, api, id, *req.Timeout)
+		switch {
+		case err == nil:
+			ws = got
+		case errs.Is(err, errs.Precondition):
+			// No deadline to extend: it lives until it is killed.
+		default:
+			d.fail(w, err)
+			return
+		}
+	}
+	out, err := d.created(ctx, ws)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
