@@ -308,12 +308,16 @@ func (d *Door) getSandbox(w http.ResponseWriter, r *http.Request, api *client.Cl
 }
 
 // killSandbox deletes the sandbox: 204, or 404 when there is none (to
-// this caller) or it is already being killed.
+// this caller) or it is already being killed. The delete goes to /v1 even
+// then, so a key that may not delete (a viewer) is refused 403 whatever the
+// id, exactly as on /v1; deleting a terminating workspace again only
+// repeats the request.
 func (d *Door) killSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	if _, err := d.workspace(ctx, api, id); err != nil {
-		d.fail(w, err)
+	_, lookErr := d.workspace(ctx, api, id)
+	if lookErr != nil && !errs.Is(lookErr, errs.NotFound) {
+		d.fail(w, lookErr)
 		return
 	}
 	if _, err := api.DeleteWorkspace(ctx, id); err != nil {
@@ -323,6 +327,11 @@ func (d *Door) killSandbox(w http.ResponseWriter, r *http.Request, api *client.C
 		d.fail(w, err)
 		return
 	}
+	if lookErr != nil {
+		d.fail(w, lookErr)
+		return
+	}
+	d.log.Info("e2b sandbox killed", "workspace_id", id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -334,17 +343,32 @@ type timeoutRequest struct {
 
 // extendTo moves the sandbox's deadlines to timeout seconds from now
 // through /v1's extend: never past the template's lifetime.max (400) and
-// never earlier than they are (a Primer extend only extends).
-func extendTo(ctx context.Context, api *client.Client, id string, timeout int64) (*wire.Workspace, error) {
-	until := time.Now().Add(time.Duration(timeout) * time.Second).UTC().Format(time.RFC3339)
-	ws, err := api.ExtendWorkspace(ctx, id, wire.ExtendRequest{Until: until})
-	if errs.Is(err, errs.NotFound) {
-		return nil, notFound(id)
+// never earlier than they are (a Primer extend only extends). It is the
+// door's write check too: /v1 refuses a viewer 403 before it looks at the
+// id. A sandbox that does not exist or is being killed is 404; one without
+// deadlines is returned with noDeadline set.
+func (d *Door) extendTo(ctx context.Context, api *client.Client, id string, timeout time.Duration) (ws *wire.Workspace, noDeadline bool, err error) {
+	until := time.Now().Add(timeout).UTC().Format(time.RFC3339)
+	ws, err = api.ExtendWorkspace(ctx, id, wire.ExtendRequest{Until: until})
+	switch {
+	case err == nil:
+		return ws, false, nil
+	case errs.Is(err, errs.NotFound):
+		return nil, false, notFound(id)
+	case errs.Is(err, errs.Precondition):
+		// Terminating (gone to E2B), or no deadline to extend.
+		got, gerr := d.workspace(ctx, api, id)
+		if gerr != nil {
+			return nil, false, gerr
+		}
+		return got, true, nil
 	}
-	return ws, err
+	return nil, false, err
 }
 
 // setTimeout sets the sandbox to expire timeout seconds from now: 204.
+// Primer only extends, so a timeout earlier than the current expiry leaves
+// it; a sandbox without deadlines is 409 (it lives until it is killed).
 func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Client) {
 	var req timeoutRequest
 	if err := decode(r, &req); err != nil {
@@ -355,13 +379,12 @@ func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Cl
 		d.fail(w, errs.Field("timeout", "timeout: required, a positive number of seconds"))
 		return
 	}
-	ctx := r.Context()
 	id := r.PathValue("id")
-	if _, err := d.workspace(ctx, api, id); err != nil {
-		d.fail(w, err)
-		return
+	_, noDeadline, err := d.extendTo(r.Context(), api, id, time.Duration(*req.Timeout)*time.Second)
+	if err == nil && noDeadline {
+		err = errs.E(errs.Precondition, "sandbox %s: has no timeout (its template has no lifetime and it was made without one); it lives until it is killed", id)
 	}
-	if _, err := extendTo(ctx, api, id, *req.Timeout); err != nil {
+	if err != nil {
 		d.fail(w, err)
 		return
 	}
@@ -369,38 +392,31 @@ func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Cl
 }
 
 // connectSandbox answers the sandbox with its envd access token (what the
-// SDK's Sandbox.connect needs), first extending its life to timeout
-// seconds from now when one is given (E2B: the TTL is only extended). A
-// sandbox without deadlines stays without. 200: Primer sandboxes are never
-// paused, so none is resumed.
+// SDK's Sandbox.connect needs), extending its life to timeout seconds from
+// now (default 15 s; E2B: the TTL is only extended). The token lets its
+// holder run commands, so a connect is a write: /v1's extend refuses a
+// viewer. 200: Primer sandboxes are never paused, so none is resumed.
 func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
 	var req timeoutRequest
 	if err := decode(r, &req); err != nil {
 		d.fail(w, err)
 		return
 	}
-	if req.Timeout != nil && *req.Timeout < 0 {
-		d.fail(w, errs.Field("timeout", "timeout: %d is negative", *req.Timeout))
-		return
+	timeout := defaultTimeout
+	if req.Timeout != nil {
+		if *req.Timeout < 0 {
+			d.fail(w, errs.Field("timeout", "timeout: %d is negative", *req.Timeout))
+			return
+		}
+		if *req.Timeout > 0 {
+			timeout = time.Duration(*req.Timeout) * time.Second
+		}
 	}
 	ctx := r.Context()
-	id := r.PathValue("id")
-	ws, err := d.workspace(ctx, api, id)
+	ws, _, err := d.extendTo(ctx, api, r.PathValue("id"), timeout)
 	if err != nil {
 		d.fail(w, err)
 		return
-	}
-	if req.Timeout != nil && *req.Timeout > 0 {
-		got, err := extendTo(ctx, api, id, *req.Timeout)
-		switch {
-		case err == nil:
-			ws = got
-		case errs.Is(err, errs.Precondition):
-			// No deadline to extend: it lives until it is killed.
-		default:
-			d.fail(w, err)
-			return
-		}
 	}
 	out, err := d.created(ctx, ws)
 	if err != nil {

@@ -1,0 +1,44 @@
+package models
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+)
+
+// TestPlatformSecret: a secret is made once, concurrent first callers
+// agree on it, and two names get two secrets; on every dialect.
+func TestPlatformSecret(t *testing.T) {
+	for _, d := range dialects {
+		t.Run(d.name, func(t *testing.T) {
+			s := d.open(t)
+			ctx := t.Context()
+			got := make([][]byte, 8)
+			var wg sync.WaitGroup
+			for i := range got {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					b, err := s.PlatformSecret(ctx, "test_a")
+					if err != nil {
+						t.Error(err)
+					}
+					got[i] = b
+				}()
+			}
+			wg.Wait()
+			for _, b := range got {
+				if len(b) != 32 || !bytes.Equal(b, got[0]) {
+					t.Fatalf("secrets %x, want one of 32 bytes", got)
+				}
+			}
+			other, err := s.PlatformSecret(ctx, "test_b")
+			if err != nil || bytes.Equal(other, got[0]) {
+				t.Fatalf("second name: %x, %v; want another secret", other, err)
+			}
+			if _, err := s.PlatformSecret(ctx, ""); err == nil {
+				t.Fatal("an empty name was accepted")
+			}
+		})
+	}
+}
