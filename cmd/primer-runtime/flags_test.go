@@ -114,3 +114,40 @@ func TestConfigArgs(t *testing.T) {
 		t.Fatalf("parseFlags(args()) = %+v, %v; want %+v", back, err, c)
 	}
 }
+
+// TestParseFSFlag checks --fs: whole only when asked for, a typo refused
+// rather than read as either mode, and init's child given the same.
+func TestParseFSFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{name: "default", want: "root"},
+		{name: "whole", args: []string{"--fs=whole"}, want: "whole"},
+		{name: "from the environment", env: "whole", want: "whole"},
+		{name: "flag over environment", env: "whole", args: []string{"--fs=root"}, want: "root"},
+		{name: "typo", args: []string{"--fs=wholee"}, wantErr: `--fs "wholee"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PRIMER_RUNTIME_FS", tt.env)
+			c, err := parseFlags(tt.args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseFlags(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || c.fsMode != tt.want {
+				t.Fatalf("parseFlags(%q) fs = %q, %v; want %q", tt.args, c.fsMode, err, tt.want)
+			}
+			t.Setenv("PRIMER_RUNTIME_FS", "")
+			if back, err := parseFlags(c.args()); err != nil || back != c {
+				t.Fatalf("parseFlags(args()) = %+v, %v; want %+v", back, err, c)
+			}
+		})
+	}
+}

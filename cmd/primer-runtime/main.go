@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/primerhq/primer/runtime/egress"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/runtime/server"
 )
 
@@ -67,6 +68,8 @@ const (
 // config is the command line.
 type config struct {
 	listen, root string
+	// fsMode is protocol.FSRoot or protocol.FSWhole (server.Config.FS).
+	fsMode string
 	// tokenFile, when set, names a file holding the token instead of
 	// PRIMER_RUNTIME_TOKEN; the runtime removes it once read (a vm
 	// workspace's launcher, which must keep the token out of argv and of
@@ -90,6 +93,8 @@ func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("primer-runtime", flag.ContinueOnError)
 	fs.StringVar(&c.listen, "listen", envOr("PRIMER_RUNTIME_LISTEN", ":7777"), "address to listen on (PRIMER_RUNTIME_LISTEN)")
 	fs.StringVar(&c.root, "root", envOr("PRIMER_RUNTIME_ROOT", "/workspace"), "workspace directory (PRIMER_RUNTIME_ROOT)")
+	fs.StringVar(&c.fsMode, "fs", envOr("PRIMER_RUNTIME_FS", protocol.FSRoot),
+		"root: every path stays inside --root; whole: absolute paths reach the whole sandbox and users may be added, for a runtime that owns its container, pod or machine (PRIMER_RUNTIME_FS)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the token from this file, then remove it (instead of "+server.TokenEnv+")")
 	fs.BoolVar(&c.debug, "debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
 	fs.StringVar(&c.egress, "egress", envOr("PRIMER_RUNTIME_EGRESS", egressAllow),
@@ -107,6 +112,11 @@ func parseFlags(args []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch c.fsMode {
+	case protocol.FSRoot, protocol.FSWhole:
+	default:
+		return config{}, fmt.Errorf("--fs %q: want %s or %s", c.fsMode, protocol.FSRoot, protocol.FSWhole)
 	}
 	switch c.egress {
 	case egressAllow, egressDeny, egressApplied:
@@ -167,6 +177,9 @@ func (c config) args() []string {
 		"--root=" + c.root,
 		"--debug=" + strconv.FormatBool(c.debug),
 		"--egress=" + c.egress,
+	}
+	if c.fsMode != protocol.FSRoot {
+		args = append(args, "--fs="+c.fsMode)
 	}
 	if c.ingress != ingressAllow {
 		args = append(args, "--ingress="+c.ingress)
@@ -250,7 +263,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := server.New(server.Config{Root: c.root, Token: token, Logger: log, Env: commandEnv(), KillAllOnReset: c.killAll})
+	s, err := server.New(server.Config{Root: c.root, FS: c.fsMode, Token: token, Logger: log, Env: commandEnv(), KillAllOnReset: c.killAll})
 	if err != nil {
 		return err
 	}

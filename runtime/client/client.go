@@ -474,12 +474,28 @@ func (c *Client) WriteFileInfo(ctx context.Context, path string, data []byte, mo
 // write.range gets it in one frame, within that runtime's limit. A reader
 // that fails midway fails the write and may leave part of the file written.
 func (c *Client) WriteFileFrom(ctx context.Context, path string, r io.Reader, size int64, mode os.FileMode) (protocol.FileInfo, error) {
+	return c.WriteFileWith(ctx, path, r, size, WriteOptions{Mode: mode})
+}
+
+// WriteOptions are the settings of WriteFileWith.
+type WriteOptions struct {
+	// Mode is a new file's permission bits (zero: 0644), applied to an
+	// existing file too when set.
+	Mode os.FileMode
+	// User owns what the write creates, the file and missing parents; an
+	// existing file keeps its owner. Empty means the runtime's own user.
+	User string
+}
+
+// WriteFileWith is WriteFileFrom with every option of a write.
+func (c *Client) WriteFileWith(ctx context.Context, path string, r io.Reader, size int64, o WriteOptions) (protocol.FileInfo, error) {
 	var fi protocol.FileInfo
+	mode := o.Mode
 	if size < 0 {
 		return fi, errs.E(errs.Invalid, "write %s: negative size %d", path, size)
 	}
 	if size > protocol.DefaultChunkBytes && !c.noRange.Load() {
-		fi, taken, handled, err := c.writeRange(ctx, path, r, size, unixMode(mode))
+		fi, taken, handled, err := c.writeRange(ctx, path, r, size, unixMode(mode), o.User)
 		if handled {
 			return fi, err
 		}
@@ -489,7 +505,7 @@ func (c *Client) WriteFileFrom(ctx context.Context, path string, r io.Reader, si
 	if size > protocol.DefaultMaxFileBytes {
 		return fi, errs.E(errs.TooLarge, "write %s: %d bytes is over the %d byte limit of a runtime without write.range", path, size, protocol.DefaultMaxFileBytes)
 	}
-	err := c.doBody(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Mode: unixMode(mode)}, body{r: r, size: size}, &fi)
+	err := c.doBody(ctx, &protocol.Request{Op: protocol.OpWrite, Path: path, Mode: unixMode(mode), User: o.User}, body{r: r, size: size}, &fi)
 	return fi, err
 }
 
@@ -518,7 +534,23 @@ func (c *Client) Remove(ctx context.Context, path string, recursive bool) error 
 // Mkdir creates directory path; parents creates missing parents and
 // accepts an existing directory.
 func (c *Client) Mkdir(ctx context.Context, path string, parents bool) error {
-	return c.do(ctx, &protocol.Request{Op: protocol.OpMkdir, Path: path, Parents: parents}, nil)
+	return c.MkdirAs(ctx, path, parents, "")
+}
+
+// MkdirAs is Mkdir giving the directories it creates to user, a user of
+// the sandbox (empty: the runtime's own).
+func (c *Client) MkdirAs(ctx context.Context, path string, parents bool, user string) error {
+	return c.do(ctx, &protocol.Request{Op: protocol.OpMkdir, Path: path, Parents: parents, User: user}, nil)
+}
+
+// EnsureUser creates the sandbox user p names unless it exists (lines in
+// /etc/passwd, /etc/group and /etc/shadow, and a home owned by it) and
+// describes it. Only a runtime in whole-filesystem mode owns the sandbox's
+// users; others answer errs.Invalid.
+func (c *Client) EnsureUser(ctx context.Context, p protocol.UserParams) (protocol.UserInfo, error) {
+	var res protocol.UserInfo
+	err := c.do(ctx, &protocol.Request{Op: protocol.OpUserEnsure, User: p.Name, UID: p.UID, Home: p.Home}, &res)
+	return res, err
 }
 
 // Rename moves from to to, replacing a file at to.

@@ -112,6 +112,7 @@ func (c *Client) start(ctx context.Context, req protocol.ExecRequest, stdout, st
 			Args:      req.Args,
 			Env:       req.Env,
 			Cwd:       req.Cwd,
+			User:      req.User,
 			Stdin:     req.Stdin,
 			StdinOpen: stdinOpen,
 			TimeoutMS: durationMS(req.Timeout),

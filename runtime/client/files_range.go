@@ -269,7 +269,7 @@ func (r *FileReader) Close() error {
 // writeRange writes size bytes from r to path in chunks; size is over one
 // chunk. When the runtime predates write.range it returns handled false
 // and the bytes it took from r, so the caller can send them the old way.
-func (c *Client) writeRange(ctx context.Context, path string, r io.Reader, size int64, mode uint32) (fi protocol.FileInfo, taken []byte, handled bool, err error) {
+func (c *Client) writeRange(ctx context.Context, path string, r io.Reader, size int64, mode uint32, user string) (fi protocol.FileInfo, taken []byte, handled bool, err error) {
 	bp := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(bp)
 	buf := *bp
@@ -293,7 +293,7 @@ func (c *Client) writeRange(ctx context.Context, path string, r io.Reader, size 
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {
 			return fi, nil, true, errs.E(errs.Invalid, "write %s: read content at offset %d: %w", path, off, err)
 		}
-		req := &protocol.Request{Op: protocol.OpWriteRange, Path: path, Offset: off, Data: buf[:n], Mode: mode, Final: off+n == size}
+		req := &protocol.Request{Op: protocol.OpWriteRange, Path: path, Offset: off, Data: buf[:n], Mode: mode, User: user, Final: off+n == size}
 		if req.Final {
 			// Every earlier chunk is on disk before the file is ended.
 			for _, ch := range inflight {

@@ -22,6 +22,9 @@ type ProcRequest struct {
 	Env map[string]string
 	// Cwd is the working directory; empty means the workspace root.
 	Cwd string
+	// User is the sandbox user the process runs as; empty means the
+	// runtime's own.
+	User string
 	// Tag names the process for ProcConnectTag; no two running processes
 	// share one.
 	Tag string
@@ -48,6 +51,7 @@ func (r ProcRequest) params(stream bool) (*protocol.ExecParams, error) {
 		Args:      r.Args,
 		Env:       r.Env,
 		Cwd:       r.Cwd,
+		User:      r.User,
 		Stdin:     r.Stdin,
 		StdinOpen: r.StdinOpen,
 		TimeoutMS: durationMS(r.Timeout),

@@ -82,6 +82,23 @@ const (
 	OpProcCloseStdin = "proc.close_stdin"
 	OpProcSignal     = "proc.signal"
 	OpProcResize     = "proc.resize"
+
+	// OpUserEnsure creates a user of the sandbox (passwd, group, shadow
+	// lines and a home) unless it exists, and describes it. Only a runtime
+	// in whole-filesystem mode owns the sandbox's users; others answer
+	// invalid.
+	OpUserEnsure = "user.ensure"
+)
+
+// Values of the runtime's file system mode (primer-runtime --fs).
+const (
+	// FSRoot confines every path to the workspace root: absolute paths
+	// are refused. Backends without isolation (local, worktree) use it.
+	FSRoot = "root"
+	// FSWhole accepts absolute paths anywhere in the sandbox, for file
+	// operations and exec's cwd; relative paths still resolve against the
+	// workspace root. Only where the sandbox is the workspace's own.
+	FSWhole = "whole"
 )
 
 // StateDir is the directory under the workspace root that holds the
@@ -118,8 +135,19 @@ type Request struct {
 	Op string `json:"op"`
 
 	// Path is the file or directory for read, write, stat, list, remove and
-	// mkdir, relative to the workspace root.
+	// mkdir, relative to the workspace root, or absolute on a runtime in
+	// whole-filesystem mode.
 	Path string `json:"path,omitempty"`
+	// User names the sandbox user (from its /etc/passwd) that owns what
+	// write, write.range and mkdir create; empty means the runtime's own
+	// user. For user.ensure it is the user to create.
+	User string `json:"user,omitempty"`
+	// UID is the uid user.ensure gives a new user; zero picks the first
+	// free one from 1000.
+	UID int `json:"uid,omitempty"`
+	// Home is the home directory user.ensure gives a new user; empty means
+	// /home/<user>.
+	Home string `json:"home,omitempty"`
 	// Data is the content for write and the bytes for exec.stdin.
 	Data []byte `json:"data,omitempty"`
 	// Mode is the permission bits for write and mkdir; zero means 0644 for
@@ -194,8 +222,14 @@ type ExecParams struct {
 	Args []string `json:"args"`
 	// Env is added to the runtime's environment for this command.
 	Env map[string]string `json:"env,omitempty"`
-	// Cwd is the working directory relative to the workspace root.
+	// Cwd is the working directory relative to the workspace root, or
+	// absolute on a runtime in whole-filesystem mode. Empty means the
+	// root, or User's home in whole-filesystem mode when User is set.
 	Cwd string `json:"cwd,omitempty"`
+	// User names the sandbox user the command runs as: its uid, gid and
+	// groups from the sandbox's /etc/passwd and /etc/group, HOME, USER and
+	// LOGNAME from its passwd entry. Empty means the runtime's own user.
+	User string `json:"user,omitempty"`
 	// Stdin is written to the process's stdin first.
 	Stdin []byte `json:"stdin,omitempty"`
 	// StdinOpen keeps stdin open after Stdin for exec.stdin frames; without
@@ -435,11 +469,34 @@ type ResetResult struct {
 	Killed int `json:"killed"`
 }
 
+// UserInfo answers user.ensure: the user as the sandbox's passwd file
+// holds it.
+type UserInfo struct {
+	Name  string `json:"name"`
+	UID   int    `json:"uid"`
+	GID   int    `json:"gid"`
+	Home  string `json:"home"`
+	Shell string `json:"shell"`
+	// Created says this call added the user.
+	Created bool `json:"created"`
+}
+
+// UserParams is the user user.ensure makes sure exists.
+type UserParams struct {
+	// Name is the user name.
+	Name string
+	// UID is a new user's uid; zero picks the first free one from 1000.
+	UID int
+	// Home is a new user's home; empty means /home/<Name>.
+	Home string
+}
+
 // FileInfo describes a file or directory in the workspace. A symlink is
 // described itself, not its target.
 type FileInfo struct {
 	Name string `json:"name"`
-	// Path is relative to the workspace root.
+	// Path is relative to the workspace root, or absolute when the
+	// request named an absolute path.
 	Path string `json:"path"`
 	Size int64  `json:"size"`
 	// Mode is the Unix permission bits (0o7777).
@@ -478,8 +535,13 @@ type ExecRequest struct {
 	Args []string
 	// Env is added to the workspace environment.
 	Env map[string]string
-	// Cwd is relative to the workspace root; empty means the root.
+	// Cwd is relative to the workspace root, or absolute where the runtime
+	// is in whole-filesystem mode; empty means the root (User's home in
+	// whole-filesystem mode when User is set).
 	Cwd string
+	// User is the sandbox user the command runs as; empty means the
+	// runtime's own.
+	User string
 	// Stdin is the command's input.
 	Stdin []byte
 	// Timeout kills the command's process group after this long; zero means

@@ -163,6 +163,8 @@ func (c *conn) dispatch(req *protocol.Request) {
 		h = c.s.stateRestore
 	case protocol.OpReset:
 		h = c.s.reset
+	case protocol.OpUserEnsure:
+		h = c.s.ensureUser
 	default:
 		c.reply(req.ID, nil, errs.Field("op", "request %d: unknown op %q", req.ID, req.Op))
 		return

@@ -193,7 +193,7 @@ func (p *proc) run(x *protocol.ExecParams) {
 	}
 	cmd.Stdout = &outWriter{p: p, stream: 0}
 	cmd.Stderr = &outWriter{p: p, stream: 1}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr.Setpgid = true
 	if s.cg != nil {
 		s.cg.attr(cmd.SysProcAttr)
 	}
@@ -207,7 +207,11 @@ func (p *proc) run(x *protocol.ExecParams) {
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		p.c.reply(p.id, nil, startError(x.Args[0], err))
+		err = startError(x.Args[0], err)
+		if cmd.SysProcAttr.Credential != nil && errors.Is(err, syscall.EPERM) {
+			err = errs.E(errs.Forbidden, "exec %s as %s: the runtime may not switch to that user: %w", x.Args[0], x.User, err)
+		}
+		p.c.reply(p.id, nil, err)
 		return
 	}
 	p.mu.Lock()
@@ -278,11 +282,19 @@ func startError(prog string, err error) error {
 }
 
 // command builds the exec.Cmd: environment, working directory and the
-// program looked up in the command's own PATH.
+// program looked up in the command's own PATH, and in SysProcAttr the
+// credential of the user it runs as (none: the runtime's own).
 func (s *Server) command(x *protocol.ExecParams) (*exec.Cmd, error) {
-	env := make(map[string]string, len(s.env)+len(x.Env))
+	user, err := s.userOf(x.User)
+	if err != nil {
+		return nil, err
+	}
+	env := make(map[string]string, len(s.env)+len(x.Env)+3)
 	for k, v := range s.env {
 		env[k] = v
+	}
+	if user != nil {
+		env["HOME"], env["USER"], env["LOGNAME"] = user.home, user.name, user.name
 	}
 	for k, v := range x.Env {
 		env[k] = v
@@ -295,7 +307,14 @@ func (s *Server) command(x *protocol.ExecParams) (*exec.Cmd, error) {
 	}
 	slices.Sort(envv)
 
-	dir, err := s.resolveCwd(x.Cwd)
+	cwd := x.Cwd
+	if cwd == "" && user != nil && s.whole {
+		// Like a login: a user's command starts at home, when it has one.
+		if fi, err := os.Stat(user.home); err == nil && fi.IsDir() && filepath.IsAbs(user.home) {
+			cwd = user.home
+		}
+	}
+	dir, err := s.resolveCwd(cwd)
 	if err != nil {
 		return nil, err
 	}
@@ -303,12 +322,28 @@ func (s *Server) command(x *protocol.ExecParams) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &exec.Cmd{Path: prog, Args: x.Args, Env: envv, Dir: dir}, nil
+	attr := &syscall.SysProcAttr{Credential: user.credential()}
+	return &exec.Cmd{Path: prog, Args: x.Args, Env: envv, Dir: dir, SysProcAttr: attr}, nil
 }
 
 // resolveCwd maps a workspace-relative directory to a host path, refusing
-// one that leaves the root through `..` or a symlink.
+// one that leaves the root through `..` or a symlink. In whole-filesystem
+// mode an absolute directory is taken as it is.
 func (s *Server) resolveCwd(cwd string) (string, error) {
+	if s.whole && filepath.IsAbs(cwd) {
+		if strings.IndexByte(cwd, 0) >= 0 {
+			return "", errs.Field("exec.cwd", "exec: cwd %q: contains a NUL byte", cwd)
+		}
+		dir := filepath.Clean(cwd)
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return "", fsError("exec: cwd", dir, err)
+		}
+		if !fi.IsDir() {
+			return "", errs.Field("exec.cwd", "exec: cwd %s: not a directory", dir)
+		}
+		return dir, nil
+	}
 	p, err := cleanPath("exec: cwd", "exec.cwd", cwd)
 	if err != nil {
 		return "", err

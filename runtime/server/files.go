@@ -103,13 +103,14 @@ func infoOf(rel string, fi fs.FileInfo) protocol.FileInfo {
 }
 
 func (s *Server) read(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("read", "path", req.Path)
+	t, err := s.resolve("read", "path", req.Path)
 	if err != nil {
 		return nil, err
 	}
+	p := t.name
 	// O_NONBLOCK so a FIFO made by a command cannot hang the request; it
 	// changes nothing for regular files.
-	f, err := s.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := t.fs.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fsError("read", p, err)
 	}
@@ -165,17 +166,15 @@ func readLimited(r io.Reader, size, limit int64) ([]byte, error) {
 }
 
 func (s *Server) write(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("write", "path", req.Path)
+	t, owner, err := s.writeTarget("write", req)
 	if err != nil {
 		return nil, err
 	}
-	if p == "." {
-		return nil, errs.Field("path", "write: path is required")
-	}
+	p := t.name
 	if int64(len(req.Data)) > s.maxFile {
 		return nil, errs.E(errs.TooLarge, "write %s: %d bytes is over the %d byte limit", p, len(req.Data), s.maxFile)
 	}
-	f, err := s.openForWrite(p, req.Mode, true)
+	f, err := s.openForWrite(t, req.Mode, true, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +201,12 @@ func (s *Server) write(ctx context.Context, req *protocol.Request) (any, error) 
 }
 
 func (s *Server) stat(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("stat", "path", req.Path)
+	t, err := s.resolve("stat", "path", req.Path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := s.root.Lstat(p)
+	p := t.name
+	fi, err := t.fs.Lstat(p)
 	if err != nil {
 		return nil, fsError("stat", p, err)
 	}
@@ -214,11 +214,12 @@ func (s *Server) stat(ctx context.Context, req *protocol.Request) (any, error) {
 }
 
 func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("list", "path", req.Path)
+	t, err := s.resolve("list", "path", req.Path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := s.root.Open(p)
+	p := t.name
+	f, err := t.fs.Open(p)
 	if err != nil {
 		return nil, fsError("list", p, err)
 	}
@@ -243,22 +244,26 @@ func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
 }
 
 func (s *Server) remove(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("remove", "path", req.Path)
+	t, err := s.resolve("remove", "path", req.Path)
 	if err != nil {
 		return nil, err
 	}
-	if p == "." {
-		return nil, errs.Field("path", "remove: refusing to remove the workspace root")
+	p := t.name
+	if t.top() {
+		return nil, errs.Field("path", "remove %s: refusing to remove the workspace root or the sandbox's", req.Path)
+	}
+	if err := s.guardHistory("remove", t, true); err != nil {
+		return nil, err
 	}
 	// Lstat first so a missing path is not_found for both forms: RemoveAll
 	// alone would report success.
-	if _, err := s.root.Lstat(p); err != nil {
+	if _, err := t.fs.Lstat(p); err != nil {
 		return nil, fsError("remove", p, err)
 	}
 	if req.Recursive {
-		err = s.root.RemoveAll(p)
+		err = t.fs.RemoveAll(p)
 	} else {
-		err = s.root.Remove(p)
+		err = t.fs.Remove(p)
 	}
 	if err != nil {
 		return nil, fsError("remove", p, err)
@@ -267,7 +272,15 @@ func (s *Server) remove(ctx context.Context, req *protocol.Request) (any, error)
 }
 
 func (s *Server) mkdir(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("mkdir", "path", req.Path)
+	t, err := s.resolve("mkdir", "path", req.Path)
+	if err != nil {
+		return nil, err
+	}
+	p := t.name
+	if err := s.guardHistory("mkdir", t, false); err != nil {
+		return nil, err
+	}
+	owner, err := s.userOf(req.User)
 	if err != nil {
 		return nil, err
 	}
@@ -276,9 +289,9 @@ func (s *Server) mkdir(ctx context.Context, req *protocol.Request) (any, error) 
 		mode = 0o755
 	}
 	if req.Parents {
-		err = s.root.MkdirAll(p, mode)
+		err = mkdirAll(t.fs, p, mode, owner)
 	} else {
-		err = s.root.Mkdir(p, mode)
+		err = mkdirAs(t.fs, p, mode, owner)
 	}
 	if err != nil {
 		return nil, fsError("mkdir", p, err)
@@ -287,18 +300,30 @@ func (s *Server) mkdir(ctx context.Context, req *protocol.Request) (any, error) 
 }
 
 func (s *Server) rename(ctx context.Context, req *protocol.Request) (any, error) {
-	from, err := cleanPath("rename", "from", req.From)
+	ft, err := s.resolve("rename", "from", req.From)
 	if err != nil {
 		return nil, err
 	}
-	to, err := cleanPath("rename", "to", req.To)
+	tt, err := s.resolve("rename", "to", req.To)
 	if err != nil {
 		return nil, err
 	}
-	if from == "." || to == "." {
+	if ft.top() || tt.top() {
 		return nil, errs.Field("from", "rename: cannot move the workspace root")
 	}
-	if err := s.root.Rename(from, to); err != nil {
+	for _, t := range []target{ft, tt} {
+		if err := s.guardHistory("rename", t, true); err != nil {
+			return nil, err
+		}
+	}
+	from, to := ft.name, tt.name
+	fsys := fsys(s.root)
+	if ft.abs || tt.abs {
+		// One side is outside the root: both sides as the sandbox sees
+		// them.
+		fsys, from, to = hostFS{}, s.hostPath(ft), s.hostPath(tt)
+	}
+	if err := fsys.Rename(from, to); err != nil {
 		return nil, fsError("rename", fmt.Sprintf("%s -> %s", from, to), err)
 	}
 	return nil, nil
@@ -310,9 +335,13 @@ func (s *Server) rename(ctx context.Context, req *protocol.Request) (any, error)
 // rewritten when it is closed, which costs milliseconds per write;
 // overwriting and then truncating to the new length ends in the same
 // content. O_NONBLOCK so a FIFO cannot hang the request.
-func (s *Server) openForWrite(p string, reqMode uint32, mkdir bool) (*os.File, error) {
-	if dir := filepath.Dir(p); dir != "." && mkdir {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
+//
+// With an owner, what it creates (the file, missing parents) is given to
+// that user; an existing file keeps its owner.
+func (s *Server) openForWrite(t target, reqMode uint32, mkdir bool, owner *account) (*os.File, error) {
+	p := t.name
+	if dir := filepath.Dir(p); dir != "." && dir != "/" && mkdir {
+		if err := mkdirAll(t.fs, dir, 0o755, owner); err != nil {
 			return nil, fsError("write", p, err)
 		}
 	}
@@ -320,7 +349,22 @@ func (s *Server) openForWrite(p string, reqMode uint32, mkdir bool) (*os.File, e
 	if mode == 0 {
 		mode = 0o644
 	}
-	f, err := s.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
+	const flags = os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
+	var f *os.File
+	var err error
+	if owner != nil {
+		// O_EXCL tells a file this call creates, which is the owner's,
+		// from an existing one, which keeps its owner.
+		if f, err = t.fs.OpenFile(p, flags|os.O_EXCL, mode); err == nil {
+			if err = owner.chown(f); err != nil {
+				_ = f.Close()
+				return nil, fsError("write", p, err)
+			}
+		}
+	}
+	if f == nil {
+		f, err = t.fs.OpenFile(p, flags, mode)
+	}
 	if err != nil {
 		return nil, fsError("write", p, err)
 	}
@@ -334,4 +378,74 @@ func (s *Server) openForWrite(p string, reqMode uint32, mkdir bool) (*os.File, e
 		return nil, errs.E(errs.Invalid, "write %s: not a regular file", p)
 	}
 	return f, nil
+}
+
+// writeTarget resolves the path and user of a write or write.range.
+func (s *Server) writeTarget(op string, req *protocol.Request) (target, *account, error) {
+	t, err := s.resolve(op, "path", req.Path)
+	if err != nil {
+		return target{}, nil, err
+	}
+	if t.top() {
+		return target{}, nil, errs.Field("path", "%s: path is required", op)
+	}
+	if err := s.guardHistory(op, t, false); err != nil {
+		return target{}, nil, err
+	}
+	owner, err := s.userOf(req.User)
+	if err != nil {
+		return target{}, nil, err
+	}
+	return t, owner, nil
+}
+
+// mkdirAs makes one directory, given to owner when there is one.
+func mkdirAs(fsys fsys, p string, mode os.FileMode, owner *account) error {
+	if err := fsys.Mkdir(p, mode); err != nil {
+		return err
+	}
+	if owner == nil {
+		return nil
+	}
+	d, err := fsys.Open(p)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return owner.chown(d)
+}
+
+// mkdirAll makes p and its missing parents; those it makes are given to
+// owner when there is one. An existing directory is accepted.
+func mkdirAll(fsys fsys, p string, mode os.FileMode, owner *account) error {
+	if owner == nil {
+		return fsys.MkdirAll(p, mode)
+	}
+	fi, err := fsys.Stat(p)
+	if err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err // an escape, a permission: nothing to make
+	}
+	if parent := filepath.Dir(p); parent != p && parent != "." {
+		if err := mkdirAll(fsys, parent, 0o755, owner); err != nil {
+			return err
+		}
+	}
+	err = mkdirAs(fsys, p, mode, owner)
+	if errors.Is(err, fs.ErrExist) {
+		// Made meanwhile by someone else: a directory is what was asked.
+		fi, serr := fsys.Stat(p)
+		if serr != nil {
+			return serr
+		}
+		if fi.IsDir() {
+			return nil
+		}
+	}
+	return err
 }

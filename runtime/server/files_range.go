@@ -53,15 +53,16 @@ func chunkLength(op string, req *protocol.Request, n int64) (int64, error) {
 // buffer back once the reply is written.
 func (s *Server) readRange(ctx context.Context, req *protocol.Request) (protocol.ReadRangeResult, func(), error) {
 	none := func() {}
-	p, err := cleanPath("read", "path", req.Path)
+	t, err := s.resolve("read", "path", req.Path)
 	if err != nil {
 		return protocol.ReadRangeResult{}, none, err
 	}
+	p := t.name
 	n, err := chunkLength("read", req, req.Length)
 	if err != nil {
 		return protocol.ReadRangeResult{}, none, err
 	}
-	f, err := s.root.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := t.fs.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return protocol.ReadRangeResult{}, none, fsError("read", p, err)
 	}
@@ -92,18 +93,16 @@ func (s *Server) readRange(ctx context.Context, req *protocol.Request) (protocol
 // in any order, but the one at offset 0 must be answered before others are
 // sent (it makes the parents) and the final one must be sent last.
 func (s *Server) writeRange(ctx context.Context, req *protocol.Request) (any, error) {
-	p, err := cleanPath("write", "path", req.Path)
+	t, owner, err := s.writeTarget("write", req)
 	if err != nil {
 		return nil, err
 	}
-	if p == "." {
-		return nil, errs.Field("path", "write: path is required")
-	}
+	p := t.name
 	if _, err := chunkLength("write", req, max(int64(len(req.Data)), 1)); err != nil {
 		return nil, err
 	}
 	// The final chunk truncates, as write does.
-	f, err := s.openForWrite(p, req.Mode, req.Offset == 0)
+	f, err := s.openForWrite(t, req.Mode, req.Offset == 0, owner)
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,7 @@ func (t *procTable) start(s *Server, x *protocol.ExecParams, w *watcher) (*bgPro
 			Tag:       x.Tag,
 			Args:      slices.Clone(x.Args),
 			Cwd:       x.Cwd,
+			User:      x.User,
 			StdinOpen: x.StdinOpen || x.PTY != nil,
 		},
 	}

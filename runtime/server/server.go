@@ -36,9 +36,17 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // Config configures a Server.
 type Config struct {
-	// Root is the workspace directory; every path is relative to it. It is
-	// created if missing.
+	// Root is the workspace directory; every relative path is relative to
+	// it. It is created if missing.
 	Root string
+	// FS is protocol.FSRoot (the default: every path inside Root) or
+	// protocol.FSWhole (absolute paths reach the whole sandbox, and
+	// user.ensure may add users to it). Whole only where the runtime's
+	// file system is the workspace's own: a container, a pod, a machine.
+	FS string
+	// EtcDir holds the passwd, group and shadow files users are read from
+	// and user.ensure writes; empty means /etc. Tests point it elsewhere.
+	EtcDir string
 	// Token is the bearer token every connection must present.
 	Token string
 	// Env is the environment every command starts with, on top of PATH and
@@ -87,6 +95,12 @@ type Server struct {
 	maxFile   int64
 	killAll   bool
 	writeTO   time.Duration // bounds one frame's write (Config.WriteTimeout)
+	whole     bool          // absolute paths reach the whole sandbox (Config.FS)
+	etcDir    string        // where passwd and group are (Config.EtcDir)
+
+	// usersMu serialises reading and appending to the account files, so
+	// two user.ensure calls cannot both add a user.
+	usersMu sync.Mutex
 
 	// stateMu serialises the state operations and reset: parallel tool
 	// calls must give a linear history. state is the open history (nil
@@ -132,6 +146,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch cfg.FS {
+	case "":
+		cfg.FS = protocol.FSRoot
+	case protocol.FSRoot, protocol.FSWhole:
+	default:
+		return nil, errs.Field("fs", "runtime server: fs %q: want %s or %s", cfg.FS, protocol.FSRoot, protocol.FSWhole)
+	}
+	if cfg.EtcDir == "" {
+		cfg.EtcDir = "/etc"
 	}
 	for k := range cfg.Env {
 		if err := checkEnvKey(k); err != nil {
@@ -180,6 +204,8 @@ func New(cfg Config) (*Server, error) {
 		killAll:   cfg.KillAllOnReset,
 		gcEvery:   cfg.StateGCEvery,
 		writeTO:   cfg.WriteTimeout,
+		whole:     cfg.FS == protocol.FSWhole,
+		etcDir:    cfg.EtcDir,
 		conns:     map[*conn]struct{}{},
 	}, nil
 }
@@ -300,7 +326,11 @@ func ListenAndServe(ctx context.Context, addr string, s *Server) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	s.log.Info("runtime listening", "addr", ln.Addr().String(), "root", s.rootPath, "protocol", protocol.Version)
+	fsMode := protocol.FSRoot
+	if s.whole {
+		fsMode = protocol.FSWhole
+	}
+	s.log.Info("runtime listening", "addr", ln.Addr().String(), "root", s.rootPath, "fs", fsMode, "protocol", protocol.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
