@@ -61,6 +61,11 @@ when that key is revoked or expires, and may not expire later than it (without
 			fmt.Fprintf(a.stderr, "%s/%s created for tenant %s, role %s. The key below is shown only this once: store it now.\n",
 				kindAPIKey, k.ID, k.TenantID, k.Role)
 			fmt.Fprintln(a.stdout, k.Key)
+			if k.E2BKey != "" {
+				// The same key re-encoded for E2B's SDKs (/e2b), whose
+				// Python client accepts only e2b_<hex>.
+				fmt.Fprintf(a.stderr, "For E2B's SDKs, the same key: E2B_API_KEY=%s\n", k.E2BKey)
+			}
 			return nil
 		}),
 	}

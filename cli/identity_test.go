@@ -51,7 +51,7 @@ func newIdentityAPI(t *testing.T) *identityAPI {
 		switch {
 		case r.Method == "POST" && r.URL.Path == "/v1/apikeys":
 			reply(201, map[string]any{"id": "key-1", "tenant_id": "team", "role": c.body["role"], "created_at": created,
-				"key": "pmr.key-1." + strings.Repeat("a", 64)})
+				"key": "pmr.key-1." + strings.Repeat("a", 64), "e2b_key": "e2b_" + strings.Repeat("b", 80)})
 		case r.Method == "GET" && r.URL.Path == "/v1/apikeys":
 			reply(200, map[string]any{"items": []wire.APIKey{
 				{ID: "key-1", TenantID: "team", Role: "member", Name: "alice", CreatedAt: created},
@@ -206,7 +206,8 @@ func TestAPIKeyCommands(t *testing.T) {
 	if want := "pmr.key-1." + strings.Repeat("a", 64) + "\n"; stdout != want {
 		t.Errorf("stdout %q, want the key alone", stdout)
 	}
-	if !strings.Contains(stderr, "apikey/key-1 created for tenant team, role member") || !strings.Contains(stderr, "shown only this once") {
+	if !strings.Contains(stderr, "apikey/key-1 created for tenant team, role member") || !strings.Contains(stderr, "shown only this once") ||
+		!strings.Contains(stderr, "E2B_API_KEY=e2b_"+strings.Repeat("b", 80)+"\n") {
 		t.Errorf("stderr %q", stderr)
 	}
 	if b := f.last().body; b["tenant_id"] != "team" || b["role"] != "member" || b["name"] != "alice" || b["ttl"] != "90d" {
