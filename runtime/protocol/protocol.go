@@ -153,7 +153,8 @@ type Request struct {
 	// Mode is the permission bits for write and mkdir; zero means 0644 for
 	// files and 0755 for directories.
 	Mode uint32 `json:"mode,omitempty"`
-	// Recursive makes remove delete a directory and everything in it.
+	// Recursive makes remove delete a directory and everything in it, and
+	// watch.start watch the whole tree.
 	Recursive bool `json:"recursive,omitempty"`
 	// Parents makes mkdir create missing parents and accept an existing
 	// directory.
@@ -363,6 +364,10 @@ type Frame struct {
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Stdout     []byte  `json:"stdout,omitempty"`
 	Stderr     []byte  `json:"stderr,omitempty"`
+
+	// Name and Event are a watch.event's (watch.go).
+	Name  string `json:"name,omitempty"`
+	Event string `json:"event,omitempty"`
 
 	// Payload is the data of a binary frame (see binary.go).
 	Payload []byte `json:"-"`

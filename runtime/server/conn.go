@@ -25,10 +25,12 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	procs  map[uint64]*proc // running execs by request id
-	closed bool
-	wg     sync.WaitGroup // request and exec goroutines
+	mu    sync.Mutex
+	procs map[uint64]*proc // running execs by request id
+	// watches are the running watch.start requests by id (watch_linux.go).
+	watches map[uint64]*watch
+	closed  bool
+	wg      sync.WaitGroup // request and exec goroutines
 }
 
 func newConn(s *Server, ws *websocket.Conn) *conn {
@@ -81,6 +83,7 @@ func (c *conn) shutdown() {
 	c.mu.Unlock()
 	c.cancel()
 	_ = c.ws.CloseNow()
+	c.stopWatches()
 	for _, p := range procs {
 		p.signal(syscall.SIGKILL, false, true)
 	}
@@ -128,6 +131,17 @@ func (c *conn) dispatch(req *protocol.Request) {
 		h = c.s.procSignal
 	case protocol.OpProcResize:
 		h = c.s.procResize
+	case protocol.OpWatchStart:
+		// Arming a recursive watch walks the tree: off the read loop.
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.startWatch(req)
+		}()
+		return
+	case protocol.OpWatchStop:
+		c.stopWatch(req)
+		return
 	case protocol.OpRead:
 		h = c.s.read
 	case protocol.OpReadRange:
