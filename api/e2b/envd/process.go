@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -149,6 +150,7 @@ func (h *handler) start(ctx context.Context, header http.Header, req *StartReque
 	out := newOutput(s, pr.PTY != nil)
 	p, err := c.rt.ProcStartWatch(ctx, pr, client.StartOptions{Stdout: out.writer(0), Stderr: out.writer(1)})
 	if err != nil {
+		out.open()
 		return err
 	}
 	return h.follow(ctx, p, s, out)
@@ -179,6 +181,7 @@ func (h *handler) connect(ctx context.Context, header http.Header, req *SelectRe
 	out := newOutput(s, pty)
 	p, err := c.rt.ProcConnect(ctx, pid, client.StartOptions{Stdout: out.writer(0), Stderr: out.writer(1)})
 	if err != nil {
+		out.open()
 		return notFound(err, pid)
 	}
 	return h.follow(ctx, p, s, out)
@@ -186,7 +189,12 @@ func (h *handler) connect(ctx context.Context, header http.Header, req *SelectRe
 
 // follow sends the start event, lets the output flow, and sends the end.
 func (h *handler) follow(ctx context.Context, p *client.Process, s *connect.Sender[ProcessResponse], out *output) error {
-	if err := out.send(&ProcessEvent{Start: &StartEvent{PID: uint32(p.PID())}}); err != nil {
+	err := out.send(&ProcessEvent{Start: &StartEvent{PID: uint32(p.PID())}})
+	if err != nil {
+		out.err = err
+	}
+	out.open()
+	if err != nil {
 		return err
 	}
 	res, err := p.Wait()
@@ -223,11 +231,18 @@ type output struct {
 	s   *connect.Sender[ProcessResponse]
 	pty bool
 	err error // the first failed send: the client is gone
+	// ready is closed once the start event is sent: output can reach the
+	// writers before the start's answer does, and must follow it.
+	ready chan struct{}
+	once  sync.Once
 }
 
 func newOutput(s *connect.Sender[ProcessResponse], pty bool) *output {
-	return &output{s: s, pty: pty}
+	return &output{s: s, pty: pty, ready: make(chan struct{})}
 }
+
+// open lets the output flow.
+func (o *output) open() { o.once.Do(func() { close(o.ready) }) }
 
 func (o *output) send(ev *ProcessEvent) error {
 	return o.s.Send(&ProcessResponse{Event: ev})
@@ -238,6 +253,7 @@ func (o *output) failed() error { return o.err }
 // writer is the writer of stream i (0 stdout, 1 stderr).
 func (o *output) writer(i int) io.Writer {
 	return writerFunc(func(b []byte) (int, error) {
+		<-o.ready
 		if o.err != nil {
 			return len(b), nil
 		}
@@ -364,6 +380,11 @@ func (h *handler) sendSignal(ctx context.Context, header http.Header, req *SendS
 		return nil, err
 	}
 	if err := c.rt.ProcSignal(ctx, pid, sig); err != nil {
+		if errs.Is(err, errs.Precondition) {
+			// It has ended: envd no longer knows it, and the SDK's kill
+			// answers false on not_found.
+			err = errs.Wrap(errs.NotFound, err)
+		}
 		return nil, notFound(err, pid)
 	}
 	return &Empty{}, nil
