@@ -7,18 +7,17 @@
 // # Wiring (the /e2b/envd router in package e2b)
 //
 // The router authenticates a request (E2b-Sandbox-Id, X-Access-Token),
-// resolves the workspace, and hands the request on with the sandbox in its
-// context:
+// resolves the workspace and calls Server.ServeEnvd, which is package
+// e2b's Envd interface:
 //
-//	h := envd.New(connector, envd.Options{Logger: log})
-//	...
-//	ctx := envd.WithSandbox(r.Context(), &envd.Sandbox{Workspace: ws, WholeFS: true, DefaultUser: "user"})
-//	h.ServeHTTP(w, r.WithContext(ctx))
+//	cfg.Envd = envd.NewServer(connector, envd.Options{Logger: log})
 //
-// The request path may keep its /e2b/envd prefix: procedures are matched on
-// their last two segments (/process.Process/Start), and /files and /health
-// on their last one. A request without a sandbox in its context is refused
-// with 401 (a router bug, never a client's).
+// ServeEnvd describes the workspace (its backend kind decides whether paths
+// reach the whole sandbox) and serves the request. New is the same handler
+// for a caller that puts the Sandbox in the request's context itself
+// (WithSandbox). The request path may keep its /e2b/envd prefix:
+// procedures are matched on their last two segments
+// (/process.Process/Start), /files and /health on their last one.
 //
 // # Users and paths
 //
