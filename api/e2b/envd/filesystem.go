@@ -229,4 +229,3 @@ func (h *handler) listDir(ctx context.Context, header http.Header, req *ListDirR
 	}
 	return &ListDirResponse{Entries: out}, nil
 }
-
