@@ -131,6 +131,21 @@ func TestWatchEnds(t *testing.T) {
 	if _, ok, err := w.Next(ctx); ok || err != nil {
 		t.Fatalf("after the directory's removal: ok=%v err=%v, want the end", ok, err)
 	}
+	// So does its move.
+	if err := os.MkdirAll(filepath.Join(e.Root, "moving"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err = e.Client.Watch(ctx, "moving", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(e.Root, "moving"), filepath.Join(e.Root, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	expectEvent(t, w, "", "rename")
+	if _, ok, err := w.Next(ctx); ok || err != nil {
+		t.Fatalf("after the directory's move: ok=%v err=%v, want the end", ok, err)
+	}
 	// A connection's end ends its watches.
 	w2, err := e.Client.Watch(ctx, ".", false)
 	if err != nil {

@@ -284,5 +284,7 @@ func (w *watch) event(wd int, mask uint32, name string) (done bool, err error) {
 	if !w.c.send(protocol.WatchEvent{Type: protocol.TypeWatchEvent, ID: w.id, Name: rel, Event: kind}) {
 		return true, nil
 	}
-	return false, nil
+	// A watched directory moved away is watched no more: what happens
+	// under its new name is not under the path that was asked for.
+	return mask&unix.IN_MOVE_SELF != 0, nil
 }
