@@ -20,6 +20,7 @@ import (
 	"github.com/primerhq/primer/activities/agentrun"
 	"github.com/primerhq/primer/activities/evalrun"
 	"github.com/primerhq/primer/api"
+	"github.com/primerhq/primer/api/e2b/envd"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/configs"
 	"github.com/primerhq/primer/backend/container"
@@ -243,6 +244,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			OpenAccess:   cfg.OpenAccess,
 			Outbound:     egress,
 			Ready:        ready,
+			Envd:         envd.NewServer(conn, envd.Options{Logger: logger, MaxFileBytes: cfg.MaxFileBytes}),
 
 			MaxStreamsPerKey:    cfg.MaxStreamsPerKey,
 			MaxStreamsPerTenant: cfg.MaxStreamsPerTenant,
