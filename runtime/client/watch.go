@@ -17,7 +17,7 @@ type Watch struct {
 	c  *Client
 	id uint64
 
-	started chan struct{} // closed on the result frame
+	started  chan struct{} // closed on the result frame
 	startErr error
 
 	mu     sync.Mutex
@@ -71,7 +71,9 @@ func (w *Watch) frame(f *protocol.Frame) bool {
 			if len(w.queue) >= maxQueuedWatchEvents {
 				w.mu.Unlock()
 				w.end(errs.E(errs.Exhausted, "watch: more than %d events were not read", maxQueuedWatchEvents))
-				go func() { _ = w.c.do(context.Background(), &protocol.Request{Op: protocol.OpWatchStop, Target: w.id}, nil) }()
+				go func() {
+					_ = w.c.do(context.Background(), &protocol.Request{Op: protocol.OpWatchStop, Target: w.id}, nil)
+				}()
 				return false
 			}
 			w.queue = append(w.queue, protocol.WatchEvent{Name: f.Name, Event: f.Event})
