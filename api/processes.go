@@ -68,7 +68,7 @@ func processRequest(spec *wire.ProcessSpec) (client.ProcRequest, error) {
 	}
 	req := client.ProcRequest{
 		Args: x.Args, Env: x.Env, Cwd: x.Cwd, Stdin: x.Stdin, Timeout: x.Timeout,
-		Tag: spec.Tag, StdinOpen: spec.StdinOpen,
+		Tag: spec.Tag, StdinOpen: spec.StdinOpen, User: spec.User,
 	}
 	if spec.PTY != nil {
 		size, err := terminalSize("pty", *spec.PTY)
@@ -220,7 +220,8 @@ func (s *server) processCloseStdin() gin.HandlerFunc {
 }
 
 // attachProcess serves GET .../processes/{pid}/attach: a WebSocket that
-// carries the process's output from now on and its exit (AttachMessage,
+// carries the process's output from now on (?replay=true: its last 16 KiB
+// first) and its exit (AttachMessage,
 // server to client) and input, resizes, signals and the close of stdin
 // (client to server). Closing the socket detaches; the process runs on.
 func (s *server) attachProcess(c *gin.Context) {
@@ -262,6 +263,7 @@ func (s *server) attachProcess(c *gin.Context) {
 	}
 	p, err := cl.ProcConnect(ctx, pid, client.StartOptions{
 		Stdout: attachWriter{a, stdout}, Stderr: attachWriter{a, protocol.StreamStderr},
+		Replay: c.Query("replay") == "true",
 	})
 	if err != nil {
 		a.fail(processError(ws.ID, pid, err))

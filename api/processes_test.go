@@ -57,7 +57,7 @@ func TestProcesses(t *testing.T) {
 		t.Fatalf("list = %+v %v", list, err)
 	}
 
-	a, err := c.AttachProcess(ctx, w.ID, p.PID)
+	a, err := c.AttachProcess(ctx, w.ID, p.PID, apiclient.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestProcesses(t *testing.T) {
 	_ = a.Close()
 
 	// Detached: the process runs on; a new attach sees the signal's exit.
-	a, err = c.AttachProcess(ctx, w.ID, p.PID)
+	a, err = c.AttachProcess(ctx, w.ID, p.PID, apiclient.AttachOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := c.AttachProcess(ctx, w.ID, p.PID)
+		a, err := c.AttachProcess(ctx, w.ID, p.PID, apiclient.AttachOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestProcesses(t *testing.T) {
 		if err := viewer.SignalProcess(ctx, w.ID, p.PID, "KILL"); !errs.Is(err, errs.Forbidden) {
 			t.Fatalf("viewer signal = %v", err)
 		}
-		if _, err := c.AttachProcess(ctx, w.ID, 1<<30); !errs.Is(err, errs.NotFound) {
+		if _, err := c.AttachProcess(ctx, w.ID, 1<<30, apiclient.AttachOptions{}); !errs.Is(err, errs.NotFound) {
 			t.Fatalf("attach to no process = %v", err)
 		}
 		if _, err := c.StartProcess(ctx, w.ID, wire.ProcessSpec{Command: []string{"sh"}, PTY: &wire.TerminalSize{Cols: 0, Rows: 24}}); errs.FieldOf(err) != "pty" {

@@ -81,11 +81,21 @@ type Attachment struct {
 	mu   sync.Mutex // serialises writes
 }
 
+// AttachOptions tunes AttachProcess.
+type AttachOptions struct {
+	// Replay delivers the process's recent output (its last 16 KiB: a
+	// terminal's screen, a prompt) before the new.
+	Replay bool
+}
+
 // AttachProcess opens the attach stream of process pid: its output from
 // now on, then its exit. Refusals (unknown pid, a viewer key) are *Error
 // as for any call.
-func (c *Client) AttachProcess(ctx context.Context, wsID string, pid int) (*Attachment, error) {
+func (c *Client) AttachProcess(ctx context.Context, wsID string, pid int, opts AttachOptions) (*Attachment, error) {
 	u := c.base + processPath(wsID, pid) + "/attach"
+	if opts.Replay {
+		u += "?replay=true"
+	}
 	if rest, ok := strings.CutPrefix(u, "http"); ok {
 		u = "ws" + rest // http -> ws, https -> wss
 	}

@@ -39,6 +39,9 @@ func (c *Client) Exec(ctx context.Context, req protocol.ExecRequest, stdout, std
 // collects that stream into the result of Wait.
 type StartOptions struct {
 	Stdout, Stderr io.Writer
+	// Replay, for ProcConnect and ProcConnectTag, delivers the process's
+	// recent output (up to protocol.ProcReplayBytes) before the new.
+	Replay bool
 }
 
 // Start starts a command and returns once it runs, so a missing program

@@ -93,13 +93,13 @@ func (c *Client) ProcStartWatch(ctx context.Context, req ProcRequest, opts Start
 // ProcStartWatch, ctx's end stops the watch only. Several watches of one
 // process may run at once, on any connections.
 func (c *Client) ProcConnect(ctx context.Context, pid int, opts StartOptions) (*Process, error) {
-	return c.watch(ctx, "proc.connect", opts, &protocol.Request{Op: protocol.OpProcConnect, PID: pid})
+	return c.watch(ctx, "proc.connect", opts, &protocol.Request{Op: protocol.OpProcConnect, PID: pid, Replay: opts.Replay})
 }
 
 // ProcConnectTag is ProcConnect for the process tagged tag: the running
 // one, else the one that ended last.
 func (c *Client) ProcConnectTag(ctx context.Context, tag string, opts StartOptions) (*Process, error) {
-	return c.watch(ctx, "proc.connect", opts, &protocol.Request{Op: protocol.OpProcConnect, Tag: tag})
+	return c.watch(ctx, "proc.connect", opts, &protocol.Request{Op: protocol.OpProcConnect, Tag: tag, Replay: opts.Replay})
 }
 
 func (c *Client) watch(ctx context.Context, name string, o StartOptions, r *protocol.Request) (*Process, error) {

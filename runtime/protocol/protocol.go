@@ -211,6 +211,9 @@ type Request struct {
 	PID int `json:"pid,omitempty"`
 	// Tag names the process of proc.connect when PID is zero.
 	Tag string `json:"tag,omitempty"`
+	// Replay makes proc.connect send the process's recent output first:
+	// the last ProcReplayBytes the runtime kept (a terminal's screen).
+	Replay bool `json:"replay,omitempty"`
 	// Cols and Rows are the terminal size of proc.resize.
 	Cols uint16 `json:"cols,omitempty"`
 	Rows uint16 `json:"rows,omitempty"`
@@ -254,6 +257,10 @@ type ExecParams struct {
 	// stream, StreamPTY.
 	PTY *PTYSize `json:"pty,omitempty"`
 }
+
+// ProcReplayBytes is how much of a process's latest output the runtime
+// keeps for proc.connect with replay.
+const ProcReplayBytes = 16 << 10
 
 // PTYSize is a terminal's size in characters.
 type PTYSize struct {

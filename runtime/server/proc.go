@@ -53,6 +53,7 @@ type bgProc struct {
 	mu       sync.Mutex
 	size     protocol.PTYSize
 	watchers []*watcher
+	recent   recentOutput       // for proc.connect with replay (proc_watch.go)
 	exit     *protocol.ProcExit // set once it ended
 	canceled bool               // killed by reset or Close
 	timedOut bool

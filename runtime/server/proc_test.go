@@ -397,3 +397,37 @@ func TestProcKilledByResetAndClose(t *testing.T) {
 		t.Fatalf("process %d survived the server's Close", pid)
 	}
 }
+
+// A connect with replay gets the recent output first, then the new; one
+// without gets only the new.
+func TestProcReplay(t *testing.T) {
+	e := runtimetest.Start(t, server.Config{})
+	ctx := runtimetest.Ctx(t)
+	wctx, cancel := context.WithCancel(ctx)
+	first := newOutBuf()
+	p, err := e.Client.ProcStartWatch(wctx, client.ProcRequest{
+		Args: []string{"sh", "-c", "echo before; read x; echo after"}, StdinOpen: true,
+	}, client.StartOptions{Stdout: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.waitFor(t, "before\n")
+	cancel()
+	replayed, fresh := newOutBuf(), newOutBuf()
+	w1, err := e.Client.ProcConnect(ctx, p.PID(), client.StartOptions{Stdout: replayed, Replay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := e.Client.ProcConnect(ctx, p.PID(), client.StartOptions{Stdout: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.ProcInput(ctx, p.PID(), []byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, w1)
+	waitExit(t, w2)
+	if replayed.String() != "before\nafter\n" || fresh.String() != "after\n" {
+		t.Fatalf("with replay %q, without %q", replayed.String(), fresh.String())
+	}
+}

@@ -5,10 +5,12 @@ package server
 // exec.output frames of the output produced while it watches, then exactly
 // one exec.exit frame, unless it detaches (proc.detach) or its connection
 // closes first. Output is sent to every watcher as it is read, before the
-// next read; with none it is dropped. Nothing is buffered for a process
-// nobody watches, and a slow watcher slows the process down (its pipe
-// fills) for at most the server's write timeout, after which that watcher's
-// connection is closed and the process goes on.
+// next read; with none it is dropped. All a process keeps is its last
+// protocol.ProcReplayBytes of output (recentOutput), which a proc.connect
+// with replay gets first (a terminal's screen, a prompt printed before the
+// attach). A slow watcher slows the process down (its pipe fills) for at
+// most the server's write timeout, after which that watcher's connection
+// is closed and the process goes on.
 
 import (
 	"slices"
@@ -62,9 +64,10 @@ func (f *fanWriter) Write(b []byte) (int, error) {
 }
 
 // broadcast sends b to every watcher and drops those whose connection is
-// gone. b is not kept.
+// gone. Its tail is kept in the recent output.
 func (p *bgProc) broadcast(stream string, b []byte) {
 	p.mu.Lock()
+	p.recent.add(stream, b)
 	ws := slices.Clone(p.watchers)
 	p.mu.Unlock()
 	for _, w := range ws {
@@ -93,13 +96,22 @@ func (c *conn) connectProc(req *protocol.Request) {
 		return
 	}
 	w := newWatcher(c, req.ID)
+	// Under the lock a chunk is either in the replay or sent to w, never
+	// both nor neither.
 	p.mu.Lock()
 	ended := p.exit
 	if ended == nil {
 		p.watchers = append(p.watchers, w)
 	}
+	var replay []outChunk
+	if req.Replay {
+		replay = p.recent.snapshot()
+	}
 	p.mu.Unlock()
 	c.reply(req.ID, p.describe(), nil)
+	for _, ch := range replay {
+		c.send(&protocol.ExecOutput{Type: protocol.TypeExecOutput, ID: req.ID, Stream: ch.stream, Data: ch.data})
+	}
 	close(w.ready)
 	if ended != nil {
 		w.exit(ended)
@@ -126,3 +138,43 @@ func (t *procTable) dropWatchers(c *conn) {
 		p.unwatch(func(w *watcher) bool { return w.c == c })
 	}
 }
+
+// recentOutput is the tail of a process's output: chunks in order, at
+// most protocol.ProcReplayBytes in all; the oldest go first.
+type recentOutput struct {
+	chunks []outChunk
+	size   int
+}
+
+// mergeBytes bounds a chunk that later small writes are appended to.
+const mergeBytes = 4 << 10
+
+type outChunk struct {
+	stream string
+	data   []byte
+}
+
+func (r *recentOutput) add(stream string, b []byte) {
+	if len(b) > protocol.ProcReplayBytes {
+		b = b[len(b)-protocol.ProcReplayBytes:]
+	}
+	if n := len(r.chunks); n > 0 && r.chunks[n-1].stream == stream && len(r.chunks[n-1].data)+len(b) <= mergeBytes {
+		// Small writes share a chunk, so the count of chunks stays low.
+		// Appending never changes the bytes a snapshot already holds.
+		r.chunks[n-1].data = append(r.chunks[n-1].data, b...)
+	} else {
+		r.chunks = append(r.chunks, outChunk{stream: stream, data: slices.Clone(b)})
+	}
+	r.size += len(b)
+	drop := 0
+	for r.size > protocol.ProcReplayBytes {
+		r.size -= len(r.chunks[drop].data)
+		drop++
+	}
+	if drop > 0 {
+		r.chunks = slices.Delete(r.chunks, 0, drop)
+	}
+}
+
+// snapshot returns the chunks; they are never changed after add.
+func (r *recentOutput) snapshot() []outChunk { return slices.Clone(r.chunks) }
