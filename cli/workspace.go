@@ -18,7 +18,7 @@ import (
 func (a *app) workspaceCommand() *cobra.Command {
 	cmd := a.group("workspace", "Work inside a workspace: exec, files, events; return or recover it", "ws")
 	cmd.AddCommand(a.execCommand(), a.filesCommand(), a.eventsCommand(), a.workspaceReturnCommand(), a.workspaceRecoverCommand(),
-		a.workspaceExtendCommand())
+		a.workspaceExtendCommand(), a.shellCommand())
 	return cmd
 }
 
@@ -26,7 +26,8 @@ func (a *app) execCommand() *cobra.Command {
 	var envs []string
 	var cwd string
 	var timeout time.Duration
-	var stdin bool
+	var stdin, background bool
+	var tag string
 	cmd := &cobra.Command{
 		Use:   "exec ID [flags] -- COMMAND [ARG...]",
 		Short: "Run a command in a workspace, streaming its output",
@@ -60,6 +61,9 @@ and primectl exits with the command's exit code (124 if it timed out).
 				}
 				req.Stdin = string(b)
 			}
+			if background {
+				return a.startBackground(cmd.Context(), req, tag, cmd.Flags().Changed("timeout"))
+			}
 			res, err := a.client().ExecStream(cmd.Context(), req, a.stdout, a.stderr)
 			if err != nil {
 				return err
@@ -72,6 +76,8 @@ and primectl exits with the command's exit code (124 if it timed out).
 	f.StringVar(&cwd, "cwd", "", "working directory, relative to the workspace root")
 	f.DurationVar(&timeout, "timeout", 0, "the command's timeout (default: the server's, 10m)")
 	f.BoolVarP(&stdin, "stdin", "i", false, "pass primectl's stdin to the command")
+	f.BoolVar(&background, "background", false, "start the command as a background process, print its pid and return (see workspace shell)")
+	f.StringVar(&tag, "tag", "", "with --background: a name for the process")
 	return cmd
 }
 
