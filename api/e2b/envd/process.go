@@ -210,19 +210,26 @@ func (h *handler) follow(ctx context.Context, p *client.Process, s *connect.Send
 	return out.send(&ProcessEvent{End: endOf(res)})
 }
 
-// endOf describes an exit as envd's EndEvent: a process ended by a signal
-// has exit code -1 and exited false, as Go's os.ProcessState says.
+// endOf describes an exit as envd's EndEvent, which is Go's
+// os.ProcessState: a process ended by a signal has exit code -1 and
+// exited false; error is the wait's error ("exit status 3", "signal:
+// killed"), absent after a clean exit.
 func endOf(res protocol.ExecResult) *EndEvent {
-	if res.Signal == "" && !res.TimedOut && !res.Canceled {
-		return &EndEvent{ExitCode: int32(res.ExitCode), Exited: true, Status: "exit status " + strconv.Itoa(res.ExitCode)}
+	end := &EndEvent{ExitCode: int32(res.ExitCode), Exited: true, Status: "exit status " + strconv.Itoa(res.ExitCode)}
+	if res.Signal != "" || res.TimedOut || res.Canceled {
+		sig := syscall.SIGKILL
+		if n := unix.SignalNum(res.Signal); n != 0 {
+			sig = n
+		} else if n := unix.SignalNum("SIG" + strings.TrimPrefix(res.Signal, "SIG")); n != 0 {
+			sig = n
+		}
+		end = &EndEvent{ExitCode: -1, Exited: false, Status: "signal: " + sig.String()}
 	}
-	sig := syscall.SIGKILL
-	if n := unix.SignalNum(res.Signal); n != 0 {
-		sig = n
-	} else if n := unix.SignalNum("SIG" + strings.TrimPrefix(res.Signal, "SIG")); n != 0 {
-		sig = n
+	if end.ExitCode != 0 {
+		msg := end.Status
+		end.Error = &msg
 	}
-	return &EndEvent{ExitCode: -1, Exited: false, Status: "signal: " + sig.String()}
+	return end
 }
 
 // output turns a process's writes into data events, in order (the runtime

@@ -57,7 +57,7 @@ func TestProcessRun(t *testing.T) {
 	}{
 		{"exit code and both streams",
 			`{"process":{"cmd":"/bin/sh","args":["-c","echo out; echo err >&2; exit 3"]},"stdin":false}`,
-			"out\n", "err\n", `{"exitCode":3,"exited":true,"status":"exit status 3"}`},
+			"out\n", "err\n", `{"exitCode":3,"exited":true,"status":"exit status 3","error":"exit status 3"}`},
 		{"env and the user's home as cwd",
 			`{"process":{"cmd":"/bin/sh","args":["-c","echo $GREETING; pwd"],"envs":{"GREETING":"hi"}},"stdin":false}`,
 			"hi\n" + d.home + "\n", "", `{"exitCode":0,"exited":true,"status":"exit status 0"}`},
@@ -66,7 +66,7 @@ func TestProcessRun(t *testing.T) {
 			d.home + "\n", "", `{"exitCode":0,"exited":true,"status":"exit status 0"}`},
 		{"killed by a signal",
 			`{"process":{"cmd":"/bin/sh","args":["-c","kill -9 $$"]},"stdin":false}`,
-			"", "", `{"exitCode":-1,"exited":false,"status":"signal: killed"}`},
+			"", "", `{"exitCode":-1,"exited":false,"status":"signal: killed","error":"signal: killed"}`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
