@@ -303,3 +303,45 @@ type EndEvent struct {
 type ProcessResponse struct {
 	Event *ProcessEvent `json:"event"`
 }
+
+// Proto3 JSON readers accept a field's proto name as well as its JSON
+// name; the requests with multi-word fields take both, for clients whose
+// encoder writes proto names.
+
+// UnmarshalJSON reads includeEntry or include_entry, and so on.
+func (r *WatchDirRequest) UnmarshalJSON(b []byte) error {
+	type plain WatchDirRequest
+	var aux struct {
+		plain
+		IncludeEntry       *bool `json:"include_entry"`
+		AllowNetworkMounts *bool `json:"allow_network_mounts"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*r = WatchDirRequest(aux.plain)
+	if aux.IncludeEntry != nil {
+		r.IncludeEntry = *aux.IncludeEntry
+	}
+	if aux.AllowNetworkMounts != nil {
+		r.AllowNetworkMounts = *aux.AllowNetworkMounts
+	}
+	return nil
+}
+
+// UnmarshalJSON reads watcherId or watcher_id.
+func (r *WatcherRequest) UnmarshalJSON(b []byte) error {
+	type plain WatcherRequest
+	var aux struct {
+		plain
+		WatcherID *string `json:"watcher_id"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*r = WatcherRequest(aux.plain)
+	if aux.WatcherID != nil {
+		r.WatcherID = *aux.WatcherID
+	}
+	return nil
+}
