@@ -47,6 +47,8 @@ type CreateWorkspaceRequest struct {
 	// LeaseTTL, when set, makes the workspace a lease that is taken back
 	// (deleted, as it belongs to no pool) after it unless extended.
 	LeaseTTL time.Duration
+	// Env is the workspace's own environment (wire.Workspace.Env).
+	Env map[string]string
 	// ByAdmin says the workspace is made on an admin's authority: an
 	// admin's request, or a pool or suite whose last write was an admin's
 	// (Workspace.ByAdmin). Only such a workspace may run on a host backend

@@ -25,7 +25,7 @@ import (
 const (
 	jsCreateBody = `{"templateID":"default","metadata":{"team":"evals"},"timeout":300}`
 	pyCreateBody = `{"templateID":"default","timeout":300,"secure":true,"allow_internet_access":true,` +
-		`"metadata":{"team":"evals"},"envVars":{}}`
+		`"metadata":{"team":"evals"},"envVars":{"E2B_SECRET":"s3cret-env-value"}}`
 )
 
 // e2bSandbox is E2B's Sandbox answer.
@@ -161,7 +161,7 @@ func TestE2BCreateWarm(t *testing.T) {
 	idle := h.member("p", wire.PhaseRunning, wire.PoolIdle)
 	notified := h.expectNotify("p", 1)
 	// No ExecuteWorkflow expected: the mock fails the test on a cold start.
-	r := h.e2b(h.adminKey, "POST", "/v2/sandboxes", jsCreateBody).expect(t, http.StatusCreated)
+	r := h.e2b(h.adminKey, "POST", "/v2/sandboxes", pyCreateBody).expect(t, http.StatusCreated)
 	var sb e2bSandbox
 	r.decode(t, &sb)
 	if sb.SandboxID != idle.ID {
@@ -172,8 +172,45 @@ func TestE2BCreateWarm(t *testing.T) {
 		t.Fatalf("pool woken %d times, want 1", *notified)
 	}
 	ws, err := h.store.GetWorkspace(context.Background(), idle.ID)
-	if err != nil || ws.PoolID != "" || ws.Labels["team"] != "evals" || ws.ExpiresAt == nil {
+	if err != nil || ws.PoolID != "" || ws.Labels["team"] != "evals" || ws.ExpiresAt == nil || ws.Env["E2B_SECRET"] != "s3cret-env-value" {
 		t.Fatalf("taken member = %+v (%v)", ws, err)
+	}
+}
+
+// TestE2BEnvVars: envVars become the workspace's own env, which every
+// exec and process gets under its own, and which no answer shows.
+func TestE2BEnvVars(t *testing.T) {
+	h := newHarness(t)
+	started := h.expectColdStart()
+	r := h.e2b(h.adminKey, "POST", "/sandboxes", pyCreateBody).expect(t, http.StatusCreated)
+	var sb e2bSandbox
+	r.decode(t, &sb)
+	ws, err := h.store.GetWorkspace(context.Background(), sb.SandboxID)
+	if err != nil || len(*started) != 1 || ws.Env["E2B_SECRET"] != "s3cret-env-value" {
+		t.Fatalf("workspace env = %v (%v)", ws, err)
+	}
+	for _, got := range []response{r,
+		h.do("GET", "/v1/workspaces/"+sb.SandboxID, nil).expect(t, 200),
+		h.do("GET", "/v1/workspaces", nil).expect(t, 200),
+		h.e2b(h.adminKey, "GET", "/sandboxes/"+sb.SandboxID, "").expect(t, 200),
+		h.e2b(h.adminKey, "GET", "/v2/sandboxes", "").expect(t, 200),
+	} {
+		if bytes.Contains(got.body, []byte("s3cret-env-value")) {
+			t.Fatalf("an answer shows the env value: %s", got.body)
+		}
+	}
+
+	// Exec and processes on a running workspace with its own env: the
+	// request's env wins over it.
+	run, _ := h.runningWorkspace()
+	if err := h.store.SetWorkspaceEnv(context.Background(), run.ID, map[string]string{"E2B_SECRET": "s3cret-env-value", "B": "ws"}); err != nil {
+		t.Fatal(err)
+	}
+	var res wire.ExecResponse
+	h.do("POST", "/v1/workspaces/"+run.ID+"/exec", `{"command":["sh","-c","echo $E2B_SECRET-$B"],"env":{"B":"req"}}`).
+		expect(t, 200).decode(t, &res)
+	if res.Stdout != "s3cret-env-value-req\n" {
+		t.Fatalf("exec stdout %q, want the workspace's env under the request's", res.Stdout)
 	}
 }
 
@@ -190,7 +227,8 @@ func TestE2BCreateRefusals(t *testing.T) {
 		{"viewer", viewer, jsCreateBody, 403, "viewer"},
 		{"unknown template", h.adminKey, `{"templateID":"nope","timeout":300}`, 404, "nope"},
 		{"default template base is missing", h.adminKey, `{"timeout":300}`, 404, "base"},
-		{"env vars", h.adminKey, `{"templateID":"default","envVars":{"A":"secret-value"}}`, 400, "envVars"},
+		{"env var name", h.adminKey, `{"templateID":"default","envVars":{"A=B":"secret-value"}}`, 400, "A=B"},
+		{"env on a missing template", h.adminKey, `{"templateID":"nope","envVars":{"A":"secret-value"}}`, 404, "nope"},
 		{"auto pause", h.adminKey, `{"templateID":"default","autoPause":true}`, 400, "autoPause"},
 		{"no internet on an open template", h.adminKey, `{"templateID":"default","allow_internet_access":false}`, 400, "deny_all"},
 		{"malformed body", h.adminKey, `{"templateID":`, 400, "request body"},

@@ -71,6 +71,7 @@ func (s *server) exec(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	req.Env = withWorkspaceEnv(ws, req.Env)
 	ctx := c.Request.Context()
 	if spec.Stream || strings.Contains(c.GetHeader("Accept"), "application/x-ndjson") {
 		s.execStream(c, ws.ID, cl, req)

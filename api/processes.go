@@ -44,6 +44,7 @@ func (s *server) startProcess(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	req.Env = withWorkspaceEnv(ws, req.Env)
 	info, err := cl.ProcStart(c.Request.Context(), req)
 	if err != nil {
 		s.fail(c, execError(ws.ID, err))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/sessiontool"
 	"github.com/primerhq/primer/starter"
 	"github.com/primerhq/primer/wire"
 )
@@ -34,6 +35,32 @@ func validLabels(field string, labels map[string]string) error {
 	return nil
 }
 
+// validEnv checks a workspace's own env: variable names as exec's, values
+// without NUL (the messages name the variable, never its value).
+func validEnv(env map[string]string) error {
+	if len(env) > 256 {
+		return errs.Field("env", "env: at most 256 variables, got %d", len(env))
+	}
+	_, err := sessiontool.ExecOptions(env, "", "", sessiontool.Limits{DefaultExecTimeout: DefaultExecTimeout, MaxExecTimeout: MaxExecTimeout})
+	return err
+}
+
+// withWorkspaceEnv is the env an exec or a process of w runs with: w's own
+// env, and the request's over it.
+func withWorkspaceEnv(w *wire.Workspace, env map[string]string) map[string]string {
+	if len(w.Env) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(w.Env)+len(env))
+	for k, v := range w.Env {
+		out[k] = v
+	}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
 func printable(s string) bool {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f {
@@ -54,6 +81,10 @@ func (s *server) createWorkspace(c *gin.Context) {
 		return
 	}
 	if err := validLabels("labels", spec.Labels); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := validEnv(spec.Env); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -91,6 +122,13 @@ func (s *server) createWorkspace(c *gin.Context) {
 			s.fail(c, err)
 			return
 		}
+		if len(spec.Env) > 0 {
+			if err := s.cfg.Store.SetWorkspaceEnv(c.Request.Context(), w.ID, spec.Env); err != nil {
+				s.fail(c, err)
+				return
+			}
+			w.Env = spec.Env
+		}
 	}
 	if w == nil {
 		// The Starter resolves the template (400, field template_id, when it
@@ -98,7 +136,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 		// workflow cannot be started it removes the row again (503).
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, TTL: ttl, TenantID: tenant,
+			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, Env: spec.Env, TTL: ttl, TenantID: tenant,
 				ByAdmin: callerOf(c).admin()})
 		if err != nil {
 			s.fail(c, err)

@@ -153,6 +153,17 @@ func (s *Store) SetWorkspaceLabels(ctx context.Context, id string, labels map[st
 	return s.updateWorkspace(ctx, id, "set labels", map[string]any{"labels": string(raw)})
 }
 
+// SetWorkspaceEnv replaces a workspace's own environment (a warm create
+// gives the taken member its creator's env); NotFound if absent. The
+// error never holds a value.
+func (s *Store) SetWorkspaceEnv(ctx context.Context, id string, env map[string]string) error {
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return errs.E(errs.Invalid, "workspace %s: env: not encodable", id)
+	}
+	return s.updateWorkspace(ctx, id, "set env", map[string]any{"env": string(raw)})
+}
+
 // updateWorkspace sets cols (and updated_at) on workspace id; NotFound if absent.
 func (s *Store) updateWorkspace(ctx context.Context, id, action string, cols map[string]any) error {
 	db := s.w.WithContext(ctx)

@@ -114,6 +114,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		Backend:     p.Provider,
 		Phase:       wire.PhasePending,
 		Labels:      req.Labels,
+		Env:         req.Env,
 		WorkflowID:  workflows.WorkflowID(id),
 		PoolID:      req.PoolID,
 		ByAdmin:     req.ByAdmin,

@@ -193,6 +193,11 @@ type Workspace struct {
 	Path string `json:"workspace_path,omitempty"`
 	// Handle is the backend's serialised handle (backend.Handle as JSON).
 	Handle json.RawMessage `gorm:"serializer:json;type:text" json:"-"`
+	// Env is the workspace's own environment (E2B's envVars, /v1 create's
+	// env), set at create and added under every exec's and process's own
+	// env. Secret, like the template's env: never returned by the API,
+	// never logged, never in workflow history.
+	Env map[string]string `gorm:"serializer:json;type:text" json:"-"`
 	// RuntimeToken is the bearer token of the workspace's runtime. Secret:
 	// never returned by the API, never logged, never in workflow history.
 	RuntimeToken string    `gorm:"size:128" json:"-"`

@@ -8,6 +8,9 @@ type CreateWorkspaceRequest struct {
 	TemplateID string            `json:"template_id"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	TTL        string            `json:"ttl,omitempty"`
+	// Env is the workspace's own environment, added under every exec's
+	// and process's env (Workspace.Env). Secret: no answer shows it.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Created answers a create: the workspace and where it came from, Source

@@ -153,8 +153,6 @@ func (n *newSandbox) unsupported() error {
 		return errs.Field("mcp", "mcp: not supported")
 	case len(n.VolumeMounts) > 0:
 		return errs.Field("volumeMounts", "volumeMounts: not supported")
-	case len(n.EnvVars) > 0:
-		return errs.Field("envVars", "envVars: not supported yet; set env on the template")
 	case n.Timeout != nil && *n.Timeout < 0:
 		return errs.Field("timeout", "timeout: %d is negative", *n.Timeout)
 	}
@@ -197,7 +195,10 @@ func (d *Door) createSandbox(w http.ResponseWriter, r *http.Request, api *client
 		}
 		tmpl = t
 	}
-	made, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: req.TemplateID, Labels: req.Metadata, TTL: ttl.String()})
+	// envVars are the workspace's own env: secret, set under every command
+	// (/v1 exec, processes, the in-sandbox API's process.Start).
+	made, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: req.TemplateID, Labels: req.Metadata,
+		Env: req.EnvVars, TTL: ttl.String()})
 	if err != nil {
 		d.fail(w, templateError(err, req.TemplateID))
 		return
