@@ -189,17 +189,22 @@ func defaultConnectHost(bind string, conn *Connection) string {
 //	pids_limit: 1024
 //	network: {egress: deny_all}
 //	workdir: /workspace
+//	user: user               # commands run as, files belong to; made when missing
 //	labels: {team: evals}
 //	env, files, init: as on every backend
 type Template struct {
 	backend.Common
-	Image       string            `json:"image"`
-	CPUCores    float64           `json:"cpu_cores,omitempty"`
-	MemoryBytes int64             `json:"memory_bytes,omitempty"`
-	PidsLimit   int64             `json:"pids_limit,omitempty"`
-	Network     NetworkPolicy     `json:"network,omitzero"`
-	Workdir     string            `json:"workdir,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
+	Image       string        `json:"image"`
+	CPUCores    float64       `json:"cpu_cores,omitempty"`
+	MemoryBytes int64         `json:"memory_bytes,omitempty"`
+	PidsLimit   int64         `json:"pids_limit,omitempty"`
+	Network     NetworkPolicy `json:"network,omitzero"`
+	Workdir     string        `json:"workdir,omitempty"`
+	// User is the sandbox user commands run as and files are created for
+	// when a request names none; empty means root. Made in the container
+	// when its image lacks it.
+	User   string            `json:"user,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // NetworkPolicy is a template's network section.
@@ -231,6 +236,9 @@ func ParseTemplate(doc json.RawMessage) (Template, error) {
 	}
 	if strings.ContainsAny(t.Image, " \t\n") {
 		return t, errs.Field("spec.backend.image", "spec.backend.image: %q is not an image reference", t.Image)
+	}
+	if err := backend.CheckTemplateUser(t.User); err != nil {
+		return t, err
 	}
 	if t.CPUCores < 0 || math.IsNaN(t.CPUCores) || t.CPUCores > 1024 {
 		return t, errs.Field("spec.backend.cpu_cores", "spec.backend.cpu_cores: %v must be between 0 (no limit) and 1024", t.CPUCores)

@@ -95,6 +95,12 @@ func TestParseTemplate(t *testing.T) {
 		{"wrong type", `{"kind":"container","image":"x","memory_bytes":"512Mi"}`, "spec.backend.memory_bytes", nil},
 		{"escaping file", `{"kind":"container","image":"x","files":{"../etc/passwd":"x"}}`, "spec.backend.files", nil},
 		{"wrong kind", `{"kind":"local","image":"x"}`, "spec.backend.kind", nil},
+		{"user", `{"kind":"container","image":"x","user":"user"}`, "", func(t *testing.T, tp Template) {
+			if tp.User != "user" {
+				t.Errorf("user = %q", tp.User)
+			}
+		}},
+		{"bad user", `{"kind":"container","image":"x","user":"Root:0"}`, "spec.backend.user", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

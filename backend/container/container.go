@@ -48,6 +48,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -325,7 +326,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		env = append(env, k+"="+v)
 	}
 	env = append(env, "PRIMER_RUNTIME_TOKEN="+req.Token)
-	entrypoint := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + t.Workdir}
+	entrypoint := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + t.Workdir, "--fs=" + protocol.FSWhole}
 	// Every workspace's runtime closes it to connections opened towards
 	// it but to the runtime's own port (token-authenticated) and from its
 	// tenant's network; it needs lockdownCaps for that and drops them
@@ -333,6 +334,9 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	caps := append(append([]string(nil), shellCaps...), lockdownCaps...)
 	if t.Network.Egress == EgressDenyAll {
 		entrypoint = append(entrypoint, "--egress=deny")
+	}
+	if t.User != "" {
+		entrypoint = append(entrypoint, "--user="+t.User)
 	}
 	// The network: host_port with egress allowed joins the tenant's own
 	// network, never the default bridge another tenant is on; deny_all

@@ -158,6 +158,7 @@ func ParseProviderConfig(doc json.RawMessage) (ProviderConfig, error) {
 //	network: {egress: deny_all}
 //	node_selector: {pool: sandboxes}
 //	tolerations: [{key: sandbox, operator: Exists, effect: NoSchedule}]
+//	user: user               # commands run as, files belong to; made when missing
 //	env, files, init: as on every backend
 type Template struct {
 	backend.Common
@@ -173,6 +174,10 @@ type Template struct {
 	NodeSelector  map[string]string   `json:"node_selector,omitempty"`
 	Tolerations   []corev1.Toleration `json:"tolerations,omitempty"`
 	Labels        map[string]string   `json:"labels,omitempty"`
+	// User is the sandbox user commands run as and files are created for
+	// when a request names none; empty means root. Made in the pod when
+	// its image lacks it.
+	User string `json:"user,omitempty"`
 }
 
 // NetworkPolicy is a template's network section.
@@ -219,6 +224,9 @@ func parseTemplate(doc json.RawMessage) (Template, resources, error) {
 	}
 	if strings.ContainsAny(t.Image, " \t\n") {
 		return t, r, errs.Field("spec.backend.image", "spec.backend.image: %q is not an image reference", t.Image)
+	}
+	if err := backend.CheckTemplateUser(t.User); err != nil {
+		return t, r, err
 	}
 	quantity := func(field, v string, def resource.Quantity) (resource.Quantity, bool, error) {
 		if v == "" {

@@ -339,6 +339,7 @@ func TestConfig(t *testing.T) {
 		`{"kind":"kubernetes","image":"x:1","tolerations":[{"operator":"Equal"}]}`:           "spec.backend.tolerations[0]",
 		`{"kind":"kubernetes","image":"x:1","runtime_class":"Not A Class"}`:                  "spec.backend.runtime_class",
 		`{"kind":"container","image":"x:1"}`:                                                 "spec.backend.kind",
+		`{"kind":"kubernetes","image":"x:1","user":"a b"}`:                                   "spec.backend.user",
 	}
 	for doc, field := range badTmpl {
 		_, err := kubernetes.ParseTemplate(json.RawMessage(doc))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
 )
 
 func (b *Backend) labels(id, tenant string, extra map[string]string) map[string]string {
@@ -180,13 +181,16 @@ func (b *Backend) statefulSet(id string, meta metav1.ObjectMeta, t Template, res
 	// what the workspace serves (the tenant's NetworkPolicy says the same
 	// where the network plugin enforces policies). It needs lockdownCaps
 	// and drops them before it serves.
-	command := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + Workdir, "--ingress=restrict"}
+	command := []string{RuntimePath, "--listen=:" + strconv.Itoa(RuntimePort), "--root=" + Workdir, "--fs=" + protocol.FSWhole, "--ingress=restrict"}
 	caps := append(slices.Clone(shellCaps), lockdownCaps...)
 	if t.Network.Egress == EgressDenyAll {
 		// The NetworkPolicy closes egress where the network plugin
 		// enforces policies; the runtime's own firewall closes it on every
 		// cluster, before any command runs.
 		command = append(command, "--egress=deny")
+	}
+	if t.User != "" {
+		command = append(command, "--user="+t.User)
 	}
 	limits := corev1.ResourceList{}
 	if res.hasCPULimit {

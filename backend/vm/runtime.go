@@ -435,7 +435,7 @@ cd "$dir"
 kill_runtimes "$dir"
 rm -f "$state/pid" "$state/port"
 (umask 077; : > "$state/runtime.log")
-$wrap setsid $asuser "$bin" --listen=127.0.0.1:0 "--root=$dir" "--token-file=$state/tok/token" </dev/null >>"$state/runtime.log" 2>&1 8>&- &
+$wrap setsid $asuser "$bin" --listen=127.0.0.1:0 "--root=$dir" "--fs=$fs" "--token-file=$state/tok/token" </dev/null >>"$state/runtime.log" 2>&1 8>&- &
 pid=$!
 echo "$pid" > "$state/pid"
 i=0
@@ -457,7 +457,7 @@ echo "$pid $port $created"
 
 // startScript builds the start script of a workspace. env goes into the
 // runtime's environment (and so every command's) through export builtins.
-func startScript(id, tenant, installation, bin string, t Template, user string, allowRoot bool, token string, env map[string]string) *script {
+func startScript(id, tenant, installation, bin string, t Template, user string, allowRoot bool, fsMode, token string, env map[string]string) *script {
 	s := &script{}
 	commonVars(s, id)
 	s.set("tenant", tenant)
@@ -470,6 +470,7 @@ func startScript(id, tenant, installation, bin string, t Template, user string, 
 	s.set("bin", bin)
 	s.set("token", token)
 	s.set("allow_root", strconv.FormatBool(allowRoot))
+	s.set("fs", fsMode)
 	quota, mem := "", ""
 	if t.CPU > 0 {
 		quota = strconv.FormatInt(int64(t.CPU*100000), 10)

@@ -34,6 +34,7 @@ import (
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/internal/keylock"
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -225,7 +226,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 func (b *Backend) start(ctx context.Context, c *Client, host, id, binPath string, t Template, user string, req backend.ProvisionRequest) (backend.Handle, error) {
 	sctx, cancel := context.WithTimeout(ctx, opTimeout+b.opts.ReadyTimeout)
 	defer cancel()
-	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, tenantOf(req), b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, req.Token, req.Env))
+	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, tenantOf(req), b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, b.fsMode(), req.Token, req.Env))
 	if err != nil {
 		return backend.Handle{}, err
 	}
@@ -538,4 +539,16 @@ func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
 		out = append(out, *byID[id])
 	}
 	return out, nil
+}
+
+// fsMode is the runtime's file system mode (see docs/DECISIONS.md): whole
+// on a machine made for the workspace alone (machines), where an absolute
+// path reaches nothing but that workspace's own machine; root on a fleet
+// host, which every tenant's workspaces share, so the files API and exec's
+// cwd stay inside the workspace's directory there.
+func (b *Backend) fsMode() string {
+	if b.cfg.Machines != nil {
+		return protocol.FSWhole
+	}
+	return protocol.FSRoot
 }

@@ -126,7 +126,7 @@ func TestParseFSFlag(t *testing.T) {
 		wantErr string
 	}{
 		{name: "default", want: "root"},
-		{name: "whole", args: []string{"--fs=whole"}, want: "whole"},
+		{name: "whole", args: []string{"--fs=whole", "--user=user"}, want: "whole"},
 		{name: "from the environment", env: "whole", want: "whole"},
 		{name: "flag over environment", env: "whole", args: []string{"--fs=root"}, want: "root"},
 		{name: "typo", args: []string{"--fs=wholee"}, wantErr: `--fs "wholee"`},

@@ -70,6 +70,9 @@ type config struct {
 	listen, root string
 	// fsMode is protocol.FSRoot or protocol.FSWhole (server.Config.FS).
 	fsMode string
+	// user is the default user of commands and created files
+	// (server.Config.User).
+	user string
 	// tokenFile, when set, names a file holding the token instead of
 	// PRIMER_RUNTIME_TOKEN; the runtime removes it once read (a vm
 	// workspace's launcher, which must keep the token out of argv and of
@@ -95,6 +98,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.root, "root", envOr("PRIMER_RUNTIME_ROOT", "/workspace"), "workspace directory (PRIMER_RUNTIME_ROOT)")
 	fs.StringVar(&c.fsMode, "fs", envOr("PRIMER_RUNTIME_FS", protocol.FSRoot),
 		"root: every path stays inside --root; whole: absolute paths reach the whole sandbox and users may be added, for a runtime that owns its container, pod or machine (PRIMER_RUNTIME_FS)")
+	fs.StringVar(&c.user, "user", os.Getenv("PRIMER_RUNTIME_USER"),
+		"the sandbox user commands run as and created files belong to when a request names none; with --fs=whole created at start when missing (PRIMER_RUNTIME_USER)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "read the token from this file, then remove it (instead of "+server.TokenEnv+")")
 	fs.BoolVar(&c.debug, "debug", os.Getenv("PRIMER_RUNTIME_DEBUG") != "", "log connections (PRIMER_RUNTIME_DEBUG)")
 	fs.StringVar(&c.egress, "egress", envOr("PRIMER_RUNTIME_EGRESS", egressAllow),
@@ -181,6 +186,9 @@ func (c config) args() []string {
 	if c.fsMode != protocol.FSRoot {
 		args = append(args, "--fs="+c.fsMode)
 	}
+	if c.user != "" {
+		args = append(args, "--user="+c.user)
+	}
 	if c.ingress != ingressAllow {
 		args = append(args, "--ingress="+c.ingress)
 	}
@@ -263,7 +271,7 @@ func run(args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	s, err := server.New(server.Config{Root: c.root, FS: c.fsMode, Token: token, Logger: log, Env: commandEnv(), KillAllOnReset: c.killAll})
+	s, err := server.New(server.Config{Root: c.root, FS: c.fsMode, User: c.user, Token: token, Logger: log, Env: commandEnv(), KillAllOnReset: c.killAll})
 	if err != nil {
 		return err
 	}

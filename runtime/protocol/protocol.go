@@ -139,8 +139,9 @@ type Request struct {
 	// whole-filesystem mode.
 	Path string `json:"path,omitempty"`
 	// User names the sandbox user (from its /etc/passwd) that owns what
-	// write, write.range and mkdir create; empty means the runtime's own
-	// user. For user.ensure it is the user to create.
+	// write, write.range and mkdir create; empty means the runtime's
+	// default user (primer-runtime --user), else its own. For user.ensure
+	// it is the user to create.
 	User string `json:"user,omitempty"`
 	// UID is the uid user.ensure gives a new user; zero picks the first
 	// free one from 1000.

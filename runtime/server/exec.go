@@ -308,8 +308,10 @@ func (s *Server) command(x *protocol.ExecParams) (*exec.Cmd, error) {
 	slices.Sort(envv)
 
 	cwd := x.Cwd
-	if cwd == "" && user != nil && s.whole {
-		// Like a login: a user's command starts at home, when it has one.
+	if cwd == "" && x.User != "" && s.whole {
+		// Like a login: a command run as a user the request names starts
+		// at home, when it has one. The default user's start in the root,
+		// where relative paths point.
 		if fi, err := os.Stat(user.home); err == nil && fi.IsDir() && filepath.IsAbs(user.home) {
 			cwd = user.home
 		}

@@ -44,6 +44,11 @@ type Config struct {
 	// user.ensure may add users to it). Whole only where the runtime's
 	// file system is the workspace's own: a container, a pod, a machine.
 	FS string
+	// User is the sandbox user commands run as and created files belong to
+	// when a request names none (a template's default user); empty means
+	// the runtime's own. In whole-filesystem mode a user missing from the
+	// sandbox is created at start, as user.ensure would.
+	User string
 	// EtcDir holds the passwd, group and shadow files users are read from
 	// and user.ensure writes; empty means /etc. Tests point it elsewhere.
 	EtcDir string
@@ -97,6 +102,7 @@ type Server struct {
 	writeTO   time.Duration // bounds one frame's write (Config.WriteTimeout)
 	whole     bool          // absolute paths reach the whole sandbox (Config.FS)
 	etcDir    string        // where passwd and group are (Config.EtcDir)
+	user      string        // the default user (Config.User)
 
 	// usersMu serialises reading and appending to the account files, so
 	// two user.ensure calls cannot both add a user.
@@ -193,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 			cfg.Logger.Warn("runtime: no cgroup; reset kills process groups only", "error", err.Error())
 		}
 	}
-	return &Server{
+	s := &Server{
 		cg:        cg,
 		log:       cfg.Logger,
 		root:      root,
@@ -206,8 +212,19 @@ func New(cfg Config) (*Server, error) {
 		writeTO:   cfg.WriteTimeout,
 		whole:     cfg.FS == protocol.FSWhole,
 		etcDir:    cfg.EtcDir,
+		user:      cfg.User,
 		conns:     map[*conn]struct{}{},
-	}, nil
+	}
+	if cfg.User != "" && s.whole {
+		// A template's user need not be in its image.
+		res, err := s.ensureUser(context.Background(), &protocol.Request{User: cfg.User})
+		if err != nil {
+			cfg.Logger.Warn("runtime: default user missing and not created", "user", cfg.User, "error", err.Error())
+		} else if res.(protocol.UserInfo).Created {
+			cfg.Logger.Info("runtime: created the default user", "user", cfg.User, "uid", res.(protocol.UserInfo).UID)
+		}
+	}
+	return s, nil
 }
 
 // ServeHTTP accepts a WebSocket on any path after checking the bearer

@@ -156,8 +156,12 @@ func (s *Server) lookupUserLocked(name string) (*account, error) {
 	return a, nil
 }
 
-// userOf resolves a request's user: nil for none (the runtime's own).
+// userOf resolves a request's user, the default user when it names none:
+// nil for neither (the runtime's own).
 func (s *Server) userOf(name string) (*account, error) {
+	if name == "" {
+		name = s.user
+	}
 	if name == "" {
 		return nil, nil
 	}

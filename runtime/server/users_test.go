@@ -275,3 +275,36 @@ func TestEnsureUser(t *testing.T) {
 		t.Fatalf("root mode wrote passwd:\n%s", b)
 	}
 }
+
+// TestDefaultUser checks a runtime's default user (a template's): what a
+// request without a user runs and creates is that user's, in the root as
+// before. (A default user the image lacks is created at start by the
+// user.ensure code TestEnsureUser covers; not here, where it would make a
+// home under the machine's /home.)
+func TestDefaultUser(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	e, _, _ := usersEnv(t, protocol.FSWhole)
+	ctx := runtimetest.Ctx(t)
+	d := runtimetest.StartIn(t, dir, server.Config{FS: protocol.FSWhole, EtcDir: filepath.Join(e.Dir, "etc"), User: "alice"})
+	for p := dir; p != filepath.Clean(os.TempDir()) && p != "/"; p = filepath.Dir(p) {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := d.Client.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "id -u; pwd"}}, nil, nil)
+	if err != nil || string(res.Stdout) != "54321\n"+d.Root+"\n" {
+		t.Fatalf("exec with the default user = %q %q, %v; want alice in the root", res.Stdout, res.Stderr, err)
+	}
+	res, err = d.Client.Exec(ctx, protocol.ExecRequest{Args: []string{"id", "-u"}, User: "root"}, nil, nil)
+	if err != nil || string(res.Stdout) != "0\n" {
+		t.Fatalf("exec as root over the default = %q, %v", res.Stdout, err)
+	}
+	if err := d.Client.WriteFile(ctx, "f", []byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(d.Root, "f"))
+	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != aliceUID {
+		t.Fatalf("file written with the default user: %v, %v", fi, err)
+	}
+}
