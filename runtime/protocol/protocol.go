@@ -517,6 +517,10 @@ type FileInfo struct {
 	ModTime   time.Time `json:"mod_time"`
 	IsDir     bool      `json:"is_dir"`
 	IsSymlink bool      `json:"is_symlink"`
+	// Owner and Group name the file's owner and group as the sandbox's
+	// passwd and group files do (the number when they do not).
+	Owner string `json:"owner,omitempty"`
+	Group string `json:"group,omitempty"`
 }
 
 // FileMode returns the permission bits with the directory and symlink type

@@ -197,7 +197,7 @@ func (s *Server) write(ctx context.Context, req *protocol.Request) (any, error) 
 		return nil, fsError("write", p, err)
 	}
 	// The written file's description saves the caller a stat round trip.
-	return infoOf(p, fi), nil
+	return s.owners().name(infoOf(p, fi), fi), nil
 }
 
 func (s *Server) stat(ctx context.Context, req *protocol.Request) (any, error) {
@@ -210,7 +210,7 @@ func (s *Server) stat(ctx context.Context, req *protocol.Request) (any, error) {
 	if err != nil {
 		return nil, fsError("stat", p, err)
 	}
-	return infoOf(p, fi), nil
+	return s.owners().name(infoOf(p, fi), fi), nil
 }
 
 func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
@@ -230,6 +230,7 @@ func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
 	}
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	out := make([]protocol.FileInfo, 0, len(ents))
+	names := s.owners()
 	for _, e := range ents {
 		fi, err := e.Info()
 		if errors.Is(err, fs.ErrNotExist) {
@@ -238,7 +239,7 @@ func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
 		if err != nil {
 			return nil, fsError("list", p, err)
 		}
-		out = append(out, infoOf(path.Join(filepath.ToSlash(p), e.Name()), fi))
+		out = append(out, names.name(infoOf(path.Join(filepath.ToSlash(p), e.Name()), fi), fi))
 	}
 	return protocol.ListResult{Entries: out}, nil
 }

@@ -130,5 +130,5 @@ func (s *Server) writeRange(ctx context.Context, req *protocol.Request) (any, er
 	if !req.Final {
 		return nil, nil
 	}
-	return infoOf(p, fi), nil
+	return s.owners().name(infoOf(p, fi), fi), nil
 }

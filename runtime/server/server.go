@@ -107,6 +107,8 @@ type Server struct {
 	// usersMu serialises reading and appending to the account files, so
 	// two user.ensure calls cannot both add a user.
 	usersMu sync.Mutex
+	// ownerNames names the owners of described files (owners.go).
+	ownerNames ownerCache
 
 	// stateMu serialises the state operations and reset: parallel tool
 	// calls must give a linear history. state is the open history (nil

@@ -162,7 +162,7 @@ func TestFilesystem(t *testing.T) {
 		want             []string // substrings of the answer
 	}{
 		{"make dir", "filesystem.Filesystem/MakeDir", `{"path":"d/sub"}`, nil, 200,
-			[]string{`"name":"sub"`, `"type":"FILE_TYPE_DIRECTORY"`, `"path":"` + h + `/d/sub"`, `"permissions":"drwxr-xr-x"`}},
+			[]string{`"name":"sub"`, `"type":"FILE_TYPE_DIRECTORY"`, `"path":"` + h + `/d/sub"`, `"permissions":"drwxr-xr-x"`, `"owner":"user","group":"user"`}},
 		{"make dir again", "filesystem.Filesystem/MakeDir", `{"path":"` + h + `/d/sub"}`, nil, 409,
 			[]string{`"code":"already_exists"`}},
 		{"stat", "filesystem.Filesystem/Stat", `{"path":"~/d"}`, nil, 200,

@@ -69,6 +69,8 @@ func entryOf(p string, fi protocol.FileInfo) *EntryInfo {
 		Size:         Int64(fi.Size),
 		Mode:         uint32(mode),
 		Permissions:  mode.String(),
+		Owner:        fi.Owner,
+		Group:        fi.Group,
 		ModifiedTime: &mt,
 	}
 }
