@@ -257,7 +257,9 @@ func (s *server) attachProcess(c *gin.Context) {
 	conn.SetReadLimit(maxAttachMessage)
 	ctx, cancel := context.WithCancel(c.Request.Context())
 	defer cancel()
-	a := &attachment{conn: conn, ctx: ctx}
+	// Input on the stream is activity: it moves the idle deadline as a
+	// REST call would, so a workspace is not deleted under a typing user.
+	a := &attachment{conn: conn, ctx: ctx, touch: func() { s.touch(ctx, ws) }}
 	stdout := protocol.StreamStdout
 	if info.PTY != nil {
 		stdout = protocol.StreamPTY
@@ -293,9 +295,10 @@ func isWebSocket(r *http.Request) bool {
 // attachment is one attach stream's socket; writes come from the output
 // delivery, the input loop (errors) and the handler (the exit).
 type attachment struct {
-	conn *websocket.Conn
-	ctx  context.Context
-	mu   sync.Mutex
+	conn  *websocket.Conn
+	ctx   context.Context
+	touch func() // records activity on the workspace (input loop only)
+	mu    sync.Mutex
 }
 
 func (a *attachment) send(m wire.AttachMessage) error {
@@ -325,6 +328,7 @@ func (a *attachment) readInput(cancel context.CancelFunc, cl *client.Client, pid
 		if err != nil {
 			return
 		}
+		a.touch()
 		var m wire.AttachMessage
 		if err := json.Unmarshal(data, &m); err != nil {
 			err = errs.E(errs.Invalid, "attach: malformed message: %v", err)
