@@ -521,6 +521,9 @@ type FileInfo struct {
 	// passwd and group files do (the number when they do not).
 	Owner string `json:"owner,omitempty"`
 	Group string `json:"group,omitempty"`
+	// LinkTarget is a symlink's target as the link holds it (stat and
+	// list).
+	LinkTarget string `json:"link_target,omitempty"`
 }
 
 // FileMode returns the permission bits with the directory and symlink type

@@ -102,6 +102,15 @@ func infoOf(rel string, fi fs.FileInfo) protocol.FileInfo {
 	}
 }
 
+// linked fills a symlink's target, as the link holds it; a link that
+// cannot be read keeps none.
+func linked(f fsys, name string, info protocol.FileInfo) protocol.FileInfo {
+	if info.IsSymlink {
+		info.LinkTarget, _ = f.Readlink(name)
+	}
+	return info
+}
+
 func (s *Server) read(ctx context.Context, req *protocol.Request) (any, error) {
 	t, err := s.resolve("read", "path", req.Path)
 	if err != nil {
@@ -210,7 +219,7 @@ func (s *Server) stat(ctx context.Context, req *protocol.Request) (any, error) {
 	if err != nil {
 		return nil, fsError("stat", p, err)
 	}
-	return s.owners().name(infoOf(p, fi), fi), nil
+	return linked(t.fs, p, s.owners().name(infoOf(p, fi), fi)), nil
 }
 
 func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
@@ -239,7 +248,8 @@ func (s *Server) list(ctx context.Context, req *protocol.Request) (any, error) {
 		if err != nil {
 			return nil, fsError("list", p, err)
 		}
-		out = append(out, names.name(infoOf(path.Join(filepath.ToSlash(p), e.Name()), fi), fi))
+		ep := path.Join(filepath.ToSlash(p), e.Name())
+		out = append(out, linked(t.fs, ep, names.name(infoOf(ep, fi), fi)))
 	}
 	return protocol.ListResult{Entries: out}, nil
 }

@@ -29,6 +29,7 @@ type fsys interface {
 	Mkdir(name string, perm fs.FileMode) error
 	MkdirAll(name string, perm fs.FileMode) error
 	Rename(oldname, newname string) error
+	Readlink(name string) (string, error)
 }
 
 var _ fsys = (*os.Root)(nil)
@@ -49,6 +50,7 @@ func (hostFS) MkdirAll(name string, perm fs.FileMode) error {
 	return os.MkdirAll(name, perm)
 }
 func (hostFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+func (hostFS) Readlink(name string) (string, error) { return os.Readlink(name) }
 
 // target is a resolved request path: the file system it is in and its
 // name there ("." or "/" for the top).

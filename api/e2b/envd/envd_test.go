@@ -205,6 +205,18 @@ func TestFilesystem(t *testing.T) {
 	}
 }
 
+func TestSymlinkEntry(t *testing.T) {
+	d := startDoor(t, true)
+	if err := os.Symlink("target/dir", filepath.Join(d.home, "link")); err != nil {
+		t.Fatal(err)
+	}
+	status, body := d.unary(t, "filesystem.Filesystem/Stat", `{"path":"link"}`)
+	want := `"type":"FILE_TYPE_SYMLINK","path":"` + d.home + `/link"`
+	if status != 200 || !strings.Contains(body, want) || !strings.Contains(body, `"symlinkTarget":"`+d.home+`/target/dir"`) {
+		t.Fatalf("stat of a symlink: %d %s", status, body)
+	}
+}
+
 func TestLocalBackendRefusesPaths(t *testing.T) {
 	d := startDoor(t, false)
 	status, body := d.unary(t, "filesystem.Filesystem/Stat", `{"path":"x"}`)

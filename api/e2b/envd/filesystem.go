@@ -62,16 +62,26 @@ func entryOf(p string, fi protocol.FileInfo) *EntryInfo {
 		t = FileTypeDirectory
 	}
 	mt := Timestamp(fi.ModTime)
+	var target *string
+	if fi.IsSymlink && fi.LinkTarget != "" {
+		// envd reports where the link leads, as an absolute path.
+		t := fi.LinkTarget
+		if !path.IsAbs(t) {
+			t = path.Join(path.Dir(p), t)
+		}
+		target = &t
+	}
 	return &EntryInfo{
-		Name:         path.Base(p),
-		Type:         t,
-		Path:         p,
-		Size:         Int64(fi.Size),
-		Mode:         uint32(mode),
-		Permissions:  mode.String(),
-		Owner:        fi.Owner,
-		Group:        fi.Group,
-		ModifiedTime: &mt,
+		Name:          path.Base(p),
+		Type:          t,
+		Path:          p,
+		Size:          Int64(fi.Size),
+		Mode:          uint32(mode),
+		Permissions:   mode.String(),
+		Owner:         fi.Owner,
+		Group:         fi.Group,
+		ModifiedTime:  &mt,
+		SymlinkTarget: target,
 	}
 }
 

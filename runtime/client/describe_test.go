@@ -41,3 +41,20 @@ func TestFileOwners(t *testing.T) {
 		t.Fatalf("list: %+v %v", ls, err)
 	}
 }
+
+// Stat and List give a symlink's target as the link holds it.
+func TestLinkTarget(t *testing.T) {
+	e := runtimetest.Start(t, server.Config{})
+	ctx := runtimetest.Ctx(t)
+	if err := os.Symlink("some/where", filepath.Join(e.Root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := e.Client.Stat(ctx, "l")
+	if err != nil || !fi.IsSymlink || fi.LinkTarget != "some/where" {
+		t.Fatalf("stat: %+v %v", fi, err)
+	}
+	ls, err := e.Client.List(ctx, ".")
+	if err != nil || len(ls) != 1 || ls[0].LinkTarget != "some/where" {
+		t.Fatalf("list: %+v %v", ls, err)
+	}
+}
