@@ -431,3 +431,25 @@ func TestProcReplay(t *testing.T) {
 		t.Fatalf("with replay %q, without %q", replayed.String(), fresh.String())
 	}
 }
+
+// A terminal for a process run as a user belongs to that user (it may
+// change its own modes), and the process runs as the user.
+func TestProcPTYAsUser(t *testing.T) {
+	needRoot(t)
+	e, _, _ := usersEnv(t, protocol.FSWhole)
+	ctx := runtimetest.Ctx(t)
+	out := newOutBuf()
+	p, err := e.Client.ProcStartWatch(ctx, client.ProcRequest{
+		Args: []string{"sh", "-c", `echo "uid=$(id -u) tty=$(stat -c %u "$(tty)")"; stty -echo`}, User: "alice",
+		PTY: &protocol.PTYSize{Cols: 80, Rows: 24},
+	}, client.StartOptions{Stdout: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := waitExit(t, p); res.ExitCode != 0 || !strings.Contains(out.String(), "uid=54321 tty=54321") {
+		t.Fatalf("terminal as alice = %+v %q", res, out.String())
+	}
+	if info := p.Info(); info.User != "alice" {
+		t.Fatalf("info = %+v", info)
+	}
+}
