@@ -35,10 +35,26 @@ func execRequest(e *wire.ExecSpec) (protocol.ExecRequest, error) {
 			return protocol.ExecRequest{}, errs.Field("command", "command[%d]: contains a NUL byte", i)
 		}
 	}
+	// An absolute cwd goes to the runtime as it is: only the runtime knows
+	// whether it serves the whole sandbox, and refuses it when not.
+	cwd, abs, err := absPath("cwd", e.Cwd)
+	if err != nil {
+		return protocol.ExecRequest{}, err
+	}
+	if abs {
+		e.Cwd = ""
+	}
 	req, err := sessiontool.ExecOptions(e.Env, e.Cwd, e.Timeout, sessiontool.Limits{DefaultExecTimeout: DefaultExecTimeout, MaxExecTimeout: MaxExecTimeout})
 	if err != nil {
 		return protocol.ExecRequest{}, err
 	}
+	if abs {
+		req.Cwd = cwd
+	}
+	if err := checkUserName(e.User); err != nil {
+		return protocol.ExecRequest{}, err
+	}
+	req.User = e.User
 	req.Args = e.Command
 	if e.Stdin != "" {
 		req.Stdin = []byte(e.Stdin)
@@ -49,6 +65,11 @@ func execRequest(e *wire.ExecSpec) (protocol.ExecRequest, error) {
 // execError gives an exec failure from the runtime its API meaning: a
 // program or cwd that does not exist is bad input, not a missing resource.
 func execError(wsID string, err error) error {
+	if errs.Is(err, errs.Invalid) && strings.Contains(err.Error(), "exec: cwd") {
+		// The runtime's refusal of a cwd (an absolute one where it serves
+		// the workspace's directory only) names the request's field.
+		return &errs.Error{Kind: errs.Invalid, Field: "cwd", Msg: "workspace " + wsID + ": " + err.Error()}
+	}
 	if errs.Is(err, errs.NotFound) {
 		return errs.E(errs.Invalid, "workspace %s: %w", wsID, err)
 	}

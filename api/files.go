@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -55,12 +56,45 @@ func (s *server) runtimeFor(c *gin.Context, id string) (*wire.Workspace, *client
 	return w, cl, nil
 }
 
-// filePath returns the workspace-relative path of a files request: gin's
-// *path without its one leading "/", cleaned. "" is the workspace root.
-// Escapes are refused here for a clear message; the runtime refuses them
-// again, together with symlinks that lead out, which only it can see.
+// filePath returns the path of a files request: gin's *path without its
+// one leading "/", cleaned. "" is the workspace root. A path that still
+// starts with "/" (files//etc/hosts) is absolute: it goes to the runtime
+// as it is, which serves it on isolated backends and refuses it on others
+// (see absPath). Escapes of relative paths are refused here for a clear
+// message; the runtime refuses them again, together with symlinks that
+// lead out, which only it can see.
 func filePath(c *gin.Context) (string, error) {
-	return cleanPath("path", strings.TrimPrefix(c.Param("path"), "/"))
+	raw := strings.TrimPrefix(c.Param("path"), "/")
+	if p, abs, err := absPath("path", raw); abs || err != nil {
+		return p, err
+	}
+	return cleanPath("path", raw)
+}
+
+// absPath cleans raw when it is absolute (abs true). The API cannot tell
+// whether the workspace's runtime serves the whole sandbox; the runtime
+// does, and refuses an absolute path with invalid (a 400) where it serves
+// the workspace's directory only (local, worktree, a vm fleet host). It
+// also refuses, with forbidden, a change of the history by absolute path,
+// which notHistory checks for relative ones.
+func absPath(field, raw string) (string, bool, error) {
+	if !strings.HasPrefix(raw, "/") {
+		return "", false, nil
+	}
+	if strings.IndexByte(raw, 0) >= 0 {
+		return "", true, errs.Field(field, "%s %q: contains a NUL byte", field, raw)
+	}
+	return path.Clean(raw), true, nil
+}
+
+// checkUserName refuses a user that cannot be a name of the sandbox's
+// /etc/passwd, before any runtime sees it. Whether it exists there only
+// the runtime knows (an unknown user is a 400 from it).
+func checkUserName(name string) error {
+	if len(name) > 64 || strings.ContainsAny(name, ":/\n\x00") {
+		return errs.Field("user", "user %q: not a user name", name)
+	}
+	return nil
 }
 
 // cleanPath checks and cleans a workspace-relative path given in field;
@@ -189,6 +223,12 @@ func (s *server) putFile(c *gin.Context) {
 		return
 	}
 	mkdir := boolQuery(c, "mkdir")
+	// ?user= owns what the write creates (a user of the sandbox).
+	user := c.Query("user")
+	if err := checkUserName(user); err != nil {
+		s.fail(c, err)
+		return
+	}
 	limit := s.cfg.MaxFileBytes
 	if !mkdir && c.Request.ContentLength > limit {
 		s.fail(c, errs.E(errs.TooLarge, "file %s: %d bytes is over the limit of %d", p, c.Request.ContentLength, limit))
@@ -202,7 +242,7 @@ func (s *server) putFile(c *gin.Context) {
 	ctx := c.Request.Context()
 	var fi protocol.FileInfo
 	if mkdir {
-		if err = cl.Mkdir(ctx, p, true); err == nil {
+		if err = cl.MkdirAs(ctx, p, true, user); err == nil {
 			fi, err = cl.Stat(ctx, p)
 		}
 	} else {
@@ -218,7 +258,7 @@ func (s *server) putFile(c *gin.Context) {
 			return
 		}
 		defer up.Close()
-		fi, err = cl.WriteFileFrom(ctx, p, up, up.size, mode)
+		fi, err = cl.WriteFileWith(ctx, p, up, up.size, client.WriteOptions{Mode: mode, User: user})
 	}
 	if err != nil {
 		s.fail(c, fileError(ws, err))

@@ -268,6 +268,20 @@ func TestExec(t *testing.T) {
 		})
 	}
 
+	t.Run("user", func(t *testing.T) {
+		// The local backend's runtime reads the machine's /etc/passwd;
+		// root is in every one. Switching to it needs the tests to run as
+		// root (CI does); as another user the runtime answers 403.
+		if os.Geteuid() != 0 {
+			t.Skip("exec as root needs the tests to run as root")
+		}
+		var got wire.ExecResponse
+		h.do("POST", path, `{"command":["sh","-c","id -u; echo $USER"],"user":"root"}`).expect(t, 200).decode(t, &got)
+		if got.Stdout != "0\nroot\n" {
+			t.Fatalf("exec as root = %+v", got)
+		}
+	})
+
 	t.Run("timeout", func(t *testing.T) {
 		var got wire.ExecResponse
 		start := time.Now()
@@ -299,7 +313,9 @@ func TestExec(t *testing.T) {
 		{"huge timeout", `{"command":["true"],"timeout":"25h"}`, "timeout", 400},
 		{"bad env", `{"command":["true"],"env":{"A=B":"c"}}`, "env", 400},
 		{"cwd escapes", `{"command":["true"],"cwd":"../.."}`, "cwd", 400},
-		{"cwd absolute", `{"command":["true"],"cwd":"/etc"}`, "cwd", 400},
+		{"cwd absolute on a local workspace", `{"command":["true"],"cwd":"/etc"}`, "cwd", 400},
+		{"unknown user", `{"command":["true"],"user":"no-such-user-xyz"}`, "", 400},
+		{"bad user", `{"command":["true"],"user":"a:b"}`, "user", 400},
 		{"unknown field", `{"command":["true"],"shell":true}`, "shell", 400},
 		{"command wrong type", `{"command":"echo hi"}`, "command", 400},
 		{"malformed", `{"command":["true"`, "", 400},

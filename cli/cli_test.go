@@ -638,7 +638,7 @@ func TestURLFromEnvironment(t *testing.T) {
 
 func TestExec(t *testing.T) {
 	f := newFakeAPI(t)
-	r := f.run(t, "input data", "workspace", "exec", "ws-1", "--env", "A=1", "--cwd", "src", "--timeout", "30s", "-i", "--", "sh", "-c", "cat; exit 7")
+	r := f.run(t, "input data", "workspace", "exec", "ws-1", "--env", "A=1", "--cwd", "/tmp", "--user", "user", "--timeout", "30s", "-i", "--", "sh", "-c", "cat; exit 7")
 	if r.code != 7 {
 		t.Fatalf("exit %d, want the command's 7 (stderr %q)", r.code, r.stderr)
 	}
@@ -646,7 +646,7 @@ func TestExec(t *testing.T) {
 		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 	body := f.requests("POST", "/v1/workspaces/ws-1/exec")[0].Body
-	if !jsonEqual(t, body, `{"command":["sh","-c","cat; exit 7"],"env":{"A":"1"},"cwd":"src","stdin":"input data","timeout":"30s","stream":true}`) {
+	if !jsonEqual(t, body, `{"command":["sh","-c","cat; exit 7"],"env":{"A":"1"},"cwd":"/tmp","user":"user","stdin":"input data","timeout":"30s","stream":true}`) {
 		t.Errorf("exec body %s", body)
 	}
 	r = f.run(t, "", "ws", "exec", "ws-1", "--timeout", "1s", "--", "sleep", "60")

@@ -179,7 +179,7 @@ func shellExit(e *wire.ExecExit) error {
 // startBackground starts req as a process that outlives primectl and
 // prints its pid. Its timeout is none unless --timeout was given.
 func (a *app) startBackground(ctx context.Context, req client.ExecRequest, tag string, timed bool) error {
-	spec := wire.ProcessSpec{Command: req.Command, Env: req.Env, Cwd: req.Cwd, Stdin: req.Stdin, Tag: tag}
+	spec := wire.ProcessSpec{Command: req.Command, Env: req.Env, Cwd: req.Cwd, User: req.User, Stdin: req.Stdin, Tag: tag}
 	if timed {
 		spec.Timeout = req.Timeout.String()
 	}

@@ -24,7 +24,7 @@ func (a *app) workspaceCommand() *cobra.Command {
 
 func (a *app) execCommand() *cobra.Command {
 	var envs []string
-	var cwd string
+	var cwd, user string
 	var timeout time.Duration
 	var stdin, background bool
 	var tag string
@@ -36,6 +36,7 @@ and primectl exits with the command's exit code (124 if it timed out).
 --timeout here is the command's timeout, not a request timeout.`,
 		Example: `  primectl workspace exec ws-1a2b -- ls -la
   primectl ws exec ws-1a2b --env DEBUG=1 --cwd src -- make test
+  primectl ws exec ws-1a2b --user user --cwd /tmp -- id
   echo hi | primectl ws exec ws-1a2b -i -- cat`,
 		Args: args(cobra.MinimumNArgs(2)),
 		RunE: a.run(func(cmd *cobra.Command, args []string) error {
@@ -43,7 +44,7 @@ and primectl exits with the command's exit code (124 if it timed out).
 			if dash := cmd.ArgsLenAtDash(); dash > 1 {
 				return usagef("exec takes one workspace ID before --, got %d arguments", dash)
 			}
-			req := client.ExecRequest{WorkspaceID: id, Command: command, Cwd: cwd, Timeout: timeout}
+			req := client.ExecRequest{WorkspaceID: id, Command: command, Cwd: cwd, User: user, Timeout: timeout}
 			for _, e := range envs {
 				k, v, ok := strings.Cut(e, "=")
 				if !ok || k == "" {
@@ -73,7 +74,8 @@ and primectl exits with the command's exit code (124 if it timed out).
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&envs, "env", "e", nil, "environment variable KEY=VALUE (repeatable)")
-	f.StringVar(&cwd, "cwd", "", "working directory, relative to the workspace root")
+	f.StringVar(&cwd, "cwd", "", "working directory, relative to the workspace root, or absolute on an isolated backend (container, kubernetes, vm machines)")
+	f.StringVar(&user, "user", "", "run as this user of the sandbox (default: the template's user, else root)")
 	f.DurationVar(&timeout, "timeout", 0, "the command's timeout (default: the server's, 10m)")
 	f.BoolVarP(&stdin, "stdin", "i", false, "pass primectl's stdin to the command")
 	f.BoolVar(&background, "background", false, "start the command as a background process, print its pid and return (see workspace shell)")

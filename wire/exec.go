@@ -6,10 +6,17 @@ package wire
 type ExecSpec struct {
 	Command []string          `json:"command"`
 	Env     map[string]string `json:"env,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Stdin   string            `json:"stdin,omitempty"`
-	Timeout string            `json:"timeout,omitempty"`
-	Stream  bool              `json:"stream,omitempty"`
+	// Cwd is relative to the workspace root, or absolute (any directory
+	// of the sandbox) on a workspace whose backend isolates it
+	// (container, kubernetes, a vm machine of its own).
+	Cwd string `json:"cwd,omitempty"`
+	// User is the sandbox user the command runs as (a name in its
+	// /etc/passwd); empty means the template's user, else root or the
+	// runtime's own.
+	User    string `json:"user,omitempty"`
+	Stdin   string `json:"stdin,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
+	Stream  bool   `json:"stream,omitempty"`
 }
 
 // ExecResponse is a finished command: its exit, its output (cut to the

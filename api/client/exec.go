@@ -19,13 +19,18 @@ type ExecRequest struct {
 	WorkspaceID string
 	Command     []string // argv; must not be empty
 	Env         map[string]string
-	Cwd         string // relative to the workspace root; empty: the root
-	Stdin       string
-	Timeout     time.Duration // 0: the server's default (10m)
+	// Cwd is relative to the workspace root (empty: the root), or absolute
+	// on a workspace whose backend isolates it.
+	Cwd string
+	// User is the sandbox user the command runs as; empty: the
+	// template's, else root.
+	User    string
+	Stdin   string
+	Timeout time.Duration // 0: the server's default (10m)
 }
 
 func (r ExecRequest) body(stream bool) wire.ExecSpec {
-	b := wire.ExecSpec{Command: r.Command, Env: r.Env, Cwd: r.Cwd, Stdin: r.Stdin, Stream: stream}
+	b := wire.ExecSpec{Command: r.Command, Env: r.Env, Cwd: r.Cwd, User: r.User, Stdin: r.Stdin, Stream: stream}
 	if r.Timeout > 0 {
 		b.Timeout = r.Timeout.String()
 	}

@@ -28,7 +28,7 @@ func cleanPath(op, field, p string) (string, error) {
 		return "", errs.Field(field, "%s %q: path contains a NUL byte", op, p)
 	}
 	if filepath.IsAbs(p) {
-		return "", errs.Field(field, "%s %s: path must be relative to the workspace root", op, p)
+		return "", errs.Field(field, "%s %s: path must be relative to the workspace root; this runtime serves the workspace's directory, not a whole sandbox (absolute paths work on isolated backends: container, kubernetes, vm machines)", op, p)
 	}
 	if !filepath.IsLocal(p) {
 		return "", errs.Field(field, "%s %s: path escapes the workspace root", op, p)
