@@ -328,7 +328,7 @@ func (s *server) routes() http.Handler {
 
 	// The E2B door (api/e2b) calls /v1 in process with the caller's key:
 	// its tenancy, roles, quotas and audit are these routes'.
-	door := e2b.New(e2b.Config{API: r, Store: s.cfg.Store, StatusOf: statusOf, Envd: s.cfg.Envd, Logger: s.log})
+	door := e2b.New(e2b.Config{API: r, Store: s.cfg.Store, StatusOf: statusOf, Connector: s.cfg.Connector, Envd: s.cfg.Envd, Logger: s.log})
 	r.Any("/e2b/*path", gin.WrapH(http.StripPrefix("/e2b", door)))
 	return r
 }

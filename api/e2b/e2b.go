@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/primerhq/primer/connector"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/wire"
@@ -55,6 +56,9 @@ type Config struct {
 	// mapping, so the door's own refusals get the statuses /v1's would.
 	// Required.
 	StatusOf func(errs.Kind) int
+	// Connector reaches a sandbox's runtime, to make E2B's default user
+	// at create (ensureUser); nil skips that.
+	Connector *connector.Connector
 	// Envd serves the in-sandbox API; nil answers every envd request 501.
 	Envd Envd
 	// Logger gets state changes; nil discards. It never sees a key, an

@@ -211,6 +211,7 @@ func (d *Door) createSandbox(w http.ResponseWriter, r *http.Request, api *client
 			return
 		}
 	}
+	d.ensureUser(ctx, ws.ID)
 	out, err := d.created(ctx, ws)
 	if err != nil {
 		d.fail(w, err)
@@ -419,6 +420,8 @@ func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *clien
 		d.fail(w, err)
 		return
 	}
+	// A sandbox made through /v1 meets E2B here first.
+	d.ensureUser(ctx, ws.ID)
 	out, err := d.created(ctx, ws)
 	if err != nil {
 		d.fail(w, err)
