@@ -50,7 +50,7 @@ func e2bCall(t *testing.T, p *primer, key, method, path, body string, out any) (
 
 // TestE2BRestDocker drives the E2B REST door on Docker as the SDKs do: a
 // member's e2b_ key creates a sandbox (running when answered: a container
-// exists), lists it by metadata, routes an envd request to it with its
+// exists, with E2B's default user and the create's envVars), lists it by metadata, routes an envd request to it with its
 // access token, another tenant cannot see or kill it, and a kill destroys
 // the container. A create on a pooled template answers with the pool's
 // idle member.
@@ -87,7 +87,7 @@ func TestE2BRestDocker(t *testing.T) {
 	}
 	var sb sandbox
 	start := time.Now()
-	if st, _ := e2bCall(t, p, member, "POST", "/v2/sandboxes", `{"metadata":{"suite":"e2e"},"timeout":120,"allow_internet_access":false}`, &sb); st != 201 {
+	if st, _ := e2bCall(t, p, member, "POST", "/v2/sandboxes", `{"metadata":{"suite":"e2e"},"timeout":120,"allow_internet_access":false,"envVars":{"E2E_VAR":"from-envvars"}}`, &sb); st != 201 {
 		t.Fatalf("create: status %d", st)
 	}
 	t.Logf("cold create answered in %s", time.Since(start))
@@ -98,6 +98,12 @@ func TestE2BRestDocker(t *testing.T) {
 	}
 	if len(containertest.Objects(t, eng, sb.SandboxID)) == 0 {
 		t.Fatalf("no container for sandbox %s", sb.SandboxID)
+	}
+	// E2B's default user exists (busybox has none of its own), and the
+	// create's envVars reach a command.
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: sb.SandboxID, Command: []string{"sh", "-c", "id -u user && echo $E2E_VAR"}})
+	if err != nil || res.ExitCode != 0 || !strings.HasSuffix(res.Stdout, "\nfrom-envvars\n") {
+		t.Fatalf("id -u user; echo $E2E_VAR = %+v, %v; want the user made at create and the env var", res, err)
 	}
 
 	// List by metadata as the JS SDK encodes it.
