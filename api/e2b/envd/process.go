@@ -18,6 +18,7 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/client"
 	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/wire"
 )
 
 // processGrace is how much longer than a Start's Connect-Timeout-Ms its
@@ -99,6 +100,23 @@ func (c *call) pidOf(ctx context.Context, sel *ProcessSelector) (int, error) {
 	return 0, connect.NewError(connect.InvalidArgument, "process: a pid or a tag is required")
 }
 
+// sandboxEnv is the env a process of ws starts with: the sandbox's own
+// (the create's envVars, wire.Workspace.Env), and the request's over it,
+// as /v1 exec and processes do.
+func sandboxEnv(ws *wire.Workspace, env map[string]string) map[string]string {
+	if ws == nil || len(ws.Env) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(ws.Env)+len(env))
+	for k, v := range ws.Env {
+		out[k] = v
+	}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
 // notFound words a runtime's unknown-pid error as envd does.
 func notFound(err error, pid int) error {
 	if errs.Is(err, errs.NotFound) {
@@ -120,7 +138,7 @@ func (h *handler) start(ctx context.Context, header http.Header, req *StartReque
 	}
 	pr := client.ProcRequest{
 		Args:      append([]string{req.Process.Cmd}, req.Process.Args...),
-		Env:       req.Process.Envs,
+		Env:       sandboxEnv(c.sb.Workspace, req.Process.Envs),
 		StdinOpen: req.Stdin == nil || *req.Stdin,
 	}
 	if c.sb.WholeFS {
