@@ -38,7 +38,11 @@ type door struct {
 	env  *runtimetest.Env
 }
 
-func startDoor(t *testing.T, whole bool) *door {
+func startDoor(t *testing.T, whole bool) *door { return startDoorTB(t, whole) }
+
+func startDoorB(b *testing.B) *door { return startDoorTB(b, true) }
+
+func startDoorTB(t testing.TB, whole bool) *door {
 	t.Helper()
 	dir := t.TempDir()
 	homes := filepath.Join(dir, "home")
