@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -222,8 +223,18 @@ func New(cfg Config) (*Server, error) {
 		res, err := s.ensureUser(context.Background(), &protocol.Request{User: cfg.User})
 		if err != nil {
 			cfg.Logger.Warn("runtime: default user missing and not created", "user", cfg.User, "error", err.Error())
-		} else if res.(protocol.UserInfo).Created {
-			cfg.Logger.Info("runtime: created the default user", "user", cfg.User, "uid", res.(protocol.UserInfo).UID)
+		} else {
+			u := res.(protocol.UserInfo)
+			if u.Created {
+				cfg.Logger.Info("runtime: created the default user", "user", cfg.User, "uid", u.UID)
+			}
+			// The workspace is the default user's to write in; a root the
+			// backend made (a volume, owned by root) is given to it.
+			if fi, err := os.Stat(real); err == nil && fi.Sys().(*syscall.Stat_t).Uid == 0 && u.UID != 0 {
+				if err := os.Chown(real, u.UID, u.GID); err != nil {
+					cfg.Logger.Warn("runtime: workspace root not given to the default user", "user", cfg.User, "error", err.Error())
+				}
+			}
 		}
 	}
 	return s, nil

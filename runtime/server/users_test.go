@@ -303,8 +303,15 @@ func TestDefaultUser(t *testing.T) {
 	if err := d.Client.WriteFile(ctx, "f", []byte("x"), 0); err != nil {
 		t.Fatal(err)
 	}
-	fi, err := os.Stat(filepath.Join(d.Root, "f"))
-	if err != nil || fi.Sys().(*syscall.Stat_t).Uid != aliceUID {
-		t.Fatalf("file written with the default user: %v, %v", fi, err)
+	for _, p := range []string{"f", "."} {
+		fi, err := os.Stat(filepath.Join(d.Root, p))
+		if err != nil || fi.Sys().(*syscall.Stat_t).Uid != aliceUID {
+			t.Fatalf("%s with the default user: %v, %v; want alice's", p, fi, err)
+		}
+	}
+	// So the default user may write in the workspace itself.
+	res, err = d.Client.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", "echo x > made-by-alice"}}, nil, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("default user writing in the root = %+v, %v", res, err)
 	}
 }
