@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -102,13 +103,37 @@ func startPrimerLog(t *testing.T, logTo io.Writer, opts ...option) *primer {
 		o(&p.cfg)
 	}
 	p.logTo = logTo
-	p.start()
 	t.Cleanup(p.stop)
+	addr, tport := p.cfg.Addr, p.cfg.TemporalPort
+	for try := 1; ; try++ {
+		err := p.tryStart()
+		if err == nil {
+			break
+		}
+		// freePort's port is free when it answers, not when the platform
+		// binds it: with other tests (or another go test process) opening
+		// ports, it may be taken in between. Ports the test chose itself
+		// are kept.
+		if try < 4 && strings.Contains(err.Error(), "address already in use") && p.cfg.Addr == addr && p.cfg.TemporalPort == tport {
+			t.Logf("start primer: %v; again on other ports", err)
+			addr, tport = "127.0.0.1:"+strconv.Itoa(freePort(t)), freePort(t)
+			p.cfg.Addr, p.cfg.TemporalPort = addr, tport
+			continue
+		}
+		t.Fatalf("start primer: %v", err)
+	}
 	return p
 }
 
 func (p *primer) start() {
 	p.t.Helper()
+	if err := p.tryStart(); err != nil {
+		p.t.Fatalf("start primer: %v", err)
+	}
+}
+
+// tryStart starts the platform on p.cfg.
+func (p *primer) tryStart() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	level := slog.LevelWarn
@@ -122,16 +147,17 @@ func (p *primer) start() {
 	logger := slog.New(handler)
 	srv, err := worker.Start(ctx, p.cfg, logger)
 	if err != nil {
-		p.t.Fatalf("start primer: %v", err)
+		return err
 	}
 	p.srv = srv
+	p.stopped = false
 	key, err := os.ReadFile(srv.AdminKeyPath())
 	if err != nil {
-		p.t.Fatalf("read admin key: %v", err)
+		return fmt.Errorf("read admin key: %w", err)
 	}
 	p.key = strings.TrimSpace(string(key))
 	p.api = client.New(srv.URL(), client.WithToken(p.key))
-	p.stopped = false
+	return nil
 }
 
 func (p *primer) stop() {

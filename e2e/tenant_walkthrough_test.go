@@ -248,8 +248,9 @@ func TestTenantReadmeWalkthrough(t *testing.T) {
 	}
 	out, errOut := run(ctlEnv, "", 0, "apikey", "create", "--tenant", "team-a", "--role", "member", "--name", "alice", "--ttl", "90d")
 	alice := strings.TrimSpace(out)
-	m = regexp.MustCompile(`^apikey/(key-[0-9a-f]+) created for tenant team-a, role member\. The key below is shown only this once: store it now\.\n$`).FindStringSubmatch(errOut)
-	if aliceID, err := models.ParseAPIKey(alice); err != nil || m == nil || m[1] != aliceID || out != alice+"\n" {
+	m = regexp.MustCompile(`^apikey/(key-[0-9a-f]+) created for tenant team-a, role member\. The key below is shown only this once: store it now\.\nFor E2B's SDKs, the same key: E2B_API_KEY=(e2b_[0-9a-f]+)\n$`).FindStringSubmatch(errOut)
+	aliceE2B, _ := models.E2BKey(alice)
+	if aliceID, err := models.ParseAPIKey(alice); err != nil || m == nil || m[1] != aliceID || m[2] != aliceE2B || out != alice+"\n" {
 		t.Fatalf("apikey create: stdout %q, stderr %q (%v); want the key alone on stdout", out, errOut, err)
 	}
 	aliceEnv := append(slices.Clone(ctlEnv), "PRIMER_TOKEN="+alice)
