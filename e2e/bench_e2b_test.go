@@ -1,0 +1,157 @@
+//go:build bench
+
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/wire"
+	"github.com/primerhq/primer/worker"
+	"github.com/primerhq/primer/workflows"
+)
+
+// TestBenchE2BSDK measures issue 23's targets through the unmodified npm
+// e2b SDK on Docker, timed inside one long-lived node process
+// (e2e/e2bsdk/bench.mjs) so node's start-up is not counted, beside
+// baselines measured in the same run:
+//   - Sandbox.create -> first commands.run on a pooled template (p50 < 100 ms;
+//     E2B's cloud 0.44 s, Daytona 0.11 s), beside the same on a template
+//     without a pool;
+//   - commands.run('true') (p50 < 10 ms, within 3 ms of Primer's exec API
+//     running the same command line, `bash -l -c true`, the SDK's wrapping);
+//   - 1 MiB files.write and files.read against docker cp both ways.
+func TestBenchE2BSDK(t *testing.T) {
+	requireBench(t)
+	e2bScriptsDir(t)
+	e := containertest.Known()[0]
+	containertest.Require(t, e)
+	p := startPrimer(t, withContainers(t), withProbeInterval(workflows.DefaultProbeInterval),
+		func(c *worker.Config) { c.PoolInterval = time.Second })
+	ctx := ctxT(t, 20*time.Minute)
+	b := &bench{t: t, p: p, eng: containertest.Backend(t, e)}
+	b.cli = b.eng.Client()
+	t.Cleanup(b.cleanup)
+	t.Cleanup(func() { b.deletePool("e2b-warm") })
+	e2bTemplate(t, p, ctx, e, "e2b")
+	e2bTemplate(t, p, ctx, e, "e2b-warm")
+	const size, creates = 4, 30
+	if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "e2b-warm", TemplateID: "e2b-warm", Size: size}); err != nil {
+		t.Fatal(err)
+	}
+	sdk := newE2BSDK(t, p, p.key)
+	node := sdk.start("bench")
+	msOf := func(v []float64) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, f := range v {
+			out[i] = time.Duration(f * float64(time.Millisecond))
+		}
+		return out
+	}
+
+	// 1. Create to the first command, warm: each create waits untimed
+	// for an idle member, as a client no faster than the refill sees it;
+	// a create that did not take one is counted, not timed.
+	var warm, warmCall, cold []time.Duration
+	notFromPool := 0
+	for range creates {
+		var idle []wire.Workspace
+		eventually(t, 2*time.Minute, "an idle member", func() bool {
+			var err error
+			idle, err = p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "e2b-warm", PoolState: "idle"})
+			return err == nil && len(idle) > 0
+		})
+		var r struct {
+			ID       string  `json:"id"`
+			CreateMs float64 `json:"createMs"`
+			TotalMs  float64 `json:"totalMs"`
+		}
+		node.ask(map[string]any{"op": "create_run", "template": "e2b-warm"}, &r)
+		if !slices.ContainsFunc(idle, func(w wire.Workspace) bool { return w.ID == r.ID }) {
+			notFromPool++
+			continue
+		}
+		warm = append(warm, msOf([]float64{r.TotalMs})...)
+		warmCall = append(warmCall, msOf([]float64{r.CreateMs})...)
+	}
+	if notFromPool > 0 {
+		t.Errorf("%d of %d creates on the pooled template did not take an idle member", notFromPool, creates)
+	}
+	for range 5 {
+		var r struct{ TotalMs float64 }
+		node.ask(map[string]any{"op": "create_run", "template": "e2b"}, &r)
+		cold = append(cold, msOf([]float64{r.TotalMs})...)
+	}
+
+	// 2 and 3 in one sandbox, the SDK and the baselines taking turns.
+	var sbx e2bCreated
+	sdk.run(ctx, &sbx, "create", "e2b", `{"bench":"e2b"}`)
+	b.track(sbx.SandboxID)
+	var runSDK, runAPI, runAPITrue []time.Duration
+	bashTrue := func() error {
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: sbx.SandboxID, Command: []string{"/bin/bash", "-l", "-c", "true"}})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return err
+	}
+	for range 4 {
+		var r struct{ Ms []float64 }
+		node.ask(map[string]any{"op": "run_true", "id": sbx.SandboxID, "n": 50}, &r)
+		runSDK = append(runSDK, msOf(r.Ms)...)
+		runAPI = append(runAPI, timeN(t, 50, bashTrue)...)
+		runAPITrue = append(runAPITrue, timeN(t, 50, apiExecTrue(ctx, p, sbx.SandboxID))...)
+	}
+
+	const mib = 1 << 20
+	payload := make([]byte, mib)
+	for i := range payload {
+		payload[i] = byte(i * 7)
+	}
+	ctr := container.Name(sbx.SandboxID)
+	var writeSDK, readSDK, writeCp, readCp []time.Duration
+	for range 5 {
+		var r struct{ Write, Read []float64 }
+		node.ask(map[string]any{"op": "files", "id": sbx.SandboxID, "n": 10, "size": mib}, &r)
+		writeSDK, readSDK = append(writeSDK, msOf(r.Write)...), append(readSDK, msOf(r.Read)...)
+		w, rd := timePair(t, 10, func() error {
+			return copyIn(ctx, b.cli, ctr, "/tmp", "bench-cp.bin", payload)
+		}, func() error {
+			got, err := copyOut(ctx, b.cli, ctr, "/tmp/bench-cp.bin")
+			return same(got, err, payload)
+		})
+		writeCp, readCp = append(writeCp, w...), append(readCp, rd...)
+	}
+	b.delete(sbx.SandboxID)
+
+	published := func(d time.Duration) []time.Duration { return []time.Duration{d} }
+	rows := []row{
+		{name: "SDK create -> first commands.run, pooled", target: "p50 < 100 ms", samples: warm,
+			baseName: "same, template without a pool", baseline: cold, limit: 100 * time.Millisecond},
+		{name: "  of which Sandbox.create", target: "(shown)", samples: warmCall},
+		{name: "SDK create -> first commands.run, pooled", target: "(against E2B)", samples: warm,
+			baseName: "E2B, published median", baseline: published(e2bCreateToCommand)},
+		{name: "SDK create -> first commands.run, pooled", target: "(against Daytona)", samples: warm,
+			baseName: "Daytona, published median", baseline: published(daytonaCreateToCommand)},
+		{name: "SDK commands.run('true')", target: "p50 < 10 ms, +3 ms at most", samples: runSDK,
+			baseName: "Primer exec API, bash -l -c true", baseline: runAPI, limit: 10 * time.Millisecond},
+		{name: "Primer exec API, true", target: "(shown: without bash -l)", samples: runAPITrue},
+		{name: "SDK files.write 1 MiB", target: "faster than docker cp", samples: writeSDK, baseName: "CopyToContainer", baseline: writeCp},
+		{name: "SDK files.read 1 MiB", target: "faster than docker cp", samples: readSDK, baseName: "CopyFromContainer", baseline: readCp},
+	}
+	printTable(t, fmt.Sprintf("E2B SDK %s on %s (pool of %d)", e2bSDKVersion, e.Name, size), rows)
+	printSpeedups(rows[6:8])
+	if added := pct(runSDK, .5) - pct(runAPI, .5); added > 3*time.Millisecond {
+		t.Errorf("SDK commands.run('true') p50 %s is %s over the exec API's %s, target at most 3 ms", ms(pct(runSDK, .5)), ms(added), ms(pct(runAPI, .5)))
+	}
+	for _, r := range rows[6:8] {
+		ratioAtMost(t, r, 1)
+	}
+	b.deletePool("e2b-warm")
+	b.checkGone()
+}
