@@ -104,14 +104,14 @@ func TestE2BSDKCreate(t *testing.T) {
 func e2bCreateKill(t *testing.T, ctx context.Context, sdk *e2bSDK, template string) {
 	t.Helper()
 	var c e2bCreated
-	sdk.run(ctx, &c, "create", template, `{"engine":"`+template+`"}`)
+	sdk.run(t, &c, "create", template, `{"engine":"`+template+`"}`)
 	t.Logf("%s: create %.0f ms, to the first command %.0f ms", template, c.CreateMs, c.FirstRunMs)
 	c.check(t, template)
 	if c.Metadata["engine"] != template {
 		t.Errorf("metadata = %v, want engine=%s", c.Metadata, template)
 	}
 	var k e2bKilled
-	sdk.run(ctx, &k, "kill", c.SandboxID)
+	sdk.run(t, &k, "kill", c.SandboxID)
 	k.check(t)
 }
 
@@ -151,7 +151,7 @@ func TestE2BSDK(t *testing.T) {
 	e2bTemplate(t, p, ctx, e, "e2b")
 	sdk := newE2BSDK(t, p, memberOf(t, p, wire.DefaultTenantID))
 	var sbx e2bCreated
-	sdk.run(ctx, &sbx, "create", "e2b", `{"suite":"e2b-sdk","role":"main"}`)
+	sdk.run(t, &sbx, "create", "e2b", `{"suite":"e2b-sdk","role":"main"}`)
 	sbx.check(t, "e2b")
 	id := sbx.SandboxID
 	t.Cleanup(func() { e2bDeleteAll(t, p) })
@@ -175,7 +175,7 @@ func TestE2BSDK(t *testing.T) {
 			Env, Cwd, DefaultCwd, User, Root string
 			RootOnly, RootCan                sdkCaught
 		}
-		sdk.run(ctx, &r, "commands", id)
+		sdk.run(t, &r, "commands", id)
 		if r.OK.ExitCode != 0 || r.OK.Stdout != "out\n" || r.OK.Stderr != "err\n" {
 			t.Errorf("run ok = %+v", r.OK)
 		}
@@ -227,7 +227,7 @@ func TestE2BSDK(t *testing.T) {
 			Timeout   sdkCaught `json:"timeout"`
 			TimeoutMs float64   `json:"timeoutMs"`
 		}
-		sdk.run(ctx, &r, "process", id)
+		sdk.run(t, &r, "process", id)
 		if r.BgPid == 0 || !r.ListedBefore || !r.Killed || r.KillAgain {
 			t.Errorf("background = %+v; want a pid, listed, killed once, then not found", r)
 		}
@@ -250,14 +250,14 @@ func TestE2BSDK(t *testing.T) {
 			Pid  int    `json:"pid"`
 			Seen string `json:"seen"`
 		}
-		sdk.run(ctx, &started, "bgstart", id, gate)
+		sdk.run(t, &started, "bgstart", id, gate)
 		var r struct {
 			Listed       bool      `json:"listed"`
 			ConnectedPid int       `json:"connectedPid"`
 			Chunks       []string  `json:"chunks"`
 			End          sdkCaught `json:"end"`
 		}
-		sdk.run(ctx, &r, "bgconnect", id, fmt.Sprint(started.Pid), gate)
+		sdk.run(t, &r, "bgconnect", id, fmt.Sprint(started.Pid), gate)
 		if !r.Listed || r.ConnectedPid != started.Pid {
 			t.Errorf("after its client exited, pid %d: listed %v, connect gave pid %d", started.Pid, r.Listed, r.ConnectedPid)
 		}
@@ -275,7 +275,7 @@ func TestE2BSDK(t *testing.T) {
 			Tty, Size, Resized, Prompt, Answer string
 			ExitCode                           int
 		}
-		sdk.run(ctx, &r, "pty", id)
+		sdk.run(t, &r, "pty", id)
 		if !regexp.MustCompile(`^/dev/pts/\d+$`).MatchString(r.Tty) || r.Size != "24 80" || r.Resized != "40 120" ||
 			r.Prompt != ">>> " || r.Answer != "42" || r.ExitCode != 0 {
 			t.Errorf("pty = %+v; want a /dev/pts device, 24 80 then 40 120 after the resize, a python REPL answering 42, exit 0", r)
@@ -309,7 +309,7 @@ func TestE2BSDK(t *testing.T) {
 			ReadMissing, ListMissing sdkCaught
 			Owners                   []string `json:"owners"`
 		}
-		sdk.run(ctx, &r, "files", id)
+		sdk.run(t, &r, "files", id)
 		const size = 5 << 20
 		if r.Written.Path != "/tmp/big.bin" || r.Written.Name != "big.bin" || r.Written.Type != "file" {
 			t.Errorf("write answered %+v", r.Written)
@@ -351,7 +351,7 @@ func TestE2BSDK(t *testing.T) {
 		var r struct {
 			Events []struct{ Name, Type string } `json:"events"`
 		}
-		sdk.run(ctx, &r, "watch", id)
+		sdk.run(t, &r, "watch", id)
 		var got []string
 		for _, ev := range r.Events {
 			got = append(got, ev.Type+":"+ev.Name)
@@ -374,11 +374,11 @@ func TestE2BSDK(t *testing.T) {
 		ids := []string{id}
 		for i := range 2 {
 			var c e2bCreated
-			sdk.run(ctx, &c, "create", "e2b", fmt.Sprintf(`{"suite":"e2b-sdk","role":"list-%d"}`, i))
+			sdk.run(t, &c, "create", "e2b", fmt.Sprintf(`{"suite":"e2b-sdk","role":"list-%d"}`, i))
 			ids = append(ids, c.SandboxID)
 		}
 		var other e2bCreated
-		sdk.run(ctx, &other, "create", "e2b", `{"suite":"other"}`)
+		sdk.run(t, &other, "create", "e2b", `{"suite":"other"}`)
 		var r struct {
 			Pages [][]struct {
 				SandboxID  string            `json:"sandboxId"`
@@ -387,7 +387,7 @@ func TestE2BSDK(t *testing.T) {
 				State      string            `json:"state"`
 			} `json:"pages"`
 		}
-		sdk.run(ctx, &r, "list", `{"suite":"e2b-sdk"}`, "2")
+		sdk.run(t, &r, "list", `{"suite":"e2b-sdk"}`, "2")
 		var got []string
 		for _, page := range r.Pages {
 			if len(page) > 2 {
@@ -406,7 +406,7 @@ func TestE2BSDK(t *testing.T) {
 			t.Errorf("pages %+v; want %v in two pages", r.Pages, ids)
 		}
 		var k e2bKilled
-		sdk.run(ctx, &k, "kill", other.SandboxID)
+		sdk.run(t, &k, "kill", other.SandboxID)
 		k.check(t)
 	})
 
@@ -416,7 +416,7 @@ func TestE2BSDK(t *testing.T) {
 			Listed                          []string
 			EnvdNoToken                     int `json:"envdNoToken"`
 		}
-		sdk.withKey(memberOf(t, p, "e2b-other")).run(ctx, &r, "tenant", id)
+		sdk.withKey(memberOf(t, p, "e2b-other")).run(t, &r, "tenant", id)
 		r.Info.threw(t, "another tenant's getInfo", "SandboxNotFoundError", "NotFoundError")
 		r.Connect.threw(t, "another tenant's connect", "SandboxNotFoundError", "NotFoundError")
 		r.SetTimeout.threw(t, "another tenant's setTimeout", "SandboxNotFoundError", "NotFoundError")
@@ -447,7 +447,7 @@ func TestE2BSDK(t *testing.T) {
 			return err == nil && len(members) == 1
 		})
 		var c e2bCreated
-		sdk.run(ctx, &c, "create", "e2b-warm", `{"suite":"pool"}`)
+		sdk.run(t, &c, "create", "e2b-warm", `{"suite":"pool"}`)
 		t.Logf("pooled create %.0f ms, to the first command %.0f ms", c.CreateMs, c.FirstRunMs)
 		c.check(t, "e2b-warm")
 		if c.SandboxID != members[0].ID {
@@ -457,14 +457,14 @@ func TestE2BSDK(t *testing.T) {
 			t.Error(err)
 		}
 		var k e2bKilled
-		sdk.run(ctx, &k, "kill", c.SandboxID)
+		sdk.run(t, &k, "kill", c.SandboxID)
 		k.check(t)
 	})
 
 	t.Run("lifetime", func(t *testing.T) {
 		// Created to live 20 s, extended to 30 s from now, then gone.
 		var c e2bCreated
-		sdk.run(ctx, &c, "create", "e2b", `{"suite":"lifetime"}`, "20000")
+		sdk.run(t, &c, "create", "e2b", `{"suite":"lifetime"}`, "20000")
 		var r struct {
 			EndBefore   time.Time `json:"endBefore"`
 			EndAfter    time.Time `json:"endAfter"`
@@ -472,7 +472,7 @@ func TestE2BSDK(t *testing.T) {
 			GoneAfterMs float64   `json:"goneAfterMs"`
 			Info        sdkCaught `json:"info"`
 		}
-		sdk.run(ctx, &r, "lifetime", c.SandboxID, "30000")
+		sdk.run(t, &r, "lifetime", c.SandboxID, "30000")
 		if d := r.EndBefore.Sub(r.SetAt); d <= 0 || d > 20*time.Second {
 			t.Errorf("endAt of a sandbox created with timeoutMs 20000 is %s away", d)
 		}
@@ -488,7 +488,7 @@ func TestE2BSDK(t *testing.T) {
 
 	t.Run("kill", func(t *testing.T) {
 		var k e2bKilled
-		sdk.run(ctx, &k, "kill", id)
+		sdk.run(t, &k, "kill", id)
 		k.check(t)
 	})
 }

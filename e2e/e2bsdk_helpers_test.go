@@ -110,9 +110,9 @@ func (s *e2bSDK) withKey(key string) *e2bSDK {
 // run runs script with args in a node process of its own and decodes the
 // one JSON line it prints into out. A script that ends on an unexpected
 // error fails t with the SDK's message.
-func (s *e2bSDK) run(ctx context.Context, out any, script string, args ...string) {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+func (s *e2bSDK) run(t *testing.T, out any, script string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", append([]string{script + ".mjs"}, args...)...)
 	cmd.Dir = s.dir
@@ -121,19 +121,19 @@ func (s *e2bSDK) run(ctx context.Context, out any, script string, args ...string
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	s.t.Logf("node %s.mjs %s: %s", script, strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
+	t.Logf("node %s.mjs %s: %s", script, strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
 	var fatal struct {
 		Fatal string `json:"fatal"`
 		Stack string `json:"stack"`
 	}
 	if json.Unmarshal(stdout.Bytes(), &fatal) == nil && fatal.Fatal != "" {
-		s.t.Fatalf("node %s.mjs: %s\n%s\nstderr:\n%s", script, fatal.Fatal, fatal.Stack, stderr.String())
+		t.Fatalf("node %s.mjs: %s\n%s\nstderr:\n%s", script, fatal.Fatal, fatal.Stack, stderr.String())
 	}
 	if err != nil {
-		s.t.Fatalf("node %s.mjs: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
+		t.Fatalf("node %s.mjs: %v\nstdout:\n%s\nstderr:\n%s", script, err, stdout.String(), stderr.String())
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		s.t.Fatalf("node %s.mjs printed %q: %v\nstderr:\n%s", script, stdout.String(), err, stderr.String())
+		t.Fatalf("node %s.mjs printed %q: %v\nstderr:\n%s", script, stdout.String(), err, stderr.String())
 	}
 }
 
