@@ -90,7 +90,7 @@ func TestBenchE2BSDK(t *testing.T) {
 
 	// 2 and 3 in one sandbox, the SDK and the baselines taking turns.
 	var sbx e2bCreated
-	sdk.run(t, &sbx, "create", "e2b", `{"bench":"e2b"}`)
+	sdk.run(t, &sbx, "create", "e2b", `{"bench":"e2b"}`, "1800000")
 	b.track(sbx.SandboxID)
 	var runSDK, runAPI, runAPITrue []time.Duration
 	bashTrue := func() error {

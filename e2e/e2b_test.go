@@ -104,7 +104,7 @@ func TestE2BSDKCreate(t *testing.T) {
 func e2bCreateKill(t *testing.T, ctx context.Context, sdk *e2bSDK, template string) {
 	t.Helper()
 	var c e2bCreated
-	sdk.run(t, &c, "create", template, `{"engine":"`+template+`"}`)
+	sdk.run(t, &c, "create", template, `{"engine":"`+template+`"}`, "300000")
 	t.Logf("%s: create %.0f ms, to the first command %.0f ms", template, c.CreateMs, c.FirstRunMs)
 	c.check(t, template)
 	if c.Metadata["engine"] != template {
@@ -151,7 +151,7 @@ func TestE2BSDK(t *testing.T) {
 	e2bTemplate(t, p, ctx, e, "e2b")
 	sdk := newE2BSDK(t, p, memberOf(t, p, wire.DefaultTenantID))
 	var sbx e2bCreated
-	sdk.run(t, &sbx, "create", "e2b", `{"suite":"e2b-sdk","role":"main"}`)
+	sdk.run(t, &sbx, "create", "e2b", `{"suite":"e2b-sdk","role":"main"}`, "900000")
 	sbx.check(t, "e2b")
 	id := sbx.SandboxID
 	t.Cleanup(func() { e2bDeleteAll(t, p) })
@@ -374,11 +374,11 @@ func TestE2BSDK(t *testing.T) {
 		ids := []string{id}
 		for i := range 2 {
 			var c e2bCreated
-			sdk.run(t, &c, "create", "e2b", fmt.Sprintf(`{"suite":"e2b-sdk","role":"list-%d"}`, i))
+			sdk.run(t, &c, "create", "e2b", fmt.Sprintf(`{"suite":"e2b-sdk","role":"list-%d"}`, i), "600000")
 			ids = append(ids, c.SandboxID)
 		}
 		var other e2bCreated
-		sdk.run(t, &other, "create", "e2b", `{"suite":"other"}`)
+		sdk.run(t, &other, "create", "e2b", `{"suite":"other"}`, "600000")
 		var r struct {
 			Pages [][]struct {
 				SandboxID  string            `json:"sandboxId"`
@@ -447,7 +447,7 @@ func TestE2BSDK(t *testing.T) {
 			return err == nil && len(members) == 1
 		})
 		var c e2bCreated
-		sdk.run(t, &c, "create", "e2b-warm", `{"suite":"pool"}`)
+		sdk.run(t, &c, "create", "e2b-warm", `{"suite":"pool"}`, "600000")
 		t.Logf("pooled create %.0f ms, to the first command %.0f ms", c.CreateMs, c.FirstRunMs)
 		c.check(t, "e2b-warm")
 		if c.SandboxID != members[0].ID {
