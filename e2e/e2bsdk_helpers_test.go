@@ -221,5 +221,9 @@ func (c sdkCaught) threw(t *testing.T, what string, names ...string) {
 			return
 		}
 	}
-	t.Errorf("%s = %+v (value %s); want the SDK to throw %s", what, c, c.Value, strings.Join(names, " or "))
+	if c.OK {
+		t.Errorf("%s = %s; want the SDK to throw %s", what, c.Value, strings.Join(names, " or "))
+		return
+	}
+	t.Errorf("%s threw %s: %s; want %s", what, c.Name, c.Message, strings.Join(names, " or "))
 }

@@ -333,6 +333,14 @@ func (d *Door) killSandbox(w http.ResponseWriter, r *http.Request, api *client.C
 		d.fail(w, lookErr)
 		return
 	}
+	// /v1's delete is asynchronous: the workflow records terminating a
+	// moment later. E2B's kill is not: once it answers, the sandbox is
+	// gone for every call (getInfo and connect 404, a second kill false),
+	// so the answer waits for terminating, or for the workspace to be gone.
+	if _, err := api.WaitWorkspace(ctx, id, wire.PhaseTerminating, nil); err != nil && !errs.Is(err, errs.NotFound) {
+		d.fail(w, err)
+		return
+	}
 	d.log.Info("e2b sandbox killed", "workspace_id", id)
 	w.WriteHeader(http.StatusNoContent)
 }
