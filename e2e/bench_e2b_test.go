@@ -21,8 +21,8 @@ import (
 // (e2e/e2bsdk/bench.mjs) so node's start-up is not counted, beside
 // baselines measured in the same run:
 //   - Sandbox.create -> first commands.run on a pooled template (p50 < 100 ms;
-//     E2B's cloud 0.44 s, Daytona 0.11 s), beside the same on a template
-//     without a pool;
+//     E2B's cloud 0.44 s, Daytona 0.11 s), beside /v1's warm create to its
+//     first exec, taking turns, and the SDK on a template without a pool;
 //   - commands.run('true') (p50 < 10 ms, within 3 ms of Primer's exec API
 //     running the same command line, `bash -l -c true`, the SDK's wrapping);
 //   - 1 MiB files.write and files.read against docker cp both ways.
@@ -45,6 +45,17 @@ func TestBenchE2BSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	sdk := newE2BSDK(t, p, p.key)
+	// execBash runs cmd in workspace id through /v1 as the SDK's
+	// commands.run does: /bin/bash -l -c cmd.
+	execBash := func(id, cmd string) func() error {
+		return func() error {
+			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"/bin/bash", "-l", "-c", cmd}})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", res.ExitCode)
+			}
+			return err
+		}
+	}
 	node := sdk.start("bench")
 	msOf := func(v []float64) []time.Duration {
 		out := make([]time.Duration, len(v))
@@ -54,33 +65,60 @@ func TestBenchE2BSDK(t *testing.T) {
 		return out
 	}
 
-	// 1. Create to the first command, warm: each create waits untimed
-	// for an idle member, as a client no faster than the refill sees it;
-	// a create that did not take one is counted, not timed.
-	var warm, warmCall, cold []time.Duration
+	// 1. Create to the first command, warm, through the SDK and through
+	// /v1 taking turns: each create waits untimed for an idle member, as a
+	// client no faster than the refill sees it; a create that did not take
+	// a member of the pool is counted, not timed.
+	var warm, warmCall, warmAPI, cold []time.Duration
 	notFromPool := 0
-	for range creates {
-		var idle []wire.Workspace
+	waitMembers := func() []wire.Workspace {
+		t.Helper()
+		var members []wire.Workspace
 		eventually(t, 2*time.Minute, "an idle member", func() bool {
 			var err error
-			idle, err = p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "e2b-warm", PoolState: "idle"})
-			return err == nil && len(idle) > 0
+			members, err = p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{PoolID: "e2b-warm"})
+			return err == nil && slices.ContainsFunc(members, func(w wire.Workspace) bool { return w.PoolState == wire.PoolIdle })
 		})
+		return members
+	}
+	isMember := func(members []wire.Workspace, id string) bool {
+		return slices.ContainsFunc(members, func(w wire.Workspace) bool { return w.ID == id })
+	}
+	for range creates {
+		members := waitMembers()
 		var r struct {
 			ID       string  `json:"id"`
 			CreateMs float64 `json:"createMs"`
 			TotalMs  float64 `json:"totalMs"`
 		}
 		node.ask(map[string]any{"op": "create_run", "template": "e2b-warm"}, &r)
-		if !slices.ContainsFunc(idle, func(w wire.Workspace) bool { return w.ID == r.ID }) {
+		if !isMember(members, r.ID) {
 			notFromPool++
-			continue
+		} else {
+			warm = append(warm, msOf([]float64{r.TotalMs})...)
+			warmCall = append(warmCall, msOf([]float64{r.CreateMs})...)
 		}
-		warm = append(warm, msOf([]float64{r.TotalMs})...)
-		warmCall = append(warmCall, msOf([]float64{r.CreateMs})...)
+
+		members = waitMembers()
+		start := time.Now()
+		ws, err := p.api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: "e2b-warm"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := execBash(ws.ID, "true")(); err != nil {
+			t.Fatalf("first exec in %s: %v", ws.ID, err)
+		}
+		took := time.Since(start)
+		b.track(ws.ID)
+		if !isMember(members, ws.ID) {
+			notFromPool++
+		} else {
+			warmAPI = append(warmAPI, took)
+		}
+		b.delete(ws.ID)
 	}
 	if notFromPool > 0 {
-		t.Errorf("%d of %d creates on the pooled template did not take an idle member", notFromPool, creates)
+		t.Errorf("%d of %d creates on the pooled template did not take a member of its pool", notFromPool, 2*creates)
 	}
 	for range 5 {
 		var r struct{ TotalMs float64 }
@@ -93,13 +131,7 @@ func TestBenchE2BSDK(t *testing.T) {
 	sdk.run(t, &sbx, "create", "e2b", `{"bench":"e2b"}`, "1800000")
 	b.track(sbx.SandboxID)
 	var runSDK, runAPI, runAPITrue []time.Duration
-	bashTrue := func() error {
-		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: sbx.SandboxID, Command: []string{"/bin/bash", "-l", "-c", "true"}})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit %d", res.ExitCode)
-		}
-		return err
-	}
+	bashTrue := execBash(sbx.SandboxID, "true")
 	for range 4 {
 		var r struct{ Ms []float64 }
 		node.ask(map[string]any{"op": "run_true", "id": sbx.SandboxID, "n": 50}, &r)
@@ -134,6 +166,8 @@ func TestBenchE2BSDK(t *testing.T) {
 		{name: "SDK create -> first commands.run, pooled", target: "p50 < 100 ms", samples: warm,
 			baseName: "same, template without a pool", baseline: cold, limit: 100 * time.Millisecond},
 		{name: "  of which Sandbox.create", target: "(shown)", samples: warmCall},
+		{name: "SDK create -> first commands.run, pooled", target: "(against /v1)", samples: warm,
+			baseName: "/v1 warm create -> first exec (bash -l -c true)", baseline: warmAPI},
 		{name: "SDK create -> first commands.run, pooled", target: "(against E2B)", samples: warm,
 			baseName: "E2B, published median", baseline: published(e2bCreateToCommand)},
 		{name: "SDK create -> first commands.run, pooled", target: "(against Daytona)", samples: warm,
@@ -145,11 +179,11 @@ func TestBenchE2BSDK(t *testing.T) {
 		{name: "SDK files.read 1 MiB", target: "faster than docker cp", samples: readSDK, baseName: "CopyFromContainer", baseline: readCp},
 	}
 	printTable(t, fmt.Sprintf("E2B SDK %s on %s (pool of %d)", e2bSDKVersion, e.Name, size), rows)
-	printSpeedups(rows[6:8])
+	printSpeedups(rows[7:9])
 	if added := pct(runSDK, .5) - pct(runAPI, .5); added > 3*time.Millisecond {
 		t.Errorf("SDK commands.run('true') p50 %s is %s over the exec API's %s, target at most 3 ms", ms(pct(runSDK, .5)), ms(added), ms(pct(runAPI, .5)))
 	}
-	for _, r := range rows[6:8] {
+	for _, r := range rows[7:9] {
 		ratioAtMost(t, r, 1)
 	}
 	b.deletePool("e2b-warm")
