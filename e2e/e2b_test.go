@@ -43,6 +43,9 @@ func (c e2bCreated) check(t *testing.T, template string) {
 }
 
 // e2bTemplate creates a provider and a python template on it for the SDK.
+// The template names E2B's default user, `user`, which the runtime makes
+// in the image at start (the image has none); TestE2BSDKReadme covers a
+// template without one.
 func e2bTemplate(t *testing.T, p *primer, ctx context.Context, e containertest.Engine, id string) {
 	t.Helper()
 	if _, err := p.api.CreateProvider(ctx, wire.ProviderSpec{ID: e.Name + "-e2b", Provider: "container", Config: containertest.ProviderConfig(e)}); err != nil {
@@ -50,7 +53,7 @@ func e2bTemplate(t *testing.T, p *primer, ctx context.Context, e containertest.E
 			t.Fatalf("create provider: %v", err)
 		}
 	}
-	doc := fmt.Sprintf(`{"kind":"container","image":%q,"cpu_cores":1,"memory_bytes":536870912,"network":{"egress":"deny_all"}}`, containertest.PythonImage)
+	doc := fmt.Sprintf(`{"kind":"container","image":%q,"user":"user","cpu_cores":1,"memory_bytes":536870912,"network":{"egress":"deny_all"}}`, containertest.PythonImage)
 	if _, err := p.api.CreateTemplate(ctx, wire.TemplateSpec{ID: id, ProviderID: e.Name + "-e2b", Backend: raw(doc)}); err != nil {
 		t.Fatalf("create template %s: %v", id, err)
 	}
@@ -94,7 +97,7 @@ func TestE2BSDKCreate(t *testing.T) {
 	}
 	t.Run("kubernetes", func(t *testing.T) {
 		k := kubeProvider(t, p, "k8s-e2b", kubernetes.ReachPodIP)
-		k.template(t, p, "e2b-kubernetes", string(kubernetestest.Template(kubernetestest.PythonImage, nil)))
+		k.template(t, p, "e2b-kubernetes", string(kubernetestest.Template(kubernetestest.PythonImage, map[string]any{"user": "user"})))
 		e2bCreateKill(t, ctxT(t, 5*time.Minute), sdk, "e2b-kubernetes")
 	})
 }
