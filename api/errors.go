@@ -63,6 +63,13 @@ func (s *server) fail(c *gin.Context, err error) {
 		s.log.Warn("api: request failed", "method", c.Request.Method, "route", c.FullPath(),
 			"status", status, "error", err.Error())
 	}
+	if c.Request.ContentLength < 0 {
+		// A refused request whose body is still streaming in (chunked, of
+		// no stated length): without this, net/http reads up to 256 KiB of
+		// what remains before it sends the answer, so a client that sends
+		// slowly never hears it. The connection closes instead.
+		c.Header("Connection", "close")
+	}
 	c.AbortWithStatusJSON(status, env)
 }
 

@@ -149,26 +149,52 @@ func TestAttackUploadBounds(t *testing.T) {
 		t.Fatalf("spool dir %s: %d files left (%v), want none", spool, len(left), err)
 	}
 
-	// An upload still sending holds the tenant's one place.
-	pr, pw := io.Pipe()
-	t.Cleanup(func() { pw.CloseWithError(io.ErrUnexpectedEOF) })
+	// An upload still sending holds the tenant's one place. It may itself
+	// be refused at first, while the place is still held by the request
+	// before it (the slot is given back as its handler ends); it is then
+	// started again, and any other answer fails the test.
+	var pw *io.PipeWriter
 	slow := make(chan int, 1)
-	go func() {
-		st, _, _ := boundsDo(t, hc, "PUT", files+"slow.txt", m, pr)
-		slow <- st
-	}()
-	if _, err := pw.Write([]byte("first part, ")); err != nil {
-		t.Fatal(err)
+	var startSlow func()
+	startSlow = func() {
+		var pr *io.PipeReader
+		pr, pw = io.Pipe()
+		w := pw
+		t.Cleanup(func() { w.CloseWithError(io.ErrUnexpectedEOF) })
+		go func() {
+			st, _, _ := boundsDo(t, hc, "PUT", files+"slow.txt", m, pr)
+			slow <- st
+		}()
+		if _, err := w.Write([]byte("first part, ")); err != nil {
+			// The body was not taken: the upload was answered already.
+			if st := <-slow; st != 429 {
+				t.Fatalf("the slow upload ended with %d before sending its first part", st)
+			}
+			t.Logf("the slow upload was refused at the cap (the place was still held); again")
+			startSlow()
+		}
 	}
+	startSlow()
 	// Until the slow upload's handler runs, another may still get through:
 	// each try has a name of its own, and the refused one must be absent.
 	var refused []byte
 	var name string
 	try := 0
-	eventually(t, 10*time.Second, "the second upload refused at the cap", func() bool {
+	var seen []int
+	eventually(t, time.Minute, "the second upload refused at the cap", func() bool {
+		select {
+		case st := <-slow:
+			if st != 429 {
+				t.Fatalf("the slow upload ended with %d before the second was refused (statuses so far %v)", st, seen)
+			}
+			t.Logf("the slow upload was refused at the cap (the place was still held); again")
+			startSlow()
+		default:
+		}
 		try++
 		name = fmt.Sprintf("second-%d.txt", try)
 		st, _, b := boundsDo(t, hc, "PUT", files+name, m, strings.NewReader("second"))
+		seen = append(seen, st)
 		refused = b
 		return st == 429
 	})
