@@ -130,12 +130,17 @@ func (c *Connector) ConnectBackend(ctx context.Context, b backend.Backend, ws *w
 // token is the stored one or is refused too.
 func (c *Connector) reattach(ctx context.Context, ws *wire.Workspace, h backend.Handle, tk backend.TokenKeeper, ep backend.Endpoint, refused error) (*client.Client, error) {
 	token, err := tk.RuntimeToken(ctx, h)
-	if err != nil || token == "" || token == ws.RuntimeToken {
+	switch {
+	case err != nil:
+		// Both reasons stay in the message: the refusal is the error's
+		// kind, and why re-attaching did not help is what an operator needs.
+		return nil, fmt.Errorf("%w; re-attach: %v", refused, err)
+	case token == "" || token == ws.RuntimeToken:
 		return nil, refused
 	}
 	cl, err := c.Pool.Get(ctx, ws.ID, ep.URL, token)
 	if err != nil {
-		return nil, refused
+		return nil, fmt.Errorf("%w; re-attach with the backend's token: %v", refused, err)
 	}
 	if err := c.Store.SetWorkspaceRuntime(ctx, ws.ID, ws.Handle, ws.Path, token); err != nil {
 		c.Drop(ws.ID)
