@@ -36,6 +36,20 @@ func (h *handler) begin(ctx context.Context, header http.Header) (*call, error) 
 // path resolves p for this call's user.
 func (c *call) path(p string) (string, error) { return c.h.resolve(c.sb, c.user, p) }
 
+// beginAt is begin, then the request's path resolved for its user: the
+// first steps of every call on one path.
+func (h *handler) beginAt(ctx context.Context, header http.Header, path string) (*call, string, error) {
+	c, err := h.begin(ctx, header)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := c.path(path)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, p, nil
+}
+
 func (h *handler) registerFilesystem() {
 	h.mux.Handle("filesystem.Filesystem/Stat", connect.Unary(h.stat))
 	h.mux.Handle("filesystem.Filesystem/MakeDir", connect.Unary(h.makeDir))
@@ -95,11 +109,7 @@ func (c *call) statEntry(ctx context.Context, p string) (*EntryInfo, error) {
 }
 
 func (h *handler) stat(ctx context.Context, header http.Header, req *PathRequest) (*EntryResponse, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.path(req.Path)
+	c, p, err := h.beginAt(ctx, header, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +124,7 @@ func (h *handler) stat(ctx context.Context, header http.Header, req *PathRequest
 // an existing directory is already_exists (the SDK's makeDir answers false),
 // an existing file invalid_argument, as envd does.
 func (h *handler) makeDir(ctx context.Context, header http.Header, req *PathRequest) (*EntryResponse, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.path(req.Path)
+	c, p, err := h.beginAt(ctx, header, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -144,11 +150,7 @@ func (h *handler) makeDir(ctx context.Context, header http.Header, req *PathRequ
 // move renames source to destination, creating the destination's missing
 // parents.
 func (h *handler) move(ctx context.Context, header http.Header, req *MoveRequest) (*EntryResponse, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	from, err := c.path(req.Source)
+	c, from, err := h.beginAt(ctx, header, req.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +177,7 @@ func (h *handler) move(ctx context.Context, header http.Header, req *MoveRequest
 // remove deletes a file or a directory with its content; a missing path is
 // no error, as with envd's os.RemoveAll.
 func (h *handler) remove(ctx context.Context, header http.Header, req *PathRequest) (*Empty, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	p, err := c.path(req.Path)
+	c, p, err := h.beginAt(ctx, header, req.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -196,11 +194,7 @@ const maxListEntries = 100_000
 // listDir lists a directory down to depth levels (0 is 1), parents before
 // their children; symlinked directories below the top are not entered.
 func (h *handler) listDir(ctx context.Context, header http.Header, req *ListDirRequest) (*ListDirResponse, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	top, err := c.path(req.Path)
+	c, top, err := h.beginAt(ctx, header, req.Path)
 	if err != nil {
 		return nil, err
 	}
