@@ -77,6 +77,20 @@ func (h *handler) list(ctx context.Context, header http.Header, _ *Empty) (*List
 	return out, nil
 }
 
+// beginProc is begin, then the selected process's pid: the first steps of
+// every call on one process.
+func (h *handler) beginProc(ctx context.Context, header http.Header, sel *ProcessSelector) (*call, int, error) {
+	c, err := h.begin(ctx, header)
+	if err != nil {
+		return nil, 0, err
+	}
+	pid, err := c.pidOf(ctx, sel)
+	if err != nil {
+		return nil, 0, err
+	}
+	return c, pid, nil
+}
+
 // pidOf resolves a selector to a pid; a tag names the running process
 // with it.
 func (c *call) pidOf(ctx context.Context, sel *ProcessSelector) (int, error) {
@@ -305,11 +319,7 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // update resizes a process's terminal.
 func (h *handler) update(ctx context.Context, header http.Header, req *UpdateRequest) (*Empty, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	pid, err := c.pidOf(ctx, req.Process)
+	c, pid, err := h.beginProc(ctx, header, req.Process)
 	if err != nil {
 		return nil, err
 	}
@@ -339,11 +349,7 @@ func (c *call) input(ctx context.Context, pid int, in *ProcessInput) error {
 }
 
 func (h *handler) sendInput(ctx context.Context, header http.Header, req *SendInputRequest) (*Empty, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	pid, err := c.pidOf(ctx, req.Process)
+	c, pid, err := h.beginProc(ctx, header, req.Process)
 	if err != nil {
 		return nil, err
 	}
@@ -416,11 +422,7 @@ func (h *handler) sendSignal(ctx context.Context, header http.Header, req *SendS
 }
 
 func (h *handler) closeStdin(ctx context.Context, header http.Header, req *SelectRequest) (*Empty, error) {
-	c, err := h.begin(ctx, header)
-	if err != nil {
-		return nil, err
-	}
-	pid, err := c.pidOf(ctx, req.Process)
+	c, pid, err := h.beginProc(ctx, header, req.Process)
 	if err != nil {
 		return nil, err
 	}
