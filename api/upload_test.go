@@ -200,7 +200,10 @@ func TestFilesStreamPastRuntimeLimit(t *testing.T) {
 	}
 	grew := int64(peak) - int64(heap0)
 	t.Logf("heap peak over the download: +%d bytes (file %d)", grew, size)
-	if grew > size/4 {
+	// Holding the body costs at least its size; streaming measured +5 MB
+	// on a quiet machine and +21 MB in CI under -race beside the worker's
+	// own allocations. Half the size keeps a wide margin on both sides.
+	if grew > size/2 {
 		t.Errorf("a %d byte download grew the heap by %d bytes at its peak; the file is held in memory", size, grew)
 	}
 
