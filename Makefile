@@ -21,7 +21,7 @@ NORACE    ?= /e2e$$|/backend/(container|kubernetes)(/|$$)|/cmd/primer(-runtime)?
 RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
 OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 
-.PHONY: all build run test test-short test-e2e-twice bench lint vet workflowcheck staticcheck fmt-check tidy-check layers fmt clean-data record-histories images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
+.PHONY: all build run test test-short test-e2e-twice bench lint vet workflowcheck staticcheck fmt-check tidy-check layers fmt clean-data record-histories openapi images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
 
 all: build
 
@@ -135,6 +135,10 @@ staticcheck:
 ## record-histories: re-record the replay-test histories in workflows/testdata (after a versioned workflow change).
 record-histories:
 	PRIMER_RECORD_HISTORY=1 $(GO) test -tags record -count=1 -timeout 20m ./workflows/recorder/
+
+## openapi: write docs/openapi.json again from api/openapi (after a route or a wire type changed).
+openapi:
+	PRIMER_WRITE_OPENAPI=1 $(GO) test -count=1 -run '^TestDocumentInSync$$' ./api/openapi/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

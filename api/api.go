@@ -225,6 +225,10 @@ func (s *server) routes() http.Handler {
 	metricsHandler := promhttp.HandlerFor(s.cfg.Metrics.Registry, promhttp.HandlerOpts{})
 	r.GET("/metrics", gin.WrapH(metricsHandler))
 
+	// The API's description needs no key (openapi_doc.go), so it is not in
+	// the authenticated group.
+	r.GET("/v1/openapi.json", openAPIHandler())
+
 	// audit runs first so it records what authenticate refuses too;
 	// auditBegin writes an authenticated request's entry before its handler.
 	v1 := r.Group("/v1", s.audit, s.authenticate, s.auditBegin)

@@ -96,7 +96,7 @@ func (s *server) cancelSession(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"session_id": ses.ID, "status": "cancel requested"})
+	c.JSON(http.StatusAccepted, wire.SessionCancel{SessionID: ses.ID, Status: "cancel requested"})
 }
 
 // sessionTranscript returns the session's transcript, or follows it as

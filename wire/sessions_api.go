@@ -82,3 +82,10 @@ type Diff struct {
 	Patch     string                 `json:"patch"`
 	Truncated bool                   `json:"truncated,omitempty"`
 }
+
+// SessionCancel answers POST /v1/sessions/{id}/cancel: the cancel of the
+// session's agent run was asked for (Status "cancel requested").
+type SessionCancel struct {
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"`
+}

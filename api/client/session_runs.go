@@ -20,7 +20,7 @@ func (c *Client) RunSession(ctx context.Context, id, agent, instructions string)
 
 // CancelSession asks the session's agent run to stop; it ends canceled.
 func (c *Client) CancelSession(ctx context.Context, id string) error {
-	_, err := doInto[map[string]any](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/cancel", nil, struct{}{})
+	_, err := doInto[wire.SessionCancel](ctx, c, http.MethodPost, "/v1/sessions/"+seg(id)+"/cancel", nil, struct{}{})
 	return err
 }
 

@@ -1,0 +1,296 @@
+package openapi
+
+import (
+	"net/http"
+	"reflect"
+
+	"github.com/primerhq/primer/eval"
+	"github.com/primerhq/primer/runtime/protocol"
+	"github.com/primerhq/primer/sessiontool"
+	"github.com/primerhq/primer/wire"
+)
+
+// Statuses named in the table, short.
+const (
+	s200 = http.StatusOK
+	s201 = http.StatusCreated
+	s202 = http.StatusAccepted
+	s204 = http.StatusNoContent
+	s409 = http.StatusConflict
+	s413 = http.StatusRequestEntityTooLarge
+	s503 = http.StatusServiceUnavailable
+	s504 = http.StatusGatewayTimeout
+)
+
+var (
+	str    = typeOf[string]()
+	num    = typeOf[int]()
+	flag   = typeOf[bool]()
+	noBody reflect.Type
+)
+
+// list is wire.Items[T], the {"items":[...]} of every list.
+func list[T any]() reflect.Type { return typeOf[wire.Items[T]]() }
+
+// ExecExitLine is the last line of a streamed exec: {"exit": {...}}.
+type ExecExitLine struct {
+	Exit wire.ExecExit `json:"exit"`
+}
+
+// SessionCancel answers POST /v1/sessions/{id}/cancel.
+type SessionCancel = wire.SessionCancel
+
+// Runtime-touching routes answer 409 when the workspace is not running,
+// 503 when its runtime cannot be reached and 504 when it does not answer.
+var runtimeErrors = []int{s409, s503, s504}
+
+// workspaceEvents are the SSE events of a workspace's stream and the
+// tenant's: each event's name is its type, its data the event.
+func workspaceEvents() []Event {
+	ev := typeOf[wire.Event]()
+	var out []Event
+	for _, name := range []string{
+		wire.EventProvisioned, wire.EventProvisionFailed, wire.EventDestroyed, wire.EventPhaseChanged,
+		wire.EventRecoveryStarted, wire.EventRecovered, wire.EventRecoveryFailed, wire.EventEscalated,
+		wire.EventHistoryRewritten, wire.EventSandboxMissing, wire.EventLeased, wire.EventReturned,
+		wire.EventExpired, wire.EventLeaseExpired,
+	} {
+		out = append(out, Event{Name: name, Type: ev})
+	}
+	return append(out, Event{Name: "error", Type: typeOf[wire.ErrorEnvelope](), Desc: "A store failure; the stream ends."})
+}
+
+// Routes is every /v1 route, in the order api.routes registers them.
+func Routes() []*Route {
+	follow := "true (or Accept: text/event-stream): follow as Server-Sent Events"
+	return []*Route{
+		route("GET", "/openapi.json", "This document").public().
+			ok(s200, nil, "The OpenAPI 3.1 document of /v1.").also(Content{Media: MediaJSON, Schema: func(*schemas) Schema { return Schema{"type": "object"} }}),
+
+		route("POST", "/tenants", "Create a tenant (admin)").body(typeOf[wire.TenantSpec]()).
+			ok(s201, typeOf[wire.Tenant](), "The tenant.", "Location").errors(s409),
+		route("GET", "/tenants", "List tenants").ok(s200, list[wire.Tenant](), "The tenants the caller may see, by id."),
+		route("GET", "/tenants/:id", "Get a tenant with its usage").ok(s200, typeOf[wire.TenantInfo](), "The tenant."),
+		route("PUT", "/tenants/:id", "Replace a tenant's description and quota (admin)").body(typeOf[wire.TenantSpec]()).
+			ok(s200, typeOf[wire.Tenant](), "The tenant."),
+		route("DELETE", "/tenants/:id", "Delete an empty tenant (admin)").ok(s204, noBody, "Deleted.").errors(s409),
+
+		route("POST", "/apikeys", "Create an API key").body(typeOf[wire.CreateAPIKeyRequest]()).
+			ok(s201, typeOf[wire.CreatedAPIKey](), "The key row and the key, shown this once.", "Location"),
+		route("GET", "/apikeys", "List API keys").
+			query("tenant", str, "An admin's filter by tenant.").query("tree", str, "1: the keys as a tree, each with its depth.").
+			ok(s200, nil, "The keys, oldest first.").
+			also(Content{Media: MediaJSON, Schema: func(g *schemas) Schema {
+				return Schema{"anyOf": []any{g.of(list[wire.APIKey]()), g.of(list[wire.APIKeyNode]())}}
+			}}),
+		route("GET", "/apikeys/:id", "Get an API key").ok(s200, typeOf[wire.APIKey](), "The key (never its secret)."),
+		route("POST", "/apikeys/:id/revoke", "Revoke a key and its subtree").ok(s200, typeOf[wire.RevokedAPIKey](), "The revoked key."),
+		route("DELETE", "/apikeys/:id", "Revoke a key and its subtree").ok(s200, typeOf[wire.RevokedAPIKey](), "The revoked key."),
+
+		route("GET", "/audit", "Read the audit log").
+			query("tenant", str, "An admin's filter by tenant.").query("after", num, "Entries after this id, oldest first.").
+			query("limit", num, "1 to 1000 (default 100).").
+			ok(s200, list[wire.AuditEntry](), "The entries."),
+
+		route("POST", "/providers", "Create a provider").body(typeOf[wire.ProviderSpec]()).
+			ok(s201, typeOf[wire.Provider](), "The provider.", "Location").errors(s409),
+		route("GET", "/providers", "List providers").ok(s200, list[wire.Provider](), "The providers, by id."),
+		route("GET", "/providers/:id", "Get a provider").ok(s200, typeOf[wire.Provider](), "The provider."),
+		route("PUT", "/providers/:id", "Replace a provider").body(typeOf[wire.ProviderSpec]()).
+			ok(s200, typeOf[wire.Provider](), "The provider.").errors(s409),
+		route("DELETE", "/providers/:id", "Delete a provider").ok(s204, noBody, "Deleted.").errors(s409),
+
+		route("POST", "/templates", "Create a template").body(typeOf[wire.TemplateSpec]()).
+			ok(s201, typeOf[wire.Template](), "The template (env values redacted).", "Location").errors(s409, http.StatusNotFound),
+		route("GET", "/templates", "List templates").query("provider_id", str, "Only this provider's.").
+			ok(s200, list[wire.Template](), "The templates, by id."),
+		route("GET", "/templates/:id", "Get a template").ok(s200, typeOf[wire.Template](), "The template."),
+		route("PUT", "/templates/:id", "Replace a template").body(typeOf[wire.TemplateSpec]()).
+			ok(s200, typeOf[wire.Template](), "The template.").errors(s409),
+		route("DELETE", "/templates/:id", "Delete a template").ok(s204, noBody, "Deleted.").errors(s409),
+
+		route("POST", "/llm-providers", "Create a model provider").body(typeOf[wire.LLMProviderSpec]()).
+			ok(s201, typeOf[wire.LLMProviderView](), "The provider (api_key redacted).", "Location").errors(s409),
+		route("GET", "/llm-providers", "List model providers").ok(s200, list[wire.LLMProviderView](), "The providers."),
+		route("GET", "/llm-providers/:id", "Get a model provider").ok(s200, typeOf[wire.LLMProviderView](), "The provider."),
+		route("PUT", "/llm-providers/:id", "Replace a model provider").body(typeOf[wire.LLMProviderSpec]()).
+			ok(s200, typeOf[wire.LLMProviderView](), "The provider."),
+		route("DELETE", "/llm-providers/:id", "Delete a model provider").ok(s204, noBody, "Deleted.").errors(s409),
+
+		route("POST", "/agents", "Create an agent").body(typeOf[wire.AgentSpec]()).
+			ok(s201, typeOf[wire.Agent](), "The agent.", "Location").errors(s409),
+		route("GET", "/agents", "List agents").ok(s200, list[wire.Agent](), "The agents."),
+		route("GET", "/agents/:id", "Get an agent").ok(s200, typeOf[wire.Agent](), "The agent."),
+		route("PUT", "/agents/:id", "Replace an agent").body(typeOf[wire.AgentSpec]()).
+			ok(s200, typeOf[wire.Agent](), "The agent."),
+		route("DELETE", "/agents/:id", "Delete an agent").ok(s204, noBody, "Deleted.").errors(s409),
+
+		route("POST", "/workspaces", "Create a workspace (warm from a pool, or cold)").body(typeOf[wire.CreateWorkspaceRequest]()).
+			ok(s201, typeOf[wire.Created](), "The workspace and where it came from.", "Location").errors(http.StatusNotFound, s409),
+		route("GET", "/workspaces", "List workspaces").
+			query("phase", str, "pending, running, failed, escalated or terminating.").query("template_id", str, "").
+			query("provider_id", str, "").query("backend", str, "").query("pool_id", str, "").
+			query("pool_state", str, "idle, leased or returning.").query("limit", num, "At most this many (0: all).").
+			ok(s200, list[wire.Workspace](), "The workspaces, newest first."),
+		route("GET", "/workspaces/:id", "Get a workspace").ok(s200, typeOf[wire.Workspace](), "The workspace."),
+		route("DELETE", "/workspaces/:id", "Delete a workspace").ok(s202, typeOf[wire.Workspace](), "The workspace, terminating."),
+		route("GET", "/workspaces/:id/files", "List the workspace root").query("stat", flag, "true: the root's FileInfo.").
+			ok(s200, nil, "The root's entries, or with stat=true its FileInfo.").
+			also(Content{Media: MediaJSON, Schema: listingOrInfo}).errors(runtimeErrors...),
+		route("GET", "/workspaces/:id/files/*path", "Read a file or list a directory").
+			query("stat", flag, "true: the path's FileInfo, not its content.").
+			ok(s200, nil, "A file's bytes (X-Primer-File-Mode, Last-Modified), a directory's listing, or with stat=true the FileInfo.", "X-Primer-File-Mode", "Last-Modified").
+			also(Content{Media: MediaBytes, Schema: binary}).
+			also(Content{Media: MediaJSON, Schema: listingOrInfo}).errors(append(runtimeErrors, s413)...),
+		route("PUT", "/workspaces/:id/files/*path", "Write a file (or make a directory)").
+			query("mkdir", flag, "true: make a directory (and its parents).").query("user", str, "The sandbox user that owns what the request creates.").
+			header("X-Primer-File-Mode", "The permission bits in octal (default 0644).").
+			bytesBody().ok(s200, typeOf[protocol.FileInfo](), "The written file.").errors(append(runtimeErrors, http.StatusTooManyRequests)...),
+		route("DELETE", "/workspaces/:id/files/*path", "Delete a file or directory").
+			query("recursive", flag, "true: a non-empty directory too.").ok(s204, noBody, "Deleted.").errors(runtimeErrors...),
+		route("POST", "/workspaces/:id/exec", "Run a command").body(typeOf[wire.ExecSpec]()).
+			ok(s200, typeOf[wire.ExecResponse](), "Its exit and output; with stream (or Accept: application/x-ndjson) one JSON line per chunk, then the exit line (or an error envelope).").
+			also(Content{Media: MediaNDJSON, Schema: func(g *schemas) Schema {
+				return Schema{"anyOf": []any{g.of(typeOf[wire.ExecChunk]()), g.of(typeOf[ExecExitLine]()), g.of(typeOf[wire.ErrorEnvelope]())}}
+			}}).errors(runtimeErrors...),
+		route("POST", "/workspaces/:id/processes", "Start a background process").body(typeOf[wire.ProcessSpec]()).
+			ok(s201, typeOf[wire.Process](), "The process.", "Location").errors(runtimeErrors...),
+		route("GET", "/workspaces/:id/processes", "List processes").ok(s200, typeOf[wire.ProcessList](), "Running processes and the last that ended.").errors(runtimeErrors...),
+		route("GET", "/workspaces/:id/processes/:pid", "Get a process").ok(s200, typeOf[wire.Process](), "The process.").errors(runtimeErrors...),
+		attach(route("GET", "/workspaces/:id/processes/:pid/attach", "Attach to a process (WebSocket)")).
+			query("replay", flag, "true: first the last 16 KiB of output the runtime kept.").errors(runtimeErrors...),
+		route("POST", "/workspaces/:id/processes/:pid/input", "Write to a process's stdin").body(typeOf[wire.ProcessInput]()).
+			ok(s204, noBody, "Written.").errors(runtimeErrors...),
+		route("POST", "/workspaces/:id/processes/:pid/signal", "Signal a process").body(typeOf[wire.ProcessSignal]()).
+			ok(s204, noBody, "Sent.").errors(runtimeErrors...),
+		route("POST", "/workspaces/:id/processes/:pid/resize", "Resize a process's terminal").body(typeOf[wire.TerminalSize]()).
+			ok(s204, noBody, "Resized.").errors(runtimeErrors...),
+		route("POST", "/workspaces/:id/processes/:pid/close-stdin", "Close a process's stdin").optionalBody(typeOf[struct{}]()).
+			ok(s204, noBody, "Closed.").errors(runtimeErrors...),
+		route("GET", "/workspaces/:id/events", "A workspace's events").
+			query("after", num, "Events after this id.").query("follow", str, follow).
+			header("Last-Event-ID", "Resume a stream after this id (wins over after).").
+			ok(s200, list[wire.Event](), "The stored events, oldest first; following, an SSE stream that ends after workspace.destroyed.").
+			sse(workspaceEvents()...).errors(http.StatusTooManyRequests),
+		route("GET", "/events", "The tenant's events across its workspaces").
+			query("tenant", str, "An admin's filter by tenant.").query("after", num, "Events after this id.").
+			query("limit", num, "1 to 1000 (default 256).").query("follow", str, follow).
+			header("Last-Event-ID", "Resume after this id (wins over after).").
+			ok(s200, typeOf[wire.TenantEventPage](), "A page of events and the newest id; following, an SSE stream that never ends on its own.").
+			sse(workspaceEvents()...),
+		route("POST", "/workspaces/:id/return", "Return a leased workspace to its pool").ok(s202, typeOf[wire.Workspace](), "The workspace, returning.").errors(s409),
+		route("POST", "/workspaces/:id/recover", "Recover a failed or escalated workspace now").ok(s202, typeOf[wire.Workspace](), "The workspace.").errors(s409),
+		route("POST", "/workspaces/:id/extend", "Move a workspace's deadlines").body(typeOf[wire.ExtendRequest]()).
+			ok(s200, typeOf[wire.Workspace](), "The workspace with its new deadlines.").errors(s409),
+
+		route("POST", "/pools", "Create a warm pool").body(typeOf[wire.PoolSpec]()).
+			ok(s201, typeOf[wire.PoolView](), "The pool.", "Location").errors(s409),
+		route("GET", "/pools", "List pools").query("template_id", str, "Only this template's.").ok(s200, list[wire.PoolView](), "The pools, by id."),
+		route("GET", "/pools/:id", "Get a pool").ok(s200, typeOf[wire.PoolView](), "The pool with its counts."),
+		route("PUT", "/pools/:id", "Replace a pool").body(typeOf[wire.PoolSpec]()).ok(s200, typeOf[wire.PoolView](), "The pool."),
+		route("DELETE", "/pools/:id", "Delete a pool").ok(s202, typeOf[wire.PoolView](), "The pool as it was."),
+		route("POST", "/pools/:id/lease", "Lease a workspace").optionalBody(typeOf[wire.LeaseRequest]()).
+			ok(s200, typeOf[wire.Lease](), "A warm lease: an idle running member.").
+			ok(s201, typeOf[wire.Lease](), "A cold lease: a new workspace, pending.", "Location").errors(s409),
+
+		route("POST", "/suites", "Create an eval suite").suiteBody().
+			ok(s201, typeOf[wire.SuiteView](), "The suite.", "Location").errors(s409),
+		route("GET", "/suites", "List suites").ok(s200, list[wire.Suite](), "The suites, by id."),
+		route("GET", "/suites/:id", "Get a suite").ok(s200, typeOf[wire.SuiteView](), "The suite with its schedule's status."),
+		route("PUT", "/suites/:id", "Replace a suite and its cases").suiteBody().ok(s200, typeOf[wire.SuiteView](), "The suite."),
+		route("DELETE", "/suites/:id", "Delete a suite").ok(s204, noBody, "Deleted."),
+		route("GET", "/suites/:id/cases", "A suite's cases").query("format", str, "json (default) or jsonl.").
+			ok(s200, list[eval.Case](), "The cases in order (env values redacted).").
+			also(Content{Media: MediaNDJSON, Type: typeOf[eval.Case]()}),
+		route("POST", "/suites/:id/schedule/pause", "Pause a suite's schedule").ok(s200, typeOf[wire.SuiteView](), "The suite.").errors(s409),
+		route("POST", "/suites/:id/schedule/resume", "Resume a suite's schedule").ok(s200, typeOf[wire.SuiteView](), "The suite.").errors(s409),
+		route("POST", "/suites/:id/schedule/trigger", "Start a scheduled run now").ok(s202, typeOf[wire.SuiteView](), "The suite.").errors(s409),
+		route("POST", "/suites/:id/runs", "Run a suite").optionalBody(typeOf[wire.RunRequest]()).
+			ok(s201, typeOf[wire.RunView](), "The run.", "Location"),
+
+		route("GET", "/runs", "List runs").query("suite_id", str, "").
+			query("status", str, "pending, running, succeeded, canceled or failed.").query("limit", num, "At most this many (0: all).").
+			ok(s200, list[wire.Run](), "The runs, newest first."),
+		route("GET", "/runs/:id", "Get a run with its progress").ok(s200, typeOf[wire.RunView](), "The run."),
+		route("GET", "/runs/:id/results", "A run's case results").query("format", str, "json (default), jsonl or junit.").
+			ok(s200, list[wire.CaseResult](), "The results in case order.").
+			also(Content{Media: MediaNDJSON, Type: typeOf[wire.CaseResult]()}).
+			also(Content{Media: MediaXML, Schema: func(*schemas) Schema { return Schema{"type": "string"} }}),
+		route("GET", "/runs/:id/compare", "Compare a run with another").query("base", str, "The run to compare with (required).").
+			ok(s200, typeOf[eval.Comparison](), "Regressions, fixes, new and missing cases, score changes."),
+		route("POST", "/runs/:id/cancel", "Cancel a run").ok(s202, typeOf[wire.RunView](), "The run.").errors(s409),
+		route("GET", "/runs/:id/events", "Follow a run's progress (SSE)").
+			ok(s200, nil, "progress at once and on every change, then finished with the run.").
+			sse(Event{Name: "progress", Type: typeOf[wire.Progress]()}, Event{Name: "finished", Type: typeOf[wire.RunView]()},
+				Event{Name: "error", Type: typeOf[wire.ErrorEnvelope](), Desc: "A store failure; the stream ends."}),
+
+		route("POST", "/sessions", "Open a session on a workspace").body(typeOf[wire.CreateSessionRequest]()).
+			ok(s201, typeOf[wire.Session](), "The session.", "Location").errors(s409),
+		route("GET", "/sessions", "List sessions").query("workspace_id", str, "").query("status", str, "open or ended.").
+			ok(s200, list[wire.Session](), "The sessions, newest first."),
+		route("GET", "/sessions/:id", "Get a session").ok(s200, typeOf[wire.Session](), "The session."),
+		route("POST", "/sessions/:id/end", "End a session").optionalBody(typeOf[wire.EndSessionRequest]()).
+			ok(s200, typeOf[wire.Session](), "The session, ended."),
+		toolRoute(route("POST", "/sessions/:id/tools/:tool", "Call a session tool (recorded as a commit)")),
+		route("GET", "/sessions/:id/history", "The session's commits").query("include_resumed", flag, "true: also the lost sessions it resumed.").
+			ok(s200, typeOf[wire.History](), "The commits, newest first.").errors(runtimeErrors...),
+		route("GET", "/sessions/:id/diff", "A diff of the workspace's history").
+			query("commit", str, "A commit against its parent.").query("from", str, "").query("to", str, "").
+			ok(s200, typeOf[wire.Diff](), "The diff.").errors(runtimeErrors...),
+		route("POST", "/sessions/:id/restore", "Restore the workspace's files to a commit").body(typeOf[wire.RestoreRequest]()).
+			ok(s200, typeOf[wire.Restore](), "The new commit and what changed.").errors(runtimeErrors...),
+		route("POST", "/sessions/:id/run", "Run an agent in the session").body(typeOf[wire.RunAgentRequest]()).
+			ok(s202, typeOf[wire.SessionRun](), "The agent run, started.").errors(s409),
+		route("POST", "/sessions/:id/cancel", "Cancel the session's agent run").ok(s202, typeOf[SessionCancel](), "Cancel requested.").errors(s409),
+		route("GET", "/sessions/:id/transcript", "The session's transcript").query("follow", str, follow).
+			header("Last-Event-ID", "Resume a stream after this entry's seq.").
+			ok(s200, typeOf[wire.Transcript](), "The transcript; following, each final entry as an event named by its role, then end with the run.").
+			sse(Event{Name: wire.RoleUser, Type: typeOf[wire.TranscriptEntry]()}, Event{Name: wire.RoleAssistant, Type: typeOf[wire.TranscriptEntry]()},
+				Event{Name: wire.RoleTool, Type: typeOf[wire.TranscriptEntry]()}, Event{Name: "end", Type: typeOf[wire.SessionRun]()},
+				Event{Name: "error", Type: typeOf[wire.ErrorEnvelope](), Desc: "A store failure; the stream ends."}).errors(s409),
+	}
+}
+
+// listingOrInfo is a directory's listing or, with stat=true, a FileInfo.
+func listingOrInfo(g *schemas) Schema {
+	return Schema{"anyOf": []any{g.of(typeOf[wire.DirListing]()), g.of(typeOf[protocol.FileInfo]())}}
+}
+
+// binary is the schema of raw bytes.
+func binary(*schemas) Schema { return Schema{"type": "string", "format": "binary"} }
+
+// bytesBody makes the body the file's raw bytes.
+func (r *Route) bytesBody() *Route {
+	r.Body = &Body{Media: []string{MediaBytes}, Schema: binary, Desc: "The file's bytes."}
+	return r
+}
+
+// suiteBody is a suite document: JSON, or JSONL (the spec, then a case a line).
+func (r *Route) suiteBody() *Route {
+	r.Body = &Body{Type: typeOf[eval.SuiteSpec](), Media: []string{MediaJSON, MediaNDJSON, "application/jsonl"},
+		Desc: "The suite's spec with its cases; as JSONL the spec on the first line, then one case a line."}
+	return r
+}
+
+// attach describes the process attach WebSocket.
+func attach(r *Route) *Route {
+	r.WebSocket = &WebSocket{
+		Desc:   "JSON text messages; data is base64. The server sends output messages, then one exit and closes; error answers a refused message. The client sends input, resize, signal and close_stdin.",
+		Client: typeOf[wire.AttachMessage](), Server: typeOf[wire.AttachMessage](),
+	}
+	r.Responses = append(r.Responses, Response{Status: http.StatusSwitchingProtocols, Desc: "Upgraded to a WebSocket."})
+	return r.errors(http.StatusBadRequest)
+}
+
+// toolRoute describes POST /v1/sessions/{id}/tools/{tool}: the body and
+// answer depend on the tool.
+func toolRoute(r *Route) *Route {
+	r.Body = &Body{Schema: func(g *schemas) Schema {
+		return Schema{"anyOf": []any{g.of(typeOf[sessiontool.ExecArgs]()), g.of(typeOf[sessiontool.WriteArgs]()), g.of(typeOf[sessiontool.ReadArgs]())}}
+	}, Desc: "workspace__exec: ExecArgs; workspace__write: WriteArgs; workspace__read: ReadArgs."}
+	r.ok(s200, nil, "The tool's result with the commit that recorded it.").
+		also(Content{Media: MediaJSON, Schema: func(g *schemas) Schema {
+			return Schema{"anyOf": []any{g.of(typeOf[wire.ToolExecResult]()), g.of(typeOf[wire.ToolWriteResult]()), g.of(typeOf[wire.ToolReadResult]())}}
+		}})
+	return r.errors(append(runtimeErrors, s413, http.StatusTooManyRequests)...)
+}
