@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,14 +234,4 @@ func operationID(r *Route) string {
 func tagOf(path string) string {
 	seg, _, _ := strings.Cut(strings.TrimPrefix(path, "/v1/"), "/")
 	return seg
-}
-
-// sortedPaths lists the document's paths, for tests.
-func sortedPaths(doc Schema) []string {
-	var out []string
-	for p := range doc["paths"].(Schema) {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }
