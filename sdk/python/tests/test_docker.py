@@ -1,0 +1,33 @@
+"""The same calls on a Docker template: an isolated sandbox (absolute
+paths, its own python3)."""
+
+from __future__ import annotations
+
+import pytest
+
+import primer
+
+
+def test_docker_workspace(client: primer.Client, docker_template: str) -> None:
+    with client.workspaces.create(docker_template, timeout=300) as ws:
+        assert ws.backend == "container" and ws.phase == "running"
+        r = ws.exec(["python3", "-c", "import sys; print(sys.stdin.read().upper())"], stdin="shout")
+        assert r.stdout == "SHOUT\n" and r.ok
+        chunks = [c.data for c in ws.exec_stream(["sh", "-c", "echo a; sleep 0.2; echo b"])]
+        assert "".join(chunks) == "a\nb\n"
+        ws.files.write("job/main.py", "print(sum(range(10)))\n")
+        assert ws.exec(["python3", "job/main.py"]).stdout == "45\n"
+        # Absolute paths reach the sandbox's own files on an isolating backend.
+        assert ws.files.read("/etc/hostname").strip() != b""
+        ws.files.write("/tmp/abs.txt", b"abs")
+        assert ws.exec(["cat", "/tmp/abs.txt"]).stdout == "abs"
+        assert ws.exec(["pwd"], cwd="/tmp").stdout == "/tmp\n"
+    client.workspaces.wait_gone(ws.id, timeout=300)
+
+
+def test_docker_context_manager_cleans_up_on_error(client: primer.Client, docker_template: str) -> None:
+    with pytest.raises(KeyError):
+        with client.workspaces.create(docker_template, timeout=300) as ws:
+            ws.exec("true", check=True)
+            raise KeyError("body failed")
+    client.workspaces.wait_gone(ws.id, timeout=300)
