@@ -1,0 +1,144 @@
+// The id-keyed resources with create, get, list, update and delete:
+// providers, templates, model providers and agents; pools add leases.
+import { NotFoundError } from "./errors.js";
+import { seg } from "./http.js";
+import { Workspace } from "./workspaces.js";
+/** Collection is CRUD on one kind of id-keyed resource. */
+export class Collection {
+    t;
+    base;
+    constructor(t, base) {
+        this.t = t;
+        this.base = base;
+    }
+    /** create creates one from its spec. */
+    create(spec, o = {}) {
+        return this.t.json({ method: "POST", path: this.base, json: spec, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    }
+    /** get reads one. */
+    get(id, o = {}) {
+        return this.t.json({ method: "GET", path: `${this.base}/${seg(id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
+    }
+    /** list lists them (query narrows, as the API allows: provider_id, template_id, tenant, ...). */
+    async list(query = {}) {
+        const { signal, timeoutMs, ...q } = query;
+        return (await this.t.json({ method: "GET", path: this.base, query: q, signal, timeoutMs })).items;
+    }
+    /** update replaces one's spec. */
+    update(id, spec, o = {}) {
+        return this.t.json({ method: "PUT", path: `${this.base}/${seg(id)}`, json: spec, signal: o.signal, timeoutMs: o.timeoutMs });
+    }
+    /** delete deletes one; one already gone is not an error when missingOk. */
+    async delete(id, o = {}) {
+        try {
+            await this.t.send({ method: "DELETE", path: `${this.base}/${seg(id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
+        }
+        catch (e) {
+            if (o.missingOk && e instanceof NotFoundError)
+                return;
+            throw e;
+        }
+    }
+}
+/** Providers are where workspaces run (a root path, a container engine, a cluster). */
+export class Providers extends Collection {
+    constructor(t) { super(t, "/v1/providers"); }
+}
+/** Templates are recipes of workspaces on a provider. */
+export class Templates extends Collection {
+    constructor(t) { super(t, "/v1/templates"); }
+}
+/** LLMProviders are model endpoints agents call. */
+export class LLMProviders extends Collection {
+    constructor(t) { super(t, "/v1/llm-providers"); }
+}
+/** Agents are a model, a prompt and tools, run on sessions. */
+export class Agents extends Collection {
+    constructor(t) { super(t, "/v1/agents"); }
+}
+/**
+ * Lease is a workspace leased from a pool: release (or `await using`)
+ * gives it back (a cold lease's own workspace is deleted instead).
+ */
+export class Lease extends Workspace {
+    /** source is "warm" (an idle member) or "cold" (a new workspace). */
+    source;
+    constructor(t, data, source) {
+        super(t, data);
+        this.source = source;
+    }
+    /** release returns a pool member, or deletes a cold lease's workspace. */
+    async release(o = {}) {
+        try {
+            if (this.data.pool_id)
+                await this.return(o);
+            else
+                await this.delete(o);
+        }
+        catch (e) {
+            if (e instanceof NotFoundError)
+                return;
+            throw e;
+        }
+    }
+    async [Symbol.asyncDispose]() {
+        await this.release();
+    }
+}
+/** Pools keep warm workspaces of a template to lease. */
+export class Pools extends Collection {
+    constructor(t) { super(t, "/v1/pools"); }
+    /** lease takes a workspace from pool id: warm at once, or cold (waited for unless wait: false). */
+    async lease(id, req = {}, o = {}) {
+        const l = await this.t.json({ method: "POST", path: `/v1/pools/${seg(id)}/lease`, json: req, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+        const lease = new Lease(this.t, l.workspace, l.source);
+        if (o.wait !== false) {
+            try {
+                await lease.wait(o);
+            }
+            catch (e) {
+                await lease.release().catch(() => { });
+                throw e;
+            }
+        }
+        return lease;
+    }
+    /** withLease leases a workspace, runs fn with it, and gives it back however fn ends. */
+    async withLease(id, fn, req = {}, o = {}) {
+        const lease = await this.lease(id, req, o);
+        try {
+            return await fn(lease);
+        }
+        finally {
+            await lease.release().catch(() => { });
+        }
+    }
+    /**
+     * map runs fn over inputs on leased workspaces, at most concurrency at
+     * once (default: the pool's size), each input on a workspace of its own
+     * lease; results come back in input order. The first failure is thrown
+     * after the leases in flight are given back.
+     */
+    async map(id, inputs, fn, o = {}) {
+        const items = [...inputs];
+        const concurrency = o.concurrency ?? (await this.get(id, o)).size;
+        const out = new Array(items.length);
+        let next = 0;
+        let failed;
+        const worker = async () => {
+            while (failed === undefined && next < items.length) {
+                const i = next++;
+                try {
+                    out[i] = await this.withLease(id, (ws) => fn(ws, items[i], i), {}, o);
+                }
+                catch (e) {
+                    failed ??= e;
+                }
+            }
+        };
+        await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+        if (failed !== undefined)
+            throw failed;
+        return out;
+    }
+}

@@ -1,0 +1,185 @@
+// Workspaces: create (and wait until running), a handle with everything a
+// workspace does (exec, files, processes, events, lifetimes), and delete;
+// `await using` or withWorkspace deletes one when the code using it ends.
+
+import { FailedPreconditionError, NotFoundError, makeError } from "./errors.js";
+import { type CallOptions, type Transport, seg, sleep } from "./http.js";
+import { type Command, type ExecOptions, type ExecStream, exec, execStream } from "./exec.js";
+import { Files } from "./files.js";
+import { Processes } from "./processes.js";
+import { type FollowOptions, decodeEvent, followSSE } from "./events.js";
+import type { CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+
+/** WaitOptions bound a wait. */
+export interface WaitOptions extends CallOptions {
+  /** waitTimeoutMs gives up after this long (default 5 minutes). */
+  waitTimeoutMs?: number;
+  /** pollMs is how often the workspace is read (default 100). */
+  pollMs?: number;
+}
+
+/** CreateOptions are a create's options: wait for running (default) or not. */
+export interface CreateOptions extends WaitOptions {
+  /** wait waits until the workspace runs (default true). */
+  wait?: boolean;
+}
+
+/** Workspace is a handle on one workspace: its last seen state and what it does. */
+export class Workspace implements AsyncDisposable {
+  /** files reads and writes the workspace's files. */
+  readonly files: Files;
+  /** processes runs background processes in it. */
+  readonly processes: Processes;
+
+  constructor(protected readonly t: Transport, public data: WorkspaceData) {
+    this.files = new Files(t, data.id);
+    this.processes = new Processes(t, data.id);
+  }
+
+  get id(): string { return this.data.id; }
+  get phase(): string { return this.data.phase; }
+
+  /** refresh reads the workspace again. */
+  async refresh(o: CallOptions = {}): Promise<WorkspaceData> {
+    this.data = await this.t.json<WorkspaceData>({ method: "GET", path: `/v1/workspaces/${seg(this.id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
+    return this.data;
+  }
+
+  /** wait waits until the workspace runs; failed, escalated or gone is an error. */
+  async wait(o: WaitOptions = {}): Promise<this> {
+    const deadline = Date.now() + (o.waitTimeoutMs ?? 300_000);
+    for (;;) {
+      const ws = this.data.phase === "running" ? this.data : await this.refresh(o);
+      if (ws.phase === "running") return this;
+      if (ws.phase === "failed" || ws.phase === "escalated" || ws.phase === "terminating") {
+        throw new FailedPreconditionError("failed_precondition", `workspace ${ws.id}: is ${ws.phase}${ws.reason ? ": " + ws.reason : ""}`, 409);
+      }
+      if (Date.now() > deadline) throw makeError("timeout", `workspace ${ws.id}: still ${ws.phase} after ${o.waitTimeoutMs ?? 300_000} ms`, 0);
+      await sleep(o.pollMs ?? 100, o.signal);
+    }
+  }
+
+  /** exec runs cmd (an argv array, or a string for sh -c) to its end. */
+  exec(cmd: Command, o: ExecOptions = {}): Promise<ExecResult> {
+    return exec(this.t, this.id, cmd, o);
+  }
+
+  /** execStream runs cmd with its output streamed: iterate it, then await .exit. */
+  execStream(cmd: Command, o: ExecOptions = {}): ExecStream {
+    return execStream(this.t, this.id, cmd, o);
+  }
+
+  /** events returns the stored events after `after`. */
+  async events(o: CallOptions & { after?: number } = {}): Promise<Event[]> {
+    return (await this.t.json<{ items: Event[] }>({ method: "GET", path: `/v1/workspaces/${seg(this.id)}/events`, query: { after: o.after }, signal: o.signal, timeoutMs: o.timeoutMs })).items;
+  }
+
+  /** followEvents yields stored events, then new ones, until workspace.destroyed; a dropped stream resumes. */
+  followEvents(o: FollowOptions = {}): AsyncGenerator<Event> {
+    return followSSE<Event>(this.t, `/v1/workspaces/${seg(this.id)}/events`, {}, o, decodeEvent, (ev) => ev === "workspace.destroyed");
+  }
+
+  /** extend moves the workspace's deadlines: { by: "30m" } or { until: ISO time }. */
+  async extend(req: ExtendRequest | string, o: CallOptions = {}): Promise<WorkspaceData> {
+    const body = typeof req === "string" ? { by: req } : req;
+    this.data = await this.t.json<WorkspaceData>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/extend`, json: body, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    return this.data;
+  }
+
+  /** recover asks a failed or escalated workspace to be replaced now. */
+  async recover(o: CallOptions = {}): Promise<WorkspaceData> {
+    this.data = await this.t.json<WorkspaceData>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/recover`, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    return this.data;
+  }
+
+  /** return gives a workspace leased from a pool back to it. */
+  async return(o: CallOptions = {}): Promise<WorkspaceData> {
+    this.data = await this.t.json<WorkspaceData>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/return`, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    return this.data;
+  }
+
+  /** delete deletes the workspace; with wait, until it is gone. A workspace already gone is not an error. */
+  async delete(o: WaitOptions & { wait?: boolean } = {}): Promise<void> {
+    try {
+      this.data = await this.t.json<WorkspaceData>({ method: "DELETE", path: `/v1/workspaces/${seg(this.id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
+    if (o.wait) await waitGone(this.t, this.id, o);
+  }
+
+  /** Symbol.asyncDispose deletes the workspace (for `await using`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.delete();
+  }
+}
+
+/** waitGone waits until workspace id is destroyed (GET is 404). */
+export async function waitGone(t: Transport, id: string, o: WaitOptions = {}): Promise<void> {
+  const deadline = Date.now() + (o.waitTimeoutMs ?? 300_000);
+  for (;;) {
+    try {
+      await t.json({ method: "GET", path: `/v1/workspaces/${seg(id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
+    } catch (e) {
+      if (e instanceof NotFoundError) return;
+      throw e;
+    }
+    if (Date.now() > deadline) throw makeError("timeout", `workspace ${id}: not gone after ${o.waitTimeoutMs ?? 300_000} ms`, 0);
+    await sleep(o.pollMs ?? 100, o.signal);
+  }
+}
+
+/** Workspaces creates, finds and deletes workspaces. */
+export class Workspaces {
+  constructor(private readonly t: Transport) {}
+
+  /** create makes a workspace from a template and (unless wait: false) waits until it runs. */
+  async create(req: CreateWorkspaceRequest | string, o: CreateOptions = {}): Promise<Workspace> {
+    const body = typeof req === "string" ? { template_id: req } : req;
+    const data = await this.t.json<WorkspaceData>({ method: "POST", path: "/v1/workspaces", json: body, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    const ws = new Workspace(this.t, data);
+    if (o.wait !== false) {
+      try {
+        await ws.wait(o);
+      } catch (e) {
+        // A workspace that never ran is of no use to the caller, who has no
+        // handle on it yet: it is deleted rather than left behind.
+        await ws.delete().catch(() => {});
+        throw e;
+      }
+    }
+    return ws;
+  }
+
+  /** with creates a workspace, runs fn with it, and deletes it however fn ends. */
+  async with<T>(req: CreateWorkspaceRequest | string, fn: (ws: Workspace) => Promise<T>, o: CreateOptions = {}): Promise<T> {
+    const ws = await this.create(req, o);
+    try {
+      return await fn(ws);
+    } finally {
+      await ws.delete().catch(() => {});
+    }
+  }
+
+  /** get returns a handle on workspace id. */
+  async get(id: string, o: CallOptions = {}): Promise<Workspace> {
+    return new Workspace(this.t, await this.t.json<WorkspaceData>({ method: "GET", path: `/v1/workspaces/${seg(id)}`, signal: o.signal, timeoutMs: o.timeoutMs }));
+  }
+
+  /** handle returns a handle on workspace id without reading it. */
+  handle(id: string): Workspace {
+    return new Workspace(this.t, { id } as WorkspaceData);
+  }
+
+  /** list lists workspaces, newest first. */
+  async list(q: WorkspaceListOptions & CallOptions = {}): Promise<WorkspaceData[]> {
+    const { signal, timeoutMs, ...query } = q;
+    return (await this.t.json<{ items: WorkspaceData[] }>({ method: "GET", path: "/v1/workspaces", query: query as Record<string, string>, signal, timeoutMs })).items;
+  }
+
+  /** delete deletes workspace id; with wait, until it is gone. */
+  delete(id: string, o: WaitOptions & { wait?: boolean } = {}): Promise<void> {
+    return this.handle(id).delete(o);
+  }
+}
