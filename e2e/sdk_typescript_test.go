@@ -87,6 +87,10 @@ func TestTypeScriptSDK(t *testing.T) {
 	)
 	tsc := filepath.Join("node_modules", ".bin", "tsc")
 	tsRun(t, dir, env, 5*time.Minute, tsc, "-p", "tsconfig.test.json")
-	out := tsRun(t, dir, env, 15*time.Minute, "node", "--test", "--test-reporter=spec", filepath.Join("build", "sdk", "typescript", "test"))
+	tests, err := filepath.Glob(filepath.Join(dir, "build", "sdk", "typescript", "test", "*.test.js"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no compiled tests in build/sdk/typescript/test (%v)", err)
+	}
+	out := tsRun(t, dir, env, 15*time.Minute, "node", append([]string{"--test", "--test-reporter=spec"}, tests...)...)
 	t.Log(out)
 }
