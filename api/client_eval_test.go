@@ -21,7 +21,7 @@ func TestTypedClientEval(t *testing.T) {
 	h := newHarness(t)
 	fs := h.withSchedules()
 	ctx := context.Background()
-	c := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
+	c := apiclient.New(h.url, apiclient.WithHTTPClient(h.http()), apiclient.WithToken(h.adminKey))
 
 	// Suites: JSON with a schedule, JSONL, validation errors with their
 	// field.

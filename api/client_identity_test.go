@@ -12,7 +12,7 @@ import (
 func TestTypedClientIdentity(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	admin := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
+	admin := apiclient.New(h.url, apiclient.WithHTTPClient(h.http()), apiclient.WithToken(h.adminKey))
 
 	tn, err := admin.CreateTenant(ctx, wire.TenantSpec{ID: "team", Quota: wire.Quota{MaxWorkspaces: 2}})
 	if err != nil || tn.ID != "team" {
@@ -30,7 +30,7 @@ func TestTypedClientIdentity(t *testing.T) {
 	if err != nil || k.Key == "" || k.ExpiresAt == nil {
 		t.Fatalf("CreateAPIKey: %+v, %v", k, err)
 	}
-	member := apiclient.New(h.url, apiclient.WithToken(k.Key))
+	member := apiclient.New(h.url, apiclient.WithHTTPClient(h.http()), apiclient.WithToken(k.Key))
 	ts, err := member.ListTenants(ctx)
 	if err != nil || len(ts) != 1 || ts[0].ID != "team" {
 		t.Fatalf("member ListTenants: %+v, %v", ts, err)

@@ -21,7 +21,7 @@ import (
 func TestTypedClientAgainstServer(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	c := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
+	c := apiclient.New(h.url, apiclient.WithHTTPClient(h.http()), apiclient.WithToken(h.adminKey))
 
 	// Pools: validation errors keep their kind and field.
 	_, err := c.CreatePool(ctx, wire.PoolSpec{ID: "p", TemplateID: "default", Size: 101})

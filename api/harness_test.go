@@ -43,6 +43,9 @@ type harness struct {
 	// adminKey is an admin key of the default tenant, sent by do unless
 	// the request names its own Authorization header.
 	adminKey string
+	// checked is do's HTTP client: every answer is checked against the
+	// OpenAPI document (openapi_check_test.go); made on first use.
+	checked *http.Client
 }
 
 type harnessOpt func(*Config)
@@ -149,7 +152,7 @@ func (h *harness) do(method, path string, body any, header ...string) response {
 	if _, named := req.Header["Authorization"]; !named {
 		req.Header.Set("Authorization", "Bearer "+h.adminKey)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := h.http().Do(req)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -41,7 +41,7 @@ func TestProcesses(t *testing.T) {
 	w, _ := h.runningWorkspace()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
+	c := apiclient.New(h.url, apiclient.WithHTTPClient(h.http()), apiclient.WithToken(h.adminKey))
 
 	p, err := c.StartProcess(ctx, w.ID, wire.ProcessSpec{
 		Command: []string{"sh", "-c", `while read l; do echo "got:$l"; done`}, Tag: "loop", StdinOpen: true,
@@ -118,7 +118,7 @@ func TestProcesses(t *testing.T) {
 	t.Run("refusals", func(t *testing.T) {
 		// (A local workspace is admin only whatever the role; the
 		// route matrix checks the viewer on every write route.)
-		viewer := apiclient.New(h.url, apiclient.WithToken(h.newKey(wire.DefaultTenantID, wire.RoleViewer)))
+		viewer := apiclient.New(h.url, apiclient.WithHTTPClient(h.http()), apiclient.WithToken(h.newKey(wire.DefaultTenantID, wire.RoleViewer)))
 		if _, err := viewer.StartProcess(ctx, w.ID, wire.ProcessSpec{Command: []string{"true"}}); !errs.Is(err, errs.Forbidden) {
 			t.Fatalf("viewer start = %v", err)
 		}

@@ -61,7 +61,7 @@ func (h *harness) finish(t *testing.T, runID string, ordinal int, verdict, reaso
 		t.Fatalf("start case %d: %v", ordinal, err)
 	}
 	r := &wire.CaseResult{RunID: runID, Ordinal: ordinal, Verdict: verdict, Reason: reason, DurationMS: durMS, Score: score,
-		Attempts: json.RawMessage(`[{"attempt":1,"workspace_id":"ws-1","verdict":"` + verdict + `"}]`), EndedAt: &now}
+		Attempts: json.RawMessage(`[{"attempt":1,"workspace_id":"ws-1","verdict":"` + verdict + `","started_at":"` + now.UTC().Format(time.RFC3339Nano) + `","ended_at":"` + now.UTC().Format(time.RFC3339Nano) + `"}]`), EndedAt: &now}
 	if err := h.store.FinishCase(ctx, r); err != nil {
 		t.Fatalf("finish case %d: %v", ordinal, err)
 	}

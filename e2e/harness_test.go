@@ -28,11 +28,14 @@ import (
 
 // primer is one running platform in a test.
 type primer struct {
-	t       *testing.T
-	cfg     worker.Config
-	srv     *worker.Server
-	api     *client.Client
-	key     string // the first admin key, from the data dir
+	t   *testing.T
+	cfg worker.Config
+	srv *worker.Server
+	api *client.Client
+	key string // the first admin key, from the data dir
+	// checked makes p.api's answers checked against the OpenAPI document
+	// (openapi_check_test.go).
+	checked client.Option
 	stopped bool
 	// logTo, when set (startPrimerLog), also receives the platform's log lines,
 	// at debug level, so a test can search everything it logged.
@@ -156,7 +159,10 @@ func (p *primer) tryStart() error {
 		return fmt.Errorf("read admin key: %w", err)
 	}
 	p.key = strings.TrimSpace(string(key))
-	p.api = client.New(srv.URL(), client.WithToken(p.key))
+	if p.checked == nil {
+		p.checked = checkedHTTP(p.t)
+	}
+	p.api = client.New(srv.URL(), client.WithToken(p.key), p.checked)
 	return nil
 }
 

@@ -50,7 +50,10 @@ var fieldOverrides map[string]func(*schemas) Schema
 
 func init() {
 	fieldOverrides = map[string]func(*schemas) Schema{
-		"Provider.config":        anyObject("The provider type's config document (docs/API.md, Providers)."),
+		"Provider.config": func(*schemas) Schema {
+			return Schema{"type": []any{"object", "null"}, "additionalProperties": true,
+				"description": "The provider type's config document (docs/API.md, Providers), inline secrets redacted; null when the caller may not see it (another tenant's shared provider) or it no longer decodes."}
+		},
 		"ProviderSpec.config":    anyObject("The provider type's config document (docs/API.md, Providers)."),
 		"Template.backend":       anyObject("The backend document, with its kind (docs/API.md, Templates)."),
 		"TemplateSpec.backend":   anyObject("The backend document, with its kind (docs/API.md, Templates)."),

@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/api/openapi"
+	"github.com/primerhq/primer/api/openapi/openapitest"
+)
+
+// openAPIDoc is the OpenAPI document, parsed once per test binary.
+var openAPIDoc = sync.OnceValues(func() (*openapitest.Document, error) {
+	return openapitest.Load(openapi.JSON())
+})
+
+// checkedHTTP returns a client option whose transport checks every /v1
+// answer against the OpenAPI document (issue 24): when t ends, each answer
+// that did not match (a field the document lacks, a required one missing,
+// an undeclared status or media type) fails it. Benchmarks
+// (PRIMER_BENCH) get no option: they time the API, not the checks.
+func checkedHTTP(t *testing.T) client.Option {
+	t.Helper()
+	if os.Getenv("PRIMER_BENCH") != "" {
+		return func(*client.Client) {}
+	}
+	doc, err := openAPIDoc()
+	if err != nil {
+		t.Fatalf("load the OpenAPI document: %v", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 32
+	c := openapitest.NewChecker(doc, tr)
+	t.Cleanup(func() {
+		t.Logf("OpenAPI: %d answers checked against the document", c.Checked())
+		for _, f := range c.Failures() {
+			t.Errorf("an answer the OpenAPI document does not describe: %s", f)
+		}
+	})
+	return client.WithHTTPClient(&http.Client{Transport: c, Timeout: client.DefaultTimeout})
+}
