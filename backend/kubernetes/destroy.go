@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"syscall"
 	"time"
@@ -51,6 +52,17 @@ func (b *Backend) connectRuntime(ctx context.Context, id string) *runtimeConn {
 		return nil
 	}
 	return &runtimeConn{c: c, url: url, token: token, pod: pod.UID}
+}
+
+// shutdown asks the runtime to stop (the shutdown op). A refusal (a
+// runtime that predates the op) or no answer leaves it to the kubelet's
+// SIGTERM, which stopped waits for all the same.
+func (r *runtimeConn) shutdown(ctx context.Context, log *slog.Logger, id string) {
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := r.c.Shutdown(sctx); err != nil {
+		log.Debug("runtime did not take the shutdown; waiting for the kubelet to stop it", "workspace_id", id, "err", err)
+	}
 }
 
 // stopped waits up to limit for the runtime to stop: its connection closed

@@ -582,12 +582,20 @@ func (b *Backend) RuntimeToken(ctx context.Context, h backend.Handle) (string, e
 // container stop (its next relist, up to a second later) and confirms,
 // which made a delete take one to three seconds. So Destroy watches the
 // runtime stop itself: it holds a connection to the runtime, deletes the
-// pod gracefully (the kubelet sends SIGTERM at once), and once that
-// connection is closed and the runtime's address answers no more, deletes
-// the pod object at once (grace period 0). Where it cannot reach the
-// runtime (a pod that never ran, a port-forward, which the delete itself
-// cuts), it waits for the kubelet as before. Teardown, which keeps the
-// volume for another pod, always waits for the kubelet.
+// pod gracefully (so nothing restarts its container), asks the runtime to
+// shut down (the shutdown op, which stops it as SIGTERM does), and once
+// that connection is closed and the runtime's address answers no more,
+// deletes the pod object at once (grace period 0).
+//
+// The kubelet's own SIGTERM is not waited for: a pod worker does not act
+// on a pod again before the kubelet's next relist of the node's containers
+// after its last sync, so a pod deleted within a second of starting (or of
+// any change the kubelet synced) got SIGTERM only up to a second later.
+// A runtime that predates the op refuses it and is stopped by that SIGTERM,
+// as before. Where Destroy cannot reach the runtime (a pod that never ran,
+// a port-forward, which the delete itself cuts), it waits for the kubelet
+// as before. Teardown, which keeps the volume for another pod, always
+// waits for the kubelet.
 func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	unlock, err := b.lockFor(h)
 	if err != nil {
@@ -620,9 +628,9 @@ func (b *Backend) lockFor(h backend.Handle) (unlock func(), err error) {
 }
 
 // removeCompute deletes the StatefulSet and the pod and waits for both.
-// With rt, a connection to the pod's runtime, it deletes the pod object
-// at once when the runtime has stopped (see Destroy) instead of waiting
-// for the kubelet to confirm.
+// With rt, a connection to the pod's runtime, it asks the runtime to shut
+// down and deletes the pod object at once when it has stopped (see
+// Destroy) instead of waiting for the kubelet to stop it and confirm.
 func (b *Backend) removeCompute(ctx context.Context, id string, rt *runtimeConn) error {
 	b.stopForward(id)
 	ns, name := b.cfg.Namespace, Name(id)
@@ -633,10 +641,13 @@ func (b *Backend) removeCompute(ctx context.Context, id string, rt *runtimeConn)
 	if err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(podGracePeriod))}); err != nil && !apierrors.IsNotFound(err) {
 		return b.apiErr(err, "workspace %s: delete pod", id)
 	}
-	if rt != nil && rt.stopped(ctx, (podGracePeriod+2)*time.Second) {
-		err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)), Preconditions: &metav1.Preconditions{UID: &rt.pod}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return b.apiErr(err, "workspace %s: delete stopped pod", id)
+	if rt != nil {
+		rt.shutdown(ctx, b.logger, id)
+		if rt.stopped(ctx, (podGracePeriod+2)*time.Second) {
+			err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)), Preconditions: &metav1.Preconditions{UID: &rt.pod}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return b.apiErr(err, "workspace %s: delete stopped pod", id)
+			}
 		}
 	}
 	return b.waitGone(ctx, id, false)

@@ -63,3 +63,12 @@ func (c *Client) Reset(ctx context.Context) (protocol.ResetResult, error) {
 	err := c.do(ctx, &protocol.Request{Op: protocol.OpReset}, &res)
 	return res, err
 }
+
+// Shutdown asks the runtime to stop as SIGTERM would: it answers, then
+// closes every connection (this one too), kills every process it started
+// and exits. A runtime embedded in another process, or one that predates
+// the op, answers with an errs.Invalid error and keeps running.
+func (c *Client) Shutdown(ctx context.Context) error {
+	var res protocol.ShutdownResult
+	return c.do(ctx, &protocol.Request{Op: protocol.OpShutdown}, &res)
+}

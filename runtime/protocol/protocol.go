@@ -70,6 +70,14 @@ const (
 	// pooled workspace being handed back.
 	OpReset = "reset"
 
+	// OpShutdown stops the runtime as SIGTERM does: it answers, then
+	// closes every connection, kills every process it started and exits.
+	// The kubernetes backend's Destroy sends it so a pod's runtime stops
+	// at once, where the kubelet may first wait up to a second for its
+	// next look at the node's containers. A runtime embedded in another
+	// process (the local backend) and one that predates it answer invalid.
+	OpShutdown = "shutdown"
+
 	// Process operations run commands that outlive the connection that
 	// started them (see PROTOCOL.md, "Processes"). proc.start and
 	// proc.connect may stream like exec: exec.output frames, then one
@@ -481,6 +489,9 @@ type ResetResult struct {
 	// Killed is the number of the runtime's own processes it stopped.
 	Killed int `json:"killed"`
 }
+
+// ShutdownResult answers shutdown; the runtime stops right after.
+type ShutdownResult struct{}
 
 // UserInfo answers user.ensure: the user as the sandbox's passwd file
 // holds it.

@@ -177,6 +177,9 @@ func (c *conn) dispatch(req *protocol.Request) {
 		h = c.s.stateRestore
 	case protocol.OpReset:
 		h = c.s.reset
+	case protocol.OpShutdown:
+		c.shutdownServer(req)
+		return
 	case protocol.OpUserEnsure:
 		h = c.s.ensureUser
 	default:

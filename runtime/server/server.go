@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -131,6 +132,13 @@ type Server struct {
 	conns  map[*conn]struct{}
 	closed bool
 	wg     sync.WaitGroup // one per connection being served
+
+	// ownProcess is set by ListenAndServe: the runtime is a process of its
+	// own, which the shutdown op may stop (shutdown.go). stop is closed,
+	// once, when a client asked it to.
+	ownProcess atomic.Bool
+	stop       chan struct{}
+	stopOnce   sync.Once
 }
 
 // New validates cfg, fills defaults and opens the root.
@@ -203,6 +211,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{
+		stop:      make(chan struct{}),
 		cg:        cg,
 		log:       cfg.Logger,
 		root:      root,
@@ -344,8 +353,9 @@ func (s *Server) Close() error {
 	return s.root.Close()
 }
 
-// ListenAndServe serves s on addr until ctx ends, then closes s and stops
-// the listener. It returns nil after a clean stop.
+// ListenAndServe serves s on addr until ctx ends or a client sends the
+// shutdown op, then closes s and stops the listener. It returns nil after
+// a clean stop.
 func ListenAndServe(ctx context.Context, addr string, s *Server) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
 	if err != nil {
@@ -362,12 +372,14 @@ func ListenAndServe(ctx context.Context, addr string, s *Server) error {
 	}
 	s.log.Info("runtime listening", "addr", ln.Addr().String(), "root", s.rootPath, "fs", fsMode, "protocol", protocol.Version)
 	errc := make(chan error, 1)
+	s.ownProcess.Store(true)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
 		_ = s.Close()
 		return fmt.Errorf("runtime: serve %s: %w", addr, err)
 	case <-ctx.Done():
+	case <-s.stop:
 	}
 	// Hijacked WebSocket connections are not tracked by http.Server: close
 	// them (and their processes) first, then stop accepting.
