@@ -346,15 +346,18 @@ class Runs:
         return self._client._run(one(Req("GET", "/v1/runs", params={"suite_id": suite_id, "status": status, "limit": limit}),
                                      items(Run, lambda r: r._bind(self._client))))
 
-    def wait_for(self, suite_id: str, count: int = 1, timeout: Optional[float] = 300) -> List[Run]:
-        """Waits until the suite has ``count`` ended runs (a schedule's) and returns them, newest first."""
+    def wait_for(self, suite_id: str, count: int = 1, timeout: Optional[float] = 300,
+                 since: Optional[datetime] = None) -> List[Run]:
+        """Waits until the suite has ``count`` ended runs (a schedule's)
+        made at or after ``since`` (the runs of a deleted suite of the same
+        id stay) and returns them, newest first."""
         c = self._client
 
         def op() -> Op:
             deadline = time.monotonic() + timeout if timeout else None
             while True:
                 rs = items(Run, lambda r: r._bind(c))((yield Req("GET", "/v1/runs", params={"suite_id": suite_id})))
-                done = [r for r in rs if r.final]
+                done = [r for r in rs if r.final and (since is None or (r.created_at is not None and r.created_at >= since))]
                 if len(done) >= count:
                     return done
                 if deadline is not None and time.monotonic() >= deadline:
