@@ -124,12 +124,18 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 		ws.RuntimeToken = token
 	}
 
+	// A workspace that narrows its egress is made from the template with
+	// its network closed.
+	doc, err := backend.WithEgress(tmpl.Backend, ws)
+	if err != nil {
+		return backend.Handle{}, err
+	}
 	secrets := provisionSecrets(token, common.Env)
 	at("creating the sandbox")
 	h, err := b.Provision(ctx, backend.ProvisionRequest{
 		WorkspaceID: id,
 		TenantID:    ws.TenantID,
-		Template:    tmpl.Backend,
+		Template:    doc,
 		Env:         common.Env,
 		Token:       token,
 	})

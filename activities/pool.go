@@ -49,6 +49,9 @@ type CreateWorkspaceRequest struct {
 	LeaseTTL time.Duration
 	// Env is the workspace's own environment (wire.Workspace.Env).
 	Env map[string]string
+	// Egress is the workspace's own egress (wire.Workspace.Egress): empty
+	// or deny_all.
+	Egress string
 	// ByAdmin says the workspace is made on an admin's authority: an
 	// admin's request, or a pool or suite whose last write was an admin's
 	// (Workspace.ByAdmin). Only such a workspace may run on a host backend

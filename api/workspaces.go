@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/models"
 	"github.com/primerhq/primer/sessiontool"
@@ -108,12 +109,21 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	tenant := callerTenant(c)
-	// Warm first: an idle member of a pool of the template (see takeWarm).
-	w, err := s.takeWarm(c.Request.Context(), tenant, spec.TemplateID, spec.Labels)
-	if err != nil {
-		s.fail(c, err)
+	if spec.Egress != "" && spec.Egress != backend.EgressDenyAll {
+		s.fail(c, backend.CheckEgress("egress", spec.Egress, ""))
 		return
+	}
+	tenant := callerTenant(c)
+	// Warm first: an idle member of a pool of the template (see takeWarm),
+	// unless this workspace narrows its egress: a member was made with the
+	// template's network, so only a template that closes it already fits.
+	var w *wire.Workspace
+	if spec.Egress == "" || backend.EgressOf(t.Backend) == backend.EgressDenyAll {
+		w, err = s.takeWarm(c.Request.Context(), tenant, spec.TemplateID, spec.Labels)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
 	}
 	source := CreateWarm
 	if w != nil {
@@ -129,6 +139,13 @@ func (s *server) createWorkspace(c *gin.Context) {
 			}
 			w.Env = spec.Env
 		}
+		if spec.Egress != "" {
+			if err := s.cfg.Store.SetWorkspaceEgress(c.Request.Context(), w.ID, spec.Egress); err != nil {
+				s.fail(c, err)
+				return
+			}
+			w.Egress = spec.Egress
+		}
 	}
 	if w == nil {
 		// The Starter resolves the template (400, field template_id, when it
@@ -136,7 +153,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 		// workflow cannot be started it removes the row again (503).
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
-			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, Env: spec.Env, TTL: ttl, TenantID: tenant,
+			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, Env: spec.Env, Egress: spec.Egress, TTL: ttl, TenantID: tenant,
 				ByAdmin: callerOf(c).admin()})
 		if err != nil {
 			s.fail(c, err)

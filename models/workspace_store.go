@@ -164,6 +164,12 @@ func (s *Store) SetWorkspaceEnv(ctx context.Context, id string, env map[string]s
 	return s.updateWorkspace(ctx, id, "set env", map[string]any{"env": string(raw)})
 }
 
+// SetWorkspaceEgress records a workspace's own egress (a warm create on a
+// template that closes its network already); NotFound if absent.
+func (s *Store) SetWorkspaceEgress(ctx context.Context, id, egress string) error {
+	return s.updateWorkspace(ctx, id, "set egress", map[string]any{"egress": egress})
+}
+
 // updateWorkspace sets cols (and updated_at) on workspace id; NotFound if absent.
 func (s *Store) updateWorkspace(ctx context.Context, id, action string, cols map[string]any) error {
 	db := s.w.WithContext(ctx)

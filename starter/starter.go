@@ -102,6 +102,9 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 	if err != nil {
 		return nil, errs.E(errs.KindOf(err), "template %s: provider %s: %w", t.ID, t.ProviderID, err)
 	}
+	if err := backend.CheckEgress("egress", req.Egress, p.Provider); err != nil {
+		return nil, err
+	}
 	id := models.NewID("ws")
 	cpu, mem := templateLimits(t.Backend)
 	w := &wire.Workspace{
@@ -115,6 +118,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		Phase:       wire.PhasePending,
 		Labels:      req.Labels,
 		Env:         req.Env,
+		Egress:      req.Egress,
 		WorkflowID:  workflows.WorkflowID(id),
 		PoolID:      req.PoolID,
 		ByAdmin:     req.ByAdmin,

@@ -165,6 +165,11 @@ type Workspace struct {
 	Phase       string            `gorm:"size:32;not null;index" json:"phase"`
 	Reason      string            `json:"reason,omitempty"` // why the workspace is in its phase
 	Labels      map[string]string `gorm:"serializer:json;type:text" json:"labels,omitempty"`
+	// Egress is the workspace's own network egress: empty for its
+	// template's, or "deny_all", which closes its outbound network where
+	// the template would allow it (E2B's allow_internet_access false). It
+	// narrows, never widens: set at create, applied at every provision.
+	Egress string `gorm:"size:16;not null;default:''" json:"egress,omitempty"`
 	// TemplateGeneration is the template's Generation when the workspace
 	// was created; CreateWorkspace sets it.
 	TemplateGeneration int64 `gorm:"not null;default:0" json:"template_generation"`

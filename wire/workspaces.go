@@ -11,6 +11,11 @@ type CreateWorkspaceRequest struct {
 	// Env is the workspace's own environment, added under every exec's
 	// and process's env (Workspace.Env). Secret: no answer shows it.
 	Env map[string]string `json:"env,omitempty"`
+	// Egress narrows the template's network egress for this workspace:
+	// empty keeps the template's; "deny_all" closes the workspace's
+	// outbound network (container and kubernetes templates). It never
+	// widens: no other value is accepted.
+	Egress string `json:"egress,omitempty"`
 }
 
 // Created answers a create: the workspace and where it came from, Source

@@ -182,30 +182,26 @@ func (d *Door) createSandbox(w http.ResponseWriter, r *http.Request, api *client
 	if req.Timeout != nil && *req.Timeout > 0 {
 		ttl = time.Duration(*req.Timeout) * time.Second
 	}
-	var tmpl *wire.Template
+	// allow_internet_access false narrows the template's egress (/v1's
+	// egress deny_all); true, or none, keeps the template's: never widened.
+	egress := ""
 	if req.AllowInternetAccess != nil && !*req.AllowInternetAccess {
-		t, err := api.GetTemplate(ctx, req.TemplateID)
-		if err != nil {
-			d.fail(w, templateError(err, req.TemplateID))
-			return
-		}
-		if err := noInternet(t); err != nil {
-			d.fail(w, err)
-			return
-		}
-		tmpl = t
+		egress = backend.EgressDenyAll
 	}
 	// envVars are the workspace's own env: secret, set under every command
 	// (/v1 exec, processes, the in-sandbox API's process.Start).
 	made, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: req.TemplateID, Labels: req.Metadata,
-		Env: req.EnvVars, TTL: ttl.String()})
+		Env: req.EnvVars, Egress: egress, TTL: ttl.String()})
 	if err != nil {
+		if errs.FieldOf(err) == "egress" {
+			err = errs.Field("allow_internet_access", "allow_internet_access: false: %v", err)
+		}
 		d.fail(w, templateError(err, req.TemplateID))
 		return
 	}
 	ws := made.Workspace
 	if ws.Phase != wire.PhaseRunning {
-		ws, err = d.waitRunning(ctx, api, ws, tmpl)
+		ws, err = d.waitRunning(ctx, api, ws, nil)
 		if err != nil {
 			d.fail(w, err)
 			return
@@ -229,23 +225,6 @@ func templateError(err error, templateID string) error {
 		return errs.E(errs.NotFound, "template %s: not found (templateID is a Primer template id of your tenant): %w", templateID, err)
 	}
 	return err
-}
-
-// noInternet checks that a sandbox of t has no internet access, as a
-// create with allow_internet_access false asks: the template's egress must
-// be deny_all. The door never widens a template's egress, and does not yet
-// narrow one.
-func noInternet(t *wire.Template) error {
-	var b struct {
-		Network struct {
-			Egress string `json:"egress"`
-		} `json:"network"`
-	}
-	_ = json.Unmarshal(t.Backend, &b)
-	if b.Network.Egress != "deny_all" {
-		return errs.Field("allow_internet_access", "allow_internet_access: false needs a template whose network.egress is deny_all; template %s allows egress", t.ID)
-	}
-	return nil
 }
 
 // waitRunning waits until ws runs, bounded by its template's start timeout
