@@ -44,6 +44,8 @@ type app struct {
 	timeout   time.Duration
 
 	c   *client.Client // made on first use, after flags are parsed
+	// clientOpts are added to the client's options (RunWith).
+	clientOpts []client.Option
 	cfg *fileConfig    // the config file, read on first use (credentials.go)
 
 	// started is set when a command's RunE begins: errors before it are
@@ -70,7 +72,13 @@ func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code
 // exit code. Nothing is read from the environment but PRIMER_URL,
 // PRIMER_TOKEN, PRIMER_CONFIG and the places credentials.go names.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now}
+	return RunWith(ctx, args, stdin, stdout, stderr)
+}
+
+// RunWith is Run with options added to the API client's (a test's
+// transport that checks every answer against the OpenAPI document).
+func RunWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, opts ...client.Option) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now, clientOpts: opts}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -210,7 +218,8 @@ through the Primer REST API (PRIMER_URL, default ` + DefaultURL + `).`,
 // invocation so its connections are reused.
 func (a *app) client() *client.Client {
 	if a.c == nil {
-		a.c = client.New(a.serverURL(), client.WithTimeout(a.timeout), client.WithUserAgent("primectl"), client.WithToken(a.token()))
+		opts := append([]client.Option{client.WithTimeout(a.timeout), client.WithUserAgent("primectl"), client.WithToken(a.token())}, a.clientOpts...)
+		a.c = client.New(a.serverURL(), opts...)
 	}
 	return a.c
 }

@@ -191,7 +191,7 @@ func (p *primer) primectl(stdin string, args ...string) (stdout, stderr string, 
 	defer cancel()
 	full := append([]string{"--url", p.srv.URL(), "--token", p.key}, args...)
 	var in io.Reader = strings.NewReader(stdin)
-	code = cli.Run(ctx, full, in, &out, &errOut)
+	code = cli.RunWith(ctx, full, in, &out, &errOut, p.checked)
 	if code != 0 && errOut.Len() > 0 {
 		// Callers that check only the code still show why it failed.
 		p.t.Logf("primectl %s: exit %d, stderr:\n%s", strings.Join(args, " "), code, errOut.String())

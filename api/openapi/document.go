@@ -12,10 +12,6 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// Version is the document's info.version: the API's, not the server's
-// build (a route or a field added raises it).
-const Version = "1.0.0"
-
 // JSON returns the document, indented, with a final newline: the bytes
 // GET /v1/openapi.json serves and docs/openapi.json holds. It is built
 // once.
@@ -54,7 +50,7 @@ func Build(routes []*Route) Schema {
 		"jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
 		"info": Schema{
 			"title":       "Primer API",
-			"version":     Version,
+			"version":     wire.Version, // the server's, which the SDKs are published under
 			"description": "Primer's REST API (docs/API.md): providers, templates, warm pools, workspaces with their files, exec, processes and events, sessions and their tools, agents, eval suites and runs, tenants, API keys and the audit log. Every error is the envelope {\"error\":{\"code\",\"message\",\"details\"}}.",
 		},
 		"servers":  []any{Schema{"url": "/"}},
