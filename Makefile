@@ -21,7 +21,7 @@ NORACE    ?= /e2e$$|/backend/(container|kubernetes)(/|$$)|/cmd/primer(-runtime)?
 RACE_PKGS  = $(shell $(GO) list ./... | grep -Ev '$(NORACE)')
 OTHER_PKGS = $(shell $(GO) list ./... | grep -E '$(NORACE)')
 
-.PHONY: all build run test test-short test-e2e-twice bench lint vet workflowcheck staticcheck fmt-check tidy-check layers fmt clean-data record-histories openapi images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
+.PHONY: all build run test test-short test-e2e-twice bench lint vet workflowcheck staticcheck fmt-check tidy-check layers fmt clean-data record-histories openapi sdk-ts-types images engines test-cluster-up test-cluster-down k8s-runtime-image temporal-cluster-up temporal-cluster-down
 
 all: build
 
@@ -139,6 +139,10 @@ record-histories:
 ## openapi: write docs/openapi.json again from api/openapi (after a route or a wire type changed).
 openapi:
 	PRIMER_WRITE_OPENAPI=1 $(GO) test -count=1 -run '^TestDocumentInSync$$' ./api/openapi/
+
+## sdk-ts-types: write the TypeScript SDK's types (sdk/typescript/src/schema.ts) again from docs/openapi.json, and its dist/ (needs npm ci in sdk/typescript).
+sdk-ts-types:
+	cd sdk/typescript && node_modules/.bin/openapi-typescript ../../docs/openapi.json -o src/schema.ts && node_modules/.bin/tsc -p tsconfig.json
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -45,3 +45,15 @@ test("the client core imports no Node module", () => {
     assert.doesNotMatch(src, /from\s+["']node:|require\(|from\s+["'](fs|path|os|http|https|net|child_process)["']/, `src/${f} imports a Node module`);
   }
 });
+
+test("src/schema.ts is what openapi-typescript makes of docs/openapi.json (make sdk-ts-types)", () => {
+  const out = mkdtempSync(join(tmpdir(), "primer-sdk-schema-"));
+  try {
+    const gen = join(root, "node_modules", ".bin", "openapi-typescript");
+    execFileSync(gen, [join(root, "..", "..", "docs", "openapi.json"), "-o", join(out, "schema.ts")], { cwd: root, stdio: "pipe" });
+    assert.ok(readFileSync(join(root, "src", "schema.ts"), "utf8") === readFileSync(join(out, "schema.ts"), "utf8"),
+      "sdk/typescript/src/schema.ts is out of date with docs/openapi.json: run make sdk-ts-types, then npm run build in sdk/typescript, and commit both");
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
