@@ -59,12 +59,15 @@ export declare class Pools extends Collection<Pool, PoolSpec> {
     /** withLease leases a workspace, runs fn with it, and gives it back however fn ends. */
     withLease<T>(id: string, fn: (ws: Lease) => Promise<T>, req?: LeaseRequest, o?: CreateOptions): Promise<T>;
     /**
-     * map runs fn over inputs on leased workspaces, at most concurrency at
-     * once (default: the pool's size), each input on a workspace of its own
-     * lease; results come back in input order. The first failure is thrown
-     * after the leases in flight are given back.
+     * map runs fn over inputs on workspaces leased from pool id, at most
+     * concurrency at once (default: the pool's size), and returns the
+     * results in input order. Each worker leases one workspace and runs its
+     * inputs on it one after another (fresh: a lease per input instead, so
+     * no input sees another's files). The first failure is thrown once the
+     * leases in flight are given back; inputs not begun by then are not run.
      */
     map<I, R>(id: string, inputs: Iterable<I>, fn: (ws: Lease, input: I, index: number) => Promise<R>, o?: CreateOptions & {
         concurrency?: number;
+        fresh?: boolean;
     }): Promise<R[]>;
 }

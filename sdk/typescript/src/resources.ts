@@ -126,29 +126,40 @@ export class Pools extends Collection<Pool, PoolSpec> {
   }
 
   /**
-   * map runs fn over inputs on leased workspaces, at most concurrency at
-   * once (default: the pool's size), each input on a workspace of its own
-   * lease; results come back in input order. The first failure is thrown
-   * after the leases in flight are given back.
+   * map runs fn over inputs on workspaces leased from pool id, at most
+   * concurrency at once (default: the pool's size), and returns the
+   * results in input order. Each worker leases one workspace and runs its
+   * inputs on it one after another (fresh: a lease per input instead, so
+   * no input sees another's files). The first failure is thrown once the
+   * leases in flight are given back; inputs not begun by then are not run.
    */
-  async map<I, R>(id: string, inputs: Iterable<I>, fn: (ws: Lease, input: I, index: number) => Promise<R>, o: CreateOptions & { concurrency?: number } = {}): Promise<R[]> {
+  async map<I, R>(id: string, inputs: Iterable<I>, fn: (ws: Lease, input: I, index: number) => Promise<R>, o: CreateOptions & { concurrency?: number; fresh?: boolean } = {}): Promise<R[]> {
     const items = [...inputs];
     const concurrency = o.concurrency ?? (await this.get(id, o)).size;
     const out = new Array<R>(items.length);
     let next = 0;
-    let failed: unknown;
-    const worker = async () => {
-      while (failed === undefined && next < items.length) {
-        const i = next++;
-        try {
-          out[i] = await this.withLease(id, (ws) => fn(ws, items[i] as I, i), {}, o);
-        } catch (e) {
-          failed ??= e;
-        }
+    let failed: { e: unknown } | undefined;
+    const take = () => (failed === undefined && next < items.length ? next++ : -1);
+    const run = async (ws: Lease, i: number) => {
+      try {
+        out[i] = await fn(ws, items[i] as I, i);
+      } catch (e) {
+        failed ??= { e };
       }
     };
+    const worker = async () => {
+      if (o.fresh) {
+        for (let i = take(); i >= 0; i = take()) await this.withLease(id, (ws) => run(ws, i), {}, o).catch((e) => { failed ??= { e }; });
+        return;
+      }
+      let i = take();
+      if (i < 0) return;
+      await this.withLease(id, async (ws) => {
+        for (; i >= 0; i = take()) await run(ws, i);
+      }, {}, o).catch((e) => { failed ??= { e }; });
+    };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
-    if (failed !== undefined) throw failed;
+    if (failed !== undefined) throw failed.e;
     return out;
   }
 }
