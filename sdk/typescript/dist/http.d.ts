@@ -58,12 +58,14 @@ export declare class Transport {
     /**
      * send makes the call and returns the successful response (status < 400);
      * a failure is thrown as PrimerError. A streaming response's body is the
-     * caller's to read or cancel.
+     * caller's to read or cancel; any other's is read already (within the
+     * timeout) and may be read again from the returned Response.
      */
     send(r: Request): Promise<Response>;
-    private once;
-    /** json makes the call and decodes its JSON answer (undefined for 204). */
+    /** json makes the call and decodes its JSON answer (undefined for 204 or an empty body). */
     json<T>(r: Request): Promise<T>;
+    private retrying;
+    private once;
 }
 /** sleep waits ms, or rejects with CanceledError when signal aborts. */
 export declare function sleep(ms: number, signal?: AbortSignal): Promise<void>;

@@ -99,10 +99,29 @@ export class Transport {
   /**
    * send makes the call and returns the successful response (status < 400);
    * a failure is thrown as PrimerError. A streaming response's body is the
-   * caller's to read or cancel.
+   * caller's to read or cancel; any other's is read already (within the
+   * timeout) and may be read again from the returned Response.
    */
   async send(r: Request): Promise<Response> {
-    const idempotent = r.idempotent ?? ["GET", "HEAD", "PUT", "DELETE"].includes(r.method);
+    const a = await this.retrying(r);
+    if (a instanceof Response) return a;
+    return new Response(a.status === 204 || a.status === 205 || a.status === 304 ? null : a.text, { status: a.status, headers: a.headers });
+  }
+
+  /** json makes the call and decodes its JSON answer (undefined for 204 or an empty body). */
+  async json<T>(r: Request): Promise<T> {
+    const a = await this.retrying({ ...r, stream: false });
+    if (a instanceof Response) throw new Error("unreachable: a whole-body call answered a stream");
+    if (!a.text) return undefined as T;
+    try {
+      return JSON.parse(a.text) as T;
+    } catch (e) {
+      throw makeError("internal", `${r.method} ${r.path}: answer is not JSON: ${a.text.slice(0, 200)}`, a.status, {}, undefined, e);
+    }
+  }
+
+  private async retrying(r: Request): Promise<Response | Whole> {
+    const idempotent = r.idempotent ?? (r.method === "GET" || r.method === "HEAD" || r.method === "PUT" || r.method === "DELETE");
     // A body that is a stream can be sent once only.
     const repeatable = idempotent && !(typeof ReadableStream !== "undefined" && r.body instanceof ReadableStream);
     const tries = repeatable ? this.attempts : 1;
@@ -122,15 +141,19 @@ export class Transport {
     }
   }
 
-  private async once(r: Request): Promise<Response> {
+  private async once(r: Request): Promise<Response | Whole> {
     const timeout = r.timeoutMs ?? this.timeoutMs;
-    const ctl = new AbortController();
+    if (r.signal?.aborted) throw new CanceledError("canceled", "call canceled before it was sent", 0);
+    // A controller only when there is something to stop the call: the
+    // common command call (no timeout, no signal) makes none.
+    let ctl: AbortController | undefined;
     let timedOut = false;
-    const timer = timeout > 0 ? setTimeout(() => { timedOut = true; ctl.abort(); }, timeout) : undefined;
-    const onAbort = () => ctl.abort();
-    if (r.signal) {
-      if (r.signal.aborted) throw new CanceledError("canceled", "call canceled before it was sent", 0);
-      r.signal.addEventListener("abort", onAbort, { once: true });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => ctl?.abort();
+    if (timeout > 0 || r.signal) {
+      ctl = new AbortController();
+      if (timeout > 0) timer = setTimeout(() => { timedOut = true; ctl?.abort(); }, timeout);
+      r.signal?.addEventListener("abort", onAbort, { once: true });
     }
     const headers = this.headers(r.headers);
     let body: BodyInit | undefined = r.body;
@@ -138,20 +161,24 @@ export class Transport {
       body = JSON.stringify(r.json);
       headers["Content-Type"] = "application/json";
     }
-    const init: RequestInit & { duplex?: string } = { method: r.method, headers, body, signal: ctl.signal };
+    const init: RequestInit & { duplex?: string } = { method: r.method, headers, body, signal: ctl?.signal };
     if (typeof ReadableStream !== "undefined" && body instanceof ReadableStream) init.duplex = "half";
     const release = () => {
       if (timer !== undefined) clearTimeout(timer);
       r.signal?.removeEventListener("abort", onAbort);
+    };
+    const failed = (e: unknown, what: string): PrimerError => {
+      if (e instanceof PrimerError) return e;
+      if (timedOut) return new TimeoutError("timeout", `${r.method} ${r.path}: ${what} within ${timeout} ms`, 0, {}, undefined, { cause: e });
+      if (r.signal?.aborted) return new CanceledError("canceled", `${r.method} ${r.path}: canceled`, 0, {}, undefined, { cause: e });
+      return makeError("unavailable", `${r.method} ${r.path}: ${(e as Error)?.message ?? e}${causeOf(e)}`, 0, {}, undefined, e);
     };
     let resp: Response;
     try {
       resp = await this.fetchFn(this.url(r.path, r.query), init);
     } catch (e) {
       release();
-      if (timedOut) throw new TimeoutError("timeout", `${r.method} ${r.path}: no answer within ${timeout} ms`, 0, {}, undefined, { cause: e });
-      if (r.signal?.aborted) throw new CanceledError("canceled", `${r.method} ${r.path}: canceled`, 0, {}, undefined, { cause: e });
-      throw makeError("unavailable", `${r.method} ${r.path}: ${(e as Error)?.message ?? e}${causeOf(e)}`, 0, {}, undefined, e);
+      throw failed(e, "no answer");
     }
     if (resp.status >= 400) {
       try {
@@ -166,32 +193,22 @@ export class Transport {
       if (timer !== undefined) clearTimeout(timer);
       return resp;
     }
-    // A whole-body answer: the timeout covers reading it too, so the body
-    // is read here.
+    // A whole-body answer: the timeout covers reading it too.
     try {
-      const buf = await resp.arrayBuffer();
-      return new Response(resp.status === 204 || resp.status === 205 || resp.status === 304 ? null : buf, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
+      return { status: resp.status, headers: resp.headers, text: await resp.text() };
     } catch (e) {
-      if (timedOut) throw new TimeoutError("timeout", `${r.method} ${r.path}: answer not read within ${timeout} ms`, 0, {}, undefined, { cause: e });
-      if (r.signal?.aborted) throw new CanceledError("canceled", `${r.method} ${r.path}: canceled`, 0, {}, undefined, { cause: e });
-      throw makeError("unavailable", `${r.method} ${r.path}: reading the answer: ${(e as Error)?.message ?? e}`, 0, {}, undefined, e);
+      throw failed(e, "answer not read");
     } finally {
       release();
     }
   }
+}
 
-  /** json makes the call and decodes its JSON answer (undefined for 204). */
-  async json<T>(r: Request): Promise<T> {
-    const resp = await this.send(r);
-    if (resp.status === 204) return undefined as T;
-    const text = await resp.text();
-    if (!text) return undefined as T;
-    try {
-      return JSON.parse(text) as T;
-    } catch (e) {
-      throw makeError("internal", `${r.method} ${r.path}: answer is not JSON: ${text.slice(0, 200)}`, resp.status, {}, undefined, e);
-    }
-  }
+/** Whole is an answer read whole. */
+interface Whole {
+  status: number;
+  headers: Headers;
+  text: string;
 }
 
 /** retryable says whether a failed call may be tried again. */
