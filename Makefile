@@ -136,9 +136,10 @@ staticcheck:
 record-histories:
 	PRIMER_RECORD_HISTORY=1 $(GO) test -tags record -count=1 -timeout 20m ./workflows/recorder/
 
-## openapi: write docs/openapi.json again from api/openapi (after a route or a wire type changed).
+## openapi: write docs/openapi.json again from api/openapi (after a route or a wire type changed), and the TypeScript SDK's types from it.
 openapi:
 	PRIMER_WRITE_OPENAPI=1 $(GO) test -count=1 -run '^TestDocumentInSync$$' ./api/openapi/
+	@if [ -x sdk/typescript/node_modules/.bin/openapi-typescript ]; then $(MAKE) --no-print-directory sdk-ts-types; else echo "openapi: sdk/typescript/src/schema.ts not regenerated (cd sdk/typescript && npm ci, then make sdk-ts-types)"; fi
 
 ## sdk-ts-types: write the TypeScript SDK's types (sdk/typescript/src/schema.ts) again from docs/openapi.json, and its dist/ (needs npm ci in sdk/typescript).
 sdk-ts-types:

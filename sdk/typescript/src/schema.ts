@@ -1586,10 +1586,10 @@ export interface components {
             total: number;
         };
         Provider: {
-            /** @description The provider type's config document (docs/API.md, Providers). */
+            /** @description The provider type's config document (docs/API.md, Providers), inline secrets redacted; null when the caller may not see it (another tenant's shared provider) or it no longer decodes. */
             config: {
                 [key: string]: unknown;
-            };
+            } | null;
             /** Format: date-time */
             created_at: string;
             id: string;
