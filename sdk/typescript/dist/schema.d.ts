@@ -1257,6 +1257,7 @@ export interface components {
             workspace_id: string;
         };
         CreateWorkspaceRequest: {
+            egress?: string;
             env?: {
                 [key: string]: string;
             };
@@ -1272,6 +1273,7 @@ export interface components {
             cpu_cores?: number;
             /** Format: date-time */
             created_at: string;
+            egress?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;
@@ -1978,6 +1980,7 @@ export interface components {
             cpu_cores?: number;
             /** Format: date-time */
             created_at: string;
+            egress?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;

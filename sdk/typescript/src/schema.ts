@@ -1258,6 +1258,7 @@ export interface components {
             workspace_id: string;
         };
         CreateWorkspaceRequest: {
+            egress?: string;
             env?: {
                 [key: string]: string;
             };
@@ -1273,6 +1274,7 @@ export interface components {
             cpu_cores?: number;
             /** Format: date-time */
             created_at: string;
+            egress?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;
@@ -1979,6 +1981,7 @@ export interface components {
             cpu_cores?: number;
             /** Format: date-time */
             created_at: string;
+            egress?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;
