@@ -22,14 +22,14 @@ from .types import (Agent, AgentModel, APIKey, AuditEntry, CaseResult, Compariso
                     EventPage, ExecChunk, ExecResult, FileInfo, History, HistoryEntry, LLMProvider, Progress, Provider,
                     Quota, Restore, SessionRun, Template, Tenant, ToolExecResult, ToolFile, ToolWriteResult, Transcript,
                     TranscriptEntry)
-from .workspace import CommandFailed, Files, Process, Processes, Workspace
+from .workspace import Attachment, AttachEvent, CommandFailed, Files, Process, Processes, Workspace
 
 __all__ = [
     "__version__", "Client", "AsyncClient", "DEFAULT_URL",
     "PrimerError", "Invalid", "Unauthorized", "Forbidden", "NotFound", "MethodNotAllowed", "Conflict",
     "FailedPrecondition", "TooLarge", "QuotaExceeded", "Internal", "Unavailable", "Timeout", "Canceled",
     "WorkspaceFailed", "CommandFailed",
-    "Workspace", "Files", "Process", "Processes", "Pool", "Session", "Suite", "Run",
+    "Workspace", "Files", "Process", "Processes", "Attachment", "AttachEvent", "Pool", "Session", "Suite", "Run",
     "Case", "Expect", "Defaults", "Schedule", "suite_document",
     "ExecStream", "EventStream", "TranscriptStream",
     "Agent", "AgentModel", "APIKey", "AuditEntry", "CaseResult", "Comparison", "CreatedAPIKey", "Diff", "Event",

@@ -522,6 +522,13 @@ class Process(_Bound):
         """Closes the process's stdin (end of input)."""
         return self._client._run(one(Req("POST", self._path("/close-stdin"), json={})))
 
+    def attach(self, replay: bool = False) -> "Attachment":
+        """Opens the process's attach stream (a WebSocket): its output from
+        now on (with ``replay``, first the last 16 KiB it printed), then its
+        exit; and input, resize, signal, close_stdin back. Use it as a
+        context manager; leaving detaches, the process runs on."""
+        return Attachment(self._client, self._path("/attach") + ("?replay=true" if replay else ""))
+
     def wait(self, timeout: Optional[float] = 300) -> "Process":
         """Polls until the process has ended and returns it (with ``exit``)."""
         def op() -> Op:
@@ -536,6 +543,147 @@ class Process(_Bound):
                 yield Sleep(pause)
                 pause = min(pause * 1.5, 0.5)
         return self._client._run(op())
+
+
+@dataclass
+class AttachEvent:
+    """One message of an attach stream: ``output`` (``stream`` stdout,
+    stderr or pty, ``data`` bytes), ``exit`` (the last), or ``error`` (a
+    refused message)."""
+
+    type: str
+    stream: str = ""
+    data: bytes = b""
+    exit: Optional[ProcessExit] = None
+    error: Optional[Dict[str, Any]] = None
+
+
+class Attachment:
+    """An open attach stream of a process. Iterate it (``for`` or ``async
+    for``) for its :class:`AttachEvent` until the exit; ``output`` holds
+    the bytes seen, ``exit`` how it ended."""
+
+    def __init__(self, client: "_ClientBase", path: str) -> None:
+        self._client = client
+        self._path = path
+        self._conn: Any = None
+        #: Everything the process printed while attached.
+        self.output = bytearray()
+        #: How the process ended, once it has.
+        self.exit: Optional[ProcessExit] = None
+
+    def _headers(self) -> Dict[str, str]:
+        return {k: v for k, v in self._client._core.headers.items() if k != "Accept"}
+
+    def _event(self, text: Optional[str]) -> Optional[AttachEvent]:
+        import base64
+        import json
+        if text is None:
+            return None
+        m = json.loads(text)
+        ev = AttachEvent(type=m.get("type", ""), stream=m.get("stream", ""),
+                         data=base64.b64decode(m["data"]) if m.get("data") else b"")
+        if ev.type == "exit":
+            ev.exit = decode(ProcessExit, m.get("exit") or {})
+            self.exit = ev.exit
+        elif ev.type == "error":
+            ev.error = m.get("error") or {}
+        elif ev.type == "output":
+            self.output += ev.data
+        return ev
+
+    @staticmethod
+    def _msg(type: str, **kw: Any) -> str:
+        import base64
+        import json
+        if "data" in kw:
+            d = kw["data"]
+            kw["data"] = base64.b64encode(d.encode() if isinstance(d, str) else d).decode()
+        return json.dumps(dict(type=type, **kw))
+
+    # -- sync ----------------------------------------------------------------
+
+    def open(self) -> "Attachment":
+        from ._ws import SyncConn
+        if self._conn is None:
+            self._conn = SyncConn(self._client._core.url(self._path), self._headers(), self._client._core.timeout, self._path)
+        return self
+
+    def __enter__(self) -> "Attachment":
+        return self.open()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[AttachEvent]:
+        self.open()
+        while self.exit is None:
+            ev = self._event(self._conn.recv_text())
+            if ev is None:
+                return
+            yield ev
+
+    def _send(self, text: str) -> Any:
+        if self._client._async:
+            return self._asend(text)
+        self.open()._conn.send_text(text)
+        return None
+
+    def input(self, data: Union[str, bytes]) -> None:
+        """Writes to the process's stdin or terminal."""
+        return self._send(self._msg("input", data=data))
+
+    def resize(self, cols: int, rows: int) -> None:
+        """Sets the terminal's size."""
+        return self._send(self._msg("resize", cols=cols, rows=rows))
+
+    def signal(self, signal: str) -> None:
+        """Sends a signal to the process."""
+        return self._send(self._msg("signal", signal=signal))
+
+    def close_stdin(self) -> None:
+        """Closes the process's stdin."""
+        return self._send(self._msg("close_stdin"))
+
+    def close(self) -> Any:
+        """Detaches; the process runs on."""
+        if self._client._async:
+            return self._aclose()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        return None
+
+    # -- async ---------------------------------------------------------------
+
+    async def aopen(self) -> "Attachment":
+        from ._ws import AsyncConn
+        if self._conn is None:
+            self._conn = await AsyncConn.open(self._client._core.url(self._path), self._headers(),
+                                              self._client._core.timeout, self._path)
+        return self
+
+    async def __aenter__(self) -> "Attachment":
+        return await self.aopen()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._aclose()
+
+    async def __aiter__(self) -> AsyncIterator[AttachEvent]:
+        await self.aopen()
+        while self.exit is None:
+            ev = self._event(await self._conn.recv_text())
+            if ev is None:
+                return
+            yield ev
+
+    async def _asend(self, text: str) -> None:
+        await (await self.aopen())._conn.send_text(text)
+
+    async def _aclose(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
 
 
 def _proc(client: "_ClientBase", ws_id: str) -> Callable[[Any], Process]:

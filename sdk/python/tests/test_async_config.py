@@ -44,6 +44,12 @@ def test_async_client(server: "tuple[str, str]") -> None:
                 p = await ws.processes.start(["sleep", "30"], tag="s")
                 await p.kill()
                 assert (await p.wait(timeout=30)).running is False
+                p = await ws.processes.start(["sh", "-c", "read x; echo async:$x"], stdin_open=True)
+                async with p.attach() as a:
+                    await a.input("yo\n")
+                    async for _ in a:
+                        pass
+                assert bytes(a.output) == b"async:yo\n" and a.exit.exit_code == 0
                 s = await ws.session()
                 e = await s.exec("echo in-session")
                 assert e.stdout == "in-session\n" and len(e.commit) == 40

@@ -196,3 +196,31 @@ def test_admin_tenants_keys_audit(client: primer.Client) -> None:
     client.tenants.delete(t)
     with pytest.raises(primer.NotFound):
         client.tenants.get(t)
+
+
+def test_process_attach(ws: primer.Workspace) -> None:
+    p = ws.processes.start(["sh", "-c", "echo ready; read x; echo got:$x >&2; exit 7"], stdin_open=True)
+    with p.attach(replay=True) as a:
+        for ev in a:
+            if ev.type == "output" and ev.data == b"ready\n":
+                a.input("hello\n")
+    assert a.exit is not None and a.exit.exit_code == 7
+    assert bytes(a.output) == b"ready\ngot:hello\n"
+    # A terminal: input, output and the exit through the stream.
+    t = ws.processes.start(["sh"], pty=(80, 24))
+    with t.attach() as a:
+        a.resize(100, 30)
+        a.input("echo pty-$((40+2))\n")
+        for ev in a:
+            assert ev.type in ("output", "exit"), ev
+            if ev.type == "output" and ev.stream == "pty" and b"pty-42" in a.output:
+                a.input("exit 3\n")
+                break
+        for _ in a:
+            pass
+    assert a.exit is not None and a.exit.exit_code == 3
+    # Attaching to a process that ended gives its exit at once.
+    assert [e.type for e in p.attach()] == ["exit"]
+    with pytest.raises(primer.NotFound) as e:
+        primer.Process(pid=999999, workspace_id=ws.id)._bind(ws._client).attach().open()
+    assert e.value.status == 404
