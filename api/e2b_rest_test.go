@@ -293,6 +293,17 @@ func TestE2BGetKillTimeoutConnect(t *testing.T) {
 	if after.ExpiresAt == nil || after.ExpiresAt.Before(time.Now().Add(49*time.Minute)) {
 		t.Fatalf("expiry after timeout = %v", after.ExpiresAt)
 	}
+	// A shorter timeout shortens it (E2B resets the timeout to now plus
+	// the value); connect only extends.
+	h.e2b(member, "POST", "/sandboxes/"+ws.ID+"/timeout", `{"timeout":120}`).expect(t, 204)
+	after, _ = h.store.GetWorkspace(context.Background(), ws.ID)
+	if after.ExpiresAt == nil || after.ExpiresAt.After(time.Now().Add(2*time.Minute)) || after.ExpiresAt.Before(time.Now().Add(time.Minute)) {
+		t.Fatalf("expiry after a shorter timeout (120 s) = %v, want about 2 minutes from now", after.ExpiresAt)
+	}
+	h.e2b(member, "POST", "/v2/sandboxes/"+ws.ID+"/connect", `{"timeout":60}`).expect(t, 200)
+	if again, _ := h.store.GetWorkspace(context.Background(), ws.ID); !again.ExpiresAt.Equal(*after.ExpiresAt) {
+		t.Fatalf("expiry after a connect with a shorter timeout = %v, want it kept at %v", again.ExpiresAt, after.ExpiresAt)
+	}
 	h.e2b(member, "POST", "/sandboxes/"+ws.ID+"/timeout", `{"timeout":7200}`).e2bError(t, 400, "max")
 	h.e2b(viewer, "POST", "/sandboxes/"+ws.ID+"/timeout", `{"timeout":60}`).e2bError(t, 403, "viewer")
 	h.e2b(member, "POST", "/sandboxes/"+ghost+"/timeout", `{"timeout":60}`).e2bError(t, 404, ghost)

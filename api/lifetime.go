@@ -118,6 +118,10 @@ func (s *server) extendWorkspace(c *gin.Context) {
 		s.fail(c, errs.Field("by", "by: required (or until)"))
 		return
 	}
+	if spec.Exact && spec.Until == "" {
+		s.fail(c, errs.Field("exact", "exact: needs until (the deadline to set)"))
+		return
+	}
 	ctx := c.Request.Context()
 	w, err := s.workspaceOf(c, c.Param("id"))
 	if err != nil {
@@ -128,7 +132,7 @@ func (s *server) extendWorkspace(c *gin.Context) {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: terminating; nothing to extend", w.ID))
 		return
 	}
-	d, err := extended(w, by, until, time.Now())
+	d, err := extended(w, by, until, spec.Exact, time.Now())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -145,9 +149,10 @@ func (s *server) extendWorkspace(c *gin.Context) {
 // extended returns w's deadlines pushed out by by, or to until: the
 // expiry and the lease move, within max_expires_at; the idle deadline
 // moves with them (an extend says the workspace is wanted until then) and
-// never to before now plus the idle timeout. Precondition when w has no
-// deadline; Invalid, naming by or until, past max_expires_at.
-func extended(w *wire.Workspace, by time.Duration, until, now time.Time) (wire.Deadlines, error) {
+// never to before now plus the idle timeout. exact (with until) moves them
+// to until even when that is sooner. Precondition when w has no deadline;
+// Invalid, naming by or until, past max_expires_at.
+func extended(w *wire.Workspace, by time.Duration, until time.Time, exact bool, now time.Time) (wire.Deadlines, error) {
 	d := w.Deadlines()
 	if d.ExpiresAt == nil && d.LeaseExpiresAt == nil && d.IdleDeadline == nil {
 		return d, errs.E(errs.Precondition, "workspace %s: has no deadline to extend (no lifetime, no lease ttl)", w.ID)
@@ -164,7 +169,7 @@ func extended(w *wire.Workspace, by time.Duration, until, now time.Time) (wire.D
 		if by > 0 {
 			next = t.Add(by)
 		}
-		if next.Before(*t) {
+		if next.Before(*t) && !exact {
 			next = *t
 		}
 		return &next

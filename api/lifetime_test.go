@@ -70,6 +70,8 @@ func TestLifetimeBadInput(t *testing.T) {
 		{"extend zero", "POST", "/v1/workspaces/" + ws.ID + "/extend", `{"by":"0s"}`, 400, "invalid", "by", "more than 0"},
 		{"extend both", "POST", "/v1/workspaces/" + ws.ID + "/extend", `{"by":"1m","until":"` + far + `"}`, 400, "invalid", "by", "not both"},
 		{"extend neither", "POST", "/v1/workspaces/" + ws.ID + "/extend", `{}`, 400, "invalid", "by", "required"},
+		{"exact without until", "POST", "/v1/workspaces/" + ws.ID + "/extend", `{"by":"1m","exact":true}`, 400, "invalid", "exact", "needs until"},
+		{"exact beyond max", "POST", "/v1/workspaces/" + ws.ID + "/extend", `{"until":"` + far + `","exact":true}`, 400, "invalid", "until", "max_expires_at"},
 		{"extend unknown field", "POST", "/v1/workspaces/" + ws.ID + "/extend", `{"for":"1m"}`, 400, "invalid", "for", "unknown field"},
 		{"extend without deadlines", "POST", "/v1/workspaces/" + plain.ID + "/extend", `{"by":"1m"}`, 409, "failed_precondition", "", "no deadline"},
 		{"pool lease_ttl bad", "POST", "/v1/pools", `{"id":"q","template_id":"default","lease_ttl":"forever"}`, 400, "invalid", "lease_ttl", "not a duration"},
@@ -109,6 +111,17 @@ func TestExtendWorkspace(t *testing.T) {
 	stored, err := h.store.GetWorkspace(context.Background(), ws.ID)
 	if err != nil || stored.ExpiresAt == nil || !stored.ExpiresAt.Equal(*ws.MaxExpiresAt) {
 		t.Fatalf("stored expires_at after extend until max = %v, want %v (%v)", stored.ExpiresAt, ws.MaxExpiresAt, err)
+	}
+
+	// An earlier until is ignored by an extend, and set with exact.
+	sooner := time.Now().Add(5 * time.Minute).UTC().Truncate(time.Second)
+	h.do("POST", "/v1/workspaces/"+ws.ID+"/extend", fmt.Sprintf(`{"until":%q}`, sooner.Format(time.RFC3339))).expect(t, 200)
+	if stored, _ = h.store.GetWorkspace(context.Background(), ws.ID); !stored.ExpiresAt.Equal(*ws.MaxExpiresAt) {
+		t.Fatalf("expires_at after an extend to an earlier time = %v, want it kept at %v", stored.ExpiresAt, ws.MaxExpiresAt)
+	}
+	h.do("POST", "/v1/workspaces/"+ws.ID+"/extend", fmt.Sprintf(`{"until":%q,"exact":true}`, sooner.Format(time.RFC3339))).expect(t, 200)
+	if stored, _ = h.store.GetWorkspace(context.Background(), ws.ID); !stored.ExpiresAt.Equal(sooner) {
+		t.Fatalf("expires_at after an exact extend = %v, want %v", stored.ExpiresAt, sooner)
 	}
 }
 

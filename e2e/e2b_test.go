@@ -465,28 +465,34 @@ func TestE2BSDK(t *testing.T) {
 	})
 
 	t.Run("lifetime", func(t *testing.T) {
-		// Created to live 20 s, extended to 30 s from now, then gone.
+		// Created to live 20 s, set to 40 s from now (later), then to 10 s
+		// from now (sooner: E2B resets the timeout), then gone.
 		var c e2bCreated
 		sdk.run(t, &c, "create", "e2b", `{"suite":"lifetime"}`, "20000")
 		var r struct {
 			EndBefore   time.Time `json:"endBefore"`
+			EndExtended time.Time `json:"endExtended"`
 			EndAfter    time.Time `json:"endAfter"`
 			SetAt       time.Time `json:"setAt"`
+			ShortenedAt time.Time `json:"shortenedAt"`
 			GoneAfterMs float64   `json:"goneAfterMs"`
 			Info        sdkCaught `json:"info"`
 		}
-		sdk.run(t, &r, "lifetime", c.SandboxID, "30000")
+		sdk.run(t, &r, "lifetime", c.SandboxID, "40000", "10000")
 		if d := r.EndBefore.Sub(r.SetAt); d <= 0 || d > 20*time.Second {
 			t.Errorf("endAt of a sandbox created with timeoutMs 20000 is %s away", d)
 		}
-		if d := r.EndAfter.Sub(r.SetAt); d < 29*time.Second || d > 32*time.Second {
-			t.Errorf("endAt after setTimeout(30000) is %s away", d)
+		if d := r.EndExtended.Sub(r.SetAt); d < 39*time.Second || d > 42*time.Second {
+			t.Errorf("endAt after setTimeout(40000) is %s away", d)
 		}
-		if r.GoneAfterMs < 29000 {
-			t.Errorf("the sandbox was gone %.0f ms after setTimeout(30000)", r.GoneAfterMs)
+		if d := r.EndAfter.Sub(r.ShortenedAt); d < 9*time.Second || d > 12*time.Second {
+			t.Errorf("endAt after setTimeout(10000) is %s away, want about 10 s (a shorter timeout shortens)", d)
+		}
+		if r.GoneAfterMs < 9000 || r.GoneAfterMs > 25000 {
+			t.Errorf("the sandbox was gone %.0f ms after setTimeout(10000), want 10 s or a little more", r.GoneAfterMs)
 		}
 		r.Info.threw(t, "getInfo after expiry", "SandboxNotFoundError")
-		t.Logf("gone %.0f ms after setTimeout(30000)", r.GoneAfterMs)
+		t.Logf("gone %.0f ms after setTimeout(10000)", r.GoneAfterMs)
 	})
 
 	t.Run("kill", func(t *testing.T) {

@@ -31,6 +31,10 @@ type Created struct {
 type ExtendRequest struct {
 	By    string `json:"by,omitempty"`
 	Until string `json:"until,omitempty"`
+	// Exact, with Until, sets the deadlines to Until even when that is
+	// sooner than they are (E2B's setTimeout: the timeout becomes now plus
+	// the new value); without it an extend never shortens.
+	Exact bool `json:"exact,omitempty"`
 }
 
 // DirListing answers a list of a workspace directory.

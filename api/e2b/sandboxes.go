@@ -331,14 +331,15 @@ type timeoutRequest struct {
 }
 
 // extendTo moves the sandbox's deadlines to timeout seconds from now
-// through /v1's extend: never past the template's lifetime.max (400) and
-// never earlier than they are (a Primer extend only extends). It is the
+// through /v1's extend: never past the template's lifetime.max (400), and
+// never earlier than they are unless exact (setTimeout; connect only
+// extends). It is the
 // door's write check too: /v1 refuses a viewer 403 before it looks at the
 // id. A sandbox that does not exist or is being killed is 404; one without
 // deadlines is returned with noDeadline set.
-func (d *Door) extendTo(ctx context.Context, api *client.Client, id string, timeout time.Duration) (ws *wire.Workspace, noDeadline bool, err error) {
-	until := time.Now().Add(timeout).UTC().Format(time.RFC3339)
-	ws, err = api.ExtendWorkspace(ctx, id, wire.ExtendRequest{Until: until})
+func (d *Door) extendTo(ctx context.Context, api *client.Client, id string, timeout time.Duration, exact bool) (ws *wire.Workspace, noDeadline bool, err error) {
+	until := time.Now().Add(timeout).UTC().Format(time.RFC3339Nano)
+	ws, err = api.ExtendWorkspace(ctx, id, wire.ExtendRequest{Until: until, Exact: exact})
 	switch {
 	case err == nil:
 		return ws, false, nil
@@ -355,9 +356,11 @@ func (d *Door) extendTo(ctx context.Context, api *client.Client, id string, time
 	return nil, false, err
 }
 
-// setTimeout sets the sandbox to expire timeout seconds from now: 204.
-// Primer only extends, so a timeout earlier than the current expiry leaves
-// it; a sandbox without deadlines is 409 (it lives until it is killed).
+// setTimeout sets the sandbox to expire timeout seconds from now, sooner
+// or later than it would have (E2B's semantics: the timeout is reset), never
+// past its template's max: 204. A sandbox without deadlines is 409 (it
+// lives until it is killed). Its workflow enforces a shortened deadline
+// when it next wakes: at the latest one probe interval after it.
 func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Client) {
 	var req timeoutRequest
 	if err := decode(r, &req); err != nil {
@@ -369,7 +372,7 @@ func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Cl
 		return
 	}
 	id := r.PathValue("id")
-	_, noDeadline, err := d.extendTo(r.Context(), api, id, time.Duration(*req.Timeout)*time.Second)
+	_, noDeadline, err := d.extendTo(r.Context(), api, id, time.Duration(*req.Timeout)*time.Second, true)
 	if err == nil && noDeadline {
 		err = errs.E(errs.Precondition, "sandbox %s: has no timeout (its template has no lifetime and it was made without one); it lives until it is killed", id)
 	}
@@ -402,7 +405,7 @@ func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *clien
 		}
 	}
 	ctx := r.Context()
-	ws, _, err := d.extendTo(ctx, api, r.PathValue("id"), timeout)
+	ws, _, err := d.extendTo(ctx, api, r.PathValue("id"), timeout, false)
 	if err != nil {
 		d.fail(w, err)
 		return
