@@ -134,8 +134,25 @@ func Routes() []string {
 }
 
 func (d *Door) routes() {
+	allowed := map[string][]string{} // path -> its methods, in route order
+	var paths []string
 	for _, r := range restRoutes {
 		d.mux.HandleFunc(r.pattern, d.rest(r.handle(d)))
+		method, path, _ := strings.Cut(r.pattern, " ")
+		if allowed[path] == nil {
+			paths = append(paths, path)
+		}
+		allowed[path] = append(allowed[path], method)
+	}
+	// A door path asked with another method is 405 in E2B's error body
+	// (net/http's own answer is plain text), saying which methods it takes.
+	for _, path := range paths {
+		allow := strings.Join(allowed[path], ", ")
+		d.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeJSON(w, http.StatusMethodNotAllowed, apiError{Code: http.StatusMethodNotAllowed,
+				Message: "method " + r.Method + " not allowed on " + "/e2b" + r.URL.Path + "; use " + allow})
+		})
 	}
 	d.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, errs.E(errs.NotFound, "route %s %s: not found on the E2B API", r.Method, "/e2b"+r.URL.Path))
