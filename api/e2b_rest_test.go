@@ -453,7 +453,10 @@ func TestE2BEnvdRouter(t *testing.T) {
 	envd(sb.SandboxID, sb.EnvdAccessToken+"0").e2bError(t, 401, "wrong")
 	envd(other.ID, sb.EnvdAccessToken).e2bError(t, 401, "wrong") // another sandbox's token
 	envd("", sb.EnvdAccessToken).e2bError(t, 400, "E2b-Sandbox-Id")
-	envd(models.NewID("ws"), sb.EnvdAccessToken).e2bError(t, 404, "not found")
+	// Without its token nobody learns whether a sandbox exists: an id of
+	// none is refused as another's is.
+	envd(models.NewID("ws"), sb.EnvdAccessToken).e2bError(t, 401, "wrong")
+	envd(models.NewID("ws"), "").e2bError(t, 401, "missing")
 	if len(*started) != 1 || strings.Contains(logs.String(), sb.EnvdAccessToken) {
 		t.Fatalf("the envd access token is in the logs (or no start: %v)", *started)
 	}
@@ -464,6 +467,17 @@ func TestE2BEnvdRouter(t *testing.T) {
 	if r.status != http.StatusNotImplemented {
 		t.Fatalf("second replica: status %d %s", r.status, r.body)
 	}
+	// A sandbox's own token stops working with it: 404 while it is being
+	// killed and once it is gone.
+	if err := h.store.SetWorkspacePhase(context.Background(), sb.SandboxID, wire.PhaseTerminating, "deleted by user"); err != nil {
+		t.Fatal(err)
+	}
+	envd(sb.SandboxID, sb.EnvdAccessToken).e2bError(t, 404, "not found")
+	if err := h.store.DeleteWorkspace(context.Background(), sb.SandboxID); err != nil {
+		t.Fatal(err)
+	}
+	envd(sb.SandboxID, sb.EnvdAccessToken).e2bError(t, 404, "not found")
+	envd(sb.SandboxID, sb.EnvdAccessToken+"0").e2bError(t, 401, "wrong")
 }
 
 // TestE2BKeyInCreateResponse: a created key comes with its e2b_ form,

@@ -426,8 +426,8 @@ func TestE2BSDK(t *testing.T) {
 		if !r.Kill.OK || string(r.Kill.Value) != "false" || len(r.Listed) != 0 {
 			t.Errorf("another tenant's kill = %+v (want false: not found), list = %v (want empty)", r.Kill, r.Listed)
 		}
-		if r.EnvdNoToken != 401 && r.EnvdNoToken != 404 {
-			t.Errorf("envd call without the access token: %d, want 401 or 404", r.EnvdNoToken)
+		if r.EnvdNoToken != 401 {
+			t.Errorf("envd call without the access token: %d, want 401 (whether the sandbox exists is not said)", r.EnvdNoToken)
 		}
 		// The sandbox is untouched.
 		if ws, err := p.api.GetWorkspace(ctx, id); err != nil || ws.Phase != wire.PhaseRunning {

@@ -40,14 +40,31 @@ func (d *Door) accessToken(ctx context.Context, id string) (string, error) {
 
 // serveEnvd routes an envd request by its E2b-Sandbox-Id to the sandbox's
 // in-sandbox API, once its X-Access-Token proves the caller was handed the
-// sandbox by a create or a connect. Refusals use E2B's error body (404 for
-// a sandbox that does not exist or is being killed, 401 for a missing or
-// wrong token) and never echo the token.
+// sandbox by a create or a connect. The token is checked first, from the id
+// alone (it is an HMAC of it), so a caller without a sandbox's token learns
+// nothing about it: an id that names no sandbox and one that names
+// another's get the same 401, in the same time (no read). Only a caller
+// with the right token is told the sandbox is gone (404: killed, or being
+// killed). Refusals use E2B's error body and never echo the token.
 func (d *Door) serveEnvd(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := strings.TrimSpace(r.Header.Get(sandboxIDHeader))
 	if id == "" {
 		d.fail(w, errs.E(errs.Invalid, "envd: header %s: missing; it names the sandbox", sandboxIDHeader))
+		return
+	}
+	got := r.Header.Get(accessTokenHeader)
+	if got == "" {
+		d.fail(w, errs.E(errs.Unauthenticated, "envd: sandbox %s: header %s: missing; send the envdAccessToken of the create or connect", id, accessTokenHeader))
+		return
+	}
+	want, err := d.accessToken(ctx, id)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+		d.fail(w, errs.E(errs.Unauthenticated, "envd: sandbox %s: wrong access token", id))
 		return
 	}
 	ws, err := d.cfg.Store.GetWorkspace(ctx, id)
@@ -57,20 +74,6 @@ func (d *Door) serveEnvd(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		d.fail(w, err)
-		return
-	}
-	want, err := d.accessToken(ctx, ws.ID)
-	if err != nil {
-		d.fail(w, err)
-		return
-	}
-	got := r.Header.Get(accessTokenHeader)
-	if got == "" {
-		d.fail(w, errs.E(errs.Unauthenticated, "envd: sandbox %s: header %s: missing; send the envdAccessToken of the create or connect", id, accessTokenHeader))
-		return
-	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-		d.fail(w, errs.E(errs.Unauthenticated, "envd: sandbox %s: wrong access token", id))
 		return
 	}
 	if d.cfg.Envd == nil {
