@@ -14,7 +14,7 @@ import primer
 from primer import config
 
 
-def test_async_client(server: "tuple[str, str]") -> None:
+def test_async_client(server: "tuple[str, str]", model) -> None:
     url, key = server
 
     async def main() -> None:
@@ -65,6 +65,18 @@ def test_async_client(server: "tuple[str, str]") -> None:
                 async with c.workspaces.create("default") as w2:
                     raise ValueError("x")
             await c.workspaces.wait_gone(w2.id)
+            # An agent run, its transcript read with async for.
+            lp, ag = f"amodel-{os.getpid()}", f"aagent-{os.getpid()}"
+            await c.llm_providers.create(lp, "openai", model.url, api_key="sk-async")
+            await c.agents.create(ag, {"provider_id": lp, "model_name": "fake"}, max_turns=5)
+            async with c.workspaces.create("default") as ws:
+                s = await ws.session()
+                stream = await s.run(ag, "go")
+                roles = [e.role async for e in stream]
+                assert roles[0] == "user" and roles.count("tool") == 2 and stream.run.end_reason == "completed"
+                assert await ws.files.read("out.txt") == b"42\n"
+            await c.agents.delete(ag)
+            await c.llm_providers.delete(lp)
             # An eval run, awaited to its end.
             suite = await c.suites.create(f"async-{os.getpid()}", [primer.Case("ok", "true")], template_id="default")
             run = await suite.run(wait=True, timeout=300)

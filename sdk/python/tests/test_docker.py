@@ -22,6 +22,19 @@ def test_docker_workspace(client: primer.Client, docker_template: str) -> None:
         ws.files.write("/tmp/abs.txt", b"abs")
         assert ws.exec(["cat", "/tmp/abs.txt"]).stdout == "abs"
         assert ws.exec(["pwd"], cwd="/tmp").stdout == "/tmp\n"
+        # A session's calls and a background process in the container.
+        with ws.session(agent="pytest") as s:
+            w = s.write("s.py", "print('in session')\n")
+            e = s.exec("python3 s.py")
+            assert e.stdout == "in session\n" and [x.commit for x in s.history().items] == [e.commit, w.commit]
+        p = ws.processes.start(["python3", "-c", "import sys; print(input().upper())"], stdin_open=True)
+        with p.attach() as a:
+            a.input("container\n")
+            for _ in a:
+                pass
+        assert bytes(a.output) == b"CONTAINER\n" and a.exit.exit_code == 0
+        events = [e.type for e in ws.events()]
+        assert "workspace.provisioned" in events
     client.workspaces.wait_gone(ws.id, timeout=300)
 
 
