@@ -158,3 +158,32 @@ def test_async_retries() -> None:
 
     asyncio.run(main())
     assert len(seen) == 2
+
+
+def test_event_stream_resumes_after_a_drop() -> None:
+    seen: List[httpx.Request] = []
+
+    def sse(*events: tuple) -> bytes:
+        return b"".join(f"id: {i}\nevent: {t}\ndata: {json.dumps({'id': i, 'workspace_id': 'ws-1', 'type': t})}\n\n".encode()
+                        for i, t in events)
+
+    def handle(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        if req.url.path.endswith("/events") and len([r for r in seen if r.url.path.endswith("/events")]) == 1:
+            # The first connection delivers two events and drops.
+            return httpx.Response(200, content=sse((5, "workspace.provisioned"), (6, "workspace.phase_changed")),
+                                  headers={"Content-Type": "text/event-stream"})
+        if req.url.path.endswith("/events"):
+            # The second resumes after the last id seen, replaying one.
+            return httpx.Response(200, content=b": keep-alive\n\n" + sse((6, "workspace.phase_changed"), (7, "workspace.destroyed")),
+                                  headers={"Content-Type": "text/event-stream"})
+        return httpx.Response(200, json={"id": "ws-1", "phase": "terminating"})  # still there after the drop
+
+    c = primer.Client("http://primer.test", "k", http_client=httpx.Client(transport=httpx.MockTransport(handle)))
+    stream = c.workspaces.handle("ws-1").follow_events(last_id=4)
+    got = [(e.id, e.type) for e in stream]
+    assert got == [(5, "workspace.provisioned"), (6, "workspace.phase_changed"), (7, "workspace.destroyed")]
+    ev = [r for r in seen if r.url.path.endswith("/events")]
+    assert ev[0].headers["Last-Event-ID"] == "4" and ev[1].headers["Last-Event-ID"] == "6"
+    assert ev[0].url.params["follow"] == "true" and ev[0].headers["Accept"] == "text/event-stream"
+    assert stream.last_id == 7
