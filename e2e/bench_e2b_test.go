@@ -138,7 +138,8 @@ func TestBenchE2BSDK(t *testing.T) {
 	b.track(sbx.SandboxID)
 	var runSDK, runNode, runAPI, runAPITrue, runDoor []time.Duration
 	bashTrue := execBash(sbx.SandboxID, "true")
-	doorTrue := doorStart(t, ctx, p, sbx.SandboxID, "true")
+	doorRun := doorStart(t, ctx, p, sbx.SandboxID, "true")
+	doorTrue := func() error { _, err := doorRun(); return err }
 	for range 4 {
 		var r struct{ Ms, API []float64 }
 		node.ask(map[string]any{"op": "run_true", "id": sbx.SandboxID, "n": 50, "url": p.srv.URL(), "key": p.key}, &r)

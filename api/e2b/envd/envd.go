@@ -23,7 +23,8 @@
 //
 // The user of a call is the name in its `Authorization: Basic
 // base64(name:)` header (Connect calls) or its `username` query parameter
-// (/files); without one, the sandbox's DefaultUser ("user" when empty).
+// (/files); without one, the sandbox's DefaultUser: the user its
+// template names (Server reads it), else E2B's "user".
 // Relative paths resolve against that user's home (/root for root,
 // /home/<name> otherwise), as envd does; "~" and "~/..." too. A workspace
 // whose backend confines paths to the workspace (local, worktree: no

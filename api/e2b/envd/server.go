@@ -16,13 +16,23 @@ import (
 // workspace the router resolved and authorised.
 type Server struct {
 	h     http.Handler
-	store providers
+	store rows
 	kinds sync.Map // provider id -> backend kind; a provider's kind never changes
+	// users holds the default user of a template generation: a
+	// generation's document never changes.
+	users sync.Map // templateGen -> string
 }
 
-// providers reads a workspace's provider; *models.Store is one.
-type providers interface {
+// rows reads a workspace's provider and template; *models.Store is one.
+type rows interface {
 	GetProvider(ctx context.Context, id string) (*wire.Provider, error)
+	GetTemplate(ctx context.Context, id string) (*wire.Template, error)
+}
+
+// templateGen names one generation of a template.
+type templateGen struct {
+	id  string
+	gen int64
 }
 
 // NewServer returns the Server over conn's runtimes.
@@ -42,8 +52,33 @@ func (s *Server) ServeEnvd(w http.ResponseWriter, r *http.Request, ws *wire.Work
 		_ = json.NewEncoder(w).Encode(map[string]any{"code": "internal", "message": err.Error()})
 		return
 	}
-	sb := &Sandbox{Workspace: ws, Backend: kind, WholeFS: WholeFS(kind)}
+	sb := &Sandbox{Workspace: ws, Backend: kind, WholeFS: WholeFS(kind), DefaultUser: s.templateUser(r.Context(), ws)}
 	s.h.ServeHTTP(w, r.WithContext(WithSandbox(r.Context(), sb)))
+}
+
+// templateUser is the user the template of ws names (spec.backend.user of
+// a container, Kubernetes or vm template: its commands run as it by
+// default), "" when it names
+// none or cannot be read: then E2B's default, DefaultUser, applies. The
+// generation ws was made from is read once.
+func (s *Server) templateUser(ctx context.Context, ws *wire.Workspace) string {
+	key := templateGen{ws.TemplateID, ws.TemplateGeneration}
+	if u, ok := s.users.Load(key); ok {
+		return u.(string)
+	}
+	t, err := s.store.GetTemplate(ctx, ws.TemplateID)
+	if err != nil {
+		return ""
+	}
+	var doc struct {
+		User string `json:"user"`
+	}
+	_ = json.Unmarshal(t.Backend, &doc)
+	user := doc.User
+	if t.Generation == ws.TemplateGeneration {
+		s.users.Store(key, user)
+	}
+	return user
 }
 
 // WholeFS says whether a backend kind's runtime owns its sandbox's whole
