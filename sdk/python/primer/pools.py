@@ -118,7 +118,7 @@ class Pools:
         """Creates a pool (size 0: the server's default, 3); its workflow
         fills it after the answer (see :meth:`Pool.wait_ready`)."""
         body = compact({"id": id, "template_id": template_id, "size": size or None, "lease_ttl": dur(lease_ttl)})
-        return self._client._run(one(Req("POST", "/v1/pools", json=body, idempotent=False), _binder(Pool, self._client)))
+        return self._client._pending(one(Req("POST", "/v1/pools", json=body, idempotent=False), _binder(Pool, self._client)))
 
     def get(self, id: str) -> Pool:
         """The pool ``id`` with its live counts."""

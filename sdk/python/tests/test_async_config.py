@@ -77,6 +77,14 @@ def test_async_client(server: "tuple[str, str]", model) -> None:
                 assert await ws.files.read("out.txt") == b"42\n"
             await c.agents.delete(ag)
             await c.llm_providers.delete(lp)
+            # A pool and a lease, as async context managers.
+            async with c.pools.create(f"apool-{os.getpid()}", "default", size=1) as pool:
+                pool = await pool.wait_ready(timeout=120)
+                async with pool.lease() as leased:
+                    assert leased.source == "warm" and leased.pool_state == "leased"
+                    assert (await leased.exec("echo leased")).stdout == "leased\n"
+            with pytest.raises(primer.NotFound):
+                await c.pools.get(pool.id)
             # An eval run, awaited to its end.
             suite = await c.suites.create(f"async-{os.getpid()}", [primer.Case("ok", "true")], template_id="default")
             run = await suite.run(wait=True, timeout=300)
