@@ -85,6 +85,11 @@ func TestTypeScriptSDK(t *testing.T) {
 		"PRIMER_TEST_MODEL_URL="+testModel.URL(),
 		"PRIMER_EXAMPLE_MODEL_URL="+exampleModel.URL(),
 	)
+	// Node 20 has a WebSocket (for processes.attach) behind a flag; 22 and
+	// later have it on.
+	if v, _ := exec.Command("node", "--version").Output(); strings.HasPrefix(string(v), "v20.") || strings.HasPrefix(string(v), "v21.") {
+		env = append(env, "NODE_OPTIONS=--experimental-websocket")
+	}
 	tsc := filepath.Join("node_modules", ".bin", "tsc")
 	tsRun(t, dir, env, 5*time.Minute, tsc, "-p", "tsconfig.test.json")
 	tests, err := filepath.Glob(filepath.Join(dir, "build", "sdk", "typescript", "test", "*.test.js"))

@@ -1,5 +1,5 @@
 import { type CallOptions, type Transport } from "./http.js";
-import { type CreateOptions, Workspace } from "./workspaces.js";
+import { type CreateOptions, type WaitOptions, Workspace } from "./workspaces.js";
 import type { Agent, AgentSpec, LLMProvider, LLMProviderSpec, LeaseRequest, Pool, PoolSpec, Provider, ProviderSpec, Template, TemplateSpec, Workspace as WorkspaceData } from "./types.js";
 /** ListOptions narrow a list by the query parameters the API takes. */
 export interface ListOptions extends CallOptions {
@@ -54,6 +54,10 @@ export declare class Lease extends Workspace {
 /** Pools keep warm workspaces of a template to lease. */
 export declare class Pools extends Collection<Pool, PoolSpec> {
     constructor(t: Transport);
+    /** waitReady waits until pool id holds ready idle members (its size minus those leased, or at least min). */
+    waitReady(id: string, o?: WaitOptions & {
+        min?: number;
+    }): Promise<Pool>;
     /** lease takes a workspace from pool id: warm at once, or cold (waited for unless wait: false). */
     lease(id: string, req?: LeaseRequest, o?: CreateOptions): Promise<Lease>;
     /** withLease leases a workspace, runs fn with it, and gives it back however fn ends. */

@@ -1,7 +1,7 @@
 // The id-keyed resources with create, get, list, update and delete:
 // providers, templates, model providers and agents; pools add leases.
-import { NotFoundError } from "./errors.js";
-import { seg } from "./http.js";
+import { NotFoundError, makeError } from "./errors.js";
+import { seg, sleep } from "./http.js";
 import { Workspace } from "./workspaces.js";
 /** Collection is CRUD on one kind of id-keyed resource. */
 export class Collection {
@@ -88,6 +88,19 @@ export class Lease extends Workspace {
 /** Pools keep warm workspaces of a template to lease. */
 export class Pools extends Collection {
     constructor(t) { super(t, "/v1/pools"); }
+    /** waitReady waits until pool id holds ready idle members (its size minus those leased, or at least min). */
+    async waitReady(id, o = {}) {
+        const deadline = Date.now() + (o.waitTimeoutMs ?? 300_000);
+        for (;;) {
+            const pool = await this.get(id, o);
+            const want = o.min ?? pool.size - pool.status.leased - pool.status.returning;
+            if (pool.status.idle >= want)
+                return pool;
+            if (Date.now() > deadline)
+                throw makeError("timeout", `pool ${id}: ${pool.status.idle} idle of ${want} after ${o.waitTimeoutMs ?? 300_000} ms`, 0);
+            await sleep(o.pollMs ?? 200, o.signal);
+        }
+    }
     /** lease takes a workspace from pool id: warm at once, or cold (waited for unless wait: false). */
     async lease(id, req = {}, o = {}) {
         const l = await this.t.json({ method: "POST", path: `/v1/pools/${seg(id)}/lease`, json: req, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });

@@ -3,7 +3,8 @@ import { type Command, type ExecOptions, type ExecStream } from "./exec.js";
 import { Files } from "./files.js";
 import { Processes } from "./processes.js";
 import { type FollowOptions } from "./events.js";
-import type { CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+import { type Session } from "./sessions.js";
+import type { CreateSessionRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
 /** WaitOptions bound a wait. */
 export interface WaitOptions extends CallOptions {
     /** waitTimeoutMs gives up after this long (default 5 minutes). */
@@ -51,6 +52,8 @@ export declare class Workspace implements AsyncDisposable {
     delete(o?: WaitOptions & {
         wait?: boolean;
     }): Promise<void>;
+    /** session opens a session on this workspace (an agent's place: tool calls recorded as commits). */
+    session(o?: CallOptions & Omit<CreateSessionRequest, "workspace_id">): Promise<Session>;
     /** Symbol.asyncDispose deletes the workspace (for `await using`). */
     [Symbol.asyncDispose](): Promise<void>;
 }

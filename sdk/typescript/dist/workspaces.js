@@ -7,6 +7,7 @@ import { exec, execStream } from "./exec.js";
 import { Files } from "./files.js";
 import { Processes } from "./processes.js";
 import { decodeEvent, followSSE } from "./events.js";
+import { Sessions } from "./sessions.js";
 /** Workspace is a handle on one workspace: its last seen state and what it does. */
 export class Workspace {
     t;
@@ -87,6 +88,11 @@ export class Workspace {
         }
         if (o.wait)
             await waitGone(this.t, this.id, o);
+    }
+    /** session opens a session on this workspace (an agent's place: tool calls recorded as commits). */
+    async session(o = {}) {
+        const { signal, timeoutMs, ...req } = o;
+        return new Sessions(this.t).create({ ...req, workspace_id: this.id }, { signal, timeoutMs });
     }
     /** Symbol.asyncDispose deletes the workspace (for `await using`). */
     async [Symbol.asyncDispose]() {

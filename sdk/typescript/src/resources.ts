@@ -1,9 +1,9 @@
 // The id-keyed resources with create, get, list, update and delete:
 // providers, templates, model providers and agents; pools add leases.
 
-import { NotFoundError } from "./errors.js";
-import { type CallOptions, type Transport, seg } from "./http.js";
-import { type CreateOptions, Workspace } from "./workspaces.js";
+import { NotFoundError, makeError } from "./errors.js";
+import { type CallOptions, type Transport, seg, sleep } from "./http.js";
+import { type CreateOptions, type WaitOptions, Workspace } from "./workspaces.js";
 import type { Agent, AgentSpec, LLMProvider, LLMProviderSpec, LeaseRequest, Pool, PoolSpec, Provider, ProviderSpec, Template, TemplateSpec, Workspace as WorkspaceData } from "./types.js";
 
 /** ListOptions narrow a list by the query parameters the API takes. */
@@ -99,6 +99,18 @@ export class Lease extends Workspace {
 /** Pools keep warm workspaces of a template to lease. */
 export class Pools extends Collection<Pool, PoolSpec> {
   constructor(t: Transport) { super(t, "/v1/pools"); }
+
+  /** waitReady waits until pool id holds ready idle members (its size minus those leased, or at least min). */
+  async waitReady(id: string, o: WaitOptions & { min?: number } = {}): Promise<Pool> {
+    const deadline = Date.now() + (o.waitTimeoutMs ?? 300_000);
+    for (;;) {
+      const pool = await this.get(id, o);
+      const want = o.min ?? pool.size - pool.status.leased - pool.status.returning;
+      if (pool.status.idle >= want) return pool;
+      if (Date.now() > deadline) throw makeError("timeout", `pool ${id}: ${pool.status.idle} idle of ${want} after ${o.waitTimeoutMs ?? 300_000} ms`, 0);
+      await sleep(o.pollMs ?? 200, o.signal);
+    }
+  }
 
   /** lease takes a workspace from pool id: warm at once, or cold (waited for unless wait: false). */
   async lease(id: string, req: LeaseRequest = {}, o: CreateOptions = {}): Promise<Lease> {

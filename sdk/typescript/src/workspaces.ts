@@ -8,7 +8,8 @@ import { type Command, type ExecOptions, type ExecStream, exec, execStream } fro
 import { Files } from "./files.js";
 import { Processes } from "./processes.js";
 import { type FollowOptions, decodeEvent, followSSE } from "./events.js";
-import type { CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+import { type Session, Sessions } from "./sessions.js";
+import type { CreateSessionRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
 
 /** WaitOptions bound a wait. */
 export interface WaitOptions extends CallOptions {
@@ -107,6 +108,12 @@ export class Workspace implements AsyncDisposable {
       throw e;
     }
     if (o.wait) await waitGone(this.t, this.id, o);
+  }
+
+  /** session opens a session on this workspace (an agent's place: tool calls recorded as commits). */
+  async session(o: CallOptions & Omit<CreateSessionRequest, "workspace_id"> = {}): Promise<Session> {
+    const { signal, timeoutMs, ...req } = o;
+    return new Sessions(this.t).create({ ...req, workspace_id: this.id }, { signal, timeoutMs });
   }
 
   /** Symbol.asyncDispose deletes the workspace (for `await using`). */

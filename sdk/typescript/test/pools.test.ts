@@ -21,7 +21,7 @@ test("pools: lease, return on exit, map, update, delete", async () => {
   const pool = await p.pools.create({ id, template_id: "default", size: 2 });
   assert.equal(pool.size, 2);
   try {
-    await until("the pool filled", async () => (await p.pools.get(id)).status.idle === 2);
+    assert.equal((await p.pools.waitReady(id)).status.idle, 2);
 
     let leasedId = "";
     {

@@ -11,7 +11,8 @@ const p = admin();
 
 test("session tools, history, diff and restore", async () => {
   await using ws = await p.workspaces.create("default");
-  await using ses = await p.sessions.create({ workspace_id: ws.id, agent: "ts-sdk", metadata: { run: "1" } });
+  await using ses = await ws.session({ agent: "ts-sdk", metadata: { run: "1" } });
+  assert.equal(ses.data.workspace_id, ws.id);
   assert.equal(ses.data.status, "open");
   const w = await ses.write("notes.txt", "first\n");
   assert.match(w.commit, /^[0-9a-f]{40}$/);

@@ -114,6 +114,26 @@ for (const [name, template] of templates) {
       assert.notEqual(ended.exit_code, 0);
       await assert.rejects(ws.processes.input(sleeper.pid, "x"), FailedPreconditionError);
     });
+
+    await t.test("attach streams a process's output until its exit", async () => {
+      assert.equal(typeof WebSocket, "function", "node has a WebSocket (e2e's TestTypeScriptSDK runs Node 20 with --experimental-websocket)");
+      const proc = await ws.processes.start(["sh", "-c", "for i in 1 2 3; do echo out $i; sleep 0.1; done; echo bye >&2; exit 5"]);
+      const it = ws.processes.attach(proc.pid, { replay: true });
+      const dec = new TextDecoder();
+      let stdout = "";
+      let stderr = "";
+      for (;;) {
+        const n = await it.next();
+        if (n.done) {
+          assert.equal(n.value.exit_code, 5);
+          break;
+        }
+        if (n.value.stream === "stderr") stderr += dec.decode(n.value.data);
+        else stdout += dec.decode(n.value.data);
+      }
+      assert.equal(stdout, "out 1\nout 2\nout 3\n");
+      assert.equal(stderr, "bye\n");
+    });
   });
 }
 
