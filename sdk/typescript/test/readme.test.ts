@@ -24,6 +24,11 @@ test("the README's example runs as written after npm install ./sdk/typescript", 
     writeFileSync(join(dir, "hello.mjs"), code);
     const out = execFileSync("node", ["hello.mjs"], { cwd: dir, encoding: "utf8", timeout: 120_000 });
     assert.equal(out, "1\n2\n3\nhello from the sandbox\n");
+    // The top-level README's lines, in the same project.
+    const top = /## TypeScript SDK[\s\S]*?```js\n([\s\S]*?)```/.exec(readFileSync(join(root, "..", "..", "README.md"), "utf8"))?.[1];
+    assert.ok(top, "README.md has a TypeScript SDK example");
+    writeFileSync(join(dir, "top.mjs"), top);
+    assert.match(execFileSync("node", ["top.mjs"], { cwd: dir, encoding: "utf8", timeout: 120_000 }), /exit_code: 0,[\s\S]*stdout: 'Linux /);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
