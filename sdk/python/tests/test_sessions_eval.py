@@ -98,7 +98,7 @@ def test_eval_suite_defined_in_python(client: primer.Client) -> None:
         assert results["adds"].passed and results["script"].passed and results["scored"].score == 0.75
         assert results["fails"].verdict == "fail" and results["fails"].exit_code == 3
         junit = ET.fromstring(run.junit())
-        assert len(junit.iter("testcase").__iter__().__class__.__mro__) and len(list(junit.iter("testcase"))) == 4
+        assert [c.get("name") for c in junit.iter("testcase")] == ["adds", "script", "scored", "fails"]
         assert len(list(junit.iter("failure"))) == 1
         # Fix the failing case and compare.
         cases[3] = primer.Case("fails", "exit 0", labels={"level": "hard"})

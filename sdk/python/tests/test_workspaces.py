@@ -177,11 +177,13 @@ def test_errors(client: primer.Client) -> None:
     assert issubclass(primer.FailedPrecondition, primer.Conflict)
 
 
-def test_failed_precondition(client: primer.Client) -> None:
-    ws = client.workspaces.create("default")
-    ws.delete()
-    with pytest.raises(primer.Conflict):  # terminating or already gone
-        ws.return_to_pool()
+def test_failed_precondition(ws: primer.Workspace) -> None:
+    with pytest.raises(primer.FailedPrecondition) as e:
+        ws.return_to_pool()  # it was not leased from a pool
+    assert e.value.status == 409 and e.value.kind == "failed_precondition" and "not in a pool" in e.value.message
+    assert isinstance(e.value, primer.Conflict)
+    with pytest.raises(primer.FailedPrecondition):
+        ws.recover()  # it is running
 
 
 def test_unavailable_and_timeout() -> None:
