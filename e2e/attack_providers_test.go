@@ -60,7 +60,7 @@ func call(t *testing.T, p *primer, key, method, path string, body any) refusal {
 	req.Header.Set("Authorization", "Bearer "+key)
 	// A bounded wait: a platform that reads a fifo a member named blocks
 	// on it, and that must fail the test, not hang it.
-	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	resp, err := (&http.Client{Transport: p.hc.Transport, Timeout: 20 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v (a request that hangs may be reading a fifo the member named)", method, path, err)
 	}

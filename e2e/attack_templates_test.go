@@ -84,8 +84,8 @@ func TestAttackTemplates(t *testing.T) {
 	member := storedKey(t, store, "acme", wire.RoleMember)
 	betaMember := storedKey(t, store, "beta", wire.RoleMember)
 	defaultMember := storedKey(t, store, wire.DefaultTenantID, wire.RoleMember)
-	api := client.New(p.srv.URL(), client.WithToken(member))
-	betaAPI := client.New(p.srv.URL(), client.WithToken(betaMember))
+	api := client.New(p.srv.URL(), client.WithToken(member), p.checked)
+	betaAPI := client.New(p.srv.URL(), client.WithToken(betaMember), p.checked)
 
 	// The admin's shared providers: Docker, and a local one whose root is
 	// on this machine.

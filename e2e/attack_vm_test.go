@@ -38,7 +38,7 @@ func vmCall(t *testing.T, p *primer, key, method, path string, body any) vmAnswe
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.hc.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -101,7 +101,7 @@ func TestAttackVMLinkAsRoot(t *testing.T) {
 	p := startPrimer(t, withContainers(t), withProbeInterval(300*time.Millisecond))
 	member := vmTenantMember(t, p, "acme")
 	vmSharedProvider(t, p, "fleet", host, nil)
-	api := client.New(p.srv.URL(), client.WithToken(member))
+	api := client.New(p.srv.URL(), client.WithToken(member), p.checked)
 	ctx := ctxT(t, 6*time.Minute)
 
 	tmpl := map[string]any{"id": "box", "provider_id": "fleet",
@@ -185,7 +185,7 @@ func TestAttackVMRootUser(t *testing.T) {
 	p := startPrimer(t, withContainers(t), withProbeInterval(300*time.Millisecond))
 	member := vmTenantMember(t, p, "acme")
 	vmSharedProvider(t, p, "fleet", host, nil)
-	api := client.New(p.srv.URL(), client.WithToken(member))
+	api := client.New(p.srv.URL(), client.WithToken(member), p.checked)
 
 	refused := func(what string, a vmAnswer, want string) {
 		t.Helper()

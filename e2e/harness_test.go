@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -33,9 +34,11 @@ type primer struct {
 	srv *worker.Server
 	api *client.Client
 	key string // the first admin key, from the data dir
-	// checked makes p.api's answers checked against the OpenAPI document
-	// (openapi_check_test.go).
+	// checked makes a client's answers checked against the OpenAPI
+	// document, as hc's are (openapi_check_test.go); p.api and primectl
+	// use it, raw requests hc.
 	checked client.Option
+	hc      *http.Client
 	stopped bool
 	// logTo, when set (startPrimerLog), also receives the platform's log lines,
 	// at debug level, so a test can search everything it logged.
@@ -160,7 +163,7 @@ func (p *primer) tryStart() error {
 	}
 	p.key = strings.TrimSpace(string(key))
 	if p.checked == nil {
-		p.checked = checkedHTTP(p.t)
+		p.hc, p.checked = checkedHTTP(p.t)
 	}
 	p.api = client.New(srv.URL(), client.WithToken(p.key), p.checked)
 	return nil

@@ -16,15 +16,17 @@ var openAPIDoc = sync.OnceValues(func() (*openapitest.Document, error) {
 	return openapitest.Load(openapi.JSON())
 })
 
-// checkedHTTP returns a client option whose transport checks every /v1
-// answer against the OpenAPI document (issue 24): when t ends, each answer
-// that did not match (a field the document lacks, a required one missing,
-// an undeclared status or media type) fails it. Benchmarks
-// (PRIMER_BENCH) get no option: they time the API, not the checks.
-func checkedHTTP(t *testing.T) client.Option {
+// checkedHTTP returns an HTTP client whose transport checks every /v1
+// answer against the OpenAPI document (issue 24), and the client option
+// that makes an api/client.Client use it: when t ends, each answer that did
+// not match (a field the document lacks, a required one missing, an
+// undeclared status or media type) fails it. Benchmarks (PRIMER_BENCH)
+// get http.DefaultClient and an option that changes nothing: they time
+// the API, not the checks.
+func checkedHTTP(t *testing.T) (*http.Client, client.Option) {
 	t.Helper()
 	if os.Getenv("PRIMER_BENCH") != "" {
-		return func(*client.Client) {}
+		return http.DefaultClient, func(*client.Client) {}
 	}
 	doc, err := openAPIDoc()
 	if err != nil {
@@ -39,5 +41,6 @@ func checkedHTTP(t *testing.T) client.Option {
 			t.Errorf("an answer the OpenAPI document does not describe: %s", f)
 		}
 	})
-	return client.WithHTTPClient(&http.Client{Transport: c, Timeout: client.DefaultTimeout})
+	hc := &http.Client{Transport: c, Timeout: client.DefaultTimeout}
+	return hc, client.WithHTTPClient(hc)
 }

@@ -49,7 +49,7 @@ func testTenantQuota(t *testing.T, p *primer) {
 	if err := store.CreateAPIKey(ctx, &wire.APIKey{ID: id, TenantID: tenant, Role: wire.RoleAdmin, Hash: hash, Name: "quota test"}); err != nil {
 		t.Fatal(err)
 	}
-	api := client.New(p.srv.URL(), client.WithToken(key))
+	api := client.New(p.srv.URL(), client.WithToken(key), p.checked)
 	var created []string
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -79,7 +79,7 @@ func testTenantQuota(t *testing.T, p *primer) {
 		}
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := p.hc.Do(req)
 		if err != nil {
 			return answer{msg: err.Error()}
 		}
