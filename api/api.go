@@ -334,6 +334,8 @@ func (s *server) routes() http.Handler {
 	// its tenancy, roles, quotas and audit are these routes'.
 	door := e2b.New(e2b.Config{API: r, Store: s.cfg.Store, StatusOf: statusOf, Connector: s.cfg.Connector, Envd: s.cfg.Envd, Logger: s.log})
 	r.Any("/e2b/*path", gin.WrapH(http.StripPrefix("/e2b", door)))
+	// The SDKs' presigned file URLs land at the host's root (e2b.SignedFilesPath).
+	r.Any(e2b.SignedFilesPath, gin.WrapH(http.HandlerFunc(door.ServeSignedFiles)))
 	return r
 }
 

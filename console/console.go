@@ -143,9 +143,10 @@ func Mount(cfg Config) (http.Handler, *Console, error) {
 	// Not a ServeMux: it would clean the API's paths and redirect them
 	// ("files/../../etc/passwd" to "/v1/workspaces/etc/passwd"), where
 	// the API itself refuses a path that leaves the workspace, naming it.
+	// /files is the E2B SDKs' presigned file URLs (api/e2b SignedFilesPath).
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/e2b/") || p == "/healthz" || p == "/readyz" || p == "/metrics":
+		case p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/e2b/") || p == "/files" || p == "/healthz" || p == "/readyz" || p == "/metrics":
 			cfg.API.ServeHTTP(w, r)
 		default:
 			pages.ServeHTTP(w, r)

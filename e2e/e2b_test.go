@@ -311,6 +311,11 @@ func TestE2BSDK(t *testing.T) {
 			Removed                  bool
 			ReadMissing, ListMissing sdkCaught
 			Owners                   []string `json:"owners"`
+			Signed                   struct {
+				Up                                     string
+				UpStatus, DownStatus, ReadWithWriteURL int
+				Text                                   string
+			} `json:"signed"`
 		}
 		sdk.run(t, &r, "files", id)
 		const size = 5 << 20
@@ -347,6 +352,10 @@ func TestE2BSDK(t *testing.T) {
 		r.ListMissing.threw(t, "list of a missing dir", "FileNotFoundError")
 		if !slices.Equal(r.Owners, []string{"root", "user"}) {
 			t.Errorf("owners of files written as root and as the default user = %v", r.Owners)
+		}
+		if s := r.Signed; s.UpStatus != 200 || s.DownStatus != 200 || s.Text != "signed upload" || s.ReadWithWriteURL != 401 ||
+			!strings.Contains(s.Up, "/files?") || strings.Contains(s.Up, "/e2b/") {
+			t.Errorf("presigned URLs: %+v; want the upload and download through them (at the host's root), a read with the upload's URL 401", s)
 		}
 	})
 

@@ -47,5 +47,18 @@ main(async () => {
   await sbx.files.write('/tmp/owned-by-root', 'x', { user: 'root' })
   await sbx.files.write('/tmp/owned-by-user', 'x')
   r.owners = [(await sbx.files.getInfo('/tmp/owned-by-root')).owner, (await sbx.files.getInfo('/tmp/owned-by-user')).owner]
+
+  // Presigned URLs, as a browser or curl uses them: no header, at the
+  // sandbox URL's host root.
+  const up = await sbx.uploadUrl('/tmp/signed.txt', { useSignatureExpiration: 600 })
+  const form = new FormData()
+  form.append('file', new Blob(['signed upload']), 'signed.txt')
+  const upRes = await fetch(up, { method: 'POST', body: form })
+  const down = await sbx.downloadUrl('/tmp/signed.txt')
+  const downRes = await fetch(down)
+  r.signed = {
+    up, upStatus: upRes.status, downStatus: downRes.status, text: await downRes.text(),
+    readWithWriteURL: (await fetch(up)).status,
+  }
   return r
 })
