@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Union
 
 from . import errors
 from ._core import Op, Req, Sleep, one
@@ -298,6 +298,28 @@ class Suites:
         ``schedule``, ``description``, ``webhook_url``)."""
         doc = suite_document(id, cases, **kw)
         return self._client._run(one(Req("POST", "/v1/suites", json=doc, timeout=None, idempotent=False), _binder(Suite, self._client)))
+
+    def create_jsonl(self, id: str, cases: Iterable[Union[Case, Mapping[str, Any]]], *, update: bool = False, **kw: Any) -> Suite:
+        """Creates (or with ``update`` replaces) a suite as JSONL, the
+        document on the first line and then one case a line, streamed as
+        ``cases`` yields them: the way for suites of thousands of cases."""
+        spec = suite_document(id, [], **kw)
+        spec.pop("cases", None)
+
+        def lines() -> Iterator[bytes]:
+            yield json.dumps(spec).encode() + b"\n"
+            for c in cases:
+                yield json.dumps(c.to_json() if isinstance(c, Case) else dict(c)).encode() + b"\n"
+
+        content: Any = lines()
+        if self._client._async:
+            async def alines() -> AsyncIterator[bytes]:
+                for b in lines():
+                    yield b
+            content = alines()
+        req = Req("PUT" if update else "POST", f"/v1/suites/{seg(id)}" if update else "/v1/suites", content=content,
+                  headers={"Content-Type": "application/x-ndjson"}, timeout=None, idempotent=False)
+        return self._client._run(one(req, _binder(Suite, self._client)))
 
     def update(self, id: str, cases: Sequence[Union[Case, Mapping[str, Any]]], **kw: Any) -> Suite:
         """Replaces the suite's document and cases; its schedule follows."""

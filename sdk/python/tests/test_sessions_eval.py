@@ -135,3 +135,18 @@ def test_eval_suite_on_a_schedule(client: primer.Client) -> None:
         assert again.case_count == 2
     finally:
         client.suites.delete(sid)
+
+
+def test_eval_suite_as_jsonl(client: primer.Client) -> None:
+    sid = uid("jsonl")
+    many = (primer.Case(f"c{i:04d}", ["true"], labels={"n": str(i % 3)}) for i in range(1000))
+    suite = client.suites.create_jsonl(sid, many, template_id="default", concurrency=8)
+    try:
+        assert suite.case_count == 1000
+        again = client.suites.create_jsonl(sid, [primer.Case("only", "echo hi", expect=primer.Expect(stdout_contains=["hi"]))],
+                                           update=True, template_id="default")
+        assert again.case_count == 1 and [c["id"] for c in again.cases()] == ["only"]
+        run = again.run(wait=True, timeout=300)
+        assert run.passed
+    finally:
+        client.suites.delete(sid)
