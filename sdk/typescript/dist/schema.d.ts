@@ -1423,6 +1423,7 @@ export interface components {
         };
         ExtendRequest: {
             by?: string;
+            exact?: boolean;
             until?: string;
         };
         FileInfo: {

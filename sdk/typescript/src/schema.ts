@@ -1424,6 +1424,7 @@ export interface components {
         };
         ExtendRequest: {
             by?: string;
+            exact?: boolean;
             until?: string;
         };
         FileInfo: {
