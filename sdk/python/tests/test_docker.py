@@ -44,3 +44,29 @@ def test_docker_context_manager_cleans_up_on_error(client: primer.Client, docker
             ws.exec("true", check=True)
             raise KeyError("body failed")
     client.workspaces.wait_gone(ws.id, timeout=300)
+
+
+def test_docker_pool_lease_and_eval(client: primer.Client, docker_template: str) -> None:
+    from conftest import uid
+
+    with client.pools.create(uid("dpool"), docker_template, size=1) as pool:
+        pool.wait_ready(timeout=300)
+        with pool.lease() as ws:
+            assert ws.source == "warm" and ws.backend == "container"
+            ws.files.write("dirty.txt", "x")
+        # Given back and reset: the next lease finds the root empty again.
+        pool.wait_ready(timeout=300)
+        with pool.lease() as ws2:
+            assert ws2.id == ws.id and not ws2.files.exists("dirty.txt")
+    sid = uid("dsuite")
+    suite = client.suites.create(sid, [
+        primer.Case("py", ["python3", "-c", "print(6 * 7)"], expect=primer.Expect(stdout_contains=["42"])),
+        primer.Case("file", "python3 w.py && cat out", files={"w.py": "open('out', 'w').write('ok')\n"},
+                    expect=primer.Expect(files={"out": "ok"})),
+    ], template_id=docker_template, concurrency=2)
+    try:
+        run = suite.run(wait=True, timeout=600)
+        assert run.passed, [(r.case_id, r.verdict, r.reason) for r in run.results()]
+        assert {a.workspace_id for r in run.results() for a in r.attempts} != set()
+    finally:
+        client.suites.delete(sid)
