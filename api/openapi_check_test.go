@@ -28,6 +28,7 @@ func (h *harness) http() *http.Client {
 	c := openapitest.NewChecker(doc, http.DefaultTransport)
 	t := h.t
 	t.Cleanup(func() {
+		openapitest.AppendSeen(c)
 		for _, f := range c.Failures() {
 			t.Errorf("an answer the OpenAPI document does not describe: %s", f)
 		}

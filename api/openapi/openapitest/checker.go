@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 )
@@ -23,6 +24,19 @@ type Checker struct {
 	mu       sync.Mutex
 	failures []string
 	checked  int
+	seen     map[string]bool // "GET /v1/workspaces/{id} 200"
+}
+
+// Seen lists the operations and statuses answered so far, as
+// "METHOD /path/{template} STATUS", for a coverage count.
+func (c *Checker) Seen() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.seen))
+	for k := range c.seen {
+		out = append(out, k)
+	}
+	return out
 }
 
 // NewChecker wraps next (nil: http.DefaultTransport).
@@ -77,6 +91,14 @@ func (c *Checker) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	what := fmt.Sprintf("%s %s -> %d", req.Method, req.URL.Path, resp.StatusCode)
+	if r, ok := c.doc.match(req.URL.Path); ok && r.ops[req.Method] != nil {
+		c.mu.Lock()
+		if c.seen == nil {
+			c.seen = map[string]bool{}
+		}
+		c.seen[fmt.Sprintf("%s %s %d", req.Method, r.path, resp.StatusCode)] = true
+		c.mu.Unlock()
+	}
 	kind, schema, events, serr := c.doc.schemaFor(req.Method, req.URL.Path, resp.StatusCode, resp.Header.Get("Content-Type"))
 	if serr != nil {
 		c.fail(what, serr.Error())
@@ -172,5 +194,23 @@ func sseChecker(c *Checker, what string, events map[string]map[string]any) func(
 			}
 			data = append(data, d...)
 		}
+	}
+}
+
+// AppendSeen appends c.Seen() to the file PRIMER_OPENAPI_SEEN names, one a
+// line, when it is set: a way to count which operations a test run
+// checked (sort -u the file).
+func AppendSeen(c *Checker) {
+	name := os.Getenv("PRIMER_OPENAPI_SEEN")
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for _, s := range c.Seen() {
+		fmt.Fprintln(f, s)
 	}
 }
