@@ -21,8 +21,8 @@ function files(dir: string, prefix = ""): string[] {
 
 // The tests and examples were type-checked when they were compiled to
 // build/ (tsconfig.test.json, which e2e's TestTypeScriptSDK runs first).
-test("tsc --noEmit is clean on the SDK alone (strict, no Node types)", () => {
-  execFileSync(tsc, ["-p", "tsconfig.json", "--noEmit"], { cwd: root, stdio: "pipe" });
+test("tsc --noEmit is clean on the client core alone (strict, no Node types: it runs wherever fetch does)", () => {
+  execFileSync(tsc, ["-p", "tsconfig.core.json", "--noEmit"], { cwd: root, stdio: "pipe" });
 });
 
 test("dist/ is up to date with src/ (npm run build, then commit dist/)", () => {
@@ -39,8 +39,8 @@ test("dist/ is up to date with src/ (npm run build, then commit dist/)", () => {
   }
 });
 
-test("the client core imports no Node module", () => {
-  for (const f of files(join(root, "src"))) {
+test("the client core imports no Node module (only src/node.ts, \"@primer/sdk/node\", does)", () => {
+  for (const f of files(join(root, "src")).filter((f) => f !== "node.ts")) {
     const src = readFileSync(join(root, "src", f), "utf8");
     assert.doesNotMatch(src, /from\s+["']node:|require\(|from\s+["'](fs|path|os|http|https|net|child_process)["']/, `src/${f} imports a Node module`);
   }

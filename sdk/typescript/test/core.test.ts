@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CanceledError, ForbiddenError, InvalidError, NotFoundError, Primer, PrimerError, TimeoutError, UnauthenticatedError, UnavailableError, resolve } from "@primer/sdk";
+import { CanceledError, ForbiddenError, QuotaExceededError, InvalidError, NotFoundError, Primer, PrimerError, TimeoutError, UnauthenticatedError, UnavailableError, resolve } from "@primer/sdk";
 import { admin, adminKey, url } from "./env.js";
 
 test("errors carry the API's kind, message, status and field", async () => {
@@ -120,5 +120,33 @@ test("connect finds the server and key as primectl does", async () => {
   } finally {
     process.env = saved;
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a refusal past the key's stream cap is a QuotaExceededError with Retry-After", async () => {
+  const p = admin();
+  const key = await p.apiKeys.create({ role: "viewer", name: "ts-sdk streams" });
+  const viewer = new Primer({ url, token: key.key, retry: { attempts: 1 } });
+  const ctl = new AbortController();
+  const open: Promise<unknown>[] = [];
+  try {
+    const { latest_id } = await p.events.list({ limit: 1 });
+    let refused: unknown;
+    for (let i = 0; i < 64 && refused === undefined; i++) {
+      const it = viewer.events.follow({ after: latest_id + 1_000_000, signal: ctl.signal });
+      // The first next() opens the stream; it then waits for an event that never comes.
+      const first = it.next();
+      const outcome = await Promise.race([first.then(() => "event", (e: unknown) => e), new Promise((r) => setTimeout(() => r("open"), 300))]);
+      if (outcome === "open") open.push(first.catch(() => {}));
+      else refused = outcome;
+    }
+    assert.ok(refused instanceof QuotaExceededError, `refused with ${refused}`);
+    assert.equal(refused.status, 429);
+    assert.ok(refused.retryAfter !== undefined && refused.retryAfter > 0);
+    assert.match(refused.message, /stream/);
+  } finally {
+    ctl.abort();
+    await Promise.all(open);
+    await p.apiKeys.revoke(key.id);
   }
 });

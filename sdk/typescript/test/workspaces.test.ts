@@ -6,6 +6,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { waitGone, ConflictError, FailedPreconditionError, InvalidError, NotFoundError, type Workspace } from "@primer/sdk";
+import { downloadFile, uploadFile } from "@primer/sdk/node";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { admin, templates, unique } from "./env.js";
 
 const p = admin();
@@ -98,6 +102,21 @@ for (const [name, template] of templates) {
       assert.equal(await ws.files.exists("data/hello.txt"), false);
       await assert.rejects(ws.files.readText("data/hello.txt"), NotFoundError);
       await assert.rejects(ws.files.readText("../outside"), InvalidError);
+    });
+
+    await t.test("files to and from local paths (@primer/sdk/node)", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "primer-sdk-files-"));
+      try {
+        const data = new Uint8Array(5 << 20).map((_, i) => (i * 31) & 0xff);
+        writeFileSync(join(dir, "up.bin"), data, { mode: 0o640 });
+        const info = await uploadFile(ws.files, join(dir, "up.bin"), "paths/up.bin");
+        assert.deepEqual([info.size, info.mode], [data.length, 0o640]);
+        assert.equal(await downloadFile(ws.files, "paths/up.bin", join(dir, "down.bin")), data.length);
+        assert.ok(Buffer.from(readFileSync(join(dir, "down.bin"))).equals(Buffer.from(data)));
+        assert.equal(statSync(join(dir, "down.bin")).mode & 0o777, 0o640);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     await t.test("background processes", async () => {
