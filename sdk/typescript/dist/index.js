@@ -5,7 +5,7 @@ export * from "./errors.js";
 export { Transport, sleep } from "./http.js";
 export { ExecStream, argv } from "./exec.js";
 export { Files, filePath } from "./files.js";
-export { Processes } from "./processes.js";
+export { Processes, Attachment } from "./processes.js";
 export { TenantEvents, followSSE } from "./events.js";
 export { Workspace, Workspaces, waitGone } from "./workspaces.js";
 export { Collection, Providers, Templates, Pools, Lease, LLMProviders, Agents } from "./resources.js";

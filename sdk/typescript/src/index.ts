@@ -6,7 +6,7 @@ export * from "./errors.js";
 export { Transport, sleep, type CallOptions, type FetchLike, type RetryOptions, type TransportOptions } from "./http.js";
 export { ExecStream, argv, type Command, type ExecOptions } from "./exec.js";
 export { Files, filePath, type Download, type Uploadable, type WriteOptions } from "./files.js";
-export { Processes, type AttachOutput, type StartOptions } from "./processes.js";
+export { Processes, Attachment, type AttachOutput, type StartOptions } from "./processes.js";
 export { TenantEvents, followSSE, type FollowOptions } from "./events.js";
 export { Workspace, Workspaces, waitGone, type CreateOptions, type WaitOptions } from "./workspaces.js";
 export { type ListOptions, Collection, Providers, Templates, Pools, Lease, LLMProviders, Agents } from "./resources.js";

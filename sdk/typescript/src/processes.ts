@@ -71,48 +71,140 @@ export class Processes {
 
   /**
    * attach yields the process's output from now on (with replay, first
-   * the last 16 KiB the runtime kept) until it exits. It needs a WebSocket
-   * that sends headers (Node 22+, Node 20 with --experimental-websocket,
-   * Deno, Bun); browsers cannot send the key on a WebSocket.
+   * the last 16 KiB the runtime kept) until it exits, and returns the
+   * exit. It needs a WebSocket that sends headers (Node 22+, Node 20 with
+   * --experimental-websocket, Deno, Bun); browsers cannot send the key on
+   * a WebSocket.
    */
   async *attach(pid: number, o: CallOptions & { replay?: boolean } = {}): AsyncGenerator<AttachOutput, ExecExit> {
+    const a = await this.open(pid, o);
+    try {
+      for await (const out of a) yield out;
+      return await a.exit;
+    } finally {
+      a.close();
+    }
+  }
+
+  /**
+   * open attaches to the process both ways: iterate the Attachment for
+   * output, send input, resizes, signals and EOF on it, await exit.
+   * Closing it detaches; the process runs on.
+   */
+  async open(pid: number, o: CallOptions & { replay?: boolean } = {}): Promise<Attachment> {
     const WS = (globalThis as { WebSocket?: new (url: string, init?: unknown) => WebSocketLike }).WebSocket;
     if (!WS) throw makeError("unavailable", "attach: this platform has no WebSocket (Node 20 needs --experimental-websocket)", 0);
     const url = this.t.url(this.path(pid, "attach"), { replay: o.replay ? true : undefined }).replace(/^http/, "ws");
-    const ws = new WS(url, { headers: this.t.headers() });
-    const queue: unknown[] = [];
-    let wake: (() => void) | undefined;
-    let closed = false;
-    let failure: unknown;
-    ws.onmessage = (ev: { data: unknown }) => { queue.push(ev.data); wake?.(); };
-    ws.onclose = () => { closed = true; wake?.(); };
-    ws.onerror = (ev: unknown) => { failure ??= ev; closed = true; wake?.(); };
-    const onAbort = () => ws.close();
-    o.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      for (;;) {
-        while (queue.length === 0 && !closed) await new Promise<void>((r) => (wake = r));
-        const raw = queue.shift();
-        if (raw === undefined) {
-          if (o.signal?.aborted) throw makeError("canceled", "attach: canceled", 0);
-          throw makeError("unavailable", `attach: the connection closed before the process's exit${failure ? "" : ""}`, 0);
-        }
-        const m = JSON.parse(typeof raw === "string" ? raw : new TextDecoder().decode(raw as ArrayBuffer)) as { type: string; stream?: string; data?: string; exit?: ExecExit; error?: unknown };
-        if (m.type === "output") yield { type: "output", stream: m.stream ?? "stdout", data: fromBase64(m.data ?? "") };
-        else if (m.type === "exit" && m.exit) return m.exit;
-        else if (m.type === "error") throw errorFromEnvelope({ error: m.error }, 200) ?? makeError("internal", "attach: error", 200);
-      }
-    } finally {
-      o.signal?.removeEventListener("abort", onAbort);
-      ws.close();
+    const a = new Attachment(new WS(url, { headers: this.t.headers() }), o.signal);
+    await a.opened;
+    return a;
+  }
+}
+
+/**
+ * Attachment is one attach to a process: an async iterator of its output,
+ * input and control messages, and its exit.
+ */
+export class Attachment implements AsyncIterable<AttachOutput> {
+  /** exit resolves with the process's exit; it rejects when the connection ends first. */
+  readonly exit: Promise<ExecExit>;
+  /** opened resolves once the connection is up. */
+  readonly opened: Promise<void>;
+  private readonly queue: AttachOutput[] = [];
+  private wake?: () => void;
+  private done = false;
+  private failure?: unknown;
+  private resolveExit!: (e: ExecExit) => void;
+  private rejectExit!: (e: unknown) => void;
+
+  constructor(private readonly ws: WebSocketLike, signal?: AbortSignal) {
+    this.exit = new Promise((res, rej) => { this.resolveExit = res; this.rejectExit = rej; });
+    this.exit.catch(() => {});
+    this.opened = new Promise((res, rej) => {
+      ws.onopen = () => res();
+      ws.onerror = () => {
+        const e = makeError("unavailable", "attach: the connection failed (a refused attach: unknown pid, a viewer key, or no WebSocket upgrade)", 0);
+        rej(e);
+        this.finish(e);
+      };
+    });
+    this.opened.catch(() => {});
+    ws.onmessage = (ev: { data: unknown }) => {
+      const raw = ev.data;
+      const m = JSON.parse(typeof raw === "string" ? raw : new TextDecoder().decode(raw as ArrayBuffer)) as { type: string; stream?: string; data?: string; exit?: ExecExit; error?: unknown };
+      if (m.type === "output") this.queue.push({ type: "output", stream: m.stream ?? "stdout", data: fromBase64(m.data ?? "") });
+      else if (m.type === "exit" && m.exit) { this.resolveExit(m.exit); this.finish(); }
+      else if (m.type === "error") this.finish(errorFromEnvelope({ error: m.error }, 200) ?? makeError("internal", "attach: error", 200));
+      this.wake?.();
+    };
+    ws.onclose = () => this.finish(makeError("unavailable", "attach: the connection closed before the process's exit", 0));
+    signal?.addEventListener("abort", () => { this.finish(makeError("canceled", "attach: canceled", 0)); ws.close(); }, { once: true });
+  }
+
+  private finish(e?: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    if (e !== undefined) {
+      this.failure = e;
+      this.rejectExit(e);
     }
+    this.wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<AttachOutput> {
+    for (;;) {
+      while (this.queue.length === 0 && !this.done) await new Promise<void>((r) => (this.wake = r));
+      const next = this.queue.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.failure !== undefined) throw this.failure;
+      return;
+    }
+  }
+
+  private send(m: Record<string, unknown>): void {
+    if (this.done) throw makeError("failed_precondition", "attach: the process ended or the connection closed", 0);
+    this.ws.send(JSON.stringify(m));
+  }
+
+  /** input writes data to the process's stdin or terminal. */
+  input(data: string | Uint8Array): void {
+    this.send({ type: "input", data: toBase64(typeof data === "string" ? new TextEncoder().encode(data) : data) });
+  }
+
+  /** resize resizes the process's terminal. */
+  resize(cols: number, rows: number): void {
+    this.send({ type: "resize", cols, rows });
+  }
+
+  /** signal sends a signal ("INT", "TERM", ...). */
+  signal(sig: string): void {
+    this.send({ type: "signal", signal: sig });
+  }
+
+  /** closeStdin closes the process's stdin. */
+  closeStdin(): void {
+    this.send({ type: "close_stdin" });
+  }
+
+  /** close detaches; the process runs on. */
+  close(): void {
+    this.ws.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
   }
 }
 
 interface WebSocketLike {
+  onopen: ((ev: unknown) => void) | null;
   onmessage: ((ev: { data: unknown }) => void) | null;
   onclose: ((ev: unknown) => void) | null;
   onerror: ((ev: unknown) => void) | null;
+  send(data: string): void;
   close(): void;
 }
 
@@ -121,4 +213,10 @@ function fromBase64(s: string): Uint8Array {
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
+}
+
+function toBase64(b: Uint8Array): string {
+  let s = "";
+  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode(...b.subarray(i, i + 0x8000));
+  return btoa(s);
 }

@@ -152,6 +152,19 @@ for (const [name, template] of templates) {
       }
       assert.equal(stdout, "out 1\nout 2\nout 3\n");
       assert.equal(stderr, "bye\n");
+
+      // Both ways: input over the socket, output back, EOF ends it.
+      const cat = await ws.processes.start(["cat"], { stdin_open: true });
+      const a = await ws.processes.open(cat.pid);
+      a.input("echo me\n");
+      let echoed = "";
+      for await (const out of a) {
+        echoed += dec.decode(out.data);
+        if (echoed === "echo me\n") a.closeStdin();
+      }
+      assert.equal(echoed, "echo me\n");
+      assert.equal((await a.exit).exit_code, 0);
+      assert.throws(() => a.input("late"), (e: unknown) => (e as { kind?: string }).kind === "failed_precondition");
     });
   });
 }
