@@ -80,7 +80,9 @@ def server() -> Iterator["tuple[str, str]"]:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
         log.close()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
