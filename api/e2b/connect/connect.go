@@ -140,7 +140,7 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if p.kind == kindUnary {
 			writeUnaryError(w, err, 0)
 		} else {
-			startStream(w)
+			startStream(w, true)
 			writeEndStream(w, err)
 		}
 		return
@@ -260,7 +260,16 @@ type Sender[Res any] struct {
 }
 
 // Send writes one message and flushes it to the client.
-func (s *Sender[Res]) Send(msg *Res) error {
+func (s *Sender[Res]) Send(msg *Res) error { return s.send(msg, true) }
+
+// SendLast writes the stream's last message without flushing it: the
+// end-stream message and the response's end follow at once and leave with
+// it, in one write, so a client reading the stream wakes once for the
+// three (a short command's end costs one round of the client's event loop,
+// not three).
+func (s *Sender[Res]) SendLast(msg *Res) error { return s.send(msg, false) }
+
+func (s *Sender[Res]) send(msg *Res, flushNow bool) error {
 	out, err := json.Marshal(msg)
 	if err != nil {
 		return fmt.Errorf("encode a stream message: %w", err)
@@ -273,16 +282,21 @@ func (s *Sender[Res]) Send(msg *Res) error {
 	if err := writeEnvelope(s.w, 0, out); err != nil {
 		return err
 	}
-	flush(s.w)
+	if flushNow {
+		flush(s.w)
+	}
 	return nil
 }
 
-// end writes the end-stream message; nothing is sent after it.
+// end writes the end-stream message; nothing is sent after it. It is not
+// flushed: the handler returns right after, and net/http sends it with the
+// response's last chunk.
 func (s *Sender[Res]) end(err *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	writeEndStream(s.w, err)
+	out, _ := json.Marshal(endStream{Error: err})
+	_ = writeEnvelope(s.w, flagEndStream, out)
 }
 
 // ServerStream builds a server-streaming procedure. When the request has a
@@ -296,7 +310,10 @@ func ServerStream[Req, Res any](fn func(ctx context.Context, header http.Header,
 		if errors.Is(err, io.EOF) {
 			err = NewError(InvalidArgument, "a server-streaming call needs one request message")
 		}
-		startStream(c.w)
+		// The headers leave with the first message (a stream's first
+		// message is sent at once: envd's start event), not in a write of
+		// their own.
+		startStream(c.w, false)
 		if err != nil {
 			writeEndStream(c.w, ErrorOf(ctx, err))
 			return
@@ -366,7 +383,7 @@ func ClientStream[Req, Res any](fn func(ctx context.Context, header http.Header,
 		if err == nil && errors.Is(context.Cause(ctx), errDeadline) {
 			err = ctx.Err()
 		}
-		startStream(c.w)
+		startStream(c.w, true)
 		if err != nil {
 			writeEndStream(c.w, ErrorOf(ctx, err))
 			return
@@ -384,11 +401,13 @@ func ClientStream[Req, Res any](fn func(ctx context.Context, header http.Header,
 }
 
 // startStream writes the headers of a streaming response: always 200, the
-// outcome is in the end-stream message.
-func startStream(w http.ResponseWriter) {
+// outcome is in the end-stream message. flushNow sends them at once.
+func startStream(w http.ResponseWriter, flushNow bool) {
 	w.Header().Set("Content-Type", contentTypeStream)
 	w.WriteHeader(http.StatusOK)
-	flush(w)
+	if flushNow {
+		flush(w)
+	}
 }
 
 // endStream is the last message of a stream.

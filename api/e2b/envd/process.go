@@ -239,7 +239,8 @@ func (h *handler) follow(ctx context.Context, p *client.Process, s *connect.Send
 	if err := out.failed(); err != nil {
 		return err
 	}
-	return out.send(&ProcessEvent{End: endOf(res)})
+	// The end leaves with the end-stream message, in one write.
+	return out.s.SendLast(&ProcessResponse{Event: &ProcessEvent{End: endOf(res)}})
 }
 
 // endOf describes an exit as envd's EndEvent, which is Go's
