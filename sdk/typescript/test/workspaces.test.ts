@@ -5,7 +5,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { waitGone, ConflictError, FailedPreconditionError, InvalidError, NotFoundError, type Workspace } from "@primer/sdk";
+import { Primer, waitGone, ConflictError, FailedPreconditionError, InvalidError, NotFoundError, type Workspace } from "@primer/sdk";
 import { downloadFile, uploadFile } from "@primer/sdk/node";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -255,4 +255,47 @@ test("with/await using delete the workspace however the body ends", async () => 
 
 test("create that never runs is deleted and reported", async () => {
   await assert.rejects(p.workspaces.create({ template_id: "no-such-template" }), (e: unknown) => e instanceof NotFoundError && e.field === "template_id");
+});
+
+test("a stream that drops mid-way resumes after the last event it saw (Last-Event-ID)", async () => {
+  // A fetch that breaks the first event stream after its first event, as
+  // a proxy or a network would, and records each stream's Last-Event-ID.
+  const resumedFrom: (string | null)[] = [];
+  let cut = false;
+  const cutting = async (input: string, init?: RequestInit): Promise<Response> => {
+    const resp = await fetch(input, init);
+    const h = new Headers(init?.headers);
+    if (h.get("Accept") !== "text/event-stream") return resp;
+    resumedFrom.push(h.get("Last-Event-ID"));
+    if (cut || !resp.body) return resp;
+    cut = true;
+    const reader = resp.body.getReader();
+    let buf = "";
+    const dec = new TextDecoder();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(ctl) {
+        const { value, done } = await reader.read();
+        if (done) return ctl.close();
+        buf += dec.decode(value, { stream: true });
+        const end = buf.indexOf("\n\n");
+        if (end < 0) return ctl.enqueue(value);
+        // Pass the first whole event, then break the connection.
+        ctl.enqueue(new TextEncoder().encode(buf.slice(0, end + 2)));
+        await reader.cancel();
+        ctl.error(new TypeError("terminated"));
+      },
+    });
+    return new Response(body, { status: resp.status, headers: resp.headers });
+  };
+  const c = new Primer({ url: p.url, token: p.transport.token, fetch: cutting });
+  const ws = await p.workspaces.create("default");
+  const stored = await ws.events();
+  await ws.delete();
+  const seen: number[] = [];
+  for await (const e of c.workspaces.handle(ws.id).followEvents({ reconnectDelayMs: 10 })) seen.push(e.id);
+  assert.equal(resumedFrom.length >= 2, true, `streams opened: ${resumedFrom}`);
+  assert.equal(resumedFrom[0], null);
+  assert.equal(resumedFrom[1], String(stored[0]!.id), "the second stream resumed after the first event");
+  assert.deepEqual(seen, [...new Set(seen)], "no event twice");
+  assert.deepEqual(seen.slice(0, stored.length), stored.map((e) => e.id), "nothing lost");
 });
