@@ -37,9 +37,6 @@ type ExecExitLine struct {
 	Exit wire.ExecExit `json:"exit"`
 }
 
-// SessionCancel answers POST /v1/sessions/{id}/cancel.
-type SessionCancel = wire.SessionCancel
-
 // Runtime-touching routes answer 409 when the workspace is not running,
 // 503 when its runtime cannot be reached and 504 when it does not answer.
 var runtimeErrors = []int{s409, s503, s504}
@@ -241,7 +238,7 @@ func Routes() []*Route {
 			ok(s200, typeOf[wire.Restore](), "The new commit and what changed.").errors(runtimeErrors...),
 		route("POST", "/sessions/:id/run", "Run an agent in the session").body(typeOf[wire.RunAgentRequest]()).
 			ok(s202, typeOf[wire.SessionRun](), "The agent run, started.").errors(s409),
-		route("POST", "/sessions/:id/cancel", "Cancel the session's agent run").ok(s202, typeOf[SessionCancel](), "Cancel requested.").errors(s409),
+		route("POST", "/sessions/:id/cancel", "Cancel the session's agent run").ok(s202, typeOf[wire.SessionCancel](), "Cancel requested.").errors(s409),
 		route("GET", "/sessions/:id/transcript", "The session's transcript").query("follow", str, follow).
 			header("Last-Event-ID", "Resume a stream after this entry's seq.").
 			ok(s200, typeOf[wire.Transcript](), "The transcript; following, each final entry as an event named by its role, then end with the run.").
