@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -44,4 +47,21 @@ func checkedHTTP(t *testing.T) (*http.Client, client.Option) {
 	})
 	hc := &http.Client{Transport: c, Timeout: client.DefaultTimeout}
 	return hc, client.WithHTTPClient(hc)
+}
+
+// checkedURL is a URL that reaches p through a reverse proxy whose every
+// /v1 answer is checked against the OpenAPI document (as p.hc's are), for
+// clients that are not Go: the SDKs' test suites.
+func (p *primer) checkedURL() string {
+	p.t.Helper()
+	target, err := url.Parse(p.srv.URL())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = p.hc.Transport
+	rp.FlushInterval = -1 // streams (SSE, NDJSON) pass at once
+	srv := httptest.NewServer(rp)
+	p.t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -66,7 +66,7 @@ func lastLine(out string, err error) string {
 // source tree.
 func (s *pySDK) env(p *primer, key string, extra ...string) []string {
 	env := []string{
-		"PRIMER_URL=" + p.srv.URL(),
+		"PRIMER_URL=" + p.checkedURL(),
 		"PRIMER_TOKEN=" + key,
 		"PYTHONPATH=" + s.dir,
 		"PYTHONDONTWRITEBYTECODE=1",

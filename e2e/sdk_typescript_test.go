@@ -79,7 +79,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	testModel := llmtest.Start(t, llmtest.CodeRunnerScript())
 	exampleModel := llmtest.Start(t, llmtest.CodeRunnerScript())
 	env := append(os.Environ(),
-		"PRIMER_URL="+p.srv.URL(),
+		"PRIMER_URL="+p.checkedURL(),
 		"PRIMER_TOKEN="+p.key,
 		"PRIMER_TEST_DOCKER_TEMPLATE=ts-docker",
 		"PRIMER_TEST_MODEL_URL="+testModel.URL(),
