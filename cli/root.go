@@ -43,10 +43,10 @@ type app struct {
 	output    string
 	timeout   time.Duration
 
-	c   *client.Client // made on first use, after flags are parsed
+	c *client.Client // made on first use, after flags are parsed
 	// clientOpts are added to the client's options (RunWith).
 	clientOpts []client.Option
-	cfg *fileConfig    // the config file, read on first use (credentials.go)
+	cfg        *fileConfig // the config file, read on first use (credentials.go)
 
 	// started is set when a command's RunE begins: errors before it are
 	// usage errors (flags, arguments, unknown commands).
