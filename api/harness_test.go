@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,8 +45,10 @@ type harness struct {
 	// the request names its own Authorization header.
 	adminKey string
 	// checked is do's HTTP client: every answer is checked against the
-	// OpenAPI document (openapi_check_test.go); made on first use.
-	checked *http.Client
+	// OpenAPI document (openapi_check_test.go); made on first use, under
+	// checkedMu (tests call do from many goroutines at once).
+	checkedMu sync.Mutex
+	checked   *http.Client
 }
 
 type harnessOpt func(*Config)

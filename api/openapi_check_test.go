@@ -18,6 +18,8 @@ var openAPIDoc = sync.OnceValues(func() (*openapitest.Document, error) {
 // answer that did not match fails it.
 func (h *harness) http() *http.Client {
 	h.t.Helper()
+	h.checkedMu.Lock()
+	defer h.checkedMu.Unlock()
 	if h.checked != nil {
 		return h.checked
 	}
