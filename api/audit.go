@@ -26,6 +26,14 @@ const (
 // maxAuditLimit caps ?limit= of GET /v1/audit.
 const maxAuditLimit = 1000
 
+// auditWait bounds one audit write. On SQLite every write waits its turn
+// on the single writer, and a burst of creates on a loaded two-core
+// machine has kept that queue over 5 s (a CI run's 50 concurrent creates
+// got 503s at 5 s): refusing a request the log could have taken a moment
+// later is worse than a slow answer, so the bound is the SDKs' request
+// timeout.
+const auditWait = 30 * time.Second
+
 // auditResource names the object a request acted on in its audit entry,
 // e.g. auditResource(c, "workspaces/"+w.ID). Create handlers call it with
 // the new id, which the path does not have; without it the entry names the
@@ -56,7 +64,7 @@ func (s *server) audit(c *gin.Context) {
 	// Written before the response completes, so an acknowledged request
 	// has its outcome in the log; a client that went away does not cancel
 	// it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), auditWait)
 	defer cancel()
 	if v, ok := c.Get(auditEntryKey); ok {
 		e := v.(*wire.AuditEntry)
@@ -87,7 +95,7 @@ func (s *server) auditBegin(c *gin.Context) {
 	}
 	e := s.auditEntry(c)
 	e.Result = wire.AuditPending
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), auditWait)
 	defer cancel()
 	if err := s.cfg.Store.AppendAudit(ctx, e); err != nil {
 		s.log.Error("audit: record a request; refusing it", "action", e.Action, "resource", e.Resource,

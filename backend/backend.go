@@ -132,6 +132,15 @@ type Capabilities struct {
 	// PersistentAcrossRestart is true when the sandbox survives a restart of
 	// the platform process and can be re-attached from its handle.
 	PersistentAcrossRestart bool `json:"persistent_across_restart"`
+	// Snapshots lists the snapshot modes the backend takes
+	// (SnapshotFilesystem, SnapshotFull); empty when it implements no
+	// Snapshotter. A mode missing here is refused by the API with 400.
+	Snapshots []string `json:"snapshots,omitempty"`
+	// SnapshotsNote says why a mode is missing where that is a fact of this
+	// machine (e.g. "full: criu check failed: ..."), for the API's refusal.
+	SnapshotsNote string `json:"snapshots_note,omitempty"`
+	// Pause is true when the backend implements Pauser.
+	Pause bool `json:"pause,omitempty"`
 }
 
 // ProvisionRequest is what a backend needs to make a sandbox. It is built by
@@ -149,6 +158,11 @@ type ProvisionRequest struct {
 	Env map[string]string
 	// Token is the runtime's bearer token (PRIMER_RUNTIME_TOKEN).
 	Token string
+	// Snapshot, when set, is the capture the sandbox starts from instead
+	// of the template's clean state (a workspace made from a snapshot, a
+	// fork child, a pool filled from a snapshot, a reset to the base). The
+	// template's files and init are not applied again.
+	Snapshot *SnapshotRef
 }
 
 // Handle is what a backend needs to find its sandbox again: a value, not a

@@ -79,7 +79,13 @@ func testTenantQuota(t *testing.T, p *primer) {
 		}
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := p.hc.Do(req)
+		// 50 creates at once on a loaded CI machine queue on SQLite's one
+		// writer and on the embedded Temporal: wait for each answer as long
+		// as the test may take, not the SDK's 30 s (a CI run timed out
+		// creates that would have been answered).
+		hc := *p.hc
+		hc.Timeout = 0
+		resp, err := hc.Do(req)
 		if err != nil {
 			return answer{msg: err.Error()}
 		}

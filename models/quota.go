@@ -31,14 +31,24 @@ func usageOf(db *gorm.DB, tenantID string) (wire.Usage, error) {
 		CPU float64
 		Mem int64
 	}
+	// A paused workspace holds no CPU or memory: it counts as a
+	// workspace and against max_paused, not against the compute quotas.
 	err := db.Model(&wire.Workspace{}).Where("tenant_id = ?", tenantID).
-		Select("count(*) AS n, coalesce(sum(cpu_cores), 0) AS cpu, coalesce(sum(memory_bytes), 0) AS mem").
+		Select("count(*) AS n, "+
+			"coalesce(sum(CASE WHEN phase = ? THEN 0 ELSE cpu_cores END), 0) AS cpu, "+
+			"coalesce(sum(CASE WHEN phase = ? THEN 0 ELSE memory_bytes END), 0) AS mem", wire.PhasePaused, wire.PhasePaused).
 		Scan(&ws).Error
 	if err != nil {
 		return u, err
 	}
 	u.Workspaces, u.CPUCores, u.MemoryBytes = ws.N, ws.CPU, ws.Mem
+	if err := db.Model(&wire.Workspace{}).Where("tenant_id = ? AND phase = ?", tenantID, wire.PhasePaused).Count(&u.Paused).Error; err != nil {
+		return u, err
+	}
 	if err := db.Model(&wire.Pool{}).Where("tenant_id = ?", tenantID).Count(&u.Pools).Error; err != nil {
+		return u, err
+	}
+	if u.SnapshotBytes, err = snapshotBytes(db, tenantID); err != nil {
 		return u, err
 	}
 	return u, nil

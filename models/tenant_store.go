@@ -49,6 +49,10 @@ func validateQuota(q wire.Quota) error {
 		return errs.Field("quota.max_memory_bytes", "quota.max_memory_bytes: %d is negative (0 is no limit)", q.MaxMemoryBytes)
 	case q.MaxPools < 0:
 		return errs.Field("quota.max_pools", "quota.max_pools: %d is negative (0 is no limit)", q.MaxPools)
+	case q.MaxSnapshotBytes < 0:
+		return errs.Field("quota.max_snapshot_bytes", "quota.max_snapshot_bytes: %d is negative (0 is no limit)", q.MaxSnapshotBytes)
+	case q.MaxPaused < 0:
+		return errs.Field("quota.max_paused", "quota.max_paused: %d is negative (0 is no limit)", q.MaxPaused)
 	}
 	return nil
 }
@@ -71,12 +75,14 @@ func (s *Store) UpdateTenant(ctx context.Context, t *wire.Tenant) (*wire.Tenant,
 		return nil, err
 	}
 	res := s.w.WithContext(ctx).Model(&wire.Tenant{}).Where("id = ?", t.ID).Updates(map[string]any{
-		"description":            t.Description,
-		"quota_max_workspaces":   t.Quota.MaxWorkspaces,
-		"quota_max_cpu_cores":    t.Quota.MaxCPUCores,
-		"quota_max_memory_bytes": t.Quota.MaxMemoryBytes,
-		"quota_max_pools":        t.Quota.MaxPools,
-		"updated_at":             storedTime(time.Now()),
+		"description":              t.Description,
+		"quota_max_workspaces":     t.Quota.MaxWorkspaces,
+		"quota_max_cpu_cores":      t.Quota.MaxCPUCores,
+		"quota_max_memory_bytes":   t.Quota.MaxMemoryBytes,
+		"quota_max_pools":          t.Quota.MaxPools,
+		"quota_max_snapshot_bytes": t.Quota.MaxSnapshotBytes,
+		"quota_max_paused":         t.Quota.MaxPaused,
+		"updated_at":               storedTime(time.Now()),
 	})
 	if res.Error != nil {
 		return nil, writeError(ctx, res.Error, "tenant", t.ID, "update")
@@ -113,6 +119,9 @@ var tenantOwned = []tenantRows{
 	{model: &wire.Template{}, name: "templates"},
 	{model: &wire.Pool{}, name: "pools"},
 	{model: &wire.Workspace{}, name: "workspaces"},
+	// A snapshot holds a capture on a backend: deleting it removes that,
+	// so the tenant's delete waits for its snapshots' deletes.
+	{model: &wire.Snapshot{}, name: "snapshots"},
 	{model: &wire.Suite{}, name: "suites"},
 	{model: &wire.Run{}, name: "runs"},
 	{model: &wire.LLMProvider{}, name: "llm providers"},

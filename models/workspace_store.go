@@ -118,7 +118,7 @@ func (s *Store) ListWorkspaces(ctx context.Context, f WorkspaceFilter) ([]wire.W
 
 // validPhases are the phases SetWorkspacePhase accepts.
 var validPhases = map[string]bool{
-	wire.PhasePending: true, wire.PhaseRunning: true, wire.PhaseFailed: true, wire.PhaseTerminating: true, wire.PhaseEscalated: true,
+	wire.PhasePending: true, wire.PhaseRunning: true, wire.PhaseFailed: true, wire.PhaseTerminating: true, wire.PhaseEscalated: true, wire.PhasePaused: true,
 }
 
 // SetWorkspacePhase sets phase and reason; NotFound if absent, Invalid (field

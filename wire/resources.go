@@ -135,8 +135,11 @@ type Pool struct {
 	ID string `gorm:"primaryKey;size:128" json:"id"`
 	// TenantID is the tenant the pool belongs to (tenant.go); rows made before
 	// tenants existed belong to DefaultTenantID.
-	TenantID   string    `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
-	TemplateID string    `gorm:"size:128;not null;index" json:"template_id"`
+	TenantID   string `gorm:"size:64;not null;default:'default';index" json:"tenant_id"`
+	TemplateID string `gorm:"size:128;not null;index" json:"template_id"`
+	// SnapshotID fills the pool from a ready snapshot (a warm start of a
+	// prepared environment); empty: from the template's clean state.
+	SnapshotID string    `gorm:"size:64;not null;default:''" json:"snapshot_id,omitempty"`
 	Size       int       `gorm:"not null" json:"size"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
@@ -196,6 +199,11 @@ type Workspace struct {
 	IdleTimeoutMS  int64      `gorm:"not null;default:0" json:"-"`
 	// Path is where the workspace lives on its backend (a directory, a volume).
 	Path string `json:"workspace_path,omitempty"`
+	// SnapshotID is the snapshot the workspace was made from (create with
+	// snapshot_id, a fork child, a member of a pool with snapshot_id).
+	SnapshotID string `gorm:"size:64;not null;default:'';index" json:"snapshot_id,omitempty"`
+	// PausedMode is the mode of the pause while Phase is PhasePaused.
+	PausedMode string `gorm:"size:16;not null;default:''" json:"paused_mode,omitempty"`
 	// Handle is the backend's serialised handle (backend.Handle as JSON).
 	Handle json.RawMessage `gorm:"serializer:json;type:text" json:"-"`
 	// Env is the workspace's own environment (E2B's envVars, /v1 create's

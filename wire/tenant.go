@@ -30,6 +30,11 @@ type Quota struct {
 	MaxCPUCores    float64 `gorm:"not null;default:0" json:"max_cpu_cores,omitempty"`
 	MaxMemoryBytes int64   `gorm:"not null;default:0" json:"max_memory_bytes,omitempty"`
 	MaxPools       int64   `gorm:"not null;default:0" json:"max_pools,omitempty"`
+	// MaxSnapshotBytes bounds the summed Bytes of the tenant's snapshots
+	// (creating ones count as 0 until ready); MaxPaused the number of its
+	// paused workspaces.
+	MaxSnapshotBytes int64 `gorm:"not null;default:0" json:"max_snapshot_bytes,omitempty"`
+	MaxPaused        int64 `gorm:"not null;default:0" json:"max_paused,omitempty"`
 }
 
 // Usage is what a tenant holds now, in the units of its Quota. A workspace
@@ -39,6 +44,10 @@ type Usage struct {
 	CPUCores    float64 `json:"cpu_cores"`
 	MemoryBytes int64   `json:"memory_bytes"`
 	Pools       int64   `json:"pools"`
+	// SnapshotBytes sums the tenant's snapshots; Paused counts its paused
+	// workspaces (which are left out of CPUCores and MemoryBytes).
+	SnapshotBytes int64 `json:"snapshot_bytes"`
+	Paused        int64 `json:"paused"`
 }
 
 // APIKey is one bearer key. The secret is shown once, at creation; the row

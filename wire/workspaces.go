@@ -16,6 +16,11 @@ type CreateWorkspaceRequest struct {
 	// outbound network (container and kubernetes templates). It never
 	// widens: no other value is accepted.
 	Egress string `json:"egress,omitempty"`
+	// SnapshotID starts the workspace from a ready snapshot of the
+	// caller's tenant instead of the template's clean state; TemplateID
+	// may then be empty (the snapshot's template is used) or any template
+	// on a provider of the snapshot's backend.
+	SnapshotID string `json:"snapshot_id,omitempty"`
 }
 
 // Created answers a create: the workspace and where it came from, Source

@@ -47,6 +47,16 @@ const (
 	// that its watched workspace's state must change; its payload is an
 	// activities.LivenessSignal (liveness.go).
 	SignalLiveness = activities.LivenessSignalName
+	// SignalSnapshot asks a workspace workflow to capture its sandbox into
+	// the snapshot row the API made (phase creating); its payload is a
+	// SnapshotSignal. A fork sends it too, for its implicit snapshot.
+	SignalSnapshot = "snapshot"
+	// SignalPause stops a running workspace's compute (phase paused);
+	// its payload is a PauseSignal.
+	SignalPause = "pause"
+	// SignalResume brings a paused workspace back to running; its payload
+	// is a ResumeSignal.
+	SignalResume = "resume"
 	// QueryState returns the workflow's WorkspaceState.
 	QueryState = "state"
 )
@@ -239,4 +249,25 @@ func backoff(maxInterval time.Duration, attempts int32) *temporal.RetryPolicy {
 		MaximumInterval:    maxInterval,
 		MaximumAttempts:    attempts,
 	}
+}
+
+// SnapshotSignal is the payload of SignalSnapshot: the snapshot row the API
+// made (phase creating) and its mode.
+type SnapshotSignal struct {
+	SnapshotID string
+	Mode       string
+}
+
+// PauseSignal is the payload of SignalPause.
+type PauseSignal struct {
+	// Mode is wire.SnapshotModeFilesystem (empty) or wire.SnapshotModeFull.
+	Mode string
+	// Reason is recorded as the paused phase's reason ("paused by key-…",
+	// "idle").
+	Reason string
+}
+
+// ResumeSignal is the payload of SignalResume.
+type ResumeSignal struct {
+	Reason string
 }

@@ -1264,6 +1264,7 @@ export interface components {
             labels?: {
                 [key: string]: string;
             };
+            snapshot_id?: string;
             template_id: string;
             ttl?: string;
         };
@@ -1288,11 +1289,13 @@ export interface components {
             max_expires_at?: string | null;
             /** Format: int64 */
             memory_bytes?: number;
+            paused_mode?: string;
             phase: string;
             pool_id?: string;
             pool_state?: string;
             provider_id: string;
             reason?: string;
+            snapshot_id?: string;
             source: string;
             /** Format: int64 */
             template_generation: number;
@@ -1518,6 +1521,7 @@ export interface components {
             lease_ttl?: string;
             /** Format: int64 */
             size: number;
+            snapshot_id?: string;
             status: components["schemas"]["PoolStatus"];
             template_id: string;
             tenant_id: string;
@@ -1619,7 +1623,11 @@ export interface components {
             /** Format: int64 */
             max_memory_bytes?: number;
             /** Format: int64 */
+            max_paused?: number;
+            /** Format: int64 */
             max_pools?: number;
+            /** Format: int64 */
+            max_snapshot_bytes?: number;
             /** Format: int64 */
             max_workspaces?: number;
         };
@@ -1965,7 +1973,11 @@ export interface components {
             /** Format: int64 */
             memory_bytes: number;
             /** Format: int64 */
+            paused: number;
+            /** Format: int64 */
             pools: number;
+            /** Format: int64 */
+            snapshot_bytes: number;
             /** Format: int64 */
             workspaces: number;
         };
@@ -1996,11 +2008,13 @@ export interface components {
             max_expires_at?: string | null;
             /** Format: int64 */
             memory_bytes?: number;
+            paused_mode?: string;
             phase: string;
             pool_id?: string;
             pool_state?: string;
             provider_id: string;
             reason?: string;
+            snapshot_id?: string;
             /** Format: int64 */
             template_generation: number;
             template_id: string;

@@ -1,0 +1,161 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
+)
+
+// SnapshotFilter selects snapshots; empty fields match all.
+type SnapshotFilter struct {
+	TenantID    string
+	WorkspaceID string
+	Phase       string
+}
+
+// CreateSnapshot inserts s in phase creating (its ID, TenantID,
+// WorkspaceID, TemplateID, ProviderID, Backend and Mode set by the caller).
+// Conflict if the id exists; Exhausted when the tenant's snapshots already
+// fill its max_snapshot_bytes (checked under the tenant's lock, as
+// CreateWorkspace checks max_workspaces): a capture's size is known only
+// once it is taken, so the quota refuses new captures once the ready ones
+// reach it.
+func (s *Store) CreateSnapshot(ctx context.Context, snap *wire.Snapshot) error {
+	if snap.ID == "" {
+		return errs.Field("id", "snapshot: id is required")
+	}
+	snap.TenantID = tenantOrDefault(snap.TenantID)
+	snap.Phase, snap.Reason, snap.Bytes, snap.ReadyAt = wire.SnapshotCreating, "", 0, nil
+	err := s.inQuota(ctx, snap.TenantID, func(tx *gorm.DB, q wire.Quota) error {
+		if err := checkSnapshotQuota(tx, snap.TenantID, q); err != nil {
+			return err
+		}
+		return tx.Create(snap).Error
+	})
+	return writeError(ctx, err, "snapshot", snap.ID, "create")
+}
+
+// checkSnapshotQuota refuses a new capture when tenantID's snapshots
+// already hold max_snapshot_bytes.
+func checkSnapshotQuota(tx *gorm.DB, tenantID string, q wire.Quota) error {
+	if q.MaxSnapshotBytes <= 0 {
+		return nil
+	}
+	used, err := snapshotBytes(tx, tenantID)
+	if err != nil {
+		return err
+	}
+	if used >= q.MaxSnapshotBytes {
+		return exhausted(tenantID, "max_snapshot_bytes", strconv.FormatInt(q.MaxSnapshotBytes, 10), strconv.FormatInt(used, 10), "")
+	}
+	return nil
+}
+
+// snapshotBytes sums the sizes of tenantID's snapshots.
+func snapshotBytes(db *gorm.DB, tenantID string) (int64, error) {
+	var n int64
+	err := db.Model(&wire.Snapshot{}).Where("tenant_id = ?", tenantID).
+		Select("coalesce(sum(bytes), 0)").Scan(&n).Error
+	return n, err
+}
+
+// GetSnapshot returns the snapshot; NotFound if absent.
+func (s *Store) GetSnapshot(ctx context.Context, id string) (*wire.Snapshot, error) {
+	var snap wire.Snapshot
+	if err := s.r.WithContext(ctx).Take(&snap, "id = ?", id).Error; err != nil {
+		return nil, readError(ctx, err, "snapshot", id)
+	}
+	return &snap, nil
+}
+
+// ListSnapshots returns the snapshots matching f, newest first.
+func (s *Store) ListSnapshots(ctx context.Context, f SnapshotFilter) ([]wire.Snapshot, error) {
+	q := s.r.WithContext(ctx).Order("created_at DESC").Order("id DESC")
+	for _, c := range []struct{ col, v string }{
+		{"tenant_id", f.TenantID},
+		{"workspace_id", f.WorkspaceID},
+		{"phase", f.Phase},
+	} {
+		if c.v != "" {
+			q = q.Where(c.col+" = ?", c.v)
+		}
+	}
+	snaps := []wire.Snapshot{}
+	if err := q.Find(&snaps).Error; err != nil {
+		return nil, dbError(ctx, err, "snapshots: list")
+	}
+	return snaps, nil
+}
+
+// SetSnapshotReady records a complete capture: its backend reference (a
+// backend.SnapshotRef as JSON) and size. Only a snapshot still creating
+// becomes ready: Conflict otherwise (one deleted or failed meanwhile keeps
+// its phase, and the caller removes the capture it made). NotFound if
+// absent.
+func (s *Store) SetSnapshotReady(ctx context.Context, id string, ref json.RawMessage, bytes int64) error {
+	if !json.Valid(ref) {
+		return errs.Field("ref", "snapshot %s: ref is not JSON", id)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	return s.moveSnapshot(ctx, id, "set ready", wire.SnapshotCreating, map[string]any{
+		"phase": wire.SnapshotReady, "reason": "", "ref": string(ref), "bytes": bytes, "ready_at": now,
+	})
+}
+
+// SetSnapshotFailed records why a capture could not be taken. Only a
+// snapshot still creating fails: Conflict otherwise. NotFound if absent.
+func (s *Store) SetSnapshotFailed(ctx context.Context, id, reason string) error {
+	return s.moveSnapshot(ctx, id, "set failed", wire.SnapshotCreating, map[string]any{
+		"phase": wire.SnapshotFailed, "reason": reason,
+	})
+}
+
+// MarkSnapshotDeleting moves a snapshot to phase deleting (from any phase)
+// and returns it as it now is; the capture is removed from its backend
+// after (DeleteSnapshot removes the row once it is). NotFound if absent.
+func (s *Store) MarkSnapshotDeleting(ctx context.Context, id, reason string) (*wire.Snapshot, error) {
+	res := s.w.WithContext(ctx).Model(&wire.Snapshot{}).Where("id = ?", id).
+		Updates(map[string]any{"phase": wire.SnapshotDeleting, "reason": reason})
+	if res.Error != nil {
+		return nil, writeError(ctx, res.Error, "snapshot", id, "mark deleting")
+	}
+	if res.RowsAffected == 0 {
+		return nil, errs.E(errs.NotFound, "snapshot %s: not found", id)
+	}
+	return s.GetSnapshot(ctx, id)
+}
+
+// DeleteSnapshot removes the snapshot's row; NotFound if absent.
+func (s *Store) DeleteSnapshot(ctx context.Context, id string) error {
+	res := s.w.WithContext(ctx).Delete(&wire.Snapshot{}, "id = ?", id)
+	if res.Error != nil {
+		return writeError(ctx, res.Error, "snapshot", id, "delete")
+	}
+	if res.RowsAffected == 0 {
+		return errs.E(errs.NotFound, "snapshot %s: not found", id)
+	}
+	return nil
+}
+
+// moveSnapshot applies cols to snapshot id if it is in phase from:
+// NotFound if absent, Conflict (naming its phase) if it is in another.
+func (s *Store) moveSnapshot(ctx context.Context, id, action, from string, cols map[string]any) error {
+	res := s.w.WithContext(ctx).Model(&wire.Snapshot{}).Where("id = ? AND phase = ?", id, from).Updates(cols)
+	if res.Error != nil {
+		return writeError(ctx, res.Error, "snapshot", id, action)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	snap, err := s.GetSnapshot(ctx, id)
+	if err != nil {
+		return err
+	}
+	return errs.E(errs.Conflict, "snapshot %s: %s: it is %s, not %s", id, action, snap.Phase, from)
+}
