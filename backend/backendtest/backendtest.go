@@ -51,6 +51,19 @@ type Harness struct {
 	// ends the process that served it. Required when the backend claims
 	// Capabilities().PersistentAcrossRestart.
 	Restart func(t *testing.T, old backend.Backend) backend.Backend
+	// WholeSandbox says the backend's snapshots capture the sandbox's whole
+	// filesystem (containers, pods), not only the workspace directory: the
+	// snapshot cases then check files outside it (/tmp, /usr/local) too.
+	WholeSandbox bool
+	// Stopped reports whether the sandbox behind h holds no CPU (its
+	// container stopped, its pod gone, its processes ended). Optional: when
+	// set, PauseResume checks it is true while paused and false after
+	// resume.
+	Stopped func(t *testing.T, h backend.Handle) bool
+	// SnapshotGone reports whether nothing of the capture behind ref is left
+	// (image, volume, archive). Optional: when set, Snapshot checks it after
+	// DeleteSnapshot.
+	SnapshotGone func(t *testing.T, ref backend.SnapshotRef) bool
 }
 
 // Run runs the suite as subtests of t.
@@ -75,6 +88,12 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TeardownThenDestroy", s.teardownThenDestroy)
 	t.Run("List", s.list)
 	t.Run("ReattachAfterRestart", s.reattachAfterRestart)
+	// Snapshots and pause (snapshot.go): each skips, naming the
+	// capability, on a backend without it.
+	t.Run("Snapshot", s.snapshotCase)
+	t.Run("FromSnapshot", s.fromSnapshot)
+	t.Run("Fork", s.fork)
+	t.Run("PauseResume", s.pauseResume)
 }
 
 type suite struct{ h Harness }
