@@ -120,6 +120,10 @@ type ProbeOutput struct {
 	// worker's Prober now watches the workspace: the workflow may sleep on
 	// its backstop.
 	Watched bool `json:",omitempty"`
+	// Paused is set by a watched probe that missed and found the
+	// workspace paused: the Prober stops watching it without a word to
+	// its workflow, which paused it.
+	Paused bool `json:",omitempty"`
 }
 
 // SetPhaseInput is a phase change of a workspace.

@@ -130,6 +130,23 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	if err != nil {
 		return backend.Handle{}, err
 	}
+	// A workspace made from a snapshot starts from the capture, which
+	// holds what the template's files and init made: they are not applied
+	// again.
+	var snap *backend.SnapshotRef
+	if ws.SnapshotID != "" {
+		at("waiting for snapshot " + ws.SnapshotID)
+		snap, err = a.readySnapshot(ctx, ws)
+		switch {
+		case err != nil && replacement && errs.KindOf(err) == errs.Invalid:
+			// A replacement of a workspace whose snapshot is gone starts
+			// from the template (keeping what files the backend kept).
+			a.logger().Warn("replacement without its snapshot", "workspace_id", id, "snapshot_id", ws.SnapshotID, "error", err)
+			snap = nil
+		case err != nil:
+			return backend.Handle{}, err
+		}
+	}
 	secrets := provisionSecrets(token, common.Env)
 	at("creating the sandbox")
 	h, err := b.Provision(ctx, backend.ProvisionRequest{
@@ -138,6 +155,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 		Template:    doc,
 		Env:         common.Env,
 		Token:       token,
+		Snapshot:    snap,
 	})
 	if err != nil {
 		return backend.Handle{}, RedactErr(errs.Within("workspace "+id+": provision", err), secrets...)
@@ -151,7 +169,7 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 	}
 	ws.Handle, ws.Path = raw, h.Path
 
-	if len(common.Files) > 0 || len(common.Init) > 0 || common.ConfigTOML != "" {
+	if snap == nil && (len(common.Files) > 0 || len(common.Init) > 0 || common.ConfigTOML != "") {
 		at("waiting for the runtime to answer")
 		cl, err := a.waitRuntime(ctx, ws, h)
 		if err != nil {

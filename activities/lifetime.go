@@ -45,6 +45,10 @@ type CheckLifetimeInput struct {
 type CheckLifetimeOutput struct {
 	Lifetime Lifetime
 	Gone     bool
+	// IdleAction is the template's lifetime.idle_action
+	// (backend.IdleActionPause or IdleActionDelete), read only once the
+	// idle deadline has passed; empty otherwise.
+	IdleAction string `json:",omitempty"`
 }
 
 // CheckLifetime reads the workspace's lifetime deadlines. The workflow
@@ -58,7 +62,19 @@ func (a *Activities) CheckLifetime(ctx context.Context, in CheckLifetimeInput) (
 	if err != nil {
 		return CheckLifetimeOutput{}, Classify(errs.Within("workspace "+in.WorkspaceID+": check lifetime", err))
 	}
-	return CheckLifetimeOutput{Lifetime: *lifetimeOf(ws)}, nil
+	out := CheckLifetimeOutput{Lifetime: *lifetimeOf(ws)}
+	if l := out.Lifetime; !l.Resting && !l.IdleDeadline.IsZero() && !time.Now().Before(l.IdleDeadline) {
+		// Only then does the workflow need it: the template is not read
+		// at every deadline check.
+		common, err := TemplateCommon(ctx, a.Store, ws.TemplateID)
+		if err != nil {
+			// A template that cannot be read keeps the default: delete.
+			a.logger().Warn("read idle_action", "workspace_id", ws.ID, "template_id", ws.TemplateID, "error", err)
+		} else {
+			out.IdleAction = common.IdleAction()
+		}
+	}
+	return out, nil
 }
 
 // ExpireLeaseInput names the workspace whose lease ran out.

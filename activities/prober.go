@@ -266,6 +266,11 @@ func (p *Prober) probeOne(w *watch, in ProbeInput, held *probeTarget, gen uint64
 		p.mu.Unlock()
 		return
 	}
+	if out.Paused {
+		p.drop(w.id)
+		p.mu.Unlock()
+		return
+	}
 	w.probes++
 	w.held = held
 	var sig *LivenessSignal

@@ -100,6 +100,11 @@ func (a *Activities) probeWatched(ctx context.Context, in ProbeInput, held *prob
 	rctx, cancel := context.WithTimeout(ctx, a.probeTimeout())
 	fresh, reason := a.probeTargetOf(rctx, in.WorkspaceID)
 	cancel()
+	if reason == "" && fresh.ws.Phase == wire.PhasePaused {
+		// Paused by its workflow (perhaps on another worker): its compute
+		// is stopped on purpose, so the miss is not the workspace lost.
+		return ProbeOutput{Reason: "workspace paused", Paused: true}, nil
+	}
 	if reason != "" || !held.same(fresh) {
 		return a.probe(ctx, in, fresh)
 	}

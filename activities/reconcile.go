@@ -30,6 +30,11 @@ type ReconcileOutput struct {
 	// Tidied are the shared objects no sandbox used that were removed
 	// (backend.Tidier), such as empty tenant networks.
 	Tidied []string
+	// SnapshotsRemoved are the deleting snapshots whose capture and row
+	// were removed; SnapshotsFailed the creating ones whose workspace was
+	// gone (reconcile_snapshots.go).
+	SnapshotsRemoved []string `json:",omitempty"`
+	SnapshotsFailed  []string `json:",omitempty"`
 	// Errors are providers or objects the pass could not handle, as messages.
 	Errors []string
 }
@@ -41,8 +46,9 @@ type ReconcileOutput struct {
 // running workspace whose sandbox is not listed is reported with a
 // workspace.sandbox_missing event; its probes will fail it and recovery
 // replaces it. Rows are checked by id across all providers, since two
-// providers can share one engine. Last, pending rows that never got a
-// workflow are adopted (reconcile_adopt.go). Each backend that keeps shared
+// providers can share one engine. Then pending rows that never got a
+// workflow are adopted (reconcile_adopt.go), and deleted or abandoned
+// snapshots are finished (reconcile_snapshots.go). Each backend that keeps shared
 // objects beside its sandboxes removes those no sandbox uses (tidy).
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
 	defer KeepAlive(ctx)()
@@ -122,6 +128,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 		}
 	}
 	a.adoptPending(ctx, in.Grace, &out)
+	a.reconcileSnapshots(ctx, in.Grace, &out)
 	return out, nil
 }
 

@@ -19,6 +19,25 @@ const MaxLifetime = 30 * 24 * time.Hour
 type Lifetime struct {
 	Max  string `json:"max,omitempty"`
 	Idle string `json:"idle,omitempty"`
+	// IdleAction is what happens at the idle deadline: IdleActionDelete
+	// (empty means it) or IdleActionPause (the workspace is paused, and
+	// deleted as before where its backend cannot pause).
+	IdleAction string `json:"idle_action,omitempty"`
+}
+
+// Values of Lifetime.IdleAction.
+const (
+	IdleActionDelete = "delete"
+	IdleActionPause  = "pause"
+)
+
+// IdleAction returns the template's lifetime.idle_action, IdleActionDelete
+// when it sets none.
+func (c Common) IdleAction() string {
+	if c.Lifetime == nil || c.Lifetime.IdleAction == "" {
+		return IdleActionDelete
+	}
+	return c.Lifetime.IdleAction
 }
 
 // Lifetimes returns the template's lifetime bounds; zero means none. It
@@ -49,6 +68,12 @@ func (c Common) validateLifetime(prefix string) error {
 			return err
 		}
 		maxLife = d
+	}
+	switch c.Lifetime.IdleAction {
+	case "", IdleActionDelete, IdleActionPause:
+	default:
+		f := prefix + ".lifetime.idle_action"
+		return errs.Field(f, "%s: %q is not one of %q, %q", f, c.Lifetime.IdleAction, IdleActionPause, IdleActionDelete)
 	}
 	if c.Lifetime.Idle != "" {
 		f := prefix + ".lifetime.idle"

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/primerhq/primer/activities"
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -28,6 +29,9 @@ const (
 type lifetime struct {
 	version workflow.Version
 	known   *activities.Lifetime
+	// paused is set while the workspace is paused (version vSnapshot):
+	// its idle deadline does not apply.
+	paused bool
 }
 
 // note keeps the deadlines a probe read.
@@ -42,8 +46,12 @@ func (l *lifetime) next() time.Time {
 	if l.known == nil || l.known.Resting {
 		return time.Time{}
 	}
+	deadlines := []time.Time{l.known.ExpiresAt, l.known.LeaseExpiresAt}
+	if !l.paused {
+		deadlines = append(deadlines, l.known.IdleDeadline)
+	}
 	var at time.Time
-	for _, t := range []time.Time{l.known.ExpiresAt, l.known.IdleDeadline, l.known.LeaseExpiresAt} {
+	for _, t := range deadlines {
 		if !t.IsZero() && (at.IsZero() || t.Before(at)) {
 			at = t
 		}
@@ -117,10 +125,19 @@ func (w *workspace) lifetimeTick(ctx workflow.Context) (reason string, done bool
 	}
 	w.life.known = &got.Lifetime
 	why := due(got.Lifetime, now)
+	if why == wire.ReasonIdle && w.life.paused {
+		// A paused workspace is idle by design: only its max applies.
+		return "", false, nil
+	}
 	switch why {
 	case "":
 		return "", false, nil
-	case wire.ReasonExpired, wire.ReasonIdle:
+	case wire.ReasonIdle:
+		if w.snap.version >= vSnapshot && got.IdleAction == backend.IdleActionPause {
+			return w.idlePause(ctx, got.Lifetime.IdleDeadline)
+		}
+		fallthrough
+	case wire.ReasonExpired:
 		at := got.Lifetime.ExpiresAt
 		if why == wire.ReasonIdle {
 			at = got.Lifetime.IdleDeadline
@@ -160,4 +177,27 @@ func (w *workspace) leaseExpired(ctx workflow.Context) (reason string, done bool
 		reason = wire.ReasonLeaseExpired + ": " + reason
 	}
 	return reason, done, err
+}
+
+// idlePause pauses a workspace whose template's lifetime.idle_action is
+// pause at its idle deadline (version vSnapshot). One that cannot be
+// paused (a backend without a Pauser, a pause that fails) is deleted as
+// before, the reason saying why it was not paused.
+func (w *workspace) idlePause(ctx workflow.Context, deadline time.Time) (reason string, done bool, err error) {
+	paused, why, err := w.pause(ctx, PauseSignal{Reason: wire.ReasonIdle})
+	if err != nil {
+		return "", false, err
+	}
+	if paused {
+		w.log.Info("idle workspace paused", "workspace_id", w.in.WorkspaceID)
+		return "", false, nil
+	}
+	if w.deleteCh.Len() > 0 {
+		// Deleted while pausing: the loop takes the delete.
+		return "", false, nil
+	}
+	reason = wire.ReasonIdle + "; not paused: " + why
+	w.recordEvent(ctx, wire.EventExpired, map[string]any{"reason": reason, "deadline": deadline.UTC().Format(time.RFC3339Nano)})
+	w.log.Info("workspace expired", "workspace_id", w.in.WorkspaceID, "reason", reason)
+	return reason, true, nil
 }

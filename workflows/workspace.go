@@ -146,7 +146,12 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 		recoverCh: workflow.GetSignalChannel(ctx, SignalRecover),
 		returnCh:  workflow.GetSignalChannel(ctx, SignalReturn),
 		liveCh:    workflow.GetSignalChannel(ctx, SignalLiveness),
-		log:       workflow.GetLogger(ctx),
+		snap: snapshotSignals{
+			snapshotCh: workflow.GetSignalChannel(ctx, SignalSnapshot),
+			pauseCh:    workflow.GetSignalChannel(ctx, SignalPause),
+			resumeCh:   workflow.GetSignalChannel(ctx, SignalResume),
+		},
+		log: workflow.GetLogger(ctx),
 	}
 	if w.interval <= 0 {
 		w.interval = DefaultProbeInterval
@@ -187,6 +192,8 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 		w.interrupt = workflow.GetVersion(ctx, versionInterrupt, workflow.DefaultVersion, vInterrupt)
 		w.life.version = workflow.GetVersion(ctx, versionLifetime, workflow.DefaultVersion, vLifetime)
 		w.liveness = workflow.GetVersion(ctx, versionLiveness, workflow.DefaultVersion, vLiveness)
+		w.snap.version = workflow.GetVersion(ctx, versionSnapshot, workflow.DefaultVersion, vSnapshot)
+		w.life.paused = w.st.Phase == wire.PhasePaused
 		err = w.run(ctx)
 	}
 	return WorkspaceOutput{State: w.st}, err
@@ -199,6 +206,9 @@ type workspace struct {
 	interrupt workflow.Version // of change versionInterrupt (interrupt.go)
 	life      lifetime         // deadlines, from version vLifetime (lifetime.go)
 	liveness  workflow.Version // of change versionLiveness (liveness.go)
+	// snap holds the snapshot, pause and resume signals, from version
+	// vSnapshot (snapshot.go).
+	snap snapshotSignals
 	// watched is set while the worker's Prober watches the workspace for
 	// this run: the loop sleeps on the backstop.
 	watched bool
@@ -251,6 +261,9 @@ const (
 	wakeRecover
 	wakeReturn
 	wakeLiveness
+	wakeSnapshot
+	wakePause
+	wakeResume
 )
 
 // loop probes and recovers until a delete arrives (its reason is
@@ -285,6 +298,22 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 					return reason, err
 				}
 				continue
+			case wakeSnapshot:
+				if err := w.takeSnapshot(ctx, w.snap.snapshot); err != nil {
+					return "", err
+				}
+				continue
+			case wakePause:
+				if err := w.onPause(ctx, w.snap.pause); err != nil {
+					return "", err
+				}
+				continue
+			case wakeResume:
+				if err := w.onResume(ctx, w.snap.resume); err != nil {
+					return "", err
+				}
+				probeNow = w.st.Handle != nil && w.st.Phase == wire.PhasePending
+				continue
 			case wakeLiveness:
 				if !w.onLiveness(ctx, w.signal) {
 					continue
@@ -299,7 +328,9 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 			return reason, err
 		}
 
-		if w.st.Phase == wire.PhaseEscalated {
+		if w.st.Phase == wire.PhaseEscalated || w.st.Phase == wire.PhasePaused {
+			// Neither is probed: an escalated one waits for a recover, a
+			// paused one for a resume (version vSnapshot).
 			continue
 		}
 		if w.st.Handle != nil && probeIt {
@@ -333,7 +364,7 @@ func (w *workspace) loop(ctx workflow.Context, probeNow bool) (string, error) {
 			if reason, ok := w.pendingDelete(); ok {
 				return reason, nil
 			}
-			if w.recoverCh.Len() > 0 || w.returnCh.Len() > 0 {
+			if w.recoverCh.Len() > 0 || w.returnCh.Len() > 0 || w.snap.pending() {
 				continue
 			}
 			return "", w.continueAsNew(ctx)
@@ -366,7 +397,7 @@ func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err err
 	if w.st.Handle == nil && w.st.Phase != wire.PhaseFailed && w.st.Phase != wire.PhasePending {
 		d = -1
 	}
-	if w.st.Phase == wire.PhaseEscalated {
+	if w.st.Phase == wire.PhaseEscalated || w.st.Phase == wire.PhasePaused {
 		d = -1
 	}
 	d = w.life.wait(d, now)
@@ -393,6 +424,7 @@ func (w *workspace) wait(ctx workflow.Context) (why wake, reason string, err err
 		c.Receive(ctx, &s)
 		why = wakeReturn
 	})
+	w.snap.addTo(ctx, sel, &why)
 	if w.liveness >= vLiveness {
 		sel.AddReceive(w.liveCh, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, &w.signal)
@@ -624,6 +656,7 @@ func (w *workspace) setPhase(ctx workflow.Context, to, reason string) {
 		return
 	}
 	w.st.Phase, w.st.Reason = to, reason
+	w.life.paused = to == wire.PhasePaused
 	if w.version >= vRecovery {
 		w.st.PhaseSince = workflow.Now(ctx)
 		w.st.Hits, w.st.Misses = 0, 0

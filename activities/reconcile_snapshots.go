@@ -1,0 +1,95 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
+)
+
+// reconcileSnapshots finishes what snapshot rows wait for: a snapshot in
+// phase deleting (DELETE /v1/snapshots/{id} marks it so) has its capture
+// removed from its provider's backend and then its row; a snapshot still
+// creating, older than grace, whose workspace is gone will never be taken
+// (the workspace was deleted before its workflow took the signal) and
+// fails.
+func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration, out *ReconcileOutput) {
+	deleting, err := a.Store.ListSnapshots(ctx, models.SnapshotFilter{Phase: wire.SnapshotDeleting})
+	if err != nil {
+		out.Errors = append(out.Errors, fmt.Sprintf("snapshots: list deleting: %v", err))
+	}
+	for i := range deleting {
+		snap := &deleting[i]
+		if err := a.removeSnapshot(ctx, snap); err != nil {
+			out.Errors = append(out.Errors, err.Error())
+			continue
+		}
+		out.SnapshotsRemoved = append(out.SnapshotsRemoved, snap.ID)
+	}
+
+	creating, err := a.Store.ListSnapshots(ctx, models.SnapshotFilter{Phase: wire.SnapshotCreating})
+	if err != nil {
+		out.Errors = append(out.Errors, fmt.Sprintf("snapshots: list creating: %v", err))
+	}
+	for _, snap := range creating {
+		if time.Since(snap.CreatedAt) < grace {
+			continue
+		}
+		_, err := a.Store.GetWorkspace(ctx, snap.WorkspaceID)
+		if !errs.Is(err, errs.NotFound) {
+			if err != nil {
+				out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: workspace %s: %v", snap.ID, snap.WorkspaceID, err))
+			}
+			continue
+		}
+		reason := fmt.Sprintf("workspace %s was deleted before the snapshot was taken", snap.WorkspaceID)
+		if err := a.Store.SetSnapshotFailed(ctx, snap.ID, reason); err != nil && !errs.Is(err, errs.Conflict) && !errs.Is(err, errs.NotFound) {
+			out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: set failed: %v", snap.ID, err))
+			continue
+		}
+		out.SnapshotsFailed = append(out.SnapshotsFailed, snap.ID)
+		a.logger().Info("snapshot failed: its workspace is gone", "snapshot_id", snap.ID, "workspace_id", snap.WorkspaceID)
+	}
+}
+
+// removeSnapshot removes a deleting snapshot's capture from its backend,
+// then its row. A snapshot that never became ready holds no capture (a
+// capture taken after the delete is removed by the workflow that took
+// it); one whose provider is gone can no longer be reached, and only its
+// row goes.
+func (a *Activities) removeSnapshot(ctx context.Context, snap *wire.Snapshot) error {
+	what := "snapshot " + snap.ID + ": remove"
+	if len(snap.Ref) > 0 && string(snap.Ref) != "null" {
+		var ref backend.SnapshotRef
+		if err := json.Unmarshal(snap.Ref, &ref); err != nil {
+			return fmt.Errorf("%s: decode ref: %w", what, err)
+		}
+		p, err := a.Store.GetProvider(ctx, snap.ProviderID)
+		switch {
+		case errs.Is(err, errs.NotFound):
+			a.logger().Warn("snapshot's provider is gone: its capture is left", "snapshot_id", snap.ID, "provider_id", snap.ProviderID, "ref", ref.Ref)
+		case err != nil:
+			return fmt.Errorf("%s: provider %s: %w", what, snap.ProviderID, err)
+		default:
+			b, err := a.Backends.For(p)
+			if err != nil {
+				return fmt.Errorf("%s: provider %s: %w", what, p.ID, err)
+			}
+			if sn, ok := b.(backend.Snapshotter); ok {
+				if err := sn.DeleteSnapshot(ctx, ref); err != nil {
+					return fmt.Errorf("%s: %w", what, err)
+				}
+			}
+		}
+	}
+	if err := a.Store.DeleteSnapshot(ctx, snap.ID); err != nil && !errs.Is(err, errs.NotFound) {
+		return fmt.Errorf("%s: delete row: %w", what, err)
+	}
+	a.logger().Info("snapshot removed", "snapshot_id", snap.ID, "backend", snap.Backend)
+	return nil
+}
