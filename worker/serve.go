@@ -164,6 +164,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			Runtime:      runtimeBin,
 			Logger:       logger,
 			Installation: s.installation,
+			SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots", wire.BackendKubernetes),
 		}),
 		wire.BackendVM: vm.Factory(vm.Options{
 			Runtime:      runtimeBin,

@@ -54,6 +54,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	kclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -134,13 +135,22 @@ type Options struct {
 	// Installation labels every object this platform makes (see the
 	// container backend's Options.Installation).
 	Installation string
+	// SnapshotDir is the platform's snapshot store for clusters without
+	// CSI snapshots: a directory every worker that provisions from a
+	// snapshot sees (see archive.go). Default: the platform's default data
+	// directory's snapshots/kubernetes (the worker passes
+	// PRIMER_DATA_DIR/snapshots/kubernetes).
+	SnapshotDir string
 }
 
 // Backend makes workspaces as pods of one cluster namespace.
 type Backend struct {
-	cfg    ProviderConfig
-	rest   *rest.Config
-	cs     kclient.Interface
+	cfg  ProviderConfig
+	rest *rest.Config
+	cs   kclient.Interface
+	// dyn reaches the CSI snapshot API (csi.go), which has no typed
+	// client in client-go.
+	dyn    dynamic.Interface
 	opts   Options
 	logger *slog.Logger
 	locks  keylock.Map // workspace id
@@ -176,8 +186,12 @@ func New(cfg ProviderConfig, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, errs.Field("spec.config.connection", "spec.config.connection: %v", err)
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, errs.Field("spec.config.connection", "spec.config.connection: %v", err)
+	}
 	return &Backend{
-		cfg: cfg, rest: rc, cs: cs, opts: opts,
+		cfg: cfg, rest: rc, cs: cs, dyn: dyn, opts: opts,
 		logger:   opts.Logger.With("backend", Type, "namespace", cfg.Namespace),
 		forwards: map[string]*forward{},
 	}, nil
@@ -260,7 +274,12 @@ func (b *Backend) Namespace() string { return b.cfg.Namespace }
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{Isolation: "pod", PersistentAcrossRestart: true}
+	return backend.Capabilities{
+		Isolation: "pod", PersistentAcrossRestart: true,
+		Snapshots:     []string{backend.SnapshotFilesystem},
+		SnapshotsNote: SnapshotsNote,
+		Pause:         true,
+	}
 }
 
 // ValidateTemplate implements backend.Backend.
@@ -286,6 +305,14 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	t, m, err := b.manifests(req, "provision")
 	if err != nil {
 		return backend.Handle{}, err
+	}
+	if req.Snapshot != nil {
+		if err := b.checkRef(*req.Snapshot); err != nil {
+			return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
+		}
+		if req.Snapshot.Attrs["method"] == methodCSI {
+			fromVolumeSnapshot(m, req.Snapshot)
+		}
 	}
 	unlock := b.locks.Lock(req.WorkspaceID)
 	defer unlock()
@@ -378,6 +405,11 @@ func (b *Backend) apply(ctx context.Context, req backend.ProvisionRequest, m *Ma
 	if err := b.waitReady(ctx, id, url, req.Token); err != nil {
 		return backend.Handle{}, b.withLogs(ctx, id, err)
 	}
+	if s := req.Snapshot; s != nil && s.Attrs["method"] == methodArchive {
+		if err := b.restoreArchive(ctx, id, url, req.Token, s); err != nil {
+			return backend.Handle{}, err
+		}
+	}
 	return b.handle(id), nil
 }
 
@@ -446,7 +478,17 @@ func (b *Backend) ensureStatefulSet(ctx context.Context, id string, sts *appsv1.
 	if !b.owns(cur.Labels, id) {
 		return errs.E(errs.Conflict, "workspace %s: StatefulSet %s/%s exists and does not belong to it", id, b.cfg.Namespace, sts.Name)
 	}
+	// A paused workspace (scaled to 0) that is provisioned again runs
+	// again.
+	scaled := cur.Spec.Replicas != nil && *cur.Spec.Replicas == 0
+	if !scaled && cur.Spec.Template.Annotations[annotationToken] == sts.Spec.Template.Annotations[annotationToken] {
+		return nil
+	}
+	cur.Spec.Replicas = sts.Spec.Replicas
 	if cur.Spec.Template.Annotations[annotationToken] == sts.Spec.Template.Annotations[annotationToken] {
+		if _, err := sets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
+			return b.apiErr(err, "workspace %s: scale StatefulSet", id)
+		}
 		return nil
 	}
 	cur.Spec.Template = sts.Spec.Template
@@ -507,8 +549,12 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		if _, serr := b.cs.AppsV1().StatefulSets(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{}); apierrors.IsNotFound(serr) {
+		sts, serr := b.cs.AppsV1().StatefulSets(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{})
+		if apierrors.IsNotFound(serr) {
 			return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: StatefulSet %s/%s is gone", id, b.cfg.Namespace, Name(id))
+		}
+		if serr == nil && sts.Spec.Replicas != nil && *sts.Spec.Replicas == 0 {
+			return backend.Endpoint{}, errs.E(errs.Unavailable, "workspace %s: paused (StatefulSet %s scaled to 0)", id, Name(id))
 		}
 		return backend.Endpoint{}, errs.E(errs.Unavailable, "workspace %s: pod %s does not exist (the StatefulSet is making it again)", id, PodName(id))
 	}

@@ -251,13 +251,32 @@ func Backend(t testing.TB, ns, reach, installation string) *kubernetes.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := kubernetes.New(cfg, kubernetes.Options{Runtime: containertest.RuntimeBinary(t), Installation: installation})
+	b, err := kubernetes.New(cfg, kubernetes.Options{Runtime: containertest.RuntimeBinary(t), Installation: installation, SnapshotDir: SnapshotDir(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
+
+// SnapshotDir returns the snapshot store of the test process's backends:
+// one directory for the whole process, so a backend made again (a
+// restarted platform) finds the snapshots of the one before. The tests
+// delete the snapshots they take.
+func SnapshotDir(t testing.TB) string {
+	t.Helper()
+	snapOnce.Do(func() { snapDir, snapErr = os.MkdirTemp("", "primer-k8s-snapshots-*") })
+	if snapErr != nil {
+		t.Fatal(snapErr)
+	}
+	return snapDir
+}
+
+var (
+	snapOnce sync.Once
+	snapDir  string
+	snapErr  error
+)
 
 // Template returns a template document on image with extra fields.
 func Template(image string, extra map[string]any) json.RawMessage {
