@@ -3,6 +3,8 @@ package kubernetes_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +48,21 @@ func TestConformance(t *testing.T) {
 				t.Logf("left of %s: %v", h.WorkspaceID, objs)
 			}
 			return len(objs) == 0
+		},
+		// WholeSandbox stays false: a pod's snapshot is its workspace
+		// volume; the root filesystem is the image's.
+		Stopped: func(t *testing.T, h backend.Handle) bool {
+			b := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, "")
+			pods, err := b.Clientset().CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: kubernetes.LabelWorkspace + "=" + h.WorkspaceID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(pods.Items) == 0
+		},
+		SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+			_, err := os.Stat(filepath.Join(kubernetestest.SnapshotDir(t), ref.SnapshotID+".tar"))
+			left, _ := filepath.Glob(filepath.Join(kubernetestest.SnapshotDir(t), "."+ref.SnapshotID+"*"))
+			return os.IsNotExist(err) && len(left) == 0
 		},
 		Timeout: 3 * time.Minute,
 	})
