@@ -19,6 +19,12 @@
 //     through services, and NetworkPolicy primer-ws-1a2b for a template with
 //     network.egress deny_all.
 //
+// A paused workspace keeps all of these with its StatefulSet scaled to 0
+// (pause.go). A snapshot is a VolumeSnapshot primer-snap-<id> of the PVC
+// where the cluster can take one (csi.go), or an archive of the volume in
+// the platform's snapshot store (archive.go); neither is owned by the
+// Secret, since a snapshot outlives its workspace.
+//
 // Beside them, one NetworkPolicy per tenant (TenantPolicy), made by the
 // tenant's first workspace and left when its last goes, admits connections
 // to a tenant's pods only from the tenant's own pods and to the runtime's
