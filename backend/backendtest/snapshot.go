@@ -263,6 +263,7 @@ func (s *suite) fromSnapshot(t *testing.T) {
 	c := Dial(ctx, t, b, src, srcToken)
 	s.writeFiles(ctx, t, c)
 	want := s.fingerprint(ctx, t, c)
+	t.Logf("files at the snapshot:\n%s", want)
 	ref := s.snapshot(t, sn, src)
 	sh(ctx, t, c, "printf after > snap/after.txt; printf changed > snap/a.txt")
 	c.Close()

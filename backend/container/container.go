@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -170,7 +171,13 @@ func Factory(opts Options) backend.Factory {
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{Isolation: "container", PersistentAcrossRestart: true}
+	return backend.Capabilities{
+		Isolation:               "container",
+		PersistentAcrossRestart: true,
+		Snapshots:               []string{backend.SnapshotFilesystem},
+		SnapshotsNote:           b.snapshotsNote(),
+		Pause:                   true,
+	}
 }
 
 // ValidateTemplate implements backend.Backend.
@@ -209,26 +216,35 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if h, ok, err := b.existing(ctx, req.WorkspaceID, req.Token); err != nil || ok {
 		return h, err
 	}
-	img, err := b.cli.ImageInspect(ctx, t.Image)
-	if err != nil {
-		return backend.Handle{}, b.engineErr(err, "workspace %s: image %q", req.WorkspaceID, t.Image)
-	}
-	ref, err := b.runtimeImage(ctx, t.Image, img.ID)
-	if err != nil {
-		return backend.Handle{}, fmt.Errorf("workspace %s: %w", req.WorkspaceID, err)
+	var ref string
+	var refresh bool
+	if req.Snapshot != nil {
+		// The sandbox starts from the snapshot's image; its new volume is
+		// filled from the image's workdir by the engine.
+		if ref, refresh, err = b.snapshotImageFor(ctx, req, t); err != nil {
+			return backend.Handle{}, err
+		}
+	} else {
+		img, err := b.cli.ImageInspect(ctx, t.Image)
+		if err != nil {
+			return backend.Handle{}, b.engineErr(err, "workspace %s: image %q", req.WorkspaceID, t.Image)
+		}
+		if ref, err = b.runtimeImage(ctx, t.Image, img.ID); err != nil {
+			return backend.Handle{}, fmt.Errorf("workspace %s: %w", req.WorkspaceID, err)
+		}
 	}
 	kept, err := b.keptVolume(ctx, req.WorkspaceID)
 	if err != nil {
 		return backend.Handle{}, err
 	}
-	h, err := b.create(ctx, req, t, ref)
+	h, err := b.create(ctx, req, t, ref, refresh)
 	if err != nil && b.joinsTenantNetwork(t) && b.tenantNetworkGone(ctx, req.TenantID) {
 		// Another worker removed the tenant's network, empty at that
 		// moment, between its creation here and the container's start:
 		// make both again, once.
 		b.logger.Warn("tenant network removed while joining it; trying again", "workspace_id", req.WorkspaceID, "err", err)
 		if rerr := b.removeContainer(ctx, req.WorkspaceID); rerr == nil {
-			h, err = b.create(ctx, req, t, ref)
+			h, err = b.create(ctx, req, t, ref, refresh)
 		}
 	}
 	if err != nil {
@@ -302,9 +318,11 @@ func (b *Backend) existing(ctx context.Context, id, token string) (backend.Handl
 	return backend.Handle{}, false, nil
 }
 
-// create makes the volume and container from the runtime image, starts it
-// and waits for the runtime.
-func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template, image string) (backend.Handle, error) {
+// create makes the volume and container from the runtime image (or a
+// snapshot's image), starts it and waits for the runtime. refresh copies
+// this platform's primer-runtime into the container before it starts: a
+// snapshot's image holds the runtime of the platform that took it.
+func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template, image string, refresh bool) (backend.Handle, error) {
 	id, name := req.WorkspaceID, Name(req.WorkspaceID)
 	labels := map[string]string{}
 	for k, v := range t.Labels {
@@ -316,8 +334,20 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	if b.opts.Installation != "" {
 		labels[LabelInstallation] = b.opts.Installation
 	}
+	volLabels := maps.Clone(labels)
+	if req.Snapshot != nil {
+		// The container's labels hide the snapshot image's: it is not a
+		// snapshot, and its runtime is the image's or the one copied in.
+		labels[LabelSnapshot] = ""
+		labels[labelWorkdir] = ""
+		labels[labelBaseBytes] = ""
+		if d, err := b.opts.Runtime.Digest(); err == nil && refresh {
+			labels[labelRuntime] = d[:12]
+		}
+		labels[labelFrom] = req.Snapshot.SnapshotID
+	}
 
-	if _, err := b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+	if _, err := b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: volLabels}); err != nil {
 		return backend.Handle{}, b.engineErr(err, "workspace %s: create volume", id)
 	}
 
@@ -398,7 +428,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{netName: {}}}
 	}
 
-	created, err := b.createAndStart(ctx, id, cfg, hc, netCfg)
+	created, err := b.createAndStart(ctx, id, cfg, hc, netCfg, refresh)
 	if err != nil {
 		return backend.Handle{}, err
 	}
@@ -419,7 +449,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 // createAndStart creates and starts the workspace container. A published
 // port that turns out to be taken (another process, or on Podman another
 // container created at the same moment) is picked again: up to three tries.
-func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer.Config, hc *dcontainer.HostConfig, netCfg *dnetwork.NetworkingConfig) (dcontainer.CreateResponse, error) {
+func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer.Config, hc *dcontainer.HostConfig, netCfg *dnetwork.NetworkingConfig, refresh bool) (dcontainer.CreateResponse, error) {
 	for attempt := 1; ; attempt++ {
 		if b.cfg.Reachability.Kind == ReachHostPort {
 			hostPort, release, err := b.pickPort()
@@ -432,6 +462,15 @@ func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer
 		created, err := b.cli.ContainerCreate(ctx, cfg, hc, netCfg, nil, Name(id))
 		if err != nil {
 			return created, b.engineErr(err, "workspace %s: create container", id)
+		}
+		if refresh {
+			tarball, err := b.opts.Runtime.Tar()
+			if err != nil {
+				return created, err
+			}
+			if err := b.cli.CopyToContainer(ctx, created.ID, "/", tarball, dcontainer.CopyToContainerOptions{}); err != nil {
+				return created, b.engineErr(err, "workspace %s: copy primer-runtime into the container", id)
+			}
 		}
 		err = b.cli.ContainerStart(ctx, created.ID, dcontainer.StartOptions{})
 		if err == nil {

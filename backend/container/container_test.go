@@ -49,6 +49,20 @@ func TestConformance(t *testing.T) {
 				return len(objs) == 0
 			},
 			Timeout: 2 * time.Minute,
+			// A snapshot is a commit of the whole container plus its
+			// workspace volume.
+			WholeSandbox: true,
+			// Paused is stopped: no process, no CPU.
+			Stopped: func(t *testing.T, h backend.Handle) bool {
+				info, err := containertest.Backend(t, e).Client().ContainerInspect(context.Background(), container.Name(h.WorkspaceID))
+				if err != nil {
+					t.Fatalf("inspect %s: %v", h.WorkspaceID, err)
+				}
+				return info.State != nil && !info.State.Running && info.State.Pid == 0
+			},
+			SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+				return len(containertest.SnapshotObjects(t, containertest.Backend(t, e), ref.SnapshotID)) == 0
+			},
 		})
 	})
 }

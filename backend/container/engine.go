@@ -33,6 +33,8 @@ type engine interface {
 	ContainerLogs(ctx context.Context, containerID string, options dcontainer.LogsOptions) (io.ReadCloser, error)
 	ContainerList(ctx context.Context, options dcontainer.ListOptions) ([]dcontainer.Summary, error)
 	ContainerRemove(ctx context.Context, containerID string, options dcontainer.RemoveOptions) error
+	ContainerWait(ctx context.Context, containerID string, condition dcontainer.WaitCondition) (<-chan dcontainer.WaitResponse, <-chan error)
+	ContainerStop(ctx context.Context, containerID string, options dcontainer.StopOptions) error
 	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options dcontainer.CopyToContainerOptions) error
 	ContainerCommit(ctx context.Context, containerID string, options dcontainer.CommitOptions) (dcontainer.CommitResponse, error)
 

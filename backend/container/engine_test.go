@@ -129,6 +129,20 @@ func (f *fakeEngine) ContainerList(context.Context, dcontainer.ListOptions) ([]d
 	return nil, f.record("ContainerList")
 }
 
+func (f *fakeEngine) ContainerStop(_ context.Context, id string, _ dcontainer.StopOptions) error {
+	return f.record("ContainerStop " + id)
+}
+
+func (f *fakeEngine) ContainerWait(_ context.Context, id string, _ dcontainer.WaitCondition) (<-chan dcontainer.WaitResponse, <-chan error) {
+	res, errc := make(chan dcontainer.WaitResponse, 1), make(chan error, 1)
+	if err := f.record("ContainerWait " + id); err != nil {
+		errc <- err
+	} else {
+		res <- dcontainer.WaitResponse{}
+	}
+	return res, errc
+}
+
 func (f *fakeEngine) ContainerRemove(_ context.Context, name string, _ dcontainer.RemoveOptions) error {
 	if err := f.record("ContainerRemove " + name); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	dcontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	dnetwork "github.com/docker/docker/api/types/network"
 
@@ -86,6 +87,12 @@ func (b *Backend) dropTenantNetwork(ctx context.Context, tenant string) bool {
 	}
 	n, err := b.cli.NetworkInspect(ctx, name, dnetwork.InspectOptions{})
 	if err != nil || len(n.Containers) > 0 || n.Labels[LabelManaged] != "true" || n.Labels[LabelTenant] != tenant || n.Labels[LabelInstallation] != b.opts.Installation {
+		return false
+	}
+	// A network's inspection lists running containers only: a paused
+	// workspace's stopped container is still attached and would not start
+	// again on a network made anew.
+	if cs, err := b.cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("network", name))}); err != nil || len(cs) > 0 {
 		return false
 	}
 	if err := b.cli.NetworkRemove(ctx, name); err != nil && !cerrdefs.IsNotFound(err) {

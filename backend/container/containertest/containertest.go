@@ -14,9 +14,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/internal/testenv"
@@ -214,4 +219,33 @@ func Objects(t testing.TB, b *container.Backend, id string) []string {
 		t.Fatalf("list engine objects of %s: %v", id, err)
 	}
 	return objs
+}
+
+// SnapshotObjects returns what the engine holds of snapshot snapID: its
+// image, staging images and containers.
+func SnapshotObjects(t testing.TB, b *container.Backend, snapID string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli := b.Client()
+	var out []string
+	if _, err := cli.ImageInspect(ctx, container.SnapshotImage(snapID)); err == nil {
+		out = append(out, "image "+container.SnapshotImage(snapID))
+	}
+	f := filters.NewArgs(filters.Arg("label", container.LabelSnapshot+"="+snapID))
+	imgs, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatalf("list images of snapshot %s: %v", snapID, err)
+	}
+	for _, img := range imgs {
+		out = append(out, "image "+img.ID)
+	}
+	cs, err := cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatalf("list containers of snapshot %s: %v", snapID, err)
+	}
+	for _, c := range cs {
+		out = append(out, "container "+strings.Join(c.Names, ","))
+	}
+	return out
 }
