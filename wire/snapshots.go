@@ -66,7 +66,7 @@ type Snapshot struct {
 	Implicit bool `gorm:"not null;default:false" json:"implicit,omitempty"`
 	// Ref is the backend's reference to the capture (backend.SnapshotRef
 	// as JSON); never returned.
-	Ref       json.RawMessage `gorm:"type:text" json:"-"`
+	Ref       json.RawMessage `gorm:"serializer:json;type:text" json:"-"`
 	CreatedAt time.Time       `json:"created_at"`
 	ReadyAt   *time.Time      `json:"ready_at,omitempty"`
 }

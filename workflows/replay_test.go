@@ -63,6 +63,10 @@ func TestReplayCoversEveryVersion(t *testing.T) {
 		// liveness_v1.json: the Prober fails a watched workspace, it
 		// recovers and is watched again.
 		{WorkspaceWorkflowName, versionLiveness, []workflow.Version{vLiveness}, 0},
+		// snapshot_v1.json: a snapshot taken, one refused, a pause, a
+		// snapshot while paused, a resume; idle_pause_v1.json: paused at
+		// the idle deadline (idle_action pause), then deleted.
+		{WorkspaceWorkflowName, versionSnapshot, []workflow.Version{vSnapshot}, 2},
 		// agent_run_*_v1.json: completed after a 429, max_turns, canceled,
 		// resumed after its workspace was lost.
 		{SessionRunWorkflowName, versionAgentRun, []workflow.Version{1}, 4},

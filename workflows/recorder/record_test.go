@@ -50,11 +50,15 @@ type script struct {
 	leaseAfter, expireAfter time.Duration
 	lifeFrom                time.Time
 	leaseTaken              bool
+	// idleAfter, when set, is the idle deadline the probes report,
+	// counted from the first probe, with idle_action pause (version
+	// vSnapshot).
+	idleAfter time.Duration
 }
 
 // lifetime is the deadlines s reports; nil when it has none.
 func (s *script) lifetime() *activities.Lifetime {
-	if s == nil || (s.leaseAfter == 0 && s.expireAfter == 0) {
+	if s == nil || (s.leaseAfter == 0 && s.expireAfter == 0 && s.idleAfter == 0) {
 		return nil
 	}
 	if s.lifeFrom.IsZero() {
@@ -66,6 +70,9 @@ func (s *script) lifetime() *activities.Lifetime {
 	}
 	if s.expireAfter > 0 {
 		l.ExpiresAt = s.lifeFrom.Add(s.expireAfter)
+	}
+	if s.idleAfter > 0 {
+		l.IdleDeadline = s.lifeFrom.Add(s.idleAfter)
 	}
 	return l
 }
@@ -146,8 +153,12 @@ func (f *fakes) CheckLifetime(_ context.Context, in activities.CheckLifetimeInpu
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out activities.CheckLifetimeOutput
-	if l := f.scripts[in.WorkspaceID].lifetime(); l != nil {
+	s := f.scripts[in.WorkspaceID]
+	if l := s.lifetime(); l != nil {
 		out.Lifetime = *l
+	}
+	if s != nil && s.idleAfter > 0 {
+		out.IdleAction = backend.IdleActionPause
 	}
 	return out, nil
 }
@@ -197,6 +208,31 @@ func (f *fakes) Replace(ctx context.Context, in activities.ReplaceInput) (activi
 		}
 	}
 	return activities.ProvisionOutput{Handle: handle(in.WorkspaceID)}, nil
+}
+
+// failSnapshotID is the snapshot id whose capture the fake Snapshot fails.
+const failSnapshotID = "snap-recordedfail"
+
+func (f *fakes) Snapshot(_ context.Context, in activities.SnapshotInput) (activities.SnapshotOutput, error) {
+	if in.SnapshotID == failSnapshotID {
+		return activities.SnapshotOutput{}, temporal.NewNonRetryableApplicationError(
+			"workspace "+in.WorkspaceID+": snapshot "+in.SnapshotID+": the local backend cannot take full snapshots", "invalid", nil)
+	}
+	return activities.SnapshotOutput{Bytes: 1 << 20}, nil
+}
+
+func (f *fakes) FailSnapshot(context.Context, activities.FailSnapshotInput) (activities.FailSnapshotOutput, error) {
+	return activities.FailSnapshotOutput{}, nil
+}
+
+func (f *fakes) Pause(_ context.Context, in activities.PauseInput) (activities.PauseOutput, error) {
+	h := handle(in.WorkspaceID)
+	h.Attrs = map[string]string{"paused": "true"}
+	return activities.PauseOutput{Handle: h}, nil
+}
+
+func (f *fakes) Resume(_ context.Context, in activities.ResumeInput) (activities.ResumeOutput, error) {
+	return activities.ResumeOutput{Handle: handle(in.WorkspaceID)}, nil
 }
 
 func (f *fakes) Recovered(_ context.Context, in activities.RecoveredInput) (activities.RecoveredOutput, error) {
@@ -319,6 +355,14 @@ func (r *run) delete(t *testing.T, reason string) {
 func (r *run) signal(t *testing.T, s activities.LivenessSignal) {
 	t.Helper()
 	if err := r.c.SignalWorkflow(r.ctx, r.wid, "", workflows.SignalLiveness, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// send sends signal name with payload.
+func (r *run) send(t *testing.T, name string, payload any) {
+	t.Helper()
+	if err := r.c.SignalWorkflow(r.ctx, r.wid, "", name, payload); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -641,6 +685,46 @@ func TestRecordHistories(t *testing.T) {
 				return st.Phase == wire.PhaseRunning && st.Probes >= 7
 			})
 			r.signal(t, activities.LivenessSignal{Probes: 1, At: time.Now(), Lifetime: &activities.Lifetime{ExpiresAt: time.Now().Add(time.Hour)}})
+			r.delete(t, "recorded")
+			if err := r.result(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+	})
+
+	recordings = append(recordings, recording{
+		// Version 1 of change snapshot: a snapshot taken, one the backend
+		// refuses (failed), a pause, a snapshot of the paused workspace,
+		// a resume (pending, then running at the probe), then a delete.
+		file: "snapshot_v1.json",
+		id:   "ws-snapshot",
+		drive: func(t *testing.T, r *run) {
+			r.await(t, "running", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhaseRunning })
+			r.send(t, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: "snap-recorded", Mode: wire.SnapshotModeFilesystem})
+			r.send(t, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: failSnapshotID, Mode: wire.SnapshotModeFull})
+			r.send(t, workflows.SignalPause, workflows.PauseSignal{Reason: "paused by recorder"})
+			r.await(t, "paused", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhasePaused })
+			r.send(t, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: "snap-recordedpaused"})
+			r.send(t, workflows.SignalResume, workflows.ResumeSignal{Reason: "resumed by recorder"})
+			r.await(t, "running again", func(st workflows.WorkspaceState) bool {
+				return st.Phase == wire.PhaseRunning && st.Handle != nil && st.Handle.Attrs["paused"] == ""
+			})
+			r.delete(t, "recorded")
+			if err := r.result(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+	}, recording{
+		// Version 1 of change snapshot: lifetime.idle_action pause. At
+		// its idle deadline the workspace is paused, not deleted; then a
+		// delete of the paused workspace.
+		file:   "idle_pause_v1.json",
+		id:     "ws-idlepause",
+		script: script{idleAfter: time.Second},
+		drive: func(t *testing.T, r *run) {
+			r.await(t, "paused", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhasePaused })
 			r.delete(t, "recorded")
 			if err := r.result(); err != nil {
 				t.Fatal(err)

@@ -1,0 +1,423 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/local"
+	"github.com/primerhq/primer/backend/memory"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
+)
+
+// snapMem is the memory backend with a Snapshotter and a Pauser, for the
+// activities' tests: a snapshot is a copy of the sandbox's directory, a
+// pause stops its runtime (Kill), a resume serves it again (Revive).
+type snapMem struct {
+	*memory.Backend
+	dir string // where captures live
+
+	mu sync.Mutex
+	// onSnapshot, when set, runs inside Snapshot after the capture.
+	onSnapshot func()
+	deleted    []string // DeleteSnapshot's refs
+}
+
+var (
+	_ backend.Snapshotter = (*snapMem)(nil)
+	_ backend.Pauser      = (*snapMem)(nil)
+)
+
+func (b *snapMem) Capabilities() backend.Capabilities {
+	c := b.Backend.Capabilities()
+	c.Snapshots, c.Pause = []string{backend.SnapshotFilesystem}, true
+	return c
+}
+
+func (b *snapMem) Snapshot(ctx context.Context, h backend.Handle, req backend.SnapshotRequest) (backend.SnapshotRef, error) {
+	dst := filepath.Join(b.dir, req.SnapshotID)
+	if err := os.CopyFS(dst, os.DirFS(h.Path)); err != nil {
+		return backend.SnapshotRef{}, err
+	}
+	var n int64
+	_ = filepath.Walk(dst, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	b.mu.Lock()
+	hook := b.onSnapshot
+	b.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	return backend.SnapshotRef{Backend: h.Backend, SnapshotID: req.SnapshotID, Mode: req.Mode, Ref: dst, Bytes: n}, nil
+}
+
+func (b *snapMem) DeleteSnapshot(ctx context.Context, ref backend.SnapshotRef) error {
+	b.mu.Lock()
+	b.deleted = append(b.deleted, ref.Ref)
+	b.mu.Unlock()
+	return os.RemoveAll(ref.Ref)
+}
+
+// Provision copies the capture into the sandbox's directory first when
+// asked to start from one.
+func (b *snapMem) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
+	if req.Snapshot != nil {
+		dir, err := local.WorkspaceDir(b.Root(), req.WorkspaceID)
+		if err != nil {
+			return backend.Handle{}, err
+		}
+		if err := os.CopyFS(dir, os.DirFS(req.Snapshot.Ref)); err != nil {
+			return backend.Handle{}, err
+		}
+	}
+	return b.Backend.Provision(ctx, req)
+}
+
+func (b *snapMem) Pause(ctx context.Context, h backend.Handle, mode string) (backend.Handle, error) {
+	b.Kill(h.WorkspaceID)
+	return h, nil
+}
+
+func (b *snapMem) Resume(ctx context.Context, h backend.Handle, token string, env backend.EnvFunc) (backend.Handle, error) {
+	return h, b.Revive(h.WorkspaceID)
+}
+
+// snapRig is a rig whose memory backend takes snapshots and pauses.
+func snapRig(t *testing.T) (*rig, *snapMem) {
+	t.Helper()
+	r := newRig(t)
+	sm := &snapMem{Backend: r.mem, dir: t.TempDir()}
+	reg := backend.NewRegistry(map[string]backend.Factory{memory.Type: func(json.RawMessage) (backend.Backend, error) { return sm, nil }})
+	r.a.Backends, r.a.Connector.Backends = reg, reg
+	return r, sm
+}
+
+// newSnapshotRow makes a snapshot row of workspace ws, creating.
+func (r *rig) newSnapshotRow(t *testing.T, id string, ws *wire.Workspace) {
+	t.Helper()
+	if err := r.store.CreateSnapshot(context.Background(), &wire.Snapshot{
+		ID: id, WorkspaceID: ws.ID, TemplateID: ws.TemplateID, ProviderID: ws.ProviderID,
+		Backend: ws.Backend, Mode: wire.SnapshotModeFilesystem,
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workspaceFrom creates a template with tmplDoc and a pending workspace
+// from it made from snapshot snapID.
+func (r *rig) workspaceFrom(t *testing.T, id, tmplDoc, snapID string) {
+	t.Helper()
+	ctx := context.Background()
+	tmplID := "tmpl-" + id
+	if err := r.store.CreateTemplate(ctx, &wire.Template{ID: tmplID, ProviderID: "mem", Backend: json.RawMessage(tmplDoc)}); err != nil {
+		t.Fatal(err)
+	}
+	ws := &wire.Workspace{ID: id, TemplateID: tmplID, ProviderID: "mem", Backend: memory.Type, Phase: wire.PhasePending, SnapshotID: snapID}
+	if err := r.store.CreateWorkspace(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hasEvent returns the data of workspace id's first event of type typ,
+// nil when it has none.
+func (r *rig) hasEvent(t *testing.T, id, typ string) map[string]any {
+	t.Helper()
+	for _, e := range r.events(t, id) {
+		if e.Type == typ {
+			return eventData(t, e)
+		}
+	}
+	return nil
+}
+
+// A snapshot, then a workspace made from it: it has the captured files,
+// and the template's files and init are not applied again.
+func TestSnapshotAndProvisionFromIt(t *testing.T) {
+	r, sm := snapRig(t)
+	ctx := context.Background()
+	src := r.workspace(t, "ws-src", fullTemplate)
+	out, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-src"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out.Handle.Path, "work.txt"), []byte("made by the agent"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.newSnapshotRow(t, "snap-a", src)
+	got, err := r.a.Snapshot(ctx, SnapshotInput{WorkspaceID: "ws-src", SnapshotID: "snap-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.store.GetSnapshot(ctx, "snap-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Phase != wire.SnapshotReady || snap.Bytes <= 0 || snap.Bytes != got.Bytes {
+		t.Errorf("snapshot = %+v, output %+v; want ready with its size", snap, got)
+	}
+	var ref backend.SnapshotRef
+	if err := json.Unmarshal(snap.Ref, &ref); err != nil || ref.SnapshotID != "snap-a" || ref.Mode != wire.SnapshotModeFilesystem {
+		t.Errorf("stored ref = %s (%v)", snap.Ref, err)
+	}
+	if d := r.hasEvent(t, "ws-src", wire.EventSnapshotTaken); d == nil || d["snapshot_id"] != "snap-a" {
+		t.Errorf("snapshot_taken event data = %v", d)
+	}
+
+	// A workspace from it, on a template whose files and init would leave
+	// marks: none is there, the captured files are.
+	r.workspaceFrom(t, "ws-child", `{"kind":"memory","files":{"fresh.txt":"x"},"init":["touch init-ran"]}`, "snap-a")
+	cout, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, want := range map[string]string{"work.txt": "made by the agent", "hello.txt": "hi\n", "init.out": "hello from env\n"} {
+		if b, err := os.ReadFile(filepath.Join(cout.Handle.Path, rel)); err != nil || string(b) != want {
+			t.Errorf("child %s = %q (%v), want %q", rel, b, err, want)
+		}
+	}
+	for _, rel := range []string{"fresh.txt", "init-ran"} {
+		if _, err := os.Stat(filepath.Join(cout.Handle.Path, rel)); !os.IsNotExist(err) {
+			t.Errorf("child has %s (%v): the template was applied again", rel, err)
+		}
+	}
+	if len(sm.deleted) != 0 {
+		t.Errorf("captures deleted: %v", sm.deleted)
+	}
+}
+
+// A snapshot row deleted while the capture is taken: the capture is
+// removed again and the row keeps its phase.
+func TestSnapshotDeletedMeanwhile(t *testing.T) {
+	r, sm := snapRig(t)
+	ctx := context.Background()
+	ws := r.workspace(t, "ws-del", `{"kind":"memory"}`)
+	if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-del"}); err != nil {
+		t.Fatal(err)
+	}
+	r.newSnapshotRow(t, "snap-del", ws)
+	sm.onSnapshot = func() {
+		if _, err := r.store.MarkSnapshotDeleting(ctx, "snap-del", "deleted by test"); err != nil {
+			t.Error(err)
+		}
+	}
+	out, err := r.a.Snapshot(ctx, SnapshotInput{WorkspaceID: "ws-del", SnapshotID: "snap-del"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Discarded {
+		t.Errorf("output = %+v, want discarded", out)
+	}
+	if _, err := os.Stat(filepath.Join(sm.dir, "snap-del")); !os.IsNotExist(err) {
+		t.Errorf("capture still there (%v)", err)
+	}
+	if snap, _ := r.store.GetSnapshot(ctx, "snap-del"); snap == nil || snap.Phase != wire.SnapshotDeleting {
+		t.Errorf("snapshot = %+v, want still deleting", snap)
+	}
+}
+
+// A backend without a Snapshotter fails the snapshot for good with a clear
+// reason; FailSnapshot records it.
+func TestSnapshotRefused(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	ws := r.workspace(t, "ws-nosnap", `{"kind":"memory"}`)
+	if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-nosnap"}); err != nil {
+		t.Fatal(err)
+	}
+	r.newSnapshotRow(t, "snap-no", ws)
+	_, err := r.a.Snapshot(ctx, SnapshotInput{WorkspaceID: "ws-nosnap", SnapshotID: "snap-no"})
+	ae := appError(t, err, errs.Invalid.String(), false)
+	if !strings.Contains(ae.Message(), "memory backend cannot take snapshots") {
+		t.Errorf("error = %q", ae.Message())
+	}
+	if _, err := r.a.FailSnapshot(ctx, FailSnapshotInput{WorkspaceID: "ws-nosnap", SnapshotID: "snap-no", Reason: ae.Message()}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.store.GetSnapshot(ctx, "snap-no")
+	if err != nil || snap.Phase != wire.SnapshotFailed || snap.Reason != ae.Message() {
+		t.Errorf("snapshot = %+v (%v), want failed with the reason", snap, err)
+	}
+	if d := r.hasEvent(t, "ws-nosnap", wire.EventSnapshotFailed); d == nil || d["reason"] != ae.Message() {
+		t.Errorf("snapshot_failed event data = %v", d)
+	}
+	// Pause is refused the same way.
+	_, err = r.a.Pause(ctx, PauseInput{WorkspaceID: "ws-nosnap"})
+	if ae := appError(t, err, errs.Invalid.String(), false); !strings.Contains(ae.Message(), "memory backend cannot pause") {
+		t.Errorf("pause error = %q", ae.Message())
+	}
+}
+
+// Provisioning from a snapshot waits for one being taken (retryable), and
+// fails for good from one failed or gone, naming it.
+func TestProvisionFromUnreadySnapshot(t *testing.T) {
+	r, _ := snapRig(t)
+	ctx := context.Background()
+	src := r.workspace(t, "ws-src", `{"kind":"memory"}`)
+	r.newSnapshotRow(t, "snap-creating", src)
+	r.newSnapshotRow(t, "snap-failed", src)
+	if err := r.store.SetSnapshotFailed(ctx, "snap-failed", "engine said no"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		snap      string
+		retryable bool
+		want      string
+	}{
+		{"snap-creating", true, "snapshot snap-creating: still being taken"},
+		{"snap-failed", false, "snapshot snap-failed: it is failed: engine said no"},
+		{"snap-gone", false, "snapshot snap-gone: it no longer exists"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.snap, func(t *testing.T) {
+			id := "ws-" + tt.snap
+			r.workspaceFrom(t, id, `{"kind":"memory"}`, tt.snap)
+			cctx, cancel := context.WithTimeout(ctx, 2*snapshotPoll)
+			defer cancel()
+			_, err := r.a.provision(cctx, id, false, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want %q", err, tt.want)
+			}
+			if got := retryable(errs.KindOf(err)); got != tt.retryable {
+				t.Errorf("retryable = %v, want %v (%v)", got, tt.retryable, err)
+			}
+			if r.mem.Provisioned(id) {
+				t.Errorf("a sandbox was made")
+			}
+		})
+	}
+}
+
+// Pause stops the runtime (probes miss), keeps the files and records the
+// mode; Resume brings it back (probes hit) and clears it.
+func TestPauseResume(t *testing.T) {
+	r, _ := snapRig(t)
+	ctx := context.Background()
+	r.workspace(t, "ws-pause", `{"kind":"memory"}`)
+	out, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-pause"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out.Handle.Path, "kept.txt"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probe := func() ProbeOutput {
+		t.Helper()
+		res, err := r.a.Probe(ctx, ProbeInput{WorkspaceID: "ws-pause", Handle: out.Handle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if !probe().Hit {
+		t.Fatal("probe before the pause missed")
+	}
+	if _, err := r.a.Pause(ctx, PauseInput{WorkspaceID: "ws-pause", Reason: "by test"}); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := r.store.GetWorkspace(ctx, "ws-pause")
+	if ws.PausedMode != wire.SnapshotModeFilesystem {
+		t.Errorf("paused mode = %q", ws.PausedMode)
+	}
+	if d := r.hasEvent(t, "ws-pause", wire.EventPaused); d == nil || d["reason"] != "by test" || d["mode"] != wire.SnapshotModeFilesystem {
+		t.Errorf("paused event data = %v", d)
+	}
+	if res := probe(); res.Hit {
+		t.Errorf("probe of a paused workspace hit")
+	}
+	if _, err := r.a.Resume(ctx, ResumeInput{WorkspaceID: "ws-pause"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := probe(); !res.Hit {
+		t.Errorf("probe after the resume missed: %s", res.Reason)
+	}
+	ws, _ = r.store.GetWorkspace(ctx, "ws-pause")
+	if ws.PausedMode != "" {
+		t.Errorf("paused mode after resume = %q", ws.PausedMode)
+	}
+	if b, err := os.ReadFile(filepath.Join(out.Handle.Path, "kept.txt")); err != nil || string(b) != "kept" {
+		t.Errorf("kept.txt = %q (%v)", b, err)
+	}
+	if r.hasEvent(t, "ws-pause", wire.EventResumed) == nil {
+		t.Errorf("no resumed event")
+	}
+}
+
+// The reconciler removes a deleting snapshot's capture and row, and fails
+// a creating one whose workspace is gone.
+func TestReconcileSnapshots(t *testing.T) {
+	r, sm := snapRig(t)
+	ctx := context.Background()
+	ws := r.workspace(t, "ws-rec", `{"kind":"memory"}`)
+	if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: "ws-rec"}); err != nil {
+		t.Fatal(err)
+	}
+	r.newSnapshotRow(t, "snap-ready", ws)
+	if _, err := r.a.Snapshot(ctx, SnapshotInput{WorkspaceID: "ws-rec", SnapshotID: "snap-ready"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.MarkSnapshotDeleting(ctx, "snap-ready", "deleted by test"); err != nil {
+		t.Fatal(err)
+	}
+	r.newSnapshotRow(t, "snap-kept", ws)
+	orphan := &wire.Workspace{ID: "ws-gone", TemplateID: ws.TemplateID, ProviderID: "mem", Backend: memory.Type}
+	r.newSnapshotRow(t, "snap-orphan", orphan)
+
+	out, err := r.a.Reconcile(ctx, ReconcileInput{Grace: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.SnapshotsRemoved) != 1 || out.SnapshotsRemoved[0] != "snap-ready" {
+		t.Errorf("removed = %v, want snap-ready", out.SnapshotsRemoved)
+	}
+	if len(out.SnapshotsFailed) != 1 || out.SnapshotsFailed[0] != "snap-orphan" {
+		t.Errorf("failed = %v, want snap-orphan", out.SnapshotsFailed)
+	}
+	if _, err := r.store.GetSnapshot(ctx, "snap-ready"); !errs.Is(err, errs.NotFound) {
+		t.Errorf("deleted snapshot's row: %v, want gone", err)
+	}
+	if _, err := os.Stat(filepath.Join(sm.dir, "snap-ready")); !os.IsNotExist(err) {
+		t.Errorf("deleted snapshot's capture still there (%v)", err)
+	}
+	if s, _ := r.store.GetSnapshot(ctx, "snap-kept"); s == nil || s.Phase != wire.SnapshotCreating {
+		t.Errorf("snapshot of a live workspace = %+v, want still creating", s)
+	}
+	if s, _ := r.store.GetSnapshot(ctx, "snap-orphan"); s == nil || s.Phase != wire.SnapshotFailed || !strings.Contains(s.Reason, "ws-gone") {
+		t.Errorf("snapshot of a gone workspace = %+v, want failed naming it", s)
+	}
+}
+
+// CheckLifetime says the template's idle_action once the idle deadline
+// has passed.
+func TestCheckLifetimeIdleAction(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	for _, tt := range []struct{ doc, want string }{
+		{`{"kind":"memory","lifetime":{"idle":"1h","idle_action":"pause"}}`, backend.IdleActionPause},
+		{`{"kind":"memory","lifetime":{"idle":"1h"}}`, backend.IdleActionDelete},
+	} {
+		id := "ws-idle-" + tt.want
+		r.workspace(t, id, tt.doc)
+		past := time.Now().Add(-time.Minute)
+		if err := r.store.SetDeadlines(ctx, id, wire.Deadlines{IdleDeadline: &past}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := r.a.CheckLifetime(ctx, CheckLifetimeInput{WorkspaceID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.IdleAction != tt.want {
+			t.Errorf("%s: idle action = %q, want %q", tt.doc, out.IdleAction, tt.want)
+		}
+	}
+}
