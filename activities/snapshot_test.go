@@ -11,17 +11,16 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/backend"
-	"github.com/primerhq/primer/backend/local"
 	"github.com/primerhq/primer/backend/memory"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/wire"
 )
 
-// snapMem is the memory backend with a Snapshotter and a Pauser, for the
-// activities' tests: a snapshot is a copy of the sandbox's directory, a
-// pause stops its runtime (Kill), a resume serves it again (Revive).
+// snapMem is the memory backend with snapshots and pause
+// (memory.Snapshotting), with a hook inside Snapshot and a record of the
+// captures deleted.
 type snapMem struct {
-	*memory.Backend
+	memory.Snapshotting
 	dir string // where captures live
 
 	mu sync.Mutex
@@ -30,74 +29,29 @@ type snapMem struct {
 	deleted    []string // DeleteSnapshot's refs
 }
 
-var (
-	_ backend.Snapshotter = (*snapMem)(nil)
-	_ backend.Pauser      = (*snapMem)(nil)
-)
-
-func (b *snapMem) Capabilities() backend.Capabilities {
-	c := b.Backend.Capabilities()
-	c.Snapshots, c.Pause = []string{backend.SnapshotFilesystem}, true
-	return c
-}
-
 func (b *snapMem) Snapshot(ctx context.Context, h backend.Handle, req backend.SnapshotRequest) (backend.SnapshotRef, error) {
-	dst := filepath.Join(b.dir, req.SnapshotID)
-	if err := os.CopyFS(dst, os.DirFS(h.Path)); err != nil {
-		return backend.SnapshotRef{}, err
-	}
-	var n int64
-	_ = filepath.Walk(dst, func(_ string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			n += fi.Size()
-		}
-		return nil
-	})
+	ref, err := b.Snapshotting.Snapshot(ctx, h, req)
 	b.mu.Lock()
 	hook := b.onSnapshot
 	b.mu.Unlock()
-	if hook != nil {
+	if hook != nil && err == nil {
 		hook()
 	}
-	return backend.SnapshotRef{Backend: h.Backend, SnapshotID: req.SnapshotID, Mode: req.Mode, Ref: dst, Bytes: n}, nil
+	return ref, err
 }
 
 func (b *snapMem) DeleteSnapshot(ctx context.Context, ref backend.SnapshotRef) error {
 	b.mu.Lock()
 	b.deleted = append(b.deleted, ref.Ref)
 	b.mu.Unlock()
-	return os.RemoveAll(ref.Ref)
-}
-
-// Provision copies the capture into the sandbox's directory first when
-// asked to start from one.
-func (b *snapMem) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
-	if req.Snapshot != nil {
-		dir, err := local.WorkspaceDir(b.Root(), req.WorkspaceID)
-		if err != nil {
-			return backend.Handle{}, err
-		}
-		if err := os.CopyFS(dir, os.DirFS(req.Snapshot.Ref)); err != nil {
-			return backend.Handle{}, err
-		}
-	}
-	return b.Backend.Provision(ctx, req)
-}
-
-func (b *snapMem) Pause(ctx context.Context, h backend.Handle, mode string) (backend.Handle, error) {
-	b.Kill(h.WorkspaceID)
-	return h, nil
-}
-
-func (b *snapMem) Resume(ctx context.Context, h backend.Handle, token string, env backend.EnvFunc) (backend.Handle, error) {
-	return h, b.Revive(h.WorkspaceID)
+	return b.Snapshotting.DeleteSnapshot(ctx, ref)
 }
 
 // snapRig is a rig whose memory backend takes snapshots and pauses.
 func snapRig(t *testing.T) (*rig, *snapMem) {
 	t.Helper()
 	r := newRig(t)
-	sm := &snapMem{Backend: r.mem, dir: t.TempDir()}
+	sm := &snapMem{Snapshotting: r.mem.WithSnapshots(), dir: filepath.Join(r.mem.Root(), ".snapshots")}
 	reg := backend.NewRegistry(map[string]backend.Factory{memory.Type: func(json.RawMessage) (backend.Backend, error) { return sm, nil }})
 	r.a.Backends, r.a.Connector.Backends = reg, reg
 	return r, sm
@@ -419,5 +373,40 @@ func TestCheckLifetimeIdleAction(t *testing.T) {
 		if out.IdleAction != tt.want {
 			t.Errorf("%s: idle action = %q, want %q", tt.doc, out.IdleAction, tt.want)
 		}
+	}
+}
+
+// A workspace paused by its workflow on another worker: this worker's
+// Prober, whose probes now miss, finds it paused and stops watching it
+// without a signal (a paused workspace is not lost).
+func TestProberDropsPausedWorkspace(t *testing.T) {
+	r, in := provisioned(t, "ws-paused")
+	pr := newProbeRecorder(r)
+	defer pr.p.Stop()
+	ctx := context.Background()
+	watch := in
+	watch.Watch = &WatchRequest{WorkflowID: "workspace-ws-paused", Interval: 20 * time.Millisecond, Backstop: time.Hour, MissesToFail: 3}
+	if out, err := r.a.Probe(ctx, watch); err != nil || !out.Watched {
+		t.Fatalf("the workflow's probe = %+v, %v; want watched", out, err)
+	}
+	r.mem.Kill("ws-paused")
+	if err := r.store.SetWorkspacePhase(ctx, "ws-paused", wire.PhasePaused, "paused elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	outs, _ := pr.waitProbes(t, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for pr.p.Watching() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("still watching a paused workspace after %d probes", len(outs))
+		}
+		time.Sleep(20 * time.Millisecond) // polling the Prober's own clock
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if len(pr.signals) != 0 {
+		t.Errorf("signals for a paused workspace: %+v", pr.signals)
+	}
+	if last := pr.outs[len(pr.outs)-1]; !last.Paused {
+		t.Errorf("last probe = %+v, want paused", last)
 	}
 }

@@ -24,6 +24,9 @@ func TestLifetimeValidate(t *testing.T) {
 		{"max too long", &backend.Lifetime{Max: "10000h"}, "spec.backend.lifetime.max", 0, 0},
 		{"idle negative", &backend.Lifetime{Idle: "-1m"}, "spec.backend.lifetime.idle", 0, 0},
 		{"idle over max", &backend.Lifetime{Max: "10m", Idle: "1h"}, "spec.backend.lifetime.idle", 0, 0},
+		{"idle_action pause", &backend.Lifetime{Idle: "5m", IdleAction: backend.IdleActionPause}, "", 0, 5 * time.Minute},
+		{"idle_action delete", &backend.Lifetime{Idle: "5m", IdleAction: backend.IdleActionDelete}, "", 0, 5 * time.Minute},
+		{"idle_action unknown", &backend.Lifetime{Idle: "5m", IdleAction: "hibernate"}, "spec.backend.lifetime.idle_action", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,6 +43,13 @@ func TestLifetimeValidate(t *testing.T) {
 			}
 			if m, i := c.Lifetimes(); m != tt.wantMax || i != tt.wantIdle {
 				t.Fatalf("Lifetimes = %s, %s; want %s, %s", m, i, tt.wantMax, tt.wantIdle)
+			}
+			want := backend.IdleActionDelete
+			if tt.l != nil && tt.l.IdleAction != "" {
+				want = tt.l.IdleAction
+			}
+			if got := c.IdleAction(); got != want {
+				t.Errorf("IdleAction = %q, want %q", got, want)
 			}
 		})
 	}

@@ -50,6 +50,9 @@ type sandbox struct {
 	// the next Provision serves a new runtime on them.
 	down      bool
 	teardowns int
+	// paused is set by Snapshotting's Pause: the runtime is stopped on
+	// purpose and Endpoint refuses until Resume.
+	paused bool
 }
 
 var (
@@ -224,9 +227,10 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 		s = &sandbox{dir: dir, created: time.Now()}
 	}
 	s.token, s.env = req.Token, maps.Clone(req.Env)
-	if s.down {
-		// A replacement after Teardown: a new runtime on the kept files.
-		s.down, s.killed = false, false
+	if s.down || s.paused {
+		// A replacement after Teardown, or of a paused sandbox: a new
+		// runtime on the kept files.
+		s.down, s.killed, s.paused = false, false, false
 	}
 	if !s.killed {
 		url, err := b.host.Serve(ctx, id, server.Config{Root: dir, Token: s.token, Env: s.env})
@@ -254,6 +258,9 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	}
 	if s.down {
 		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: sandbox torn down", h.WorkspaceID)
+	}
+	if s.paused {
+		return backend.Endpoint{}, errs.E(errs.Unavailable, "workspace %s: sandbox paused", h.WorkspaceID)
 	}
 	if s.killed {
 		return backend.Endpoint{URL: s.url}, nil

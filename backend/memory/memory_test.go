@@ -43,6 +43,30 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceWithSnapshots runs the suite, its snapshot and pause
+// cases included, on the memory backend with snapshots.
+func TestConformanceWithSnapshots(t *testing.T) {
+	var current *memory.Backend
+	backendtest.Run(t, backendtest.Harness{
+		New: func(t *testing.T) backend.Backend {
+			current = newBackend(t)
+			return current.WithSnapshots()
+		},
+		Template: json.RawMessage(`{"kind":"memory"}`),
+		Gone: func(t *testing.T, h backend.Handle) bool {
+			_, err := os.Stat(h.Path)
+			return errors.Is(err, fs.ErrNotExist) && !current.Provisioned(h.WorkspaceID)
+		},
+		Stopped: func(t *testing.T, h backend.Handle) bool { return current.Paused(h.WorkspaceID) },
+		SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+			_, err := os.Stat(ref.Ref)
+			return errors.Is(err, fs.ErrNotExist)
+		},
+		Timeout:       30 * time.Second,
+		HostProcesses: true,
+	})
+}
+
 // probe is what the workflow's probe does: endpoint, dial, ping.
 func probe(ctx context.Context, b backend.Backend, h backend.Handle, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
