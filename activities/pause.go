@@ -77,19 +77,28 @@ func (a *Activities) pause(ctx context.Context, in PauseInput) (backend.Handle, 
 			return backend.Handle{}, errs.Within(what, err)
 		}
 	}
+	// The tenant's max_paused is checked, and the pause counted, before
+	// the backend pauses: two pauses at once cannot both take the last
+	// place.
+	if err := a.Store.ReservePause(ctx, ws, mode); err != nil {
+		return backend.Handle{}, errs.Within(what, err)
+	}
 	if pr := a.proberFor(ctx); pr != nil {
 		pr.Unwatch(in.WorkspaceID)
 	}
 	nh, err := p.Pause(ctx, h, mode)
 	if err != nil {
+		if lastAttempt(ctx, err) {
+			// Give the place back: the workspace runs on.
+			if cerr := a.Store.SetWorkspacePausedMode(context.WithoutCancel(ctx), ws.ID, ""); cerr != nil {
+				a.logger().Warn("release the pause's place", "workspace_id", ws.ID, "error", cerr)
+			}
+		}
 		return backend.Handle{}, RedactErr(errs.Within(what, err), ws.RuntimeToken)
 	}
 	a.Connector.Drop(in.WorkspaceID)
 	if err := a.storeHandle(ctx, ws, nh, what); err != nil {
 		return backend.Handle{}, err
-	}
-	if err := a.Store.SetWorkspacePausedMode(ctx, ws.ID, mode); err != nil {
-		return backend.Handle{}, errs.Within(what, err)
 	}
 	if _, err := a.recordEvent(ctx, ws.ID, wire.EventPaused, map[string]any{"mode": mode, "reason": in.Reason}); err != nil {
 		return backend.Handle{}, err

@@ -410,3 +410,36 @@ func TestProberDropsPausedWorkspace(t *testing.T) {
 		t.Errorf("last probe = %+v, want paused", last)
 	}
 }
+
+// A tenant's max_paused refuses a pause that would pass it, before the
+// backend is asked; the paused workspace holds its place until resumed.
+func TestPauseMaxPaused(t *testing.T) {
+	r, _ := snapRig(t)
+	ctx := context.Background()
+	if err := r.store.CreateTenant(ctx, &wire.Tenant{ID: wire.DefaultTenantID, Quota: wire.Quota{MaxPaused: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for _, id := range []string{"ws-p1", "ws-p2"} {
+		r.workspace(t, id, `{"kind":"memory"}`)
+		if _, err := r.a.Provision(ctx, ProvisionInput{WorkspaceID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.a.Pause(ctx, PauseInput{WorkspaceID: "ws-p1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.a.Pause(ctx, PauseInput{WorkspaceID: "ws-p2"})
+	if ae := appError(t, err, errs.Exhausted.String(), true); !strings.Contains(ae.Message(), "max_paused") {
+		t.Errorf("second pause = %q, want max_paused named", ae.Message())
+	}
+	if r.mem.Paused("ws-p2") {
+		t.Error("the refused pause reached the backend")
+	}
+	if _, err := r.a.Resume(ctx, ResumeInput{WorkspaceID: "ws-p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.a.Pause(ctx, PauseInput{WorkspaceID: "ws-p2"}); err != nil {
+		t.Errorf("pause after the other's resume: %v", err)
+	}
+}
