@@ -76,6 +76,16 @@ func TestPauseResume(t *testing.T) {
 	if out := execOut(t, ctx, b, h, token, "cat", "/workspace/f"); out != "kept\n" {
 		t.Errorf("resumed: cat f = %q, want kept", out)
 	}
+	// A paused workspace provisioned again (a replacement) runs again.
+	if _, err := b.Pause(ctx, h, ""); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	if _, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Template: kubernetestest.Template(kubernetestest.BusyboxImage, nil), Token: token}); err != nil {
+		t.Fatalf("provision a paused workspace: %v", err)
+	}
+	if out := execOut(t, ctx, b, h, token, "cat", "/workspace/f"); out != "kept\n" {
+		t.Errorf("provisioned again after pause: cat f = %q, want kept", out)
+	}
 }
 
 // TestSnapshotArchive: on a cluster without CSI snapshots (the test
