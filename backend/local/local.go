@@ -169,7 +169,10 @@ func (b *Backend) Root() string { return b.root }
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{Isolation: "none", PersistentAcrossRestart: true}
+	return backend.Capabilities{
+		Isolation: "none", PersistentAcrossRestart: true,
+		Snapshots: []string{backend.SnapshotFilesystem}, SnapshotsNote: snapshotsNote, Pause: true,
+	}
 }
 
 // ValidateTemplate implements backend.Backend.
@@ -178,8 +181,10 @@ func (b *Backend) ValidateTemplate(tmpl json.RawMessage) error {
 	return err
 }
 
-// Provision implements backend.Backend: it creates root/<id> (0700) and
-// serves its runtime. A retry finds the directory and the runtime in place.
+// Provision implements backend.Backend: it creates root/<id> (0700), or
+// with req.Snapshot a copy of the capture, and serves its runtime. A retry
+// finds the directory and the runtime in place (and does not copy the
+// snapshot over what the workspace has made since).
 func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (backend.Handle, error) {
 	dir, err := WorkspaceDir(b.root, req.WorkspaceID)
 	if err != nil {
@@ -193,6 +198,11 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	unlock := b.locks.Lock(req.WorkspaceID)
 	defer unlock()
 
+	if req.Snapshot != nil {
+		if err := b.restoreDir(ctx, *req.Snapshot, req.WorkspaceID, dir); err != nil {
+			return backend.Handle{}, fmt.Errorf("workspace %s: provision from snapshot %s: %w", req.WorkspaceID, req.Snapshot.SnapshotID, err)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
 	}

@@ -56,6 +56,23 @@ func TestConformance(t *testing.T) {
 		},
 		Timeout:       30 * time.Second,
 		HostProcesses: true,
+		// Paused: no host of the test serves the workspace's runtime (its
+		// processes were killed with it).
+		Stopped: func(t *testing.T, h backend.Handle) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, host := range hosts {
+				if host.URL(h.WorkspaceID) != "" {
+					return false
+				}
+			}
+			return true
+		},
+		SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+			_, err := os.Stat(ref.Ref)
+			left, _ := filepath.Glob(filepath.Join(filepath.Dir(ref.Ref), "."+ref.SnapshotID+"*"))
+			return errors.Is(err, fs.ErrNotExist) && len(left) == 0
+		},
 		// A restart ends the process whose host served the runtimes; the
 		// new platform has a new host over the same root.
 		Restart: func(t *testing.T, old backend.Backend) backend.Backend {
@@ -64,7 +81,10 @@ func TestConformance(t *testing.T) {
 			host := hosts[ob]
 			mu.Unlock()
 			host.Close()
-			b, _ := backendAt(t, ob.Root())
+			b, h := backendAt(t, ob.Root())
+			mu.Lock()
+			hosts[b] = h
+			mu.Unlock()
 			return b
 		},
 	})
