@@ -58,32 +58,39 @@ func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration
 }
 
 // removeSnapshot removes a deleting snapshot's capture from its backend,
-// then its row. A snapshot that never became ready holds no capture (a
-// capture taken after the delete is removed by the workflow that took
-// it); one whose provider is gone can no longer be reached, and only its
-// row goes.
+// then its row. A snapshot that never became ready has no stored
+// reference, but a capture cut off by a crash or a delete may have left
+// something named after its id: removing it by id is tried, and a backend
+// that cannot does not keep the row (a capture taken after the delete is
+// removed by the workflow that took it). One whose provider is gone can no
+// longer be reached, and only its row goes.
 func (a *Activities) removeSnapshot(ctx context.Context, snap *wire.Snapshot) error {
 	what := "snapshot " + snap.ID + ": remove"
-	if len(snap.Ref) > 0 && string(snap.Ref) != "null" {
-		var ref backend.SnapshotRef
+	ref := backend.SnapshotRef{Backend: snap.Backend, SnapshotID: snap.ID, Mode: snap.Mode}
+	stored := len(snap.Ref) > 0 && string(snap.Ref) != "null"
+	if stored {
 		if err := json.Unmarshal(snap.Ref, &ref); err != nil {
 			return fmt.Errorf("%s: decode ref: %w", what, err)
 		}
-		p, err := a.Store.GetProvider(ctx, snap.ProviderID)
-		switch {
-		case errs.Is(err, errs.NotFound):
-			a.logger().Warn("snapshot's provider is gone: its capture is left", "snapshot_id", snap.ID, "provider_id", snap.ProviderID, "ref", ref.Ref)
-		case err != nil:
-			return fmt.Errorf("%s: provider %s: %w", what, snap.ProviderID, err)
-		default:
-			b, err := a.Backends.For(p)
-			if err != nil {
-				return fmt.Errorf("%s: provider %s: %w", what, p.ID, err)
-			}
-			if sn, ok := b.(backend.Snapshotter); ok {
-				if err := sn.DeleteSnapshot(ctx, ref); err != nil {
-					return fmt.Errorf("%s: %w", what, err)
-				}
+	}
+	p, err := a.Store.GetProvider(ctx, snap.ProviderID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		a.logger().Warn("snapshot's provider is gone: its capture is left", "snapshot_id", snap.ID, "provider_id", snap.ProviderID, "ref", ref.Ref)
+	case err != nil:
+		return fmt.Errorf("%s: provider %s: %w", what, snap.ProviderID, err)
+	default:
+		b, err := a.Backends.For(p)
+		if err != nil {
+			return fmt.Errorf("%s: provider %s: %w", what, p.ID, err)
+		}
+		if sn, ok := b.(backend.Snapshotter); ok {
+			err := sn.DeleteSnapshot(ctx, ref)
+			switch {
+			case err != nil && stored:
+				return fmt.Errorf("%s: %w", what, err)
+			case err != nil:
+				a.logger().Warn("remove what a cut-off capture may have left", "snapshot_id", snap.ID, "error", err)
 			}
 		}
 	}

@@ -68,11 +68,17 @@ func (a *Activities) snapshot(ctx context.Context, in SnapshotInput) (SnapshotOu
 	if err != nil {
 		return SnapshotOutput{}, errs.Within(what, err)
 	}
-	if snap.Phase != wire.SnapshotCreating {
-		return SnapshotOutput{}, errs.E(errs.Invalid, "%s: it is %s, not creating", what, snap.Phase)
-	}
 	if snap.WorkspaceID != in.WorkspaceID {
 		return SnapshotOutput{}, errs.E(errs.Invalid, "%s: it is of workspace %s", what, snap.WorkspaceID)
+	}
+	switch snap.Phase {
+	case wire.SnapshotCreating:
+	case wire.SnapshotReady:
+		// An earlier attempt stored it and its worker died before it
+		// answered (kill -9 of primer serve): it is done.
+		return SnapshotOutput{Bytes: snap.Bytes}, nil
+	default:
+		return SnapshotOutput{}, errs.E(errs.Invalid, "%s: it is %s, not creating", what, snap.Phase)
 	}
 	ws, err := a.Store.GetWorkspace(ctx, in.WorkspaceID)
 	if err != nil {
@@ -154,10 +160,14 @@ func snapshotterOf(b backend.Backend, typ, mode string) (backend.Snapshotter, er
 // FailSnapshot records a capture that could not be taken: the snapshot
 // row moves from creating to failed with the reason, and
 // workspace.snapshot_failed is recorded. A row no longer creating (deleted
-// meanwhile) keeps its phase. It runs as a local activity.
+// meanwhile, or failed by an earlier try) keeps its phase and no event is
+// recorded. It runs as a local activity.
 func (a *Activities) FailSnapshot(ctx context.Context, in FailSnapshotInput) (FailSnapshotOutput, error) {
 	err := a.Store.SetSnapshotFailed(ctx, in.SnapshotID, in.Reason)
-	if err != nil && !errs.Is(err, errs.Conflict) && !errs.Is(err, errs.NotFound) {
+	if errs.Is(err, errs.Conflict) || errs.Is(err, errs.NotFound) {
+		return FailSnapshotOutput{}, nil
+	}
+	if err != nil {
 		return FailSnapshotOutput{}, Classify(errs.Within("workspace "+in.WorkspaceID+": snapshot "+in.SnapshotID+": set failed", err))
 	}
 	if _, err := a.recordEvent(ctx, in.WorkspaceID, wire.EventSnapshotFailed, map[string]any{

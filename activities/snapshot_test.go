@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,22 @@ func TestSnapshotAndProvisionFromIt(t *testing.T) {
 	}
 	if d := r.hasEvent(t, "ws-src", wire.EventSnapshotTaken); d == nil || d["snapshot_id"] != "snap-a" {
 		t.Errorf("snapshot_taken event data = %v", d)
+	}
+	// A retry after a worker died between storing it and answering finds
+	// it done, and a FailSnapshot then (the workflow's, after a cut-off
+	// answer) changes nothing.
+	again, err := r.a.Snapshot(ctx, SnapshotInput{WorkspaceID: "ws-src", SnapshotID: "snap-a"})
+	if err != nil || again.Bytes != got.Bytes {
+		t.Errorf("retried snapshot = %+v, %v; want the first's size", again, err)
+	}
+	if _, err := r.a.FailSnapshot(ctx, FailSnapshotInput{WorkspaceID: "ws-src", SnapshotID: "snap-a", Reason: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := r.store.GetSnapshot(ctx, "snap-a"); s == nil || s.Phase != wire.SnapshotReady {
+		t.Errorf("snapshot after a late FailSnapshot = %+v, want ready", s)
+	}
+	if d := r.hasEvent(t, "ws-src", wire.EventSnapshotFailed); d != nil {
+		t.Errorf("snapshot_failed recorded for a ready snapshot: %v", d)
 	}
 
 	// A workspace from it, on a template whose files and init would leave
@@ -323,6 +340,19 @@ func TestReconcileSnapshots(t *testing.T) {
 	if _, err := r.store.MarkSnapshotDeleting(ctx, "snap-ready", "deleted by test"); err != nil {
 		t.Fatal(err)
 	}
+	// A capture cut off before its row was ready (the row failed), then
+	// deleted: what it left, named after its id, goes too.
+	r.newSnapshotRow(t, "snap-cut", ws)
+	h, _, _ := backend.DecodeHandle("ws-rec", mustWorkspace(t, r, "ws-rec").Handle)
+	if _, err := sm.Snapshotting.Snapshot(ctx, h, backend.SnapshotRequest{SnapshotID: "snap-cut", Mode: backend.SnapshotFilesystem}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.SetSnapshotFailed(ctx, "snap-cut", "worker died"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.store.MarkSnapshotDeleting(ctx, "snap-cut", "deleted by test"); err != nil {
+		t.Fatal(err)
+	}
 	r.newSnapshotRow(t, "snap-kept", ws)
 	orphan := &wire.Workspace{ID: "ws-gone", TemplateID: ws.TemplateID, ProviderID: "mem", Backend: memory.Type}
 	r.newSnapshotRow(t, "snap-orphan", orphan)
@@ -331,8 +361,11 @@ func TestReconcileSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.SnapshotsRemoved) != 1 || out.SnapshotsRemoved[0] != "snap-ready" {
-		t.Errorf("removed = %v, want snap-ready", out.SnapshotsRemoved)
+	if !slices.Equal(out.SnapshotsRemoved, []string{"snap-cut", "snap-ready"}) && !slices.Equal(out.SnapshotsRemoved, []string{"snap-ready", "snap-cut"}) {
+		t.Errorf("removed = %v, want snap-ready and snap-cut", out.SnapshotsRemoved)
+	}
+	if _, err := os.Stat(filepath.Join(sm.dir, "snap-cut")); !os.IsNotExist(err) {
+		t.Errorf("cut-off capture still there (%v)", err)
 	}
 	if len(out.SnapshotsFailed) != 1 || out.SnapshotsFailed[0] != "snap-orphan" {
 		t.Errorf("failed = %v, want snap-orphan", out.SnapshotsFailed)
@@ -442,4 +475,13 @@ func TestPauseMaxPaused(t *testing.T) {
 	if _, err := r.a.Pause(ctx, PauseInput{WorkspaceID: "ws-p2"}); err != nil {
 		t.Errorf("pause after the other's resume: %v", err)
 	}
+}
+
+func mustWorkspace(t *testing.T, r *rig, id string) *wire.Workspace {
+	t.Helper()
+	ws, err := r.store.GetWorkspace(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
 }
