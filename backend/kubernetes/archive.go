@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -52,6 +53,25 @@ func (b *Backend) archiveSnapshot(ctx context.Context, id string, req backend.Sn
 		return backend.SnapshotRef{}, errs.E(errs.Unavailable, "workspace %s: snapshot %s: make the snapshot store: %w", id, req.SnapshotID, err)
 	}
 	b.removePartial(req.SnapshotID)
+	if b.paused(ctx, id) {
+		// Only a running pod can archive its volume: the paused workspace
+		// runs for the capture and is paused again after it, whatever
+		// happened.
+		token, err := b.tokenOf(ctx, id)
+		if err != nil {
+			return backend.SnapshotRef{}, fmt.Errorf("workspace %s: snapshot %s: %w", id, req.SnapshotID, err)
+		}
+		if err := b.resume(ctx, id, token); err != nil {
+			return backend.SnapshotRef{}, fmt.Errorf("workspace %s: snapshot %s: run the paused workspace to archive it: %w", id, req.SnapshotID, err)
+		}
+		defer func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			if err := b.pause(pctx, id); err != nil {
+				b.logger.Warn("pause again after the snapshot of a paused workspace", "workspace_id", id, "snapshot_id", req.SnapshotID, "err", err)
+			}
+		}()
+	}
 	c, err := b.dialWorkspace(ctx, id)
 	if err != nil {
 		return backend.SnapshotRef{}, fmt.Errorf("workspace %s: snapshot %s: %w", id, req.SnapshotID, err)
@@ -183,14 +203,10 @@ func syncDir(dir string) {
 // dialWorkspace connects to the runtime of the workspace's running pod
 // with the token of its Secret.
 func (b *Backend) dialWorkspace(ctx context.Context, id string) (*rtclient.Client, error) {
-	s, err := b.cs.CoreV1().Secrets(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{})
+	token, err := b.tokenOf(ctx, id)
 	if err != nil {
-		return nil, b.apiErr(err, "get Secret")
+		return nil, err
 	}
-	if !b.owns(s.Labels, id) || len(s.Data[tokenKey]) == 0 {
-		return nil, errs.E(errs.NotFound, "Secret %s/%s holds no runtime token of the workspace", b.cfg.Namespace, s.Name)
-	}
-	token := string(s.Data[tokenKey])
 	ep, err := b.Endpoint(ctx, b.handle(id), token)
 	if err != nil {
 		return nil, err
@@ -217,3 +233,15 @@ func (t *tail) Write(p []byte) (int, error) {
 }
 
 func (t *tail) String() string { return string(t.b) }
+
+// tokenOf returns the runtime token in the workspace's Secret.
+func (b *Backend) tokenOf(ctx context.Context, id string) (string, error) {
+	s, err := b.cs.CoreV1().Secrets(b.cfg.Namespace).Get(ctx, Name(id), metav1.GetOptions{})
+	if err != nil {
+		return "", b.apiErr(err, "get Secret")
+	}
+	if !b.owns(s.Labels, id) || len(s.Data[tokenKey]) == 0 {
+		return "", errs.E(errs.NotFound, "Secret %s/%s holds no runtime token of the workspace", b.cfg.Namespace, s.Name)
+	}
+	return string(s.Data[tokenKey]), nil
+}

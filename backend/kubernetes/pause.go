@@ -33,7 +33,15 @@ func (b *Backend) Pause(ctx context.Context, h backend.Handle, mode string) (bac
 		return backend.Handle{}, err
 	}
 	defer unlock()
-	id := h.WorkspaceID
+	if err := b.pause(ctx, h.WorkspaceID); err != nil {
+		return backend.Handle{}, err
+	}
+	return b.handle(h.WorkspaceID), nil
+}
+
+// pause scales the workspace to 0 and waits for its pod to be gone; the
+// caller holds the workspace's lock.
+func (b *Backend) pause(ctx context.Context, id string) error {
 	// The runtime is asked to stop, as Destroy does, so the pod is gone as
 	// soon as it has stopped rather than when the kubelet confirms it.
 	rt := b.connectRuntime(ctx, id)
@@ -41,27 +49,27 @@ func (b *Backend) Pause(ctx context.Context, h backend.Handle, mode string) (bac
 		defer rt.c.Close()
 	}
 	if err := b.scale(ctx, id, 0); err != nil {
-		return backend.Handle{}, err
+		return err
 	}
 	b.stopForward(id)
 	ns := b.cfg.Namespace
 	if err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(podGracePeriod))}); err != nil && !apierrors.IsNotFound(err) {
-		return backend.Handle{}, b.apiErr(err, "workspace %s: delete pod", id)
+		return b.apiErr(err, "workspace %s: delete pod", id)
 	}
 	if rt != nil {
 		rt.shutdown(ctx, b.logger, id)
 		if rt.stopped(ctx, (podGracePeriod+2)*time.Second) {
 			err := b.cs.CoreV1().Pods(ns).Delete(ctx, PodName(id), metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0)), Preconditions: &metav1.Preconditions{UID: &rt.pod}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return backend.Handle{}, b.apiErr(err, "workspace %s: delete stopped pod", id)
+				return b.apiErr(err, "workspace %s: delete stopped pod", id)
 			}
 		}
 	}
 	if err := b.waitPodGone(ctx, id); err != nil {
-		return backend.Handle{}, err
+		return err
 	}
 	b.logger.Info("workspace paused: StatefulSet scaled to 0, volume kept", "workspace_id", id, "pvc", Name(id))
-	return b.handle(id), nil
+	return nil
 }
 
 // Resume implements backend.Pauser: it scales the workspace's StatefulSet
@@ -80,25 +88,33 @@ func (b *Backend) Resume(ctx context.Context, h backend.Handle, token string, _ 
 		return backend.Handle{}, err
 	}
 	defer unlock()
-	id := h.WorkspaceID
-	if err := b.scale(ctx, id, 1); err != nil {
+	if err := b.resume(ctx, h.WorkspaceID, token); err != nil {
 		return backend.Handle{}, err
+	}
+	return b.handle(h.WorkspaceID), nil
+}
+
+// resume scales the workspace to 1 and waits for its runtime to answer
+// with token; the caller holds the workspace's lock.
+func (b *Backend) resume(ctx context.Context, id, token string) error {
+	if err := b.scale(ctx, id, 1); err != nil {
+		return err
 	}
 	// The pod template carries the hash of the token the workspace was
 	// provisioned with; a pod made for another token is not the one.
 	pod, err := b.waitPod(ctx, id, tokenHash(token))
 	if err != nil {
-		return backend.Handle{}, err
+		return err
 	}
 	url, err := b.runtimeURL(ctx, id, pod)
 	if err != nil {
-		return backend.Handle{}, err
+		return err
 	}
 	if err := b.waitReady(ctx, id, url, token); err != nil {
-		return backend.Handle{}, b.withLogs(ctx, id, err)
+		return b.withLogs(ctx, id, err)
 	}
 	b.logger.Info("workspace resumed", "workspace_id", id, "pod", PodName(id))
-	return b.handle(id), nil
+	return nil
 }
 
 // scale sets the replicas of the workspace's StatefulSet (0 paused, 1

@@ -173,3 +173,40 @@ func TestSnapshotArchive(t *testing.T) {
 		t.Errorf("snapshot full: err = %v, want Invalid", err)
 	}
 }
+
+// TestSnapshotPaused: a paused workspace's volume is archived by running
+// it for the capture; it is paused again afterwards (no pod), and a
+// workspace made from the snapshot has its files.
+func TestSnapshotPaused(t *testing.T) {
+	ns := kubernetestest.Namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	b := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, "")
+	tmpl := kubernetestest.Template(kubernetestest.BusyboxImage, nil)
+	h, token := provision(t, ctx, b, tmpl, nil)
+	execOut(t, ctx, b, h, token, "sh", "-c", "echo paused-file > /workspace/p")
+	if _, err := b.Pause(ctx, h, ""); err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	ref, err := b.Snapshot(ctx, h, backend.SnapshotRequest{SnapshotID: backendtest.NewSnapshotID(t), Mode: backend.SnapshotFilesystem})
+	if err != nil {
+		t.Fatalf("snapshot of a paused workspace: %v", err)
+	}
+	t.Cleanup(func() { _ = b.DeleteSnapshot(context.Background(), ref) })
+	pods, err := b.Clientset().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubernetes.LabelWorkspace + "=" + h.WorkspaceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 0 {
+		t.Errorf("after the snapshot of a paused workspace: %d pods, want 0 (paused again)", len(pods.Items))
+	}
+	childToken := backendtest.NewToken(t)
+	ch, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: backendtest.NewID(t), Template: tmpl, Token: childToken, Snapshot: &ref})
+	if err != nil {
+		t.Fatalf("provision from the snapshot: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Destroy(context.Background(), ch) })
+	if out := execOut(t, ctx, b, ch, childToken, "cat", "/workspace/p"); out != "paused-file\n" {
+		t.Errorf("child: cat p = %q, want paused-file", out)
+	}
+}
