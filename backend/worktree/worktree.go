@@ -4,6 +4,18 @@
 // root_path/<workspace id>. Its runtime runs inside the platform process on
 // the shared local.Host, exactly like the local backend, and is just as
 // unisolated: commands run on the host as the platform's user.
+//
+// A snapshot of a worktree workspace is a commit on the hidden ref
+// refs/primer/snapshots/<snapshot id> of its repository (snapshot.go): the
+// worktree's tracked and untracked files as they were at the capture
+// (ignored files are not in it, as git leaves them out of every commit),
+// with the modes and owners git does not keep recorded beside it. A
+// workspace made from it, a fork, and a reset to it get a new worktree on
+// a new branch primer/<id> at that commit, whose parent is the source's
+// HEAD: what was uncommitted in the source is committed in it. Nothing
+// outside the worktree (the host, ignored files, empty directories) is
+// captured or restored. A pause stops the runtime and kills the
+// workspace's processes, keeping the worktree and its branch.
 package worktree
 
 import (
@@ -141,7 +153,10 @@ func Branch(id string) string { return BranchPrefix + id }
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{Isolation: "none", PersistentAcrossRestart: true}
+	return backend.Capabilities{
+		Isolation: "none", PersistentAcrossRestart: true,
+		Snapshots: []string{backend.SnapshotFilesystem}, SnapshotsNote: snapshotsNote, Pause: true,
+	}
 }
 
 // ValidateTemplate implements backend.Backend. Besides the document it
@@ -191,8 +206,18 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if err := b.rememberRepo(t.Repository); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: record repository: %w", id, err)
 	}
-	if err := b.addWorktree(ctx, t, id, dir); err != nil {
+	base, restore, err := b.snapshotBase(ctx, t, req)
+	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
+	created, err := b.addWorktree(ctx, t.Repository, base, id, dir)
+	if err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
+	if created && restore != nil {
+		if err := restore(dir); err != nil {
+			return backend.Handle{}, fmt.Errorf("workspace %s: provision from snapshot %s: %w", id, req.Snapshot.SnapshotID, err)
+		}
 	}
 	if _, err := b.host.Serve(ctx, id, server.Config{Root: dir, Token: req.Token, Env: req.Env}); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
@@ -206,38 +231,41 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	}, nil
 }
 
-func (b *Backend) addWorktree(ctx context.Context, t Template, id, dir string) error {
-	unlock := b.repos.Lock(t.Repository)
+// addWorktree adds the worktree root/<id> of repo on branch primer/<id>,
+// made from base when missing, and reports whether it checked it out (false
+// when a retry found it in place).
+func (b *Backend) addWorktree(ctx context.Context, repo, base, id, dir string) (bool, error) {
+	unlock := b.repos.Lock(repo)
 	defer unlock()
 
-	registered, err := isWorktree(ctx, t.Repository, dir)
+	registered, err := isWorktree(ctx, repo, dir)
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, statErr := os.Stat(dir)
 	switch {
 	case registered && statErr == nil:
-		return nil // a retry: the first try got this far
+		return false, nil // a retry: the first try got this far
 	case registered:
 		// Registered but the directory is gone: forget it so it can be added again.
-		if _, err := git(ctx, gitTimeout, t.Repository, "worktree", "prune"); err != nil {
-			return err
+		if _, err := git(ctx, gitTimeout, repo, "worktree", "prune"); err != nil {
+			return false, err
 		}
 	case statErr == nil:
 		// A directory that git does not know: left by an add that died
 		// before registering. It is ours (root/<id>); start it afresh.
 		if err := local.RemoveDir(ctx, b.root, id); err != nil {
-			return err
+			return false, err
 		}
 	}
 	branch := Branch(id)
-	_, err = git(ctx, checkTimeout, t.Repository, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	_, err = git(ctx, checkTimeout, repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
 	if err == nil {
-		_, err = git(ctx, addTimeout, t.Repository, "worktree", "add", "--end-of-options", dir, branch)
+		_, err = git(ctx, addTimeout, repo, "worktree", "add", "--end-of-options", dir, branch)
 	} else {
-		_, err = git(ctx, addTimeout, t.Repository, "worktree", "add", "-b", branch, "--end-of-options", dir, t.BaseRef)
+		_, err = git(ctx, addTimeout, repo, "worktree", "add", "-b", branch, "--end-of-options", dir, base)
 	}
-	return err
+	return err == nil, err
 }
 
 // isWorktree reports whether dir is a registered worktree of repo.
@@ -417,12 +445,18 @@ func (b *Backend) removeWorktree(ctx context.Context, repo, id, dir string) erro
 // git runs git -C dir args with its own timeout and returns stdout; errors
 // carry git's stderr.
 func git(ctx context.Context, timeout time.Duration, dir string, args ...string) ([]byte, error) {
+	return gitEnv(ctx, timeout, dir, nil, args...)
+}
+
+// gitEnv is git with extra environment variables (a GIT_INDEX_FILE of its
+// own, a committer).
+func gitEnv(ctx context.Context, timeout time.Duration, dir string, env []string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
 	// No prompts, no pager, messages in English for the error text, and no
 	// inherited GIT_DIR pointing somewhere else.
-	cmd.Env = append(filteredEnv(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C")
+	cmd.Env = append(append(filteredEnv(), "GIT_TERMINAL_PROMPT=0", "GIT_PAGER=cat", "LC_ALL=C"), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -115,8 +115,25 @@ func TestConformance(t *testing.T) {
 			host := hosts[ob]
 			mu.Unlock()
 			host.Close()
-			b, _ := backendAt(t, ob.Root())
+			b, h := backendAt(t, ob.Root())
+			mu.Lock()
+			hosts[b] = h
+			mu.Unlock()
 			return b
+		},
+		// Paused: no host of the test serves the workspace's runtime.
+		Stopped: func(t *testing.T, h backend.Handle) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, host := range hosts {
+				if host.URL(h.WorkspaceID) != "" {
+					return false
+				}
+			}
+			return true
+		},
+		SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+			return exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", worktree.SnapshotRefPrefix+ref.SnapshotID).Run() != nil
 		},
 		Template: template(repo, ""),
 		Gone: func(t *testing.T, h backend.Handle) bool {
