@@ -12,12 +12,20 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
+// SnapshotStuckAfter is how long a snapshot may stay creating before the
+// reconciler fails it: longer than the workflow's snapshot step with all
+// its retries (4 attempts of at most 30 minutes). A workflow that started
+// before snapshots existed never takes the signal, and a signal sent just
+// as a run continued as new is lost with it.
+const SnapshotStuckAfter = 3 * time.Hour
+
 // reconcileSnapshots finishes what snapshot rows wait for: a snapshot in
 // phase deleting (DELETE /v1/snapshots/{id} marks it so) has its capture
 // removed from its provider's backend and then its row; a snapshot still
 // creating, older than grace, whose workspace is gone will never be taken
 // (the workspace was deleted before its workflow took the signal) and
-// fails.
+// fails, as does one creating for longer than SnapshotStuckAfter. A
+// capture that completes after that finds its row failed and is removed.
 func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration, out *ReconcileOutput) {
 	deleting, err := a.Store.ListSnapshots(ctx, models.SnapshotFilter{Phase: wire.SnapshotDeleting})
 	if err != nil {
@@ -40,20 +48,25 @@ func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration
 		if time.Since(snap.CreatedAt) < grace {
 			continue
 		}
+		var reason string
 		_, err := a.Store.GetWorkspace(ctx, snap.WorkspaceID)
-		if !errs.Is(err, errs.NotFound) {
-			if err != nil {
-				out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: workspace %s: %v", snap.ID, snap.WorkspaceID, err))
-			}
+		switch {
+		case errs.Is(err, errs.NotFound):
+			reason = fmt.Sprintf("workspace %s was deleted before the snapshot was taken", snap.WorkspaceID)
+		case err != nil:
+			out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: workspace %s: %v", snap.ID, snap.WorkspaceID, err))
+			continue
+		case time.Since(snap.CreatedAt) > SnapshotStuckAfter:
+			reason = fmt.Sprintf("not taken within %s: the workspace's workflow did not take the request", SnapshotStuckAfter)
+		default:
 			continue
 		}
-		reason := fmt.Sprintf("workspace %s was deleted before the snapshot was taken", snap.WorkspaceID)
 		if err := a.Store.SetSnapshotFailed(ctx, snap.ID, reason); err != nil && !errs.Is(err, errs.Conflict) && !errs.Is(err, errs.NotFound) {
 			out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: set failed: %v", snap.ID, err))
 			continue
 		}
 		out.SnapshotsFailed = append(out.SnapshotsFailed, snap.ID)
-		a.logger().Info("snapshot failed: its workspace is gone", "snapshot_id", snap.ID, "workspace_id", snap.WorkspaceID)
+		a.logger().Info("snapshot failed", "snapshot_id", snap.ID, "workspace_id", snap.WorkspaceID, "reason", reason)
 	}
 }
 

@@ -354,6 +354,14 @@ func TestReconcileSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.newSnapshotRow(t, "snap-kept", ws)
+	// One its live workspace's workflow never took (it predates
+	// snapshots), creating for longer than any snapshot step lasts.
+	if err := r.store.CreateSnapshot(ctx, &wire.Snapshot{
+		ID: "snap-stuck", WorkspaceID: ws.ID, TemplateID: ws.TemplateID, ProviderID: ws.ProviderID,
+		Backend: ws.Backend, Mode: wire.SnapshotModeFilesystem, CreatedAt: time.Now().Add(-SnapshotStuckAfter - time.Minute),
+	}); err != nil {
+		t.Fatal(err)
+	}
 	orphan := &wire.Workspace{ID: "ws-gone", TemplateID: ws.TemplateID, ProviderID: "mem", Backend: memory.Type}
 	r.newSnapshotRow(t, "snap-orphan", orphan)
 
@@ -367,8 +375,12 @@ func TestReconcileSnapshots(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sm.dir, "snap-cut")); !os.IsNotExist(err) {
 		t.Errorf("cut-off capture still there (%v)", err)
 	}
-	if len(out.SnapshotsFailed) != 1 || out.SnapshotsFailed[0] != "snap-orphan" {
-		t.Errorf("failed = %v, want snap-orphan", out.SnapshotsFailed)
+	slices.Sort(out.SnapshotsFailed)
+	if !slices.Equal(out.SnapshotsFailed, []string{"snap-orphan", "snap-stuck"}) {
+		t.Errorf("failed = %v, want snap-orphan and snap-stuck", out.SnapshotsFailed)
+	}
+	if s, _ := r.store.GetSnapshot(ctx, "snap-stuck"); s == nil || s.Phase != wire.SnapshotFailed || !strings.Contains(s.Reason, "not taken within") {
+		t.Errorf("stuck snapshot = %+v, want failed saying so", s)
 	}
 	if _, err := r.store.GetSnapshot(ctx, "snap-ready"); !errs.Is(err, errs.NotFound) {
 		t.Errorf("deleted snapshot's row: %v, want gone", err)

@@ -133,7 +133,10 @@ const (
 //     succeeds (the reason says why it is still terminating), done; from
 //     version vInterrupt of change versionInterrupt, a provisioning,
 //     replacement or reset in flight is cancelled first (interrupt.go);
-//   - on cancellation, destroy anyway, on a disconnected context.
+//   - on cancellation, destroy anyway, on a disconnected context;
+//   - from version vSnapshot of change versionSnapshot, the snapshot,
+//     pause and resume signals (snapshot.go): a capture of the sandbox
+//     into a snapshot row, phase paused (not probed) and back.
 //
 // Each phase change is written to the database (SetPhase) and to the
 // PrimerPhase search attribute. The run continues as new after
