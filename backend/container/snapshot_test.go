@@ -101,6 +101,18 @@ func TestSnapshotImage(t *testing.T) {
 				}
 			}
 		}
+		// A paused workspace can be captured too (a snapshot of an idle
+		// workspace before it is deleted).
+		ref2, err := b.Snapshot(ctx, h, backend.SnapshotRequest{SnapshotID: backendtest.NewSnapshotID(t), TenantID: "t-snap", Mode: backend.SnapshotFilesystem})
+		if err != nil {
+			t.Fatalf("snapshot of a paused workspace: %v", err)
+		}
+		if err := b.DeleteSnapshot(ctx, ref2); err != nil {
+			t.Fatal(err)
+		}
+		if objs := containertest.SnapshotObjects(t, b, ref2.SnapshotID); len(objs) > 0 {
+			t.Errorf("after delete snapshot, left: %v", objs)
+		}
 		rh, err := b.Resume(ctx, h, token, nil)
 		if err != nil {
 			t.Fatalf("resume after tidy: %v", err)
