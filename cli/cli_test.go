@@ -196,6 +196,10 @@ type fakeAPI struct {
 	polls  int
 	// warmFrom, when set, makes a create answer warm from that pool.
 	warmFrom string
+	// snapPhases is the script GET /v1/snapshots/snap-1 follows, as
+	// phases is for ws-1.
+	snapPhases []string
+	snapPolls  int
 }
 
 type fakeReq struct {
@@ -206,7 +210,7 @@ type fakeReq struct {
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newFakeAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{phases: []string{"running"}}
+	f := &fakeAPI{phases: []string{"running"}, snapPhases: []string{"ready"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/providers", func(w http.ResponseWriter, r *http.Request) {
 		var p wire.Provider
@@ -352,6 +356,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		jsonOut(w, 200, wire.Session{ID: r.PathValue("id"), Status: "ended", EndReason: b.Reason})
 	})
 	addPoolAndToolRoutes(mux)
+	f.addSnapshotRoutes(mux)
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
