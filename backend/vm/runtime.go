@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/errs"
 )
@@ -111,6 +112,8 @@ func (b *Backend) runScript(ctx context.Context, c *Client, what string, s *scri
 		return "", errs.E(errs.Invalid, "%s: host %s supports no CPU/memory caps: %s", what, c.Addr(), msg)
 	case exitPrivileged:
 		return "", &errs.Error{Kind: errs.Forbidden, Field: "spec.backend.user", Msg: fmt.Sprintf("%s on %s: %s", what, c.Addr(), msg)}
+	case exitNotFound:
+		return "", errs.E(errs.NotFound, "%s on %s: %s", what, c.Addr(), msg)
 	}
 	return "", errs.E(errs.Unavailable, "%s on %s: exit code %d: %s", what, c.Addr(), code, msg)
 }
@@ -120,6 +123,7 @@ const (
 	exitConflict   = 3
 	exitNoCaps     = 4
 	exitPrivileged = 5
+	exitNotFound   = 6
 )
 
 // commonVars sets the paths every script uses.
@@ -251,6 +255,8 @@ drop_tok
 const destroyBody = `
 [ -d "$state" ] || exit 0
 dir="$root/$id"
+# What a restore from a snapshot cut off left (startBody); root's only.
+if [ -d "$root/.primer-restore-$id" ] && [ ! -L "$root/.primer-restore-$id" ]; then rm -rf -- "$root/.primer-restore-$id"; fi
 if [ -L "$dir" ]; then
   echo "$dir is a link, not the workspace's directory; left in place" >&2
 elif [ -d "$dir" ]; then
@@ -332,6 +338,8 @@ mkdir -p "$state"; chmod 0711 "$state"
 exec 8>"$state/start.lock"; flock 8
 [ -f "$state/created" ] || date +%s > "$state/created"
 printf '%s\n' "$root" > "$state/root"; printf '%s\n' "$user" > "$state/user"; printf '%s\n' "$installation" > "$state/installation"
+# What a resume needs to start the runtime again as this start did.
+printf '%s\n' "$tenant" > "$state/tenant"; printf '%s\n' "${cpu_quota:--}" > "$state/cpu_quota"; printf '%s\n' "${mem_max:--}" > "$state/mem_max"
 
 # The user: made when missing, recorded as Primer's, referenced by workspace.
 exec 9>"$users/.lock"; flock 9
@@ -365,6 +373,26 @@ for c in $(echo "${root#/}" | tr / ' '); do
     echo "spec.backend.root: $p is owned by uid $1 with mode $2: the way to a workspace's directory must be root's and writable by root only" >&2; exit 3
   fi
 done
+
+# From a snapshot: a workspace whose directory does not exist yet starts as
+# the snapshot's archive (snapshot.go), unpacked by root into a directory
+# that is root's and only root's until it is complete (tar sets the
+# directories' owners last; the top one keeps its owner with
+# --no-overwrite-dir), then marked as this workspace's, given the files the
+# source's user owned to this workspace's user, and renamed into place. A
+# retry finds the directory and leaves it as its user keeps it.
+if [ -n "$snapshot" ] && [ ! -e "$dir" ] && [ ! -L "$dir" ]; then
+  [ -f "$snapshot" ] || { echo "snapshot archive $snapshot not found on this host" >&2; exit 6; }
+  tmp="$root/.primer-restore-$id"
+  rm -rf -- "$tmp"; mkdir -m 0700 "$tmp"
+  tar --numeric-owner --no-overwrite-dir -xpf "$snapshot" -C "$tmp"
+  rm -f -- "$tmp/.primer-workspace"
+  (set -C; printf 'installation=%s\nworkspace=%s\n' "$installation" "$id" > "$tmp/.primer-workspace")
+  if [ -n "$snap_uid" ] && [ "$snap_uid" != "$uid" ]; then chown -hR --from="$snap_uid" "$uid" "$tmp"; fi
+  if [ -n "$snap_gid" ] && [ "$snap_gid" != "$gid" ]; then chown -hR --from=":$snap_gid" ":$gid" "$tmp"; fi
+  chown -h "$uid:$gid" "$tmp"; chmod 0700 "$tmp"
+  mv -T -- "$tmp" "$dir"
+fi
 
 # The directory: new, or the workspace's own (marked), never someone else's.
 # An empty one (made by hand, or by a start cut off before its marker) is
@@ -457,9 +485,17 @@ echo "$pid $port $created"
 
 // startScript builds the start script of a workspace. env goes into the
 // runtime's environment (and so every command's) through export builtins.
-func startScript(id, tenant, installation, bin string, t Template, user string, allowRoot bool, fsMode, token string, env map[string]string) *script {
+func startScript(id, tenant, installation, bin string, t Template, user string, allowRoot bool, fsMode, token string, env map[string]string, snap *backend.SnapshotRef) *script {
 	s := &script{}
 	commonVars(s, id)
+	archive, snapUID, snapGID := "", "", ""
+	if snap != nil {
+		archive = snapshotArchive(snap.SnapshotID)
+		snapUID, snapGID = snap.Attrs["uid"], snap.Attrs["gid"]
+	}
+	s.set("snapshot", archive)
+	s.set("snap_uid", snapUID)
+	s.set("snap_gid", snapGID)
 	s.set("tenant", tenant)
 	s.set("root", t.Root)
 	s.set("user", user)

@@ -18,6 +18,16 @@
 // and port): the handle is a value, and a restarted platform re-attaches
 // from it; the host's own record is what placement counts, List reports and
 // Destroy removes.
+//
+// A snapshot of a vm workspace (snapshot.go) is a tar archive of its
+// directory, kept on its host under /var/lib/primer/snapshots: the
+// directory's files with their modes, owners and links, nothing else of the
+// host (its /tmp, its packages, other users' files). A workspace made from
+// it, a fork, and a reset to it get the directory as it was at the capture
+// on the same host; the host around it is neither captured nor restored. A
+// pause stops the runtime and every process of the workspace on the host
+// and keeps the directory; a resume starts the runtime again (no process
+// state survives).
 package vm
 
 import (
@@ -111,7 +121,13 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	if b.cfg.Machines != nil {
 		iso = "machine"
 	}
-	return backend.Capabilities{Isolation: iso, PersistentAcrossRestart: true}
+	c := backend.Capabilities{Isolation: iso, PersistentAcrossRestart: true, Pause: true, SnapshotsNote: snapshotsNote}
+	if b.cfg.Machines == nil {
+		c.Snapshots = []string{backend.SnapshotFilesystem}
+	} else {
+		c.SnapshotsNote = machinesSnapshotsNote
+	}
+	return c
 }
 
 // ValidateTemplate implements backend.Backend: the document, that its user
@@ -167,7 +183,11 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	unlock := b.locks.Lock(id)
 	defer unlock()
 
-	host, release, err := b.hostFor(ctx, id, t)
+	pin, err := b.snapshotHost(id, req.Snapshot)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	host, release, err := b.hostFor(ctx, id, t, pin)
 	if err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: %w", id, err)
 	}
@@ -226,7 +246,7 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 func (b *Backend) start(ctx context.Context, c *Client, host, id, binPath string, t Template, user string, req backend.ProvisionRequest) (backend.Handle, error) {
 	sctx, cancel := context.WithTimeout(ctx, opTimeout+b.opts.ReadyTimeout)
 	defer cancel()
-	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, tenantOf(req), b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, b.fsMode(), req.Token, req.Env))
+	out, err := b.runScript(sctx, c, "workspace "+id+": start runtime", startScript(id, tenantOf(req), b.opts.Installation, binPath, t, user, b.cfg.AllowRootUser, b.fsMode(), req.Token, req.Env, req.Snapshot))
 	if err != nil {
 		return backend.Handle{}, err
 	}
@@ -271,8 +291,9 @@ func (b *Backend) handle(id, host string, st runtimeState) backend.Handle {
 // mode the machine create makes (or finds: it is idempotent); in a fleet
 // the host that has the workspace already (its directory survived a
 // teardown or a reboot), else the least loaded matching host with room.
-// release ends the placement's claim on the host.
-func (b *Backend) hostFor(ctx context.Context, id string, t Template) (host string, release func(), err error) {
+// release ends the placement's claim on the host. A pin (the host a
+// snapshot lives on) replaces the placement of a new workspace.
+func (b *Backend) hostFor(ctx context.Context, id string, t Template, pin string) (host string, release func(), err error) {
 	if b.cfg.Machines != nil {
 		addr, err := b.createMachine(ctx, id)
 		return addr, func() {}, err
@@ -291,6 +312,14 @@ func (b *Backend) hostFor(ctx context.Context, id string, t Template) (host stri
 			}
 		}
 		cands[i] = candidate{HostConfig: hc, Load: len(s.list) + b.placing[hc.Address], Err: s.err}
+	}
+	if pin != "" {
+		for _, c := range cands {
+			if c.Address == pin && c.Err != nil {
+				return "", nil, errs.E(errs.Unavailable, "host %s, which holds the snapshot: %v", pin, c.Err)
+			}
+		}
+		return pin, func() {}, nil
 	}
 	addr, err := place(cands, t.Selector)
 	if err != nil {

@@ -67,6 +67,18 @@ func TestConformance(t *testing.T) {
 		Template: json.RawMessage(`{"kind":"vm","root":"` + testRoot + `","user":"primer-ws"}`),
 		Gone:     func(t *testing.T, h backend.Handle) bool { return gone(t, host, h.WorkspaceID) },
 		Timeout:  time.Minute,
+		// Paused: no process of the workspace is left on the host (none
+		// runs with its directory as the runtime's root, none carries its id).
+		Stopped: func(t *testing.T, h backend.Handle) bool {
+			// -x: whole NUL-separated words, so the command line of this
+			// check's own shell, which holds them inside its script, does
+			// not match.
+			return strings.TrimSpace(host.Exec(t, "grep -lzxF -- '--root="+testRoot+"/"+h.WorkspaceID+"' /proc/[0-9]*/cmdline 2>/dev/null; "+
+				"grep -lzxF -- 'PRIMER_WORKSPACE_ID="+h.WorkspaceID+"' /proc/[0-9]*/environ 2>/dev/null; true")) == ""
+		},
+		SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+			return strings.TrimSpace(host.Exec(t, "ls -a /var/lib/primer/snapshots | grep -F -- '"+ref.SnapshotID+"'; true")) == ""
+		},
 		Restart: func(_ *testing.T, old backend.Backend) backend.Backend {
 			_ = old.(*vm.Backend).Close()
 			// Closed after the subtest's cleanups, which destroy with it.
