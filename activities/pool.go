@@ -57,6 +57,10 @@ type CreateWorkspaceRequest struct {
 	// (Workspace.ByAdmin). Only such a workspace may run on a host backend
 	// or be made from another tenant's template (host_rule.go).
 	ByAdmin bool
+	// SnapshotID starts the workspace from that snapshot (a create with
+	// snapshot_id, a pool filled from one): its row carries it and its
+	// provision waits for the snapshot to be ready.
+	SnapshotID string
 }
 
 // ReconcilePoolInput names the pool to look at.
@@ -205,7 +209,7 @@ func (a *Activities) reconcilePool(ctx context.Context, poolID string) (Reconcil
 	}
 	for range create {
 		_, err := a.Lifecycle.CreateWorkspace(ctx, CreateWorkspaceRequest{TenantID: p.TenantID, TemplateID: p.TemplateID, PoolID: poolID,
-			ByAdmin: p.AdminWritten})
+			ByAdmin: p.AdminWritten, SnapshotID: p.SnapshotID})
 		if errs.Is(err, errs.Exhausted) {
 			// The tenant's quota is full: the pool stays short until
 			// something of the tenant goes. One warning per pass, and the

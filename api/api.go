@@ -292,6 +292,13 @@ func (s *server) routes() http.Handler {
 	v1.POST("/workspaces/:id/return", s.returnWorkspace)
 	v1.POST("/workspaces/:id/recover", s.recoverWorkspace)
 	v1.POST("/workspaces/:id/extend", s.extendWorkspace)
+	v1.POST("/workspaces/:id/snapshots", s.createSnapshot)
+	v1.POST("/workspaces/:id/fork", s.forkWorkspace)
+	v1.POST("/workspaces/:id/pause", s.pauseWorkspace)
+	v1.POST("/workspaces/:id/resume", s.resumeWorkspace)
+	v1.GET("/snapshots", s.listSnapshots)
+	v1.GET("/snapshots/:id", s.getSnapshot)
+	v1.DELETE("/snapshots/:id", s.deleteSnapshot)
 
 	v1.POST("/pools", s.createPool)
 	v1.GET("/pools", s.listPools)

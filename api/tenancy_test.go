@@ -90,6 +90,10 @@ func matrixBodies(fx *tenancyFixture) map[string]string {
 		"POST /v1/workspaces/:id/return":                     `{}`,
 		"POST /v1/workspaces/:id/recover":                    `{}`,
 		"POST /v1/workspaces/:id/extend":                     `{"by":"1m"}`,
+		"POST /v1/workspaces/:id/snapshots":                  `{}`,
+		"POST /v1/workspaces/:id/fork":                       `{"count":1}`,
+		"POST /v1/workspaces/:id/pause":                      `{}`,
+		"POST /v1/workspaces/:id/resume":                     `{}`,
 		"POST /v1/pools":                                     `{"id":"bravo-pool","template_id":"` + fx.ids["templates"] + `"}`,
 		"PUT /v1/pools/:id":                                  `{"template_id":"` + fx.ids["templates"] + `","size":1}`,
 		"POST /v1/pools/:id/lease":                           `{}`,
@@ -356,6 +360,10 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 	must(h.store.SetWorkspacePhase(ctx, w.ID, wire.PhaseRunning, ""))
 	must(h.store.AppendEvent(ctx, &wire.Event{WorkspaceID: w.ID, Type: wire.EventProvisioned, Data: json.RawMessage(`{}`)}))
 
+	snap := &wire.Snapshot{ID: models.NewID("snap"), TenantID: tenantA, WorkspaceID: w.ID, TemplateID: tmpl.ID,
+		ProviderID: prov.ID, Backend: wire.BackendLocal, Mode: wire.SnapshotModeFilesystem}
+	must(h.store.CreateSnapshot(ctx, snap))
+
 	llmp := &wire.LLMProvider{ID: "alpha-llm", TenantID: tenantA, Kind: wire.LLMOpenAI, BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"}
 	must(h.store.CreateLLMProvider(ctx, llmp))
 	agent := &wire.Agent{ID: "alpha-agent", TenantID: tenantA, Model: wire.AgentModel{ProviderID: llmp.ID, ModelName: "m"}}
@@ -387,12 +395,13 @@ func newTenancyFixture(h *harness) *tenancyFixture {
 		ids: map[string]string{
 			"providers": prov.ID, "templates": tmpl.ID, "pools": "alpha-pool", "workspaces": w.ID,
 			"sessions": ses.ID, "suites": su.ID, "runs": run.ID, "tenants": tenantA, "apikeys": keyAID,
-			"llm-providers": llmp.ID, "agents": agent.ID,
+			"llm-providers": llmp.ID, "agents": agent.ID, "snapshots": snap.ID,
 		},
 		unknown: map[string]string{
 			"providers": "ghost-prov", "templates": "ghost-tmpl", "pools": "ghost-pool", "workspaces": models.NewID("ws"),
 			"sessions": models.NewID("ses"), "suites": "ghost-suite", "runs": models.NewID("run"), "tenants": "ghost",
 			"apikeys": unknownKeyID, "llm-providers": "ghost-llm", "agents": "ghost-agent",
+			"snapshots": models.NewID("snap"),
 		},
 		memberB: h.newKey(tenantB, wire.RoleMember),
 		viewerB: h.newKey(tenantB, wire.RoleViewer),

@@ -77,6 +77,19 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// A workspace from a snapshot may leave the template to the snapshot.
+	var snap *wire.Snapshot
+	if spec.SnapshotID != "" {
+		got, err := s.snapshotForCreate(c, spec.SnapshotID)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		snap = got
+		if spec.TemplateID == "" {
+			spec.TemplateID = snap.TemplateID
+		}
+	}
 	if spec.TemplateID == "" {
 		s.fail(c, errs.Field("template_id", "template_id: required"))
 		return
@@ -109,6 +122,12 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	if snap != nil {
+		if err := s.templateFitsSnapshot(c.Request.Context(), "template_id", t, snap); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	if spec.Egress != "" && spec.Egress != backend.EgressDenyAll {
 		s.fail(c, backend.CheckEgress("egress", spec.Egress, ""))
 		return
@@ -117,8 +136,10 @@ func (s *server) createWorkspace(c *gin.Context) {
 	// Warm first: an idle member of a pool of the template (see takeWarm),
 	// unless this workspace narrows its egress: a member was made with the
 	// template's network, so only a template that closes it already fits.
+	// A workspace from a snapshot is never warm: members hold the
+	// template's clean state (or their pool's snapshot), not this one.
 	var w *wire.Workspace
-	if spec.Egress == "" || backend.EgressOf(t.Backend) == backend.EgressDenyAll {
+	if snap == nil && (spec.Egress == "" || backend.EgressOf(t.Backend) == backend.EgressDenyAll) {
 		w, err = s.takeWarm(c.Request.Context(), tenant, spec.TemplateID, spec.Labels)
 		if err != nil {
 			s.fail(c, err)
@@ -154,7 +175,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
 			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, Env: spec.Env, Egress: spec.Egress, TTL: ttl, TenantID: tenant,
-				ByAdmin: callerOf(c).admin()})
+				ByAdmin: callerOf(c).admin(), SnapshotID: spec.SnapshotID})
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -167,7 +188,7 @@ func (s *server) createWorkspace(c *gin.Context) {
 // phases are the values the phase filter accepts.
 var phases = map[string]bool{
 	wire.PhasePending: true, wire.PhaseRunning: true, wire.PhaseFailed: true,
-	wire.PhaseEscalated: true, wire.PhaseTerminating: true,
+	wire.PhaseEscalated: true, wire.PhaseTerminating: true, wire.PhasePaused: true,
 }
 
 func (s *server) listWorkspaces(c *gin.Context) {
@@ -181,7 +202,7 @@ func (s *server) listWorkspaces(c *gin.Context) {
 		PoolState:  c.Query("pool_state"),
 	}
 	if f.Phase != "" && !phases[f.Phase] {
-		s.fail(c, errs.Field("phase", "phase: %q is not one of pending, running, failed, escalated, terminating", f.Phase))
+		s.fail(c, errs.Field("phase", "phase: %q is not one of pending, running, paused, failed, escalated, terminating", f.Phase))
 		return
 	}
 	switch f.PoolState {

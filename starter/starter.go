@@ -122,6 +122,7 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 		WorkflowID:  workflows.WorkflowID(id),
 		PoolID:      req.PoolID,
 		ByAdmin:     req.ByAdmin,
+		SnapshotID:  req.SnapshotID,
 	}
 	if req.PoolID != "" {
 		w.PoolState = wire.PoolIdle

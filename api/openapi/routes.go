@@ -125,7 +125,7 @@ func Routes() []*Route {
 		route("POST", "/workspaces", "Create a workspace (warm from a pool, or cold)").body(typeOf[wire.CreateWorkspaceRequest]()).
 			ok(s201, typeOf[wire.Created](), "The workspace and where it came from.", "Location").errors(http.StatusNotFound, s409),
 		route("GET", "/workspaces", "List workspaces").
-			query("phase", str, "pending, running, failed, escalated or terminating.").query("template_id", str, "").
+			query("phase", str, "pending, running, paused, failed, escalated or terminating.").query("template_id", str, "").
 			query("provider_id", str, "").query("backend", str, "").query("pool_id", str, "").
 			query("pool_state", str, "idle, leased or returning.").query("limit", num, "At most this many (0: all).").
 			ok(s200, list[wire.Workspace](), "The workspaces, newest first."),
@@ -179,6 +179,19 @@ func Routes() []*Route {
 		route("POST", "/workspaces/:id/recover", "Recover a failed or escalated workspace now").ok(s202, typeOf[wire.Workspace](), "The workspace.").errors(s409),
 		route("POST", "/workspaces/:id/extend", "Move a workspace's deadlines").body(typeOf[wire.ExtendRequest]()).
 			ok(s200, typeOf[wire.Workspace](), "The workspace with its new deadlines.").errors(s409),
+		route("POST", "/workspaces/:id/snapshots", "Snapshot a workspace").optionalBody(typeOf[wire.CreateSnapshotRequest]()).
+			ok(s202, typeOf[wire.Snapshot](), "The snapshot, creating.", "Location").errors(s409),
+		route("POST", "/workspaces/:id/fork", "Fork a workspace into count new ones").body(typeOf[wire.ForkRequest]()).
+			ok(s201, typeOf[wire.Forked](), "The implicit snapshot and the new workspaces, pending.").errors(s409),
+		route("POST", "/workspaces/:id/pause", "Pause a running workspace").optionalBody(typeOf[wire.PauseRequest]()).
+			ok(s202, typeOf[wire.Workspace](), "The workspace, as it is when the pause is asked for.").errors(s409),
+		route("POST", "/workspaces/:id/resume", "Resume a paused workspace").
+			ok(s202, typeOf[wire.Workspace](), "The workspace, as it is when the resume is asked for.").errors(s409),
+		route("GET", "/snapshots", "List snapshots").
+			query("workspace_id", str, "Only this workspace's.").query("phase", str, "creating, ready, failed or deleting.").
+			ok(s200, list[wire.Snapshot](), "The snapshots, newest first."),
+		route("GET", "/snapshots/:id", "Get a snapshot").ok(s200, typeOf[wire.Snapshot](), "The snapshot."),
+		route("DELETE", "/snapshots/:id", "Delete a snapshot").ok(s202, typeOf[wire.Snapshot](), "The snapshot, deleting."),
 
 		route("POST", "/pools", "Create a warm pool").body(typeOf[wire.PoolSpec]()).
 			ok(s201, typeOf[wire.PoolView](), "The pool.", "Location").errors(s409),

@@ -545,6 +545,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List snapshots */
+        get: operations["getSnapshots"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/snapshots/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a snapshot */
+        get: operations["getSnapshotsId"];
+        put?: never;
+        post?: never;
+        /** Delete a snapshot */
+        delete: operations["deleteSnapshotsId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/suites": {
         parameters: {
             query?: never;
@@ -864,6 +899,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fork a workspace into count new ones */
+        post: operations["postWorkspacesIdFork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a running workspace */
+        post: operations["postWorkspacesIdPause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{id}/processes": {
         parameters: {
             query?: never;
@@ -1004,6 +1073,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused workspace */
+        post: operations["postWorkspacesIdResume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{id}/return": {
         parameters: {
             query?: never;
@@ -1015,6 +1101,23 @@ export interface paths {
         put?: never;
         /** Return a leased workspace to its pool */
         post: operations["postWorkspacesIdReturn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{id}/snapshots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Snapshot a workspace */
+        post: operations["postWorkspacesIdSnapshots"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1256,6 +1359,12 @@ export interface components {
             };
             workspace_id: string;
         };
+        CreateSnapshotRequest: {
+            labels?: {
+                [key: string]: string;
+            };
+            mode?: string;
+        };
         CreateWorkspaceRequest: {
             egress?: string;
             env?: {
@@ -1444,6 +1553,19 @@ export interface components {
             /** Format: int64 */
             size: number;
         };
+        ForkRequest: {
+            /** Format: int64 */
+            count: number;
+            labels?: {
+                [key: string]: string;
+            };
+            mode?: string;
+            ttl?: string;
+        };
+        Forked: {
+            snapshot: components["schemas"]["Snapshot"] | null;
+            workspaces: (components["schemas"]["Workspace"] | null)[];
+        };
         History: {
             items: components["schemas"]["HistoryEntry"][];
             resumed_from?: string;
@@ -1496,6 +1618,9 @@ export interface components {
                 [key: string]: string;
             };
             lease_ttl?: string;
+        };
+        PauseRequest: {
+            mode?: string;
         };
         PoolSpec: {
             id?: string;
@@ -1792,6 +1917,30 @@ export interface components {
             tenant_id: string;
             /** Format: int64 */
             turns: number;
+        };
+        Snapshot: {
+            backend: string;
+            /** Format: int64 */
+            bytes: number;
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            implicit?: boolean;
+            labels?: {
+                [key: string]: string;
+            };
+            mode: string;
+            phase: string;
+            provider_id: string;
+            /** Format: date-time */
+            ready_at?: string | null;
+            reason?: string;
+            template_id: string;
+            tenant_id: string;
+            workspace_id: string;
+        };
+        SnapshotList: {
+            items: components["schemas"]["Snapshot"][];
         };
         StateChange: {
             change: string;
@@ -3510,6 +3659,94 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getSnapshots: {
+        parameters: {
+            query?: {
+                /** @description Only this workspace's. */
+                workspace_id?: string;
+                /** @description creating, ready, failed or deleting. */
+                phase?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The snapshots, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SnapshotList"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getSnapshotsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The snapshot. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteSnapshotsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The snapshot, deleting. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     getSuites: {
         parameters: {
             query?: never;
@@ -4133,7 +4370,7 @@ export interface operations {
     getWorkspaces: {
         parameters: {
             query?: {
-                /** @description pending, running, failed, escalated or terminating. */
+                /** @description pending, running, paused, failed, escalated or terminating. */
                 phase?: string;
                 template_id?: string;
                 provider_id?: string;
@@ -4530,6 +4767,78 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    postWorkspacesIdFork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkRequest"];
+            };
+        };
+        responses: {
+            /** @description The implicit snapshot and the new workspaces, pending. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Forked"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postWorkspacesIdPause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseRequest"];
+            };
+        };
+        responses: {
+            /** @description The workspace, as it is when the pause is asked for. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     getWorkspacesIdProcesses: {
         parameters: {
             query?: never;
@@ -4839,6 +5148,36 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    postWorkspacesIdResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace, as it is when the resume is asked for. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     postWorkspacesIdReturn: {
         parameters: {
             query?: never;
@@ -4863,6 +5202,43 @@ export interface operations {
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postWorkspacesIdSnapshots: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateSnapshotRequest"];
+            };
+        };
+        responses: {
+            /** @description The snapshot, creating. */
+            202: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Snapshot"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
             429: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["Error"];

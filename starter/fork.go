@@ -1,0 +1,132 @@
+package starter
+
+import (
+	"context"
+	"time"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
+	"github.com/primerhq/primer/workflows"
+)
+
+// ForkRequest is what a fork of a workspace is made from: the parent, the
+// implicit snapshot's mode and the children's count, labels and ttl.
+type ForkRequest struct {
+	Parent *wire.Workspace
+	Count  int
+	Mode   string
+	Labels map[string]string
+	TTL    time.Duration
+	// ByAdmin says the fork is an admin's request (Workspace.ByAdmin).
+	ByAdmin bool
+}
+
+// Fork makes req.Count workspaces from one implicit snapshot of the
+// parent: the snapshot row and every child's row are stored together
+// under the tenant's quota (all or nothing), the children's workflows
+// start (each provisions once the snapshot is ready), then the parent is
+// asked to take the snapshot. A child whose workflow cannot be started is
+// removed, as CreateWorkspace removes one; if the parent cannot be
+// signalled the snapshot fails, and the children fail with it.
+func (s *Starter) Fork(ctx context.Context, req ForkRequest) (*wire.Forked, error) {
+	parent := req.Parent
+	t, err := s.Store.GetTemplate(ctx, parent.TemplateID)
+	if err != nil {
+		return nil, errs.E(errs.KindOf(err), "workspace %s: template %s: %w", parent.ID, parent.TemplateID, err)
+	}
+	snap := &wire.Snapshot{
+		ID:          models.NewID("snap"),
+		TenantID:    parent.TenantID,
+		WorkspaceID: parent.ID,
+		TemplateID:  parent.TemplateID,
+		ProviderID:  parent.ProviderID,
+		Backend:     parent.Backend,
+		Mode:        req.Mode,
+		Labels:      req.Labels,
+		Implicit:    true,
+	}
+	cpu, mem := templateLimits(t.Backend)
+	now := time.Now()
+	children := make([]*wire.Workspace, 0, req.Count)
+	for range req.Count {
+		id := models.NewID("ws")
+		w := &wire.Workspace{
+			ID:          id,
+			TenantID:    parent.TenantID,
+			CPUCores:    cpu,
+			MemoryBytes: mem,
+			TemplateID:  parent.TemplateID,
+			ProviderID:  parent.ProviderID,
+			Backend:     parent.Backend,
+			Phase:       wire.PhasePending,
+			Labels:      req.Labels,
+			Env:         parent.Env,
+			Egress:      parent.Egress,
+			WorkflowID:  workflows.WorkflowID(id),
+			ByAdmin:     req.ByAdmin,
+			SnapshotID:  snap.ID,
+		}
+		if err := startLifetime(w, t, CreateWorkspaceRequest{TTL: req.TTL}, now); err != nil {
+			return nil, err
+		}
+		children = append(children, w)
+	}
+	if err := s.Store.CreateFork(ctx, snap, children); err != nil {
+		return nil, err
+	}
+	started := children[:0]
+	for _, w := range children {
+		in := s.WorkspaceInput(w, t)
+		if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.StartOptions(in), workflows.WorkspaceWorkflowName, in); err != nil {
+			s.logger().Error("fork: start child workflow", "workspace_id", w.ID, "snapshot_id", snap.ID, "error", err.Error())
+			s.removeRow(ctx, w.ID)
+			continue
+		}
+		started = append(started, w)
+	}
+	if len(started) == 0 {
+		s.failSnapshot(ctx, snap.ID, "fork: no child workflow could be started")
+		return nil, errs.E(errs.Unavailable, "fork of workspace %s: no child workflow could be started", parent.ID)
+	}
+	if err := s.SignalWorkspace(ctx, parent, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
+		// Nothing will take the capture: fail it, so the children waiting
+		// for it fail rather than wait.
+		s.failSnapshot(ctx, snap.ID, "the workspace's workflow could not be signalled")
+		return nil, err
+	}
+	s.logger().Info("workspace forked", "workspace_id", parent.ID, "snapshot_id", snap.ID, "children", len(started))
+	return &wire.Forked{Snapshot: snap, Workspaces: started}, nil
+}
+
+// removeRow deletes the row of a workspace whose workflow did not start.
+func (s *Starter) removeRow(ctx context.Context, id string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := s.Store.DeleteWorkspace(cctx, id); err != nil && !errs.Is(err, errs.NotFound) {
+		s.logger().Error("workspace: remove row after failed start", "workspace_id", id, "error", err.Error())
+	}
+}
+
+// failSnapshot records that snapshot id will not be taken.
+func (s *Starter) failSnapshot(ctx context.Context, id, reason string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := s.Store.SetSnapshotFailed(cctx, id, reason); err != nil && !errs.Is(err, errs.NotFound) {
+		s.logger().Error("snapshot: record failure", "snapshot_id", id, "error", err.Error())
+	}
+}
+
+// Snapshot stores snap (phase creating) and asks workspace w's workflow to
+// take it. If the workflow cannot be signalled the snapshot is failed, so
+// nothing is left half made.
+func (s *Starter) Snapshot(ctx context.Context, w *wire.Workspace, snap *wire.Snapshot) error {
+	if err := s.Store.CreateSnapshot(ctx, snap); err != nil {
+		return err
+	}
+	if err := s.SignalWorkspace(ctx, w, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
+		s.failSnapshot(ctx, snap.ID, "the workspace's workflow could not be signalled")
+		return err
+	}
+	return nil
+}
