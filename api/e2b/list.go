@@ -162,7 +162,7 @@ func (lq listQuery) match(w *wire.Workspace) bool {
 	if gone(w) || (w.PoolID != "" && w.PoolState != wire.PoolLeased) {
 		return false
 	}
-	if len(lq.states) > 0 && !lq.states[stateRunning] {
+	if len(lq.states) > 0 && !lq.states[state(w)] {
 		return false
 	}
 	if lq.template != "" && w.TemplateID != lq.template {

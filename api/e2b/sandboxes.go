@@ -83,11 +83,6 @@ type sandboxDetail struct {
 	Domain *string `json:"domain"`
 }
 
-// stateRunning is E2B's state of every live workspace: Primer has no
-// paused sandboxes, and pending, failed and escalated ones are alive
-// (their workflow is bringing them up or back).
-const stateRunning = "running"
-
 // gone reports whether w counts as killed for E2B: a terminating
 // workspace is on its way out, and E2B answers a killed sandbox 404.
 func gone(w *wire.Workspace) bool { return w.Phase == wire.PhaseTerminating }
@@ -106,7 +101,7 @@ func (d *Door) listed(w *wire.Workspace) listedSandbox {
 		TemplateID: w.TemplateID, SandboxID: w.ID, ClientID: clientID,
 		StartedAt: w.CreatedAt.UTC(), EndAt: endAt(w),
 		CPUCount: int(math.Ceil(w.CPUCores)), MemoryMB: w.MemoryBytes >> 20,
-		Metadata: meta, State: stateRunning, EnvdVersion: d.envdVersion(),
+		Metadata: meta, State: state(w), EnvdVersion: d.envdVersion(),
 		VolumeMounts: []struct{}{},
 	}
 }
@@ -148,7 +143,13 @@ func decode(r *http.Request, v any) error {
 func (n *newSandbox) unsupported() error {
 	switch {
 	case n.AutoPause != nil && *n.AutoPause:
-		return errs.Field("autoPause", "autoPause: pausing on timeout is not supported; the sandbox is deleted at its timeout")
+		// A template's lifetime.idle_action pause pauses its workspaces
+		// at their idle deadline, but it is the template's, not settable
+		// per workspace, and E2B's autoPause is about the timeout, which
+		// deletes: saying so beats a sandbox that is gone when its caller
+		// expects it paused.
+		return errs.Field("autoPause", "autoPause: pausing at the timeout is not supported; the sandbox is deleted at its timeout "+
+			"(POST /sandboxes/{id}/pause pauses it; a template with lifetime.idle_action pause pauses its sandboxes when idle)")
 	case len(n.MCP) > 0 && string(n.MCP) != "null":
 		return errs.Field("mcp", "mcp: not supported")
 	case len(n.VolumeMounts) > 0:
@@ -387,7 +388,8 @@ func (d *Door) setTimeout(w http.ResponseWriter, r *http.Request, api *client.Cl
 // SDK's Sandbox.connect needs), extending its life to timeout seconds from
 // now (default 15 s; E2B: the TTL is only extended). The token lets its
 // holder run commands, so a connect is a write: /v1's extend refuses a
-// viewer. 200: Primer sandboxes are never paused, so none is resumed.
+// viewer. A paused sandbox is resumed first (E2B: connect resumes) and
+// answered 201 once it runs; a running one 200.
 func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *client.Client) {
 	var req timeoutRequest
 	if err := decode(r, &req); err != nil {
@@ -405,10 +407,25 @@ func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *clien
 		}
 	}
 	ctx := r.Context()
-	ws, _, err := d.extendTo(ctx, api, r.PathValue("id"), timeout, false)
+	id := r.PathValue("id")
+	status := http.StatusOK
+	ws, _, err := d.extendTo(ctx, api, id, timeout, false)
 	if err != nil {
 		d.fail(w, err)
 		return
+	}
+	if ws.Phase == wire.PhasePaused {
+		if _, err := d.resume(ctx, api, ws); err != nil {
+			d.fail(w, err)
+			return
+		}
+		// The timeout counts from the resume, which may have taken a
+		// while.
+		if ws, _, err = d.extendTo(ctx, api, id, timeout, false); err != nil {
+			d.fail(w, err)
+			return
+		}
+		status = http.StatusCreated
 	}
 	// A sandbox made through /v1 meets E2B here first.
 	d.ensureUser(ctx, ws.ID)
@@ -417,5 +434,5 @@ func (d *Door) connectSandbox(w http.ResponseWriter, r *http.Request, api *clien
 		d.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, status, out)
 }
