@@ -206,6 +206,10 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
 	}
+	// A provision of a paused workspace (a replacement) serves it again.
+	if err := ClearPaused(b.root, req.WorkspaceID); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
+	}
 	if _, err := b.host.Serve(ctx, req.WorkspaceID, server.Config{Root: dir, Token: req.Token, Env: req.Env}); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", req.WorkspaceID, err)
 	}
@@ -225,6 +229,9 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	}
 	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
+	if err := CheckNotPaused(b.root, h.WorkspaceID); err != nil {
+		return backend.Endpoint{}, err
+	}
 	return ServeDir(ctx, b.host, h.WorkspaceID, dir, token, nil)
 }
 
@@ -237,6 +244,9 @@ func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token stri
 	}
 	unlock := b.locks.Lock(h.WorkspaceID)
 	defer unlock()
+	if err := CheckNotPaused(b.root, h.WorkspaceID); err != nil {
+		return backend.Endpoint{}, err
+	}
 	return ServeDir(ctx, b.host, h.WorkspaceID, dir, token, env)
 }
 
@@ -283,6 +293,9 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	b.host.Stop(h.WorkspaceID)
 	if err := RemoveDir(ctx, b.root, h.WorkspaceID); err != nil {
 		return err
+	}
+	if err := ClearPaused(b.root, h.WorkspaceID); err != nil {
+		return fmt.Errorf("workspace %s: destroy: %w", h.WorkspaceID, err)
 	}
 	b.logger.Info("workspace destroyed", "workspace_id", h.WorkspaceID, "workspace_path", dir)
 	return nil

@@ -251,6 +251,11 @@ func (b *Backend) Pause(ctx context.Context, h backend.Handle, mode string) (bac
 		b.host.Stop(h.WorkspaceID)
 		return backend.Handle{}, errs.E(errs.NotFound, "workspace %s: pause: directory %s not found", h.WorkspaceID, dir)
 	}
+	// The mark first: a restart between the two finds the workspace
+	// paused, never served again by an Endpoint.
+	if err := MarkPaused(b.root, h.WorkspaceID); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: pause: %w", h.WorkspaceID, err)
+	}
 	b.host.Stop(h.WorkspaceID)
 	b.logger.Info("workspace paused", "workspace_id", h.WorkspaceID, "workspace_path", dir)
 	return h, nil
@@ -268,6 +273,55 @@ func (b *Backend) Resume(ctx context.Context, h backend.Handle, token string, en
 	if _, err := ServeDir(ctx, b.host, h.WorkspaceID, dir, token, env); err != nil {
 		return backend.Handle{}, err
 	}
+	if err := ClearPaused(b.root, h.WorkspaceID); err != nil {
+		b.host.Stop(h.WorkspaceID)
+		return backend.Handle{}, fmt.Errorf("workspace %s: resume: %w", h.WorkspaceID, err)
+	}
 	b.logger.Info("workspace resumed", "workspace_id", h.WorkspaceID, "workspace_path", dir)
 	return backend.Handle{Backend: Type, WorkspaceID: h.WorkspaceID, Path: dir}, nil
+}
+
+// PausedDir is the directory under a host backend's root_path that marks
+// its paused workspaces (PausedDir/<workspace id>, an empty file), so a
+// paused workspace stays paused across a platform restart: Endpoint, which
+// otherwise serves a workspace's runtime again after a restart, refuses
+// one with a mark until Resume or Provision removes it. Its name is not a
+// workspace id, so ListDirs skips it.
+const PausedDir = ".paused"
+
+// MarkPaused marks workspace id under root as paused.
+func MarkPaused(root, id string) error {
+	p, err := WorkspaceDir(filepath.Join(root, PausedDir), id)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(p, nil, 0o600)
+}
+
+// ClearPaused removes workspace id's paused mark; none is not an error.
+func ClearPaused(root, id string) error {
+	p, err := WorkspaceDir(filepath.Join(root, PausedDir), id)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// CheckNotPaused returns Unavailable when workspace id under root is
+// paused.
+func CheckNotPaused(root, id string) error {
+	p, err := WorkspaceDir(filepath.Join(root, PausedDir), id)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return errs.E(errs.Unavailable, "workspace %s: paused (resume it first)", id)
+	}
+	return nil
 }

@@ -101,3 +101,46 @@ func TestSnapshotsNotListed(t *testing.T) {
 		t.Errorf("snapshot at %s, want it in %s", ref.Ref, filepath.Join(b.Root(), local.SnapshotsDir))
 	}
 }
+
+// TestPausedStaysPaused: a paused workspace's Endpoint refuses (nothing
+// serves it again behind the workflow's back), also on a backend built
+// after a platform restart; Resume serves it and removes the mark; the
+// mark is not listed as a workspace.
+func TestPausedStaysPaused(t *testing.T) {
+	b, host := newBackend(t)
+	ctx := t.Context()
+	id, token := backendtest.NewID(t), backendtest.NewToken(t)
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pause(ctx, h, backend.SnapshotFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Endpoint(ctx, h, token); errs.KindOf(err) != errs.Unavailable {
+		t.Errorf("endpoint of a paused workspace: %v, want Unavailable", err)
+	}
+	host.Close()
+	b2, host2 := backendAt(t, b.Root())
+	if _, err := b2.ServeRuntime(ctx, h, token, nil); errs.KindOf(err) != errs.Unavailable {
+		t.Errorf("after a restart, serving a paused workspace: %v, want Unavailable", err)
+	}
+	if host2.URL(id) != "" {
+		t.Error("a paused workspace is served after a restart")
+	}
+	if listed, err := b2.List(ctx); err != nil || len(listed) != 1 || listed[0].WorkspaceID != id {
+		t.Errorf("List = %+v, %v; want only workspace %s", listed, err, id)
+	}
+	if _, err := b2.Resume(ctx, h, token, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b2.Endpoint(ctx, h, token); err != nil {
+		t.Errorf("endpoint after resume: %v", err)
+	}
+	if err := b2.Destroy(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Root(), local.PausedDir, id)); err == nil {
+		t.Error("the paused mark outlives the workspace")
+	}
+}

@@ -389,10 +389,16 @@ func (b *Backend) Pause(ctx context.Context, h backend.Handle, mode string) (bac
 	}
 	unlock := b.ids.Lock(h.WorkspaceID)
 	defer unlock()
-	b.host.Stop(h.WorkspaceID)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		b.host.Stop(h.WorkspaceID)
 		return backend.Handle{}, errs.E(errs.NotFound, "workspace %s: pause: worktree %s not found", h.WorkspaceID, dir)
 	}
+	// The mark first: a restart between the two finds the workspace
+	// paused, never served again by an Endpoint (local.PausedDir).
+	if err := local.MarkPaused(b.root, h.WorkspaceID); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: pause: %w", h.WorkspaceID, err)
+	}
+	b.host.Stop(h.WorkspaceID)
 	b.logger.Info("workspace paused", "workspace_id", h.WorkspaceID, "workspace_path", dir)
 	return h, nil
 }
@@ -400,8 +406,18 @@ func (b *Backend) Pause(ctx context.Context, h backend.Handle, mode string) (bac
 // Resume implements backend.Pauser: it serves the runtime again on the
 // worktree with token and env. A served workspace is left as it is.
 func (b *Backend) Resume(ctx context.Context, h backend.Handle, token string, env backend.EnvFunc) (backend.Handle, error) {
-	if _, err := b.ServeRuntime(ctx, h, token, env); err != nil {
+	dir, err := local.CheckHandle(h, Type, b.root)
+	if err != nil {
 		return backend.Handle{}, err
+	}
+	unlock := b.ids.Lock(h.WorkspaceID)
+	defer unlock()
+	if _, err := local.ServeDir(ctx, b.host, h.WorkspaceID, dir, token, env); err != nil {
+		return backend.Handle{}, err
+	}
+	if err := local.ClearPaused(b.root, h.WorkspaceID); err != nil {
+		b.host.Stop(h.WorkspaceID)
+		return backend.Handle{}, fmt.Errorf("workspace %s: resume: %w", h.WorkspaceID, err)
 	}
 	b.logger.Info("workspace resumed", "workspace_id", h.WorkspaceID)
 	return h, nil

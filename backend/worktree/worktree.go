@@ -219,6 +219,10 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 			return backend.Handle{}, fmt.Errorf("workspace %s: provision from snapshot %s: %w", id, req.Snapshot.SnapshotID, err)
 		}
 	}
+	// A provision of a paused workspace (a replacement) serves it again.
+	if err := local.ClearPaused(b.root, id); err != nil {
+		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
+	}
 	if _, err := b.host.Serve(ctx, id, server.Config{Root: dir, Token: req.Token, Env: req.Env}); err != nil {
 		return backend.Handle{}, fmt.Errorf("workspace %s: provision: %w", id, err)
 	}
@@ -306,6 +310,9 @@ func (b *Backend) ServeRuntime(ctx context.Context, h backend.Handle, token stri
 	}
 	unlock := b.ids.Lock(h.WorkspaceID)
 	defer unlock()
+	if err := local.CheckNotPaused(b.root, h.WorkspaceID); err != nil {
+		return backend.Endpoint{}, err
+	}
 	return local.ServeDir(ctx, b.host, h.WorkspaceID, dir, token, env)
 }
 
@@ -344,6 +351,9 @@ func (b *Backend) Destroy(ctx context.Context, h backend.Handle) error {
 	// Whatever git left (or a directory git never knew) goes too.
 	if err := local.RemoveDir(ctx, b.root, id); err != nil {
 		return err
+	}
+	if err := local.ClearPaused(b.root, id); err != nil {
+		return fmt.Errorf("workspace %s: destroy: %w", id, err)
 	}
 	b.logger.Info("workspace destroyed", "workspace_id", id, "workspace_path", dir)
 	return nil
