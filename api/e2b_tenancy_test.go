@@ -26,6 +26,7 @@ func TestTenancyE2BRouteMatrix(t *testing.T) {
 		"POST /sandboxes/{id}/timeout":    `{"timeout":60}`,
 		"POST /sandboxes/{id}/connect":    `{"timeout":60}`,
 		"POST /v2/sandboxes/{id}/connect": `{"timeout":60}`,
+		"POST /sandboxes/{id}/pause":      `{}`,
 	}
 	// X-API-KEY forms of the bad keys (the /v1 matrix's, without the
 	// Bearer scheme), and e2b_ forms of the wrong and revoked ones.

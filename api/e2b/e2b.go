@@ -121,6 +121,7 @@ var restRoutes = []route{
 	{"POST /sandboxes/{id}/timeout", func(d *Door) restHandler { return d.setTimeout }},
 	{"POST /sandboxes/{id}/connect", func(d *Door) restHandler { return d.connectSandbox }},
 	{"POST /v2/sandboxes/{id}/connect", func(d *Door) restHandler { return d.connectSandbox }},
+	{"POST /sandboxes/{id}/pause", func(d *Door) restHandler { return d.pauseSandbox }},
 }
 
 // Routes lists the door's REST routes ("POST /sandboxes/{id}/timeout",

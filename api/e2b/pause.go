@@ -47,11 +47,15 @@ func (d *Door) pauseSandbox(w http.ResponseWriter, r *http.Request, api *client.
 	case errs.Is(err, errs.Conflict) || errs.Is(err, errs.Precondition):
 		// /v1 says the workspace is in no state to pause: paused already
 		// (409, as E2B), or terminating (gone to E2B: 404).
-		if _, gerr := d.workspace(ctx, api, id); gerr != nil {
+		cur, gerr := d.workspace(ctx, api, id)
+		switch {
+		case gerr != nil:
 			d.fail(w, gerr)
-			return
+		case cur.Phase == wire.PhasePaused:
+			d.fail(w, errs.E(errs.Conflict, "sandbox %s: already paused", id))
+		default:
+			d.fail(w, err)
 		}
-		d.fail(w, err)
 		return
 	case err != nil:
 		d.fail(w, err)
