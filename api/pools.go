@@ -133,7 +133,7 @@ func (s *server) createPool(c *gin.Context) {
 	// Who wrote it decides whether its refills may reach the host
 	// (activities/host_rule.go).
 	p := &wire.Pool{ID: spec.ID, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
-		TenantID: callerTenant(c), AdminWritten: callerOf(c).admin()}
+		TenantID: callerTenant(c), AdminWritten: callerOf(c).admin(), SnapshotID: spec.SnapshotID}
 	if err := s.cfg.Store.CreatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -209,7 +209,7 @@ func (s *server) updatePool(c *gin.Context) {
 		return
 	}
 	p := &wire.Pool{ID: id, TemplateID: spec.TemplateID, Size: spec.Size, LeaseTTL: spec.LeaseTTL,
-		AdminWritten: callerOf(c).admin()}
+		AdminWritten: callerOf(c).admin(), SnapshotID: spec.SnapshotID}
 	if err := s.cfg.Store.UpdatePool(ctx, p); err != nil {
 		s.fail(c, poolError(err, spec.TemplateID))
 		return
@@ -424,6 +424,20 @@ func (s *server) checkPool(c *gin.Context, spec wire.PoolSpec) error {
 	}
 	if err := hostTemplate(c, t); err != nil {
 		return err
+	}
+	if spec.SnapshotID != "" {
+		// Members are made from it as they are needed, so it must be
+		// ready now (a creating one could still fail).
+		snap, err := s.snapshotForCreate(c, spec.SnapshotID)
+		if err != nil {
+			return err
+		}
+		if snap.Phase != wire.SnapshotReady {
+			return errs.Field("snapshot_id", "snapshot_id: snapshot %s is %s; a pool fills only from a ready snapshot", snap.ID, snap.Phase)
+		}
+		if err := s.templateFitsSnapshot(c.Request.Context(), "snapshot_id", t, snap); err != nil {
+			return err
+		}
 	}
 	return s.poolableTemplate(c.Request.Context(), spec.TemplateID)
 }

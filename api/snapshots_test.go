@@ -262,3 +262,35 @@ func TestPauseResume(t *testing.T) {
 		t.Fatalf("paused list = %+v", items)
 	}
 }
+
+// TestPoolSnapshot: a pool names a ready snapshot of its tenant taken on
+// its template's backend.
+func TestPoolSnapshot(t *testing.T) {
+	h := newHarness(t, withMemory(t))
+	ctx := context.Background()
+	h.temporal.On("SignalWithStartWorkflow", mock.Anything, mock.Anything, workflows.SignalPoolChanged, mock.Anything,
+		mock.Anything, workflows.PoolWorkflowName, mock.Anything).Return(&mocks.WorkflowRun{}, nil).Maybe()
+	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.PoolWorkflowName, mock.Anything).
+		Return(&mocks.WorkflowRun{}, nil).Maybe()
+	src := h.workspace(wire.PhaseRunning)
+	snap := &wire.Snapshot{ID: models.NewID("snap"), WorkspaceID: src.ID, TemplateID: src.TemplateID,
+		ProviderID: src.ProviderID, Backend: src.Backend, Mode: wire.SnapshotModeFilesystem}
+	if err := h.store.CreateSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	h.do("POST", "/v1/pools", `{"id":"p1","template_id":"default","snapshot_id":"`+snap.ID+`"}`).
+		expectError(t, 400, "invalid", "snapshot_id", "ready")
+	if err := h.store.SetSnapshotReady(ctx, snap.ID, json.RawMessage(`{}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	memoryWorkspace(t, h, wire.PhaseRunning)
+	h.do("POST", "/v1/pools", `{"id":"p1","template_id":"mem","snapshot_id":"`+snap.ID+`"}`).
+		expectError(t, 400, "invalid", "snapshot_id", "backend memory")
+	h.do("POST", "/v1/pools", `{"id":"p1","template_id":"default","snapshot_id":"`+models.NewID("snap")+`"}`).
+		expectError(t, 404, "not_found", "snapshot_id", "not found")
+	h.do("POST", "/v1/pools", `{"id":"p1","template_id":"default","size":1,"snapshot_id":"`+snap.ID+`"}`).expect(t, 201)
+	p, err := h.store.GetPool(ctx, "p1")
+	if err != nil || p.SnapshotID != snap.ID {
+		t.Fatalf("pool = %+v, %v", p, err)
+	}
+}

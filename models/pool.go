@@ -87,6 +87,7 @@ func (s *Store) UpdatePool(ctx context.Context, p *wire.Pool) error {
 			"template_id":   p.TemplateID,
 			"size":          p.Size,
 			"lease_ttl":     p.LeaseTTL,
+			"snapshot_id":   p.SnapshotID,
 			"admin_written": p.AdminWritten,
 			"updated_at":    tx.NowFunc(),
 		}).Error

@@ -26,6 +26,9 @@ type PoolSpec struct {
 	TemplateID string `json:"template_id"`
 	Size       int    `json:"size,omitempty"`
 	LeaseTTL   string `json:"lease_ttl,omitempty"`
+	// SnapshotID fills the pool from a ready snapshot of the caller's
+	// tenant taken on the template's backend.
+	SnapshotID string `json:"snapshot_id,omitempty"`
 }
 
 // PoolStatus counts a pool's workspaces by state.

@@ -1627,6 +1627,7 @@ export interface components {
             lease_ttl?: string;
             /** Format: int64 */
             size?: number;
+            snapshot_id?: string;
             template_id: string;
         };
         PoolStatus: {
