@@ -604,7 +604,7 @@ func TestErrorsAndUsage(t *testing.T) {
 		{[]string{"list", "ws", "--status", "open"}, 2, "--status does not filter workspaces"},
 		{[]string{"list", "ws", "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"create"}, 2, "-f FILE is required"},
-		{[]string{"create", "workspace"}, 2, "--set template_id=ID is required"},
+		{[]string{"create", "workspace"}, 2, "--set template_id=ID (or snapshot_id=ID) is required"},
 		{[]string{"create", "workspace", "--set", "image=x"}, 2, `unknown key "image"`},
 		{[]string{"create", "-f", "/nonexistent/x.yaml"}, 1, "no such file"},
 		{[]string{"workspace", "exec", "ws-1"}, 2, "requires at least 2 arg(s)"},

@@ -188,7 +188,7 @@ func (a *app) createWorkspaceCommand() *cobra.Command {
 		}),
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&sets, "set", nil, "a field of the request: template_id=ID or labels.KEY=VALUE (repeatable)")
+	f.StringArrayVar(&sets, "set", nil, "a field of the request: template_id=ID, snapshot_id=ID, ttl=DURATION or labels.KEY=VALUE (repeatable)")
 	f.BoolVar(&wait, "wait", false, "wait until the workspace is running, showing its phases on stderr")
 	f.DurationVar(&waitTimeout, "wait-timeout", DefaultWaitTimeout, "how long --wait waits")
 	return cmd
@@ -220,17 +220,21 @@ func workspaceRequest(sets []string) (wire.CreateWorkspaceRequest, error) {
 			req.TemplateID = v
 		case k == "ttl":
 			req.TTL = v
+		case k == "snapshot_id":
+			req.SnapshotID = v
 		case strings.HasPrefix(k, "labels.") && len(k) > len("labels."):
 			if req.Labels == nil {
 				req.Labels = map[string]string{}
 			}
 			req.Labels[strings.TrimPrefix(k, "labels.")] = v
 		default:
-			return req, usagef("--set %s: unknown key %q: want template_id, ttl or labels.KEY", s, k)
+			return req, usagef("--set %s: unknown key %q: want template_id, snapshot_id, ttl or labels.KEY", s, k)
 		}
 	}
-	if req.TemplateID == "" {
-		return req, usagef("--set template_id=ID is required")
+	// A workspace from a snapshot may leave the template out: the
+	// snapshot's is used.
+	if req.TemplateID == "" && req.SnapshotID == "" {
+		return req, usagef("--set template_id=ID (or snapshot_id=ID) is required")
 	}
 	return req, nil
 }

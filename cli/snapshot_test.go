@@ -172,6 +172,13 @@ func TestSnapshotCommands(t *testing.T) {
 	if r.code != 0 || r.stdout != "workspace_snapshot/snap-1 deleting\n" {
 		t.Errorf("delete: code %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
+	r = f.run(t, "", "create", "workspace", "--set", "snapshot_id=snap-1")
+	if r.code != 0 {
+		t.Fatalf("create from a snapshot: code %d stderr %q", r.code, r.stderr)
+	}
+	if body := f.requests("POST", "/v1/workspaces")[0].Body; !jsonEqual(t, body, `{"template_id":"","snapshot_id":"snap-1"}`) {
+		t.Errorf("create from a snapshot sent %s", body)
+	}
 	for _, bad := range [][]string{{"snapshot", "create"}, {"snapshot", "get"}, {"snapshot", "create", "ws-1", "--label", "x"}} {
 		if r := f.run(t, "", bad...); r.code != 2 {
 			t.Errorf("%v: code %d, want 2 (stderr %q)", bad, r.code, r.stderr)
