@@ -62,7 +62,7 @@ func (s *server) forkWorkspace(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	forked, err := s.cfg.Starter.Fork(ctx, starter.ForkRequest{Parent: w, Count: spec.Count, Mode: mode, Labels: spec.Labels,
+	forked, err := s.cfg.Starter.Fork(ctx, starter.ForkSpec{Parent: w, Count: spec.Count, Mode: mode, Labels: spec.Labels,
 		TTL: ttl, ByAdmin: callerOf(c).admin()})
 	if err != nil {
 		s.fail(c, err)

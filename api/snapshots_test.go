@@ -211,7 +211,9 @@ func TestForkWorkspace(t *testing.T) {
 	// Three fit: the children start, then the parent is asked for the snapshot.
 	var started []string
 	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
-		Run(func(args mock.Arguments) { started = append(started, args.Get(3).(workflows.WorkspaceInput).WorkspaceID) }).
+		Run(func(args mock.Arguments) {
+			started = append(started, args.Get(3).(workflows.WorkspaceInput).WorkspaceID)
+		}).
 		Return(&mocks.WorkflowRun{}, nil).Times(3)
 	var sig workflows.SnapshotSignal
 	expectSignal(h, workflows.SignalSnapshot, &sig)

@@ -10,9 +10,9 @@ import (
 	"github.com/primerhq/primer/workflows"
 )
 
-// ForkRequest is what a fork of a workspace is made from: the parent, the
+// ForkSpec is what a fork of a workspace is made from: the parent, the
 // implicit snapshot's mode and the children's count, labels and ttl.
-type ForkRequest struct {
+type ForkSpec struct {
 	Parent *wire.Workspace
 	Count  int
 	Mode   string
@@ -29,7 +29,7 @@ type ForkRequest struct {
 // asked to take the snapshot. A child whose workflow cannot be started is
 // removed, as CreateWorkspace removes one; if the parent cannot be
 // signalled the snapshot fails, and the children fail with it.
-func (s *Starter) Fork(ctx context.Context, req ForkRequest) (*wire.Forked, error) {
+func (s *Starter) Fork(ctx context.Context, req ForkSpec) (*wire.Forked, error) {
 	parent := req.Parent
 	t, err := s.Store.GetTemplate(ctx, parent.TemplateID)
 	if err != nil {
