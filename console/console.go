@@ -182,6 +182,8 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("GET /pools", c.auth(c.pools))
 	mux.HandleFunc("POST /pools", c.auth(c.createPool))
 	mux.HandleFunc("POST /pools/{id}/delete", c.auth(c.deletePool))
+	mux.HandleFunc("GET /snapshots", c.auth(c.snapshots))
+	mux.HandleFunc("POST /snapshots/{id}/delete", c.auth(c.deleteSnapshot))
 
 	mux.HandleFunc("GET /workspaces", c.auth(c.workspaces))
 	mux.HandleFunc("GET /workspaces/new", c.auth(c.newWorkspace))

@@ -148,8 +148,9 @@ func (c *Console) workspace(w http.ResponseWriter, r *http.Request, s *session) 
 	c.render(w, r, s, 0, "workspace", page{Title: "Workspace " + v.W.ID, Section: "workspaces", Tab: "workspaces", Data: v})
 }
 
-// workspaceOp runs Delete, Return, Recover or Extend; the API says which
-// apply to the workspace's phase and refuses the others with its reason.
+// workspaceOp runs Delete, Return, Recover, Extend, Pause, Resume or
+// Snapshot; the API says which apply to the workspace's phase and refuses
+// the others with its reason.
 func (c *Console) workspaceOp(w http.ResponseWriter, r *http.Request, s *session) {
 	id, op := r.PathValue("id"), r.PathValue("op")
 	var err error
@@ -166,6 +167,17 @@ func (c *Console) workspaceOp(w http.ResponseWriter, r *http.Request, s *session
 		_, err = s.api.RecoverWorkspace(r.Context(), id)
 	case "extend":
 		_, err = s.api.ExtendWorkspace(r.Context(), id, wire.ExtendRequest{By: strings.TrimSpace(r.FormValue("by"))})
+	case "pause":
+		_, err = s.api.PauseWorkspace(r.Context(), id, wire.PauseRequest{})
+	case "resume":
+		_, err = s.api.ResumeWorkspace(r.Context(), id)
+	case "snapshot":
+		var snap *wire.Snapshot
+		snap, err = s.api.CreateSnapshot(r.Context(), id, wire.CreateSnapshotRequest{})
+		if err == nil {
+			back(w, r, "/snapshots", "Snapshot "+snap.ID+" of "+id+" is being taken.")
+			return
+		}
 	default:
 		http.NotFound(w, r)
 		return
