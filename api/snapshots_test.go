@@ -208,19 +208,42 @@ func TestForkWorkspace(t *testing.T) {
 		t.Fatalf("workspaces after a refused fork = %d, %v; want the parent only", len(ws), err)
 	}
 
-	// Three fit: the children start, then the parent is asked for the snapshot.
-	var started []string
+	// The parent cannot be signalled: the snapshot fails and no child is
+	// left (none had a workflow yet).
+	h.temporal.On("SignalWithStartWorkflow", mock.Anything, mock.Anything, workflows.SignalSnapshot, mock.Anything,
+		mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
+		Return(nil, errors.New("temporal down")).Once()
+	if r := h.doAs(member, "POST", "/v1/workspaces/"+parent.ID+"/fork", `{"count":2}`); r.status < 500 {
+		t.Fatalf("fork with the parent unreachable: %d %s, want 5xx", r.status, r.body)
+	}
+	if ws, err := h.store.ListWorkspaces(ctx, models.WorkspaceFilter{TenantID: "small"}); err != nil || len(ws) != 1 {
+		t.Fatalf("workspaces after a fork whose signal failed = %d, %v; want the parent only", len(ws), err)
+	}
+	snaps, err = h.store.ListSnapshots(ctx, models.SnapshotFilter{TenantID: "small"})
+	if err != nil || len(snaps) != 1 || snaps[0].Phase != wire.SnapshotFailed {
+		t.Fatalf("snapshots after a fork whose signal failed = %+v, %v; want one failed", snaps, err)
+	}
+
+	// Three fit: the parent is asked for the snapshot first, then the
+	// children start (a kill in between leaves pending children the
+	// reconciler adopts, waiting for a capture being taken).
+	var order []string
 	h.temporal.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
 		Run(func(args mock.Arguments) {
-			started = append(started, args.Get(3).(workflows.WorkspaceInput).WorkspaceID)
+			order = append(order, args.Get(3).(workflows.WorkspaceInput).WorkspaceID)
 		}).
 		Return(&mocks.WorkflowRun{}, nil).Times(3)
 	var sig workflows.SnapshotSignal
-	expectSignal(h, workflows.SignalSnapshot, &sig)
+	h.temporal.On("SignalWithStartWorkflow", mock.Anything, mock.Anything, workflows.SignalSnapshot, mock.Anything,
+		mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
+		Run(func(args mock.Arguments) {
+			sig = args.Get(3).(workflows.SnapshotSignal)
+			order = append(order, "signal")
+		}).Return(&mocks.WorkflowRun{}, nil).Once()
 	var forked wire.Forked
 	h.doAs(member, "POST", "/v1/workspaces/"+parent.ID+"/fork", `{"count":3,"labels":{"f":"1"}}`).expect(t, 201).decode(t, &forked)
-	if forked.Snapshot == nil || !forked.Snapshot.Implicit || sig.SnapshotID != forked.Snapshot.ID || len(forked.Workspaces) != 3 || len(started) != 3 {
-		t.Fatalf("forked %+v, signal %+v, started %v", forked, sig, started)
+	if forked.Snapshot == nil || !forked.Snapshot.Implicit || sig.SnapshotID != forked.Snapshot.ID || len(forked.Workspaces) != 3 || len(order) != 4 || order[0] != "signal" {
+		t.Fatalf("forked %+v, signal %+v, order %v; want the signal, then 3 starts", forked, sig, order)
 	}
 	for _, c := range forked.Workspaces {
 		got, err := h.store.GetWorkspace(ctx, c.ID)

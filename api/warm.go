@@ -18,13 +18,21 @@ const (
 // case), nothing else before the answer. The pool is woken to refill after
 // the answer. It returns nil, nil when no pool of the template has such a
 // member, and the create goes cold.
-func (s *server) takeWarm(ctx context.Context, tenant, templateID string, labels map[string]string) (*wire.Workspace, error) {
+//
+// Only pools filled from snapshotID are tried: a member holds its pool's
+// state, so a plain create (snapshotID empty) never takes a member made
+// from a snapshot, and a create from a snapshot takes only a member of a
+// pool filled from that snapshot (a warm start of a prepared environment).
+func (s *server) takeWarm(ctx context.Context, tenant, templateID, snapshotID string, labels map[string]string) (*wire.Workspace, error) {
 	// Only the creator's tenant's pools: a member is its pool's tenant's.
 	pools, err := s.cfg.Store.ListPools(ctx, templateID, tenant)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range pools {
+		if p.SnapshotID != snapshotID {
+			continue
+		}
 		w, err := s.cfg.Store.TakeWorkspace(ctx, p.ID, labels)
 		if err != nil {
 			return nil, err

@@ -136,11 +136,11 @@ func (s *server) createWorkspace(c *gin.Context) {
 	// Warm first: an idle member of a pool of the template (see takeWarm),
 	// unless this workspace narrows its egress: a member was made with the
 	// template's network, so only a template that closes it already fits.
-	// A workspace from a snapshot is never warm: members hold the
-	// template's clean state (or their pool's snapshot), not this one.
+	// A workspace from a snapshot is warm only from a pool filled from
+	// that snapshot: other members hold the template's clean state.
 	var w *wire.Workspace
-	if snap == nil && (spec.Egress == "" || backend.EgressOf(t.Backend) == backend.EgressDenyAll) {
-		w, err = s.takeWarm(c.Request.Context(), tenant, spec.TemplateID, spec.Labels)
+	if spec.Egress == "" || backend.EgressOf(t.Backend) == backend.EgressDenyAll {
+		w, err = s.takeWarm(c.Request.Context(), tenant, spec.TemplateID, spec.SnapshotID, spec.Labels)
 		if err != nil {
 			s.fail(c, err)
 			return

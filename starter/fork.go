@@ -24,11 +24,15 @@ type ForkSpec struct {
 
 // Fork makes req.Count workspaces from one implicit snapshot of the
 // parent: the snapshot row and every child's row are stored together
-// under the tenant's quota (all or nothing), the children's workflows
-// start (each provisions once the snapshot is ready), then the parent is
-// asked to take the snapshot. A child whose workflow cannot be started is
-// removed, as CreateWorkspace removes one; if the parent cannot be
-// signalled the snapshot fails, and the children fail with it.
+// under the tenant's quota (all or nothing), the parent is asked to take
+// the snapshot, then the children's workflows start (each provisions once
+// the snapshot is ready). The signal goes first so that a platform killed
+// in between leaves children the reconciler adopts (pending rows without
+// a workflow get one) waiting for a capture that is being taken, never
+// children waiting for a capture nobody was asked for. If the parent
+// cannot be signalled, the snapshot fails and the children's rows are
+// removed: nothing is left. A child whose workflow cannot be started is
+// removed, as CreateWorkspace removes one.
 func (s *Starter) Fork(ctx context.Context, req ForkSpec) (*wire.Forked, error) {
 	parent := req.Parent
 	t, err := s.Store.GetTemplate(ctx, parent.TemplateID)
@@ -75,7 +79,16 @@ func (s *Starter) Fork(ctx context.Context, req ForkSpec) (*wire.Forked, error) 
 	if err := s.Store.CreateFork(ctx, snap, children); err != nil {
 		return nil, err
 	}
-	started := children[:0]
+	if err := s.SignalWorkspace(ctx, parent, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
+		// Nothing will take the capture: fail it and remove the children,
+		// none of which has a workflow yet.
+		s.failSnapshot(ctx, snap.ID, "the workspace's workflow could not be signalled")
+		for _, w := range children {
+			s.removeRow(ctx, w.ID)
+		}
+		return nil, err
+	}
+	started := make([]*wire.Workspace, 0, len(children))
 	for _, w := range children {
 		in := s.WorkspaceInput(w, t)
 		if _, err := s.Temporal.ExecuteWorkflow(ctx, workflows.StartOptions(in), workflows.WorkspaceWorkflowName, in); err != nil {
@@ -86,14 +99,9 @@ func (s *Starter) Fork(ctx context.Context, req ForkSpec) (*wire.Forked, error) 
 		started = append(started, w)
 	}
 	if len(started) == 0 {
-		s.failSnapshot(ctx, snap.ID, "fork: no child workflow could be started")
-		return nil, errs.E(errs.Unavailable, "fork of workspace %s: no child workflow could be started", parent.ID)
-	}
-	if err := s.SignalWorkspace(ctx, parent, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
-		// Nothing will take the capture: fail it, so the children waiting
-		// for it fail rather than wait.
-		s.failSnapshot(ctx, snap.ID, "the workspace's workflow could not be signalled")
-		return nil, err
+		// The capture is taken anyway; it stays listed (implicit) and is
+		// deleted like any snapshot.
+		return nil, errs.E(errs.Unavailable, "fork of workspace %s: no child workflow could be started; snapshot %s is kept", parent.ID, snap.ID)
 	}
 	s.logger().Info("workspace forked", "workspace_id", parent.ID, "snapshot_id", snap.ID, "children", len(started))
 	return &wire.Forked{Snapshot: snap, Workspaces: started}, nil
