@@ -143,7 +143,18 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	dsn := path + sep + strings.Join(params, "&")
 
-	w, err := gorm.Open(sqlite.Open(dsn), gormConfig())
+	// The writer prepares no statements. GORM's statement cache makes a
+	// goroutine that meets a statement another goroutine is preparing wait
+	// for that prepare, and a prepare outside a transaction needs a
+	// connection: with one writer connection held by a transaction that
+	// then runs the same statement, each waits for the other until a
+	// context ends. A burst of creates on a freshly started platform hit
+	// it in CI (inQuota reads the tenant outside its transaction and
+	// again inside it), holding every write for minutes. SQLite
+	// compiles a statement in microseconds; the readers keep their cache.
+	wcfg := gormConfig()
+	wcfg.PrepareStmt = false
+	w, err := gorm.Open(sqlite.Open(dsn), wcfg)
 	if err != nil {
 		return nil, errs.E(errs.Unavailable, "database %s: open: %w", path, err)
 	}

@@ -14,7 +14,7 @@ test("tenants, keys and audit", async () => {
   assert.equal(created.quota.max_workspaces, 2);
   await assert.rejects(p.tenants.create({ id: tenant }), ConflictError);
   const got = await p.tenants.get(tenant);
-  assert.deepEqual(got.usage, { workspaces: 0, cpu_cores: 0, memory_bytes: 0, pools: 0 });
+  assert.deepEqual(got.usage, { workspaces: 0, cpu_cores: 0, memory_bytes: 0, pools: 0, snapshot_bytes: 0, paused: 0 });
   const upd = await p.tenants.update(tenant, { description: "changed", quota: { max_workspaces: 3 } });
   assert.equal(upd.description, "changed");
 
