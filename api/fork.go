@@ -33,16 +33,7 @@ func (s *server) forkWorkspace(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w, err := s.workspaceOf(c, c.Param("id"))
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if w.Phase != wire.PhaseRunning && w.Phase != wire.PhasePaused {
-		s.fail(c, errs.E(errs.Precondition, "workspace %s: is %s; only a running or paused workspace can be forked", w.ID, w.Phase))
-		return
-	}
-	mode, err := s.snapshotMode(ctx, w, "mode", spec.Mode)
+	w, mode, err := s.captureSource(c, "forked", spec.Mode)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -55,6 +55,29 @@ func (s *server) snapshotMode(ctx context.Context, w *wire.Workspace, field, mod
 	return mode, nil
 }
 
+// captureSource is the workspace of the request's path that a snapshot or
+// a fork captures, and the mode it is taken in: the caller's, running or
+// paused, reachable by the caller (a workspace on a host backend only by
+// an admin: its capture copies files of the Primer host), and on a
+// backend that takes the mode. verb names the operation in the refusal.
+func (s *server) captureSource(c *gin.Context, verb, mode string) (*wire.Workspace, string, error) {
+	w, err := s.workspaceOf(c, c.Param("id"))
+	if err != nil {
+		return nil, "", err
+	}
+	if err := hostWorkspace(c, w); err != nil {
+		return nil, "", err
+	}
+	if w.Phase != wire.PhaseRunning && w.Phase != wire.PhasePaused {
+		return nil, "", errs.E(errs.Precondition, "workspace %s: is %s; only a running or paused workspace can be %s", w.ID, w.Phase, verb)
+	}
+	mode, err = s.snapshotMode(c.Request.Context(), w, "mode", mode)
+	if err != nil {
+		return nil, "", err
+	}
+	return w, mode, nil
+}
+
 // createSnapshot asks for a capture of a running or paused workspace; the
 // snapshot is answered in phase creating.
 func (s *server) createSnapshot(c *gin.Context) {
@@ -68,16 +91,7 @@ func (s *server) createSnapshot(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	w, err := s.workspaceOf(c, c.Param("id"))
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if w.Phase != wire.PhaseRunning && w.Phase != wire.PhasePaused {
-		s.fail(c, errs.E(errs.Precondition, "workspace %s: is %s; only a running or paused workspace can be snapshotted", w.ID, w.Phase))
-		return
-	}
-	mode, err := s.snapshotMode(ctx, w, "mode", spec.Mode)
+	w, mode, err := s.captureSource(c, "snapshotted", spec.Mode)
 	if err != nil {
 		s.fail(c, err)
 		return

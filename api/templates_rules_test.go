@@ -136,8 +136,8 @@ func TestTemplateHostRule(t *testing.T) {
 
 // TestHostWorkspaceAdminOnly: an admin's workspace on the host is visible
 // to the members of its tenant, but a member may not exec in it, read or
-// write its files, or run an agent in it: whatever runs there runs on the
-// Primer host.
+// write its files, run an agent in it, snapshot or fork it (a capture copies its files):
+// whatever runs there runs on the Primer host.
 func TestHostWorkspaceAdminOnly(t *testing.T) {
 	h := newHarness(t)
 	w, _ := h.runningWorkspace()
@@ -147,6 +147,8 @@ func TestHostWorkspaceAdminOnly(t *testing.T) {
 		{"exec", "POST", "/v1/workspaces/" + w.ID + "/exec", `{"command":["touch","/tmp/pwned"]}`},
 		{"read a file", "GET", "/v1/workspaces/" + w.ID + "/files/a.txt", ""},
 		{"write a file", "PUT", "/v1/workspaces/" + w.ID + "/files/a.txt", "x"},
+		{"snapshot", "POST", "/v1/workspaces/" + w.ID + "/snapshots", ""},
+		{"fork", "POST", "/v1/workspaces/" + w.ID + "/fork", `{"count":1}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var body any
