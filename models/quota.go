@@ -27,24 +27,24 @@ func (s *Store) TenantUsage(ctx context.Context, tenantID string) (wire.Usage, e
 func usageOf(db *gorm.DB, tenantID string) (wire.Usage, error) {
 	var u wire.Usage
 	var ws struct {
-		N   int64
-		CPU float64
-		Mem int64
+		N      int64
+		CPU    float64
+		Mem    int64
+		Paused int64
 	}
 	// A paused workspace holds no CPU or memory: it counts as a
 	// workspace and against max_paused, not against the compute quotas.
 	err := db.Model(&wire.Workspace{}).Where("tenant_id = ?", tenantID).
 		Select("count(*) AS n, "+
 			"coalesce(sum(CASE WHEN phase = ? THEN 0 ELSE cpu_cores END), 0) AS cpu, "+
-			"coalesce(sum(CASE WHEN phase = ? THEN 0 ELSE memory_bytes END), 0) AS mem", wire.PhasePaused, wire.PhasePaused).
+			"coalesce(sum(CASE WHEN phase = ? THEN 0 ELSE memory_bytes END), 0) AS mem, "+
+			"coalesce(sum(CASE WHEN phase = ? THEN 1 ELSE 0 END), 0) AS paused", wire.PhasePaused, wire.PhasePaused, wire.PhasePaused).
 		Scan(&ws).Error
 	if err != nil {
 		return u, err
 	}
-	u.Workspaces, u.CPUCores, u.MemoryBytes = ws.N, ws.CPU, ws.Mem
-	if err := db.Model(&wire.Workspace{}).Where("tenant_id = ? AND phase = ?", tenantID, wire.PhasePaused).Count(&u.Paused).Error; err != nil {
-		return u, err
-	}
+	u.Workspaces, u.CPUCores, u.MemoryBytes, u.Paused = ws.N, ws.CPU, ws.Mem, ws.Paused
+
 	if err := db.Model(&wire.Pool{}).Where("tenant_id = ?", tenantID).Count(&u.Pools).Error; err != nil {
 		return u, err
 	}
