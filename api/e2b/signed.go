@@ -85,7 +85,10 @@ func (d *Door) ServeSignedFiles(w http.ResponseWriter, r *http.Request) {
 // prefix+token+suffix as sig.
 func (d *Door) signedBy(r *http.Request, sig, prefix, suffix string) (*wire.Workspace, error) {
 	ctx := r.Context()
-	live, err := d.cfg.Store.ListWorkspaces(ctx, models.WorkspaceFilter{})
+	// Only running sandboxes serve files: the others need no signature
+	// tried (and the scan of an unauthenticated request stays as small as
+	// the platform's running set).
+	live, err := d.cfg.Store.ListWorkspaces(ctx, models.WorkspaceFilter{Phase: wire.PhaseRunning})
 	if err != nil {
 		return nil, err
 	}
