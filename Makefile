@@ -107,6 +107,7 @@ test-e2e-twice:
 bench:
 	PRIMER_BENCH=1 $(GO) test -tags bench -count=1 -timeout 120m -run 'Bench' -v ./e2e/ 2>&1 | grep -E '^(\||#|---|PASS|FAIL|ok|\s+bench)' || true
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2000x ./runtime/client/
+	$(GO) test -count=1 -run '^$$' -bench Lease -benchtime 2000x ./models/
 
 vet:
 	$(GO) vet ./...

@@ -286,26 +286,17 @@ func testLeaseWorkspace(t *testing.T, ctx context.Context, s *Store) {
 		t.Errorf("lease from re-templated pool = %v, want %s (of its current template) before the older %s", got, next.ID, never[4].ID)
 	}
 
-	// The hot path stays fast: lease and return one warm workspace.
-	const rounds = 200
+	// Lease and return one warm workspace many times: the lease keeps
+	// finding it. How fast that is, is BenchmarkLeaseWorkspace's business.
 	warm := newPoolWorkspace("pool-1", wire.PoolIdle, wire.PhaseRunning, at(60))
 	must(t, s.CreateWorkspace(ctx, warm))
-	lat := make([]time.Duration, 0, rounds)
-	for range rounds {
-		start := time.Now()
+	for range 20 {
 		got, err := s.LeaseWorkspace(ctx, "pool-1")
-		lat = append(lat, time.Since(start))
 		must(t, err)
 		if got == nil || got.ID != warm.ID {
 			t.Fatalf("lease = %v, want %s", got, warm.ID)
 		}
 		must(t, s.SetPoolState(ctx, warm.ID, wire.PoolLeased, wire.PoolIdle))
-	}
-	slices.Sort(lat)
-	p50, p99 := lat[rounds/2], lat[rounds*99/100]
-	t.Logf("LeaseWorkspace on %s: p50 %v, p99 %v", s.Dialect(), p50, p99)
-	if s.Dialect() == DialectSQLite && p50 > 10*time.Millisecond {
-		t.Errorf("LeaseWorkspace p50 = %v on SQLite, want under 10ms", p50)
 	}
 }
 
