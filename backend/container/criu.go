@@ -32,7 +32,7 @@ func criuNote() string {
 		defer cancel()
 		out, err := exec.CommandContext(ctx, path, "check").CombinedOutput()
 		if err != nil {
-			criuResult = notOffered + "; `criu check` fails on this host: " + lastLine(string(out), err)
+			criuResult = notOffered + "; `criu check` fails on this host: " + criuCause(string(out), err)
 			return
 		}
 		criuResult = notOffered
@@ -40,9 +40,16 @@ func criuNote() string {
 	return criuResult
 }
 
-// lastLine is the last non-empty line of a command's output, or err.
-func lastLine(out string, err error) string {
+// criuCause is what `criu check` says went wrong: its first error line,
+// which names the cause (a later one only says that detection stopped), or
+// its last line, or err.
+func criuCause(out string, err error) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "Error") {
+			return l
+		}
+	}
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {
 			return l
