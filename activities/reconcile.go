@@ -35,6 +35,10 @@ type ReconcileOutput struct {
 	// gone (reconcile_snapshots.go).
 	SnapshotsRemoved []string `json:",omitempty"`
 	SnapshotsFailed  []string `json:",omitempty"`
+	// SnapshotsReleased are the implicit snapshots of forks that no
+	// workspace or pool used any more, marked deleting (and removed in
+	// the same pass, so listed in SnapshotsRemoved too).
+	SnapshotsReleased []string `json:",omitempty"`
 	// Errors are providers or objects the pass could not handle, as messages.
 	Errors []string
 }

@@ -19,14 +19,27 @@ import (
 // as a run continued as new is lost with it.
 const SnapshotStuckAfter = 3 * time.Hour
 
-// reconcileSnapshots finishes what snapshot rows wait for: a snapshot in
-// phase deleting (DELETE /v1/snapshots/{id} marks it so) has its capture
-// removed from its provider's backend and then its row; a snapshot still
+// reconcileSnapshots finishes what snapshot rows wait for: a fork's
+// implicit snapshot that no workspace or pool uses any more (its last
+// child was deleted), older than grace, is released (marked deleting, see
+// models.ReleaseImplicitSnapshots), since nobody would ever delete it and
+// it counts against max_snapshot_bytes; a snapshot in phase deleting
+// (DELETE /v1/snapshots/{id} marks it so, as does a release) has its
+// capture removed from its provider's backend and then its row; a snapshot still
 // creating, older than grace, whose workspace is gone will never be taken
 // (the workspace was deleted before its workflow took the signal) and
 // fails, as does one creating for longer than SnapshotStuckAfter. A
 // capture that completes after that finds its row failed and is removed.
 func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration, out *ReconcileOutput) {
+	released, err := a.Store.ReleaseImplicitSnapshots(ctx, time.Now().Add(-grace))
+	if err != nil {
+		out.Errors = append(out.Errors, fmt.Sprintf("snapshots: release unused implicit: %v", err))
+	}
+	for _, id := range released {
+		out.SnapshotsReleased = append(out.SnapshotsReleased, id)
+		a.logger().Info("implicit snapshot released: no workspace or pool uses it", "snapshot_id", id)
+	}
+
 	deleting, err := a.Store.ListSnapshots(ctx, models.SnapshotFilter{Phase: wire.SnapshotDeleting})
 	if err != nil {
 		out.Errors = append(out.Errors, fmt.Sprintf("snapshots: list deleting: %v", err))
