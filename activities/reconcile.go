@@ -39,6 +39,9 @@ type ReconcileOutput struct {
 	// workspace or pool used any more, marked deleting (and removed in
 	// the same pass, so listed in SnapshotsRemoved too).
 	SnapshotsReleased []string `json:",omitempty"`
+	// SnapshotsOrphaned are the captures a backend keeps
+	// (backend.SnapshotLister) whose snapshot had no row, removed.
+	SnapshotsOrphaned []string `json:",omitempty"`
 	// Errors are providers or objects the pass could not handle, as messages.
 	Errors []string
 }
@@ -52,7 +55,8 @@ type ReconcileOutput struct {
 // replaces it. Rows are checked by id across all providers, since two
 // providers can share one engine. Then pending rows that never got a
 // workflow are adopted (reconcile_adopt.go), and deleted or abandoned
-// snapshots are finished (reconcile_snapshots.go). Each backend that keeps shared
+// snapshots are finished, and captures whose snapshot has no row removed
+// (reconcile_snapshots.go). Each backend that keeps shared
 // objects beside its sandboxes removes those no sandbox uses (tidy).
 func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (ReconcileOutput, error) {
 	defer KeepAlive(ctx)()
@@ -69,6 +73,7 @@ func (a *Activities) Reconcile(ctx context.Context, in ReconcileInput) (Reconcil
 			continue
 		}
 		a.tidy(ctx, p, b, in.Grace, &out)
+		a.orphanedSnapshots(ctx, p, b, in.Grace, &out)
 		lister, ok := b.(backend.Lister)
 		if !ok {
 			continue

@@ -126,3 +126,46 @@ func (a *Activities) removeSnapshot(ctx context.Context, snap *wire.Snapshot) er
 	a.logger().Info("snapshot removed", "snapshot_id", snap.ID, "backend", snap.Backend)
 	return nil
 }
+
+// orphanedSnapshots removes the captures provider p's backend lists
+// (backend.SnapshotLister) whose snapshot has no row, once they are older
+// than grace: a row is made before its capture begins, so a capture
+// without one was left by a crash between the row's delete and its
+// capture's, or by a store restored from a backup. A capture being taken
+// has its row, and one that finishes after its row was deleted is
+// removed by the activity that took it.
+func (a *Activities) orphanedSnapshots(ctx context.Context, p *wire.Provider, b backend.Backend, grace time.Duration, out *ReconcileOutput) {
+	lister, ok := b.(backend.SnapshotLister)
+	if !ok {
+		return
+	}
+	sn, ok := b.(backend.Snapshotter)
+	if !ok {
+		return
+	}
+	listed, err := lister.ListSnapshots(ctx)
+	if err != nil {
+		out.Errors = append(out.Errors, fmt.Sprintf("provider %s: list snapshots: %v", p.ID, err))
+		return
+	}
+	for _, l := range listed {
+		if time.Since(l.Modified) < grace {
+			continue
+		}
+		_, err := a.Store.GetSnapshot(ctx, l.Ref.SnapshotID)
+		if err == nil {
+			continue
+		}
+		if !errs.Is(err, errs.NotFound) {
+			out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: %v", l.Ref.SnapshotID, err))
+			continue
+		}
+		if err := sn.DeleteSnapshot(ctx, l.Ref); err != nil {
+			out.Errors = append(out.Errors, fmt.Sprintf("provider %s: remove orphaned snapshot %s: %v", p.ID, l.Ref.SnapshotID, err))
+			continue
+		}
+		out.SnapshotsOrphaned = append(out.SnapshotsOrphaned, l.Ref.SnapshotID)
+		a.logger().Info("orphaned snapshot removed", "snapshot_id", l.Ref.SnapshotID, "provider_id", p.ID,
+			"backend", p.Provider, "objects", l.Objects)
+	}
+}

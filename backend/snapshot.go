@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"time"
 )
 
 // Snapshot modes: what a snapshot captures.
@@ -29,6 +30,28 @@ const (
 type Snapshotter interface {
 	Snapshot(ctx context.Context, h Handle, req SnapshotRequest) (SnapshotRef, error)
 	DeleteSnapshot(ctx context.Context, ref SnapshotRef) error
+}
+
+// SnapshotLister is implemented by Snapshotters whose captures live where
+// deleting a sandbox does not reach them and a lost row would leave them
+// for ever (Kubernetes' archives in the platform's snapshot store). The
+// reconciler removes, with DeleteSnapshot, each listed capture older than
+// its grace whose snapshot has no row. ListSnapshots returns only what is
+// certainly a capture of this backend (named as it names them), since
+// whatever it returns may be deleted.
+type SnapshotLister interface {
+	ListSnapshots(ctx context.Context) ([]ListedSnapshot, error)
+}
+
+// ListedSnapshot is one capture found by a SnapshotLister.
+type ListedSnapshot struct {
+	// Ref is what DeleteSnapshot removes the capture by.
+	Ref SnapshotRef
+	// Modified is when any of its objects last changed (a capture being
+	// written is young), zero when the backend cannot tell.
+	Modified time.Time
+	// Objects describes what the backend holds of it, for logs.
+	Objects []string
 }
 
 // SnapshotRequest asks for one capture of a sandbox.
