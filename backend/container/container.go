@@ -216,15 +216,29 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 	if h, ok, err := b.existing(ctx, req.WorkspaceID, req.Token); err != nil || ok {
 		return h, err
 	}
+	kept, err := b.keptVolume(ctx, req.WorkspaceID)
+	if err != nil {
+		return backend.Handle{}, err
+	}
 	var ref string
-	var refresh bool
-	if req.Snapshot != nil {
-		// The sandbox starts from the snapshot's image; its new volume is
-		// filled from the image's workdir by the engine.
+	var refresh, keptLayer bool
+	if kept {
+		// A layer sandbox torn down: its files are in keptImage, which
+		// the kept volume is filled from (layer.go).
+		if ref, keptLayer, err = b.keptLayer(ctx, req.WorkspaceID); err != nil {
+			return backend.Handle{}, err
+		}
+		refresh = keptLayer
+	}
+	switch {
+	case keptLayer:
+	case req.Snapshot != nil:
+		// The sandbox starts from the snapshot's image, its workspace
+		// files in its layer (layer.go).
 		if ref, refresh, err = b.snapshotImageFor(ctx, req, t); err != nil {
 			return backend.Handle{}, err
 		}
-	} else {
+	default:
 		img, err := b.cli.ImageInspect(ctx, t.Image)
 		if err != nil {
 			return backend.Handle{}, b.engineErr(err, "workspace %s: image %q", req.WorkspaceID, t.Image)
@@ -232,10 +246,6 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 		if ref, err = b.runtimeImage(ctx, t.Image, img.ID); err != nil {
 			return backend.Handle{}, fmt.Errorf("workspace %s: %w", req.WorkspaceID, err)
 		}
-	}
-	kept, err := b.keptVolume(ctx, req.WorkspaceID)
-	if err != nil {
-		return backend.Handle{}, err
 	}
 	h, err := b.create(ctx, req, t, ref, refresh)
 	if err != nil && b.joinsTenantNetwork(t) && b.tenantNetworkGone(ctx, req.TenantID) {
@@ -312,6 +322,9 @@ func (b *Backend) existing(ctx context.Context, id, token string) (backend.Handl
 		}
 		b.logger.Warn("replacing a container whose runtime does not answer", "workspace_id", id, "err", err)
 	}
+	if err := b.keepLayer(ctx, id, info); err != nil {
+		return backend.Handle{}, false, err
+	}
 	if err := b.removeContainer(ctx, id); err != nil {
 		return backend.Handle{}, false, err
 	}
@@ -341,13 +354,22 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		labels[LabelSnapshot] = ""
 		labels[labelWorkdir] = ""
 		labels[labelBaseBytes] = ""
-		if d, err := b.opts.Runtime.Digest(); err == nil && refresh {
-			labels[labelRuntime] = d[:12]
-		}
 		labels[labelFrom] = req.Snapshot.SnapshotID
 	}
-
-	if _, err := b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: volLabels}); err != nil {
+	if d, err := b.opts.Runtime.Digest(); err == nil && refresh {
+		labels[labelRuntime] = d[:12]
+	}
+	// A container from a snapshot has no workspace volume: its files are
+	// in the image and its own layer (layer.go).
+	layer, err := b.inLayer(ctx, req)
+	if err != nil {
+		return backend.Handle{}, err
+	}
+	mounts := []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: t.Workdir}}
+	if layer {
+		labels[labelLayer] = t.Workdir
+		mounts = nil
+	} else if _, err := b.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: volLabels}); err != nil {
 		return backend.Handle{}, b.engineErr(err, "workspace %s: create volume", id)
 	}
 
@@ -401,7 +423,7 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	}
 	pids := t.PidsLimit
 	hc := &dcontainer.HostConfig{
-		Mounts:         []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: t.Workdir}},
+		Mounts:         mounts,
 		CapDrop:        []string{"ALL"},
 		CapAdd:         caps,
 		SecurityOpt:    []string{"no-new-privileges"},
@@ -626,6 +648,11 @@ func (b *Backend) Teardown(ctx context.Context, h backend.Handle) error {
 	}
 	defer unlock()
 	tenant := b.tenantOfSandbox(ctx, h.WorkspaceID)
+	if info, err := b.cli.ContainerInspect(ctx, Name(h.WorkspaceID)); err == nil && info.Config != nil && info.Config.Labels[LabelWorkspace] == h.WorkspaceID {
+		if err := b.keepLayer(ctx, h.WorkspaceID, info); err != nil {
+			return err
+		}
+	}
 	if err := b.removeContainer(ctx, h.WorkspaceID); err != nil {
 		return err
 	}
@@ -649,7 +676,7 @@ func (b *Backend) remove(ctx context.Context, id string) error {
 	if err := b.cli.VolumeRemove(ctx, Name(id), true); err != nil && !cerrdefs.IsNotFound(err) {
 		return b.engineErr(err, "workspace %s: remove volume", id)
 	}
-	return nil
+	return b.dropKeptLayer(ctx, id)
 }
 
 func (b *Backend) removeContainer(ctx context.Context, id string) error {

@@ -72,7 +72,8 @@ func (b *Backend) List(ctx context.Context) ([]backend.Listed, error) {
 }
 
 // Objects lists the names of the engine's containers and volumes labelled
-// as belonging to workspace id (tests and the reconciler use it).
+// as belonging to workspace id, and its kept image (tests and the
+// reconciler use it).
 func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
 	f := filters.NewArgs(filters.Arg("label", LabelWorkspace+"="+id))
 	cs, err := b.cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
@@ -91,6 +92,10 @@ func (b *Backend) Objects(ctx context.Context, id string) ([]string, error) {
 	}
 	for _, v := range vs.Volumes {
 		out = append(out, "volume "+v.Name)
+	}
+	// A torn-down layer sandbox's files (layer.go).
+	if _, err := b.cli.ImageInspect(ctx, keptImage(id)); err == nil {
+		out = append(out, "image "+keptImage(id))
 	}
 	// Objects named after the workspace but not labelled (made by hand)
 	// count too.

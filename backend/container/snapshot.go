@@ -23,10 +23,22 @@ import (
 // holding the whole sandbox: the container's root filesystem as `commit`
 // makes it, with the workspace volume's files (which commit leaves out)
 // added at the workdir. A sandbox made from it is a container of that image
-// with a new, empty workspace volume, which the engine fills from the
-// image's workdir when it first mounts it (its copy-up of a named volume):
-// no helper container and no copy through the platform per child, so a
-// fork of N costs one capture and N engine-side copies.
+// with no workspace volume: its workspace files stay in the image's layers
+// and what it writes goes to its own copy-on-write layer, as `docker run`
+// of a committed image does, so a fork of N costs one capture and N
+// container starts, and copies nothing (a volume per child, filled by the
+// engine from the image, was a full copy of the workspace per child). Such
+// a container is labelled labelLayer; a snapshot of it is a single commit.
+//
+// A layer sandbox's files are in its container, which Teardown removes: it
+// commits the container first as primer-kept/<workspace id>:filesystem and
+// makes the workspace's volume, empty, so the next Provision (stale
+// recovery's replacement) starts from that image with the volume filled by
+// the engine from it, and List sees the torn-down sandbox by its volume.
+// The kept image stays until Destroy: its layers are the replacement's, so
+// it costs no space, and Podman's forced image removal would remove the
+// container too. The replacement has a volume, so a later Teardown commits
+// nothing.
 //
 // The image is the snapshot's only object and the capture's last step (its
 // tag appears atomically), so a tagged image is a complete snapshot; the
@@ -52,6 +64,9 @@ const (
 	labelBaseBytes = labelPrefix + "snapshot.base_bytes"
 	// labelFrom names the snapshot a workspace container was made from.
 	labelFrom = labelPrefix + "snapshot.from"
+	// labelLayer is the workdir of a container made from a snapshot
+	// without a workspace volume: its workspace files are in its layer.
+	labelLayer = labelPrefix + "snapshot.layer"
 )
 
 var (
@@ -108,11 +123,15 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 	if cid := h.Attrs["container_id"]; cid != "" && cid != info.ID {
 		return backend.SnapshotRef{}, errs.E(errs.NotFound, "workspace %s: snapshot %s: container %s was replaced outside the platform", id, snapID, Name(id))
 	}
-	workdir := ""
+	workdir, layer := "", false
 	for _, m := range info.Mounts {
 		if m.Name == Name(id) {
 			workdir = m.Destination
 		}
+	}
+	if workdir == "" {
+		workdir = layerWorkdir(info)
+		layer = workdir != ""
 	}
 	if workdir == "" || workdir == "/" {
 		return backend.SnapshotRef{}, errs.E(errs.Conflict, "workspace %s: snapshot %s: container %s has no workspace volume mounted", id, snapID, Name(id))
@@ -133,16 +152,32 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 		// Commit keeps the container's labels; blank the workspace's own
 		// so nothing of the snapshot is taken for the workspace's.
 		LabelWorkspace: "",
+		labelLayer:     "",
 	}
 	labels[labelRuntime] = runtimeOf(info)
 	labels[labelBaseBytes] = strconv.FormatInt(base.Size, 10)
 	if b.opts.Installation != "" {
 		labels[LabelInstallation] = b.opts.Installation
 	}
+	changes := commitChanges(info.Config.Env, baseEnv(base), labels, b.cfg.Runtime == EnginePodman)
+	if layer {
+		// The workspace files are in the container's layer: one commit,
+		// tagged as it is made, is the whole snapshot.
+		if _, err := b.cli.ContainerCommit(ctx, info.ID, dcontainer.CommitOptions{
+			Reference: ref,
+			Comment:   "primer snapshot " + snapID + " of " + id,
+			Pause:     true,
+			Changes:   changes,
+			Config:    &dcontainer.Config{Entrypoint: []string{RuntimePath}},
+		}); err != nil {
+			return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: commit container", id, snapID)
+		}
+		return b.snapshotTaken(ctx, id, snapID, start)
+	}
 	stage, err := b.cli.ContainerCommit(ctx, info.ID, dcontainer.CommitOptions{
 		Comment: "primer snapshot " + snapID + " of " + id + " (root filesystem)",
 		Pause:   true,
-		Changes: commitChanges(info.Config.Env, baseEnv(base), labels, b.cfg.Runtime == EnginePodman),
+		Changes: changes,
 		// Podman's commit needs a body.
 		Config: &dcontainer.Config{Entrypoint: []string{RuntimePath}},
 	})
@@ -169,13 +204,24 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 	}); err != nil {
 		return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: commit snapshot image", id, snapID)
 	}
+	return b.snapshotTaken(ctx, id, snapID, start, committed, copied)
+}
+
+// snapshotTaken inspects the snapshot image a capture of workspace id made
+// and logs the capture's steps' times (marks: started, root filesystem
+// committed, workspace files copied).
+func (b *Backend) snapshotTaken(ctx context.Context, id, snapID string, marks ...time.Time) (backend.SnapshotRef, error) {
+	ref := SnapshotImage(snapID)
 	img, err := b.cli.ImageInspect(ctx, ref)
 	if err != nil {
 		return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: inspect image", id, snapID)
 	}
 	out := b.snapshotRef(snapID, img)
-	b.logger.Info("snapshot taken", "workspace_id", id, "snapshot_id", snapID, "image", ref, "bytes", out.Bytes,
-		"commit_ms", committed.Sub(start).Milliseconds(), "copy_ms", copied.Sub(committed).Milliseconds(), "total_ms", time.Since(start).Milliseconds())
+	args := []any{"workspace_id", id, "snapshot_id", snapID, "image", ref, "bytes", out.Bytes, "total_ms", time.Since(marks[0]).Milliseconds()}
+	if len(marks) == 3 {
+		args = append(args, "commit_ms", marks[1].Sub(marks[0]).Milliseconds(), "copy_ms", marks[2].Sub(marks[1]).Milliseconds())
+	}
+	b.logger.Info("snapshot taken", args...)
 	return out, nil
 }
 
