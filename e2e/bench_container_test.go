@@ -161,10 +161,15 @@ func (b *bench) track(id string) {
 // than waiting for running and then exec, at the same resolution. The
 // workspace is deleted after the timing.
 func (b *bench) createToExec(ctx context.Context) (time.Duration, error) {
+	return b.createToExecOf(ctx, wire.CreateWorkspaceRequest{TemplateID: "bb"})
+}
+
+// createToExecOf is createToExec with req.
+func (b *bench) createToExecOf(ctx context.Context, req wire.CreateWorkspaceRequest) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	ws, err := b.p.api.CreateWorkspace(ctx, wire.CreateWorkspaceRequest{TemplateID: "bb"})
+	ws, err := b.p.api.CreateWorkspace(ctx, req)
 	if err != nil {
 		return 0, err
 	}
