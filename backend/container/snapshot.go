@@ -108,6 +108,9 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 		if img.Config == nil || img.Config.Labels[LabelSnapshot] != snapID {
 			return backend.SnapshotRef{}, errs.E(errs.Conflict, "workspace %s: snapshot %s: image %s exists and does not belong to it", id, snapID, ref)
 		}
+		// A try killed after its last commit left its staging container
+		// (which mounts the workspace volume) and images behind.
+		b.removeSnapshotObjects(ctx, snapID, false)
 		return b.snapshotRef(snapID, img), nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: inspect image", id, snapID)
@@ -414,7 +417,7 @@ func (b *Backend) removeSnapshotObjects(ctx context.Context, snapID string, all 
 		return nil
 	}
 	for _, img := range imgs {
-		if len(img.RepoTags) > 0 && !all {
+		if tagged(img.RepoTags) && !all {
 			continue
 		}
 		if _, err := b.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
@@ -423,6 +426,19 @@ func (b *Backend) removeSnapshotObjects(ctx context.Context, snapID string, all 
 		}
 	}
 	return nil
+}
+
+// tagged reports whether an image listed with tags has a real one: Docker
+// (20.10 at least) lists an untagged image with the tag "<none>:<none>",
+// and a staging image a killed capture left, taken for a tagged one,
+// stayed for ever.
+func tagged(tags []string) bool {
+	for _, t := range tags {
+		if t != "<none>:<none>" {
+			return true
+		}
+	}
+	return false
 }
 
 // snapshotImageFor checks the snapshot a sandbox is provisioned from and
