@@ -179,6 +179,9 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 			return backend.Handle{}, RedactErr(err, secrets...)
 		}
 	}
+	// What the sandbox holds now outside the workspace is its base: a
+	// reset restores it (backend.Restorer).
+	a.recordBase(ctx, b, id, h)
 
 	if _, err := a.recordEvent(ctx, id, wire.EventProvisioned, map[string]any{
 		"workspace_type": ws.Backend,

@@ -14,8 +14,6 @@ import (
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/models"
-	"github.com/primerhq/primer/runtime/client"
-	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -288,7 +286,7 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	if err != nil {
 		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
 	}
-	res, err := a.resetSandbox(ctx, cl, ws, common)
+	res, _, err := a.resetSandbox(ctx, cl, ws, common)
 	if err != nil {
 		return ResetOutput{}, err
 	}
@@ -312,26 +310,6 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	}
 	a.logger().Info("workspace returned to its pool", "workspace_id", id, "pool_id", ws.PoolID, "killed", out.Killed)
 	return out, nil
-}
-
-// resetSandbox makes a workspace's sandbox as it was when provisioned:
-// the runtime kills every process and empties the workspace root, then
-// the template's files are written and its init commands run again. A
-// pool return (reset) and an eval case on a reused workspace share it.
-func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, error) {
-	// The template's files and init run again, from the template as it is
-	// now: the host rule holds here as at a provision.
-	if err := a.mayMakeWorkspace(ctx, ws); err != nil {
-		return protocol.ResetResult{}, err
-	}
-	res, err := cl.Reset(ctx)
-	if err != nil {
-		return res, fmt.Errorf("workspace %s: reset: runtime: %w", ws.ID, err)
-	}
-	if err := a.prepare(ctx, cl, ws.ID, common, false, nil); err != nil {
-		return res, RedactErr(err, provisionSecrets(ws.RuntimeToken, common.Env)...)
-	}
-	return res, nil
 }
 
 // TemplateCommon reads the common part of a template's backend document.

@@ -15,8 +15,10 @@ import (
 // registers every exported method of Activities as an activity.
 
 // ResetSandbox makes ws's sandbox as it was when provisioned, as a pool
-// return does: an eval case on a reused workspace starts from there.
-func ResetSandbox(ctx context.Context, a *Activities, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, error) {
+// return does: an eval case on a reused workspace starts from there. The
+// client it returns is the one to use after it: a sandbox made again has a
+// new runtime, and cl's connection went with the old one.
+func ResetSandbox(ctx context.Context, a *Activities, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, *client.Client, error) {
 	return a.resetSandbox(ctx, cl, ws, common)
 }
 

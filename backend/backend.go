@@ -141,6 +141,12 @@ type Capabilities struct {
 	SnapshotsNote string `json:"snapshots_note,omitempty"`
 	// Pause is true when the backend implements Pauser.
 	Pause bool `json:"pause,omitempty"`
+	// Reset says what a reset (a pool return, an eval case on a reused
+	// workspace) restores: ResetScopeSandbox (the backend implements
+	// Restorer) or ResetScopeWorkspace.
+	Reset string `json:"reset,omitempty"`
+	// ResetNote says exactly what a reset restores and what it leaves.
+	ResetNote string `json:"reset_note,omitempty"`
 }
 
 // ProvisionRequest is what a backend needs to make a sandbox. It is built by

@@ -252,7 +252,7 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 			return x, nil
 		}
 		rctx, cancel := context.WithTimeout(ctx, caseOpTimeout+activities.InitBudget(a.Workspaces, common))
-		_, err = activities.ResetSandbox(rctx, a.Workspaces, cl, ws, common)
+		_, cl, err = activities.ResetSandbox(rctx, a.Workspaces, cl, ws, common)
 		cancel()
 		if err != nil {
 			x.infra = err

@@ -94,6 +94,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("FromSnapshot", s.fromSnapshot)
 	t.Run("Fork", s.fork)
 	t.Run("PauseResume", s.pauseResume)
+	// What a reset restores (restore.go).
+	t.Run("ResetRestoresSandbox", s.resetRestoresSandbox)
+	t.Run("ResetKeepsUnchanged", s.resetKeepsUnchanged)
 }
 
 type suite struct{ h Harness }
@@ -194,6 +197,7 @@ func (s *suite) capabilities(t *testing.T) {
 	if !slices.Contains([]string{"none", "container", "pod", "machine"}, c.Isolation) {
 		t.Errorf("Capabilities().Isolation = %q, want none, container, pod or machine", c.Isolation)
 	}
+	checkResetCapability(t, c)
 }
 
 func (s *suite) validateTemplate(t *testing.T) {

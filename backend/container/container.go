@@ -125,6 +125,9 @@ type Backend struct {
 	// netUsers keeps tenant networks that provisions are joining.
 	netUsers netUsers
 	ports    portSet // host ports picked for Podman
+	// bases are the containers' changes outside the workspace at their
+	// base, for Restore.
+	bases baseSet
 }
 
 var (
@@ -177,6 +180,8 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		Snapshots:               []string{backend.SnapshotFilesystem},
 		SnapshotsNote:           b.snapshotsNote(),
 		Pause:                   true,
+		Reset:                   backend.ResetScopeSandbox,
+		ResetNote:               resetNote,
 	}
 }
 
@@ -247,14 +252,14 @@ func (b *Backend) Provision(ctx context.Context, req backend.ProvisionRequest) (
 			return backend.Handle{}, fmt.Errorf("workspace %s: %w", req.WorkspaceID, err)
 		}
 	}
-	h, err := b.create(ctx, req, t, ref, refresh)
+	h, err := b.create(ctx, req, t, ref, refresh, pinned{})
 	if err != nil && b.joinsTenantNetwork(t) && b.tenantNetworkGone(ctx, req.TenantID) {
 		// Another worker removed the tenant's network, empty at that
 		// moment, between its creation here and the container's start:
 		// make both again, once.
 		b.logger.Warn("tenant network removed while joining it; trying again", "workspace_id", req.WorkspaceID, "err", err)
 		if rerr := b.removeContainer(ctx, req.WorkspaceID); rerr == nil {
-			h, err = b.create(ctx, req, t, ref, refresh)
+			h, err = b.create(ctx, req, t, ref, refresh, pinned{})
 		}
 	}
 	if err != nil {
@@ -335,7 +340,11 @@ func (b *Backend) existing(ctx context.Context, id, token string) (backend.Handl
 // snapshot's image), starts it and waits for the runtime. refresh copies
 // this platform's primer-runtime into the container before it starts: a
 // snapshot's image holds the runtime of the platform that took it.
-func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template, image string, refresh bool) (backend.Handle, error) {
+//
+// pin, when set, is what a container Restore makes again keeps of the one
+// it replaces: its published port or network address, and the handle's
+// container id as labelHandle.
+func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Template, image string, refresh bool, pin pinned) (backend.Handle, error) {
 	id, name := req.WorkspaceID, Name(req.WorkspaceID)
 	labels := map[string]string{}
 	for k, v := range t.Labels {
@@ -355,6 +364,9 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 		labels[labelWorkdir] = ""
 		labels[labelBaseBytes] = ""
 		labels[labelFrom] = req.Snapshot.SnapshotID
+	}
+	if pin.handleID != "" {
+		labels[labelHandle] = pin.handleID
 	}
 	if d, err := b.opts.Runtime.Digest(); err == nil && refresh {
 		labels[labelRuntime] = d[:12]
@@ -447,10 +459,17 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	var netCfg *dnetwork.NetworkingConfig
 	if netName != "" {
 		hc.NetworkMode = dcontainer.NetworkMode(netName)
-		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{netName: {}}}
+		ep := &dnetwork.EndpointSettings{}
+		if pin.ip != "" {
+			// The engine refuses an address on a network without a
+			// configured subnet: the restore fails and the workspace
+			// is replaced.
+			ep.IPAMConfig = &dnetwork.EndpointIPAMConfig{IPv4Address: pin.ip}
+		}
+		netCfg = &dnetwork.NetworkingConfig{EndpointsConfig: map[string]*dnetwork.EndpointSettings{netName: ep}}
 	}
 
-	created, err := b.createAndStart(ctx, id, cfg, hc, netCfg, refresh)
+	created, err := b.createAndStart(ctx, id, cfg, hc, netCfg, refresh, pin.hostPort)
 	if err != nil {
 		return backend.Handle{}, err
 	}
@@ -471,9 +490,13 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 // createAndStart creates and starts the workspace container. A published
 // port that turns out to be taken (another process, or on Podman another
 // container created at the same moment) is picked again: up to three tries.
-func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer.Config, hc *dcontainer.HostConfig, netCfg *dnetwork.NetworkingConfig, refresh bool) (dcontainer.CreateResponse, error) {
+// A hostPort given (a container Restore makes again) is bound as it is,
+// and a clash is an error.
+func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer.Config, hc *dcontainer.HostConfig, netCfg *dnetwork.NetworkingConfig, refresh bool, hostPort string) (dcontainer.CreateResponse, error) {
 	for attempt := 1; ; attempt++ {
-		if b.cfg.Reachability.Kind == ReachHostPort {
+		if b.cfg.Reachability.Kind == ReachHostPort && hostPort != "" {
+			hc.PortBindings = nat.PortMap{runtimePort: {{HostIP: b.cfg.Reachability.BindHost, HostPort: hostPort}}}
+		} else if b.cfg.Reachability.Kind == ReachHostPort {
 			hostPort, release, err := b.pickPort()
 			if err != nil {
 				return dcontainer.CreateResponse{}, err
@@ -498,7 +521,7 @@ func (b *Backend) createAndStart(ctx context.Context, id string, cfg *dcontainer
 		if err == nil {
 			return created, nil
 		}
-		if attempt < 3 && portTaken(err) {
+		if attempt < 3 && portTaken(err) && hostPort == "" {
 			b.logger.Warn("published port taken; trying another", "workspace_id", id, "err", err)
 			if rerr := b.removeContainer(ctx, id); rerr != nil {
 				return created, rerr
@@ -600,7 +623,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	if err != nil {
 		return backend.Endpoint{}, b.engineErr(err, "workspace %s: inspect container", h.WorkspaceID)
 	}
-	if cid := h.Attrs["container_id"]; cid != "" && cid != info.ID {
+	if !sameContainer(h, info) {
 		return backend.Endpoint{}, errs.E(errs.NotFound, "workspace %s: container %s was replaced outside the platform", h.WorkspaceID, Name(h.WorkspaceID))
 	}
 	url, err := b.runtimeURL(h.WorkspaceID, info)
@@ -680,6 +703,7 @@ func (b *Backend) remove(ctx context.Context, id string) error {
 }
 
 func (b *Backend) removeContainer(ctx context.Context, id string) error {
+	b.bases.forget(id)
 	err := b.cli.ContainerRemove(ctx, Name(id), dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
 	switch {
 	case err == nil, cerrdefs.IsNotFound(err):

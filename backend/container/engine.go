@@ -36,6 +36,7 @@ type engine interface {
 	ContainerWait(ctx context.Context, containerID string, condition dcontainer.WaitCondition) (<-chan dcontainer.WaitResponse, <-chan error)
 	ContainerStop(ctx context.Context, containerID string, options dcontainer.StopOptions) error
 	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options dcontainer.CopyToContainerOptions) error
+	ContainerDiff(ctx context.Context, containerID string) ([]dcontainer.FilesystemChange, error)
 	ContainerCommit(ctx context.Context, containerID string, options dcontainer.CommitOptions) (dcontainer.CommitResponse, error)
 
 	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)

@@ -39,6 +39,7 @@ type fakeEngine struct {
 	containerRemove  func(name string) error
 	volumeRemove     func(name string) error
 	containerInspect func(name string) (dcontainer.InspectResponse, error)
+	containerDiff    func(id string) ([]dcontainer.FilesystemChange, error)
 	// networkCreate, when set, runs before the fake creates a network
 	// (a test makes another worker's network appear there).
 	networkCreate func(name string, o dnetwork.CreateOptions) error
@@ -116,6 +117,16 @@ func (f *fakeEngine) ContainerInspect(_ context.Context, name string) (dcontaine
 		return f.containerInspect(name)
 	}
 	return dcontainer.InspectResponse{}, cerrdefs.ErrNotFound.WithMessage("no such container: " + name)
+}
+
+func (f *fakeEngine) ContainerDiff(_ context.Context, id string) ([]dcontainer.FilesystemChange, error) {
+	if err := f.record("ContainerDiff " + id); err != nil {
+		return nil, err
+	}
+	if f.containerDiff != nil {
+		return f.containerDiff(id)
+	}
+	return nil, nil
 }
 
 func (f *fakeEngine) ContainerLogs(_ context.Context, id string, _ dcontainer.LogsOptions) (io.ReadCloser, error) {

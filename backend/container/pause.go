@@ -91,7 +91,7 @@ func (b *Backend) container(ctx context.Context, h backend.Handle, op string) (d
 	if info.Config == nil || info.Config.Labels[LabelWorkspace] != h.WorkspaceID {
 		return info, errs.E(errs.Conflict, "workspace %s: %s: container %s does not belong to it", h.WorkspaceID, op, Name(h.WorkspaceID))
 	}
-	if cid := h.Attrs["container_id"]; cid != "" && cid != info.ID {
+	if !sameContainer(h, info) {
 		return info, errs.E(errs.NotFound, "workspace %s: %s: container %s was replaced outside the platform", h.WorkspaceID, op, Name(h.WorkspaceID))
 	}
 	return info, nil

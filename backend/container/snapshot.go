@@ -123,7 +123,7 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 	if info.Config == nil || info.Config.Labels[LabelWorkspace] != id {
 		return backend.SnapshotRef{}, errs.E(errs.Conflict, "workspace %s: snapshot %s: container %s does not belong to it", id, snapID, Name(id))
 	}
-	if cid := h.Attrs["container_id"]; cid != "" && cid != info.ID {
+	if !sameContainer(h, info) {
 		return backend.SnapshotRef{}, errs.E(errs.NotFound, "workspace %s: snapshot %s: container %s was replaced outside the platform", id, snapID, Name(id))
 	}
 	workdir, layer := "", false

@@ -278,6 +278,9 @@ func (b *Backend) Clientset() kclient.Interface { return b.cs }
 // Namespace returns the provider's namespace.
 func (b *Backend) Namespace() string { return b.cfg.Namespace }
 
+// resetNote is what Capabilities says a pod's reset restores.
+const resetNote = "workspace: a reset kills the pod's processes, empties the workspace volume (" + Workdir + ") and applies the template's files and init again; the pod's root filesystem (/tmp, /home, /usr/local) is not restored: what a case left there stays until the pod is made again"
+
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
@@ -285,6 +288,8 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		Snapshots:     []string{backend.SnapshotFilesystem},
 		SnapshotsNote: SnapshotsNote,
 		Pause:         true,
+		Reset:         backend.ResetScopeWorkspace,
+		ResetNote:     resetNote,
 	}
 }
 

@@ -172,6 +172,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
 		Isolation: "none", PersistentAcrossRestart: true,
 		Snapshots: []string{backend.SnapshotFilesystem}, SnapshotsNote: snapshotsNote, Pause: true,
+		Reset: backend.ResetScopeWorkspace, ResetNote: backend.HostResetNote,
 	}
 }
 

@@ -180,7 +180,8 @@ func (b *Backend) Root() string { return b.root }
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{Isolation: "none", PersistentAcrossRestart: false}
+	return backend.Capabilities{Isolation: "none", PersistentAcrossRestart: false,
+		Reset: backend.ResetScopeWorkspace, ResetNote: "workspace: a reset empties the in-memory workspace; there is nothing else"}
 }
 
 // ValidateTemplate implements backend.Backend: {"kind": "memory"} plus the

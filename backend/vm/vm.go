@@ -121,7 +121,8 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	if b.cfg.Machines != nil {
 		iso = "machine"
 	}
-	c := backend.Capabilities{Isolation: iso, PersistentAcrossRestart: true, Pause: true, SnapshotsNote: snapshotsNote}
+	c := backend.Capabilities{Isolation: iso, PersistentAcrossRestart: true, Pause: true, SnapshotsNote: snapshotsNote,
+		Reset: backend.ResetScopeWorkspace, ResetNote: backend.HostResetNote}
 	if b.cfg.Machines == nil {
 		c.Snapshots = []string{backend.SnapshotFilesystem}
 	} else {
