@@ -30,6 +30,10 @@ type Lifecycle interface {
 	// workspace whose create stopped between storing its row and starting
 	// its workflow; true if it started one.
 	AdoptWorkspace(ctx context.Context, w *wire.Workspace) (bool, error)
+	// SignalSnapshot asks workspace w's workflow to take snapshot snap,
+	// stored creating, and records that it was asked (Signalled). Asking
+	// twice is harmless: a snapshot already taken is not taken again.
+	SignalSnapshot(ctx context.Context, w *wire.Workspace, snap *wire.Snapshot) error
 }
 
 // CreateWorkspaceRequest is a workspace to create.

@@ -42,6 +42,9 @@ type ReconcileOutput struct {
 	// SnapshotsOrphaned are the captures a backend keeps
 	// (backend.SnapshotLister) whose snapshot had no row, removed.
 	SnapshotsOrphaned []string `json:",omitempty"`
+	// SnapshotsSignalled are the creating snapshots whose workspace had
+	// never been asked to take them (their request was cut off), asked now.
+	SnapshotsSignalled []string `json:",omitempty"`
 	// Errors are providers or objects the pass could not handle, as messages.
 	Errors []string
 }

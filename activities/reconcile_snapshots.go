@@ -28,7 +28,9 @@ const SnapshotStuckAfter = 3 * time.Hour
 // capture removed from its provider's backend and then its row; a snapshot still
 // creating, older than grace, whose workspace is gone will never be taken
 // (the workspace was deleted before its workflow took the signal) and
-// fails, as does one creating for longer than SnapshotStuckAfter. A
+// fails, as does one creating for longer than SnapshotStuckAfter; one
+// creating whose workspace lives but was never asked to take it (the
+// process that stored it was killed first) is asked for now. A
 // capture that completes after that finds its row failed and is removed.
 func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration, out *ReconcileOutput) {
 	released, err := a.Store.ReleaseImplicitSnapshots(ctx, time.Now().Add(-grace))
@@ -62,7 +64,7 @@ func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration
 			continue
 		}
 		var reason string
-		_, err := a.Store.GetWorkspace(ctx, snap.WorkspaceID)
+		ws, err := a.Store.GetWorkspace(ctx, snap.WorkspaceID)
 		switch {
 		case errs.Is(err, errs.NotFound):
 			reason = fmt.Sprintf("workspace %s was deleted before the snapshot was taken", snap.WorkspaceID)
@@ -71,6 +73,16 @@ func (a *Activities) reconcileSnapshots(ctx context.Context, grace time.Duration
 			continue
 		case time.Since(snap.CreatedAt) > SnapshotStuckAfter:
 			reason = fmt.Sprintf("not taken within %s: the workspace's workflow did not take the request", SnapshotStuckAfter)
+		case !snap.Signalled && a.Lifecycle != nil:
+			// Stored by a process killed before it asked the workflow
+			// (a fork's children wait for it): ask now.
+			if err := a.Lifecycle.SignalSnapshot(ctx, ws, &snap); err != nil {
+				out.Errors = append(out.Errors, fmt.Sprintf("snapshot %s: ask workspace %s to take it: %v", snap.ID, ws.ID, err))
+				continue
+			}
+			out.SnapshotsSignalled = append(out.SnapshotsSignalled, snap.ID)
+			a.logger().Warn("snapshot adopted: its request stopped before the workspace was asked to take it", "snapshot_id", snap.ID, "workspace_id", ws.ID)
+			continue
 		default:
 			continue
 		}

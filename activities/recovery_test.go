@@ -298,6 +298,8 @@ type fakeLifecycle struct {
 	deleted  []string
 	returned []string
 	adopted  []string
+	// signalled are the snapshots asked for, as snapshot@workspace.
+	signalled []string
 }
 
 func (f *fakeLifecycle) CreateWorkspace(ctx context.Context, req CreateWorkspaceRequest) (*wire.Workspace, error) {
@@ -325,6 +327,12 @@ func (f *fakeLifecycle) ReturnWorkspace(ctx context.Context, w *wire.Workspace) 
 func (f *fakeLifecycle) AdoptWorkspace(ctx context.Context, w *wire.Workspace) (bool, error) {
 	f.adopted = append(f.adopted, w.ID)
 	return true, nil
+}
+
+// SignalSnapshot records the ask and marks the row, as the real one does.
+func (f *fakeLifecycle) SignalSnapshot(ctx context.Context, w *wire.Workspace, snap *wire.Snapshot) error {
+	f.signalled = append(f.signalled, snap.ID+"@"+w.ID)
+	return f.store.SetSnapshotSignalled(ctx, snap.ID)
 }
 
 // poolRig is a pool "warm" of the given size on template "pt", with a fake

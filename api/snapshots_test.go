@@ -50,6 +50,11 @@ func TestSnapshotCreateGetListDelete(t *testing.T) {
 		snap.Backend != wire.BackendLocal || snap.Labels["k"] != "v" || sig.SnapshotID != snap.ID || sig.Mode != snap.Mode {
 		t.Fatalf("snapshot %+v, signal %+v", snap, sig)
 	}
+	// The row says the workflow was asked: the reconciler asks only for
+	// those a killed request stored without asking.
+	if stored, err := h.store.GetSnapshot(context.Background(), snap.ID); err != nil || !stored.Signalled {
+		t.Fatalf("stored snapshot %+v, %v; want it marked signalled", stored, err)
+	}
 
 	// The local backend takes no full snapshots: 400 with its reason.
 	h.do("POST", "/v1/workspaces/"+w.ID+"/snapshots", `{"mode":"full"}`).expectError(t, 400, "invalid", "mode", "full")
@@ -62,8 +67,8 @@ func TestSnapshotCreateGetListDelete(t *testing.T) {
 		mock.Anything, mock.Anything, mock.Anything).Return(nil, errors.New("deadline exceeded")).Once()
 	h.do("POST", "/v1/workspaces/"+w.ID+"/snapshots", nil).expectError(t, 503, "unavailable", "", "signal snapshot")
 	failed, err := h.store.ListSnapshots(context.Background(), models.SnapshotFilter{Phase: wire.SnapshotFailed})
-	if err != nil || len(failed) != 1 {
-		t.Fatalf("failed snapshots = %+v, %v; want the one whose signal failed", failed, err)
+	if err != nil || len(failed) != 1 || failed[0].Signalled {
+		t.Fatalf("failed snapshots = %+v, %v; want the one whose signal failed, not marked signalled", failed, err)
 	}
 
 	var got wire.Snapshot
@@ -244,6 +249,9 @@ func TestForkWorkspace(t *testing.T) {
 	h.doAs(member, "POST", "/v1/workspaces/"+parent.ID+"/fork", `{"count":3,"labels":{"f":"1"}}`).expect(t, 201).decode(t, &forked)
 	if forked.Snapshot == nil || !forked.Snapshot.Implicit || sig.SnapshotID != forked.Snapshot.ID || len(forked.Workspaces) != 3 || len(order) != 4 || order[0] != "signal" {
 		t.Fatalf("forked %+v, signal %+v, order %v; want the signal, then 3 starts", forked, sig, order)
+	}
+	if stored, err := h.store.GetSnapshot(ctx, forked.Snapshot.ID); err != nil || !stored.Signalled {
+		t.Fatalf("fork's stored snapshot %+v, %v; want it marked signalled", stored, err)
 	}
 	for _, c := range forked.Workspaces {
 		got, err := h.store.GetWorkspace(ctx, c.ID)

@@ -131,6 +131,19 @@ func (s *Store) MarkSnapshotDeleting(ctx context.Context, id, reason string) (*w
 	return s.GetSnapshot(ctx, id)
 }
 
+// SetSnapshotSignalled records that the source workspace's workflow was
+// asked to take snapshot id. NotFound if absent.
+func (s *Store) SetSnapshotSignalled(ctx context.Context, id string) error {
+	res := s.w.WithContext(ctx).Model(&wire.Snapshot{}).Where("id = ?", id).Update("signalled", true)
+	if res.Error != nil {
+		return writeError(ctx, res.Error, "snapshot", id, "set signalled")
+	}
+	if res.RowsAffected == 0 {
+		return errs.E(errs.NotFound, "snapshot %s: not found", id)
+	}
+	return nil
+}
+
 // DeleteSnapshot removes the snapshot's row; NotFound if absent.
 func (s *Store) DeleteSnapshot(ctx context.Context, id string) error {
 	res := s.w.WithContext(ctx).Delete(&wire.Snapshot{}, "id = ?", id)

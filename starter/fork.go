@@ -79,7 +79,7 @@ func (s *Starter) Fork(ctx context.Context, req ForkSpec) (*wire.Forked, error) 
 	if err := s.Store.CreateFork(ctx, snap, children); err != nil {
 		return nil, err
 	}
-	if err := s.SignalWorkspace(ctx, parent, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
+	if err := s.SignalSnapshot(ctx, parent, snap); err != nil {
 		// Nothing will take the capture: fail it and remove the children,
 		// none of which has a workflow yet.
 		s.failSnapshot(ctx, snap.ID, "the workspace's workflow could not be signalled")
@@ -132,9 +132,25 @@ func (s *Starter) Snapshot(ctx context.Context, w *wire.Workspace, snap *wire.Sn
 	if err := s.Store.CreateSnapshot(ctx, snap); err != nil {
 		return err
 	}
-	if err := s.SignalWorkspace(ctx, w, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
+	if err := s.SignalSnapshot(ctx, w, snap); err != nil {
 		s.failSnapshot(ctx, snap.ID, "the workspace's workflow could not be signalled")
 		return err
+	}
+	return nil
+}
+
+// SignalSnapshot asks workspace w's workflow to take snapshot snap (stored
+// creating) and records on the row that it was asked: a process killed
+// between storing the row and asking leaves it unsignalled, and the
+// reconciler asks again (activities.Lifecycle). The workflow takes a
+// snapshot asked for twice once: the second capture finds it ready.
+func (s *Starter) SignalSnapshot(ctx context.Context, w *wire.Workspace, snap *wire.Snapshot) error {
+	if err := s.SignalWorkspace(ctx, w, workflows.SignalSnapshot, workflows.SnapshotSignal{SnapshotID: snap.ID, Mode: snap.Mode}); err != nil {
+		return err
+	}
+	if err := s.Store.SetSnapshotSignalled(ctx, snap.ID); err != nil {
+		// Asked again by the reconciler: harmless.
+		s.logger().Warn("snapshot: record signalled", "snapshot_id", snap.ID, "error", err.Error())
 	}
 	return nil
 }

@@ -64,6 +64,11 @@ type Snapshot struct {
 	Labels map[string]string `gorm:"serializer:json;type:text" json:"labels,omitempty"`
 	// Implicit is set on the snapshot a fork takes for its children.
 	Implicit bool `gorm:"not null;default:false" json:"implicit,omitempty"`
+	// Signalled is set once the source workspace's workflow was asked to
+	// take it: a row still creating without it, past the reconciler's
+	// grace, was stored by a process killed before it could ask, and the
+	// reconciler asks again. Never returned.
+	Signalled bool `gorm:"not null;default:false" json:"-"`
 	// Ref is the backend's reference to the capture (backend.SnapshotRef
 	// as JSON); never returned.
 	Ref       json.RawMessage `gorm:"serializer:json;type:text" json:"-"`

@@ -90,6 +90,10 @@ func (l *evalLifecycle) AdoptWorkspace(context.Context, *wire.Workspace) (bool, 
 	return false, nil
 }
 
+func (l *evalLifecycle) SignalSnapshot(context.Context, *wire.Workspace, *wire.Snapshot) error {
+	return nil
+}
+
 // evalRig is a rig with the eval lifecycle and a template "et".
 type evalRig struct {
 	*rig
