@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 	// What a reset restores (restore.go).
 	t.Run("ResetRestoresSandbox", s.resetRestoresSandbox)
 	t.Run("ResetKeepsUnchanged", s.resetKeepsUnchanged)
+	t.Run("ResetRestoresSnapshot", s.resetRestoresSnapshot)
 }
 
 type suite struct{ h Harness }

@@ -11,7 +11,8 @@ import (
 	"github.com/primerhq/primer/runtime/protocol"
 )
 
-// The reset cases: ResetRestoresSandbox and ResetKeepsUnchanged, for
+// The reset cases: ResetRestoresSandbox, ResetKeepsUnchanged and
+// ResetRestoresSnapshot, for
 // backends that say a reset restores the whole sandbox
 // (Capabilities().Reset is backend.ResetScopeSandbox, backend.Restorer).
 
@@ -174,4 +175,42 @@ func (s *suite) resetKeepsUnchanged(t *testing.T) {
 		t.Fatalf("runtime reset: %v", err)
 	}
 	<-done
+}
+
+// resetRestoresSnapshot: a sandbox made from a snapshot (a pool filled from
+// one) is made again from the capture by Restore: the capture's files are
+// back as they were (in the workspace and outside it), what a case wrote
+// after is gone, and the handle still finds it.
+func (s *suite) resetRestoresSnapshot(t *testing.T) {
+	b := s.h.New(t)
+	rs := restorer(t, b)
+	sn := snapshotter(t, b)
+	ctx := s.ctx(t)
+	srcID, srcToken := NewID(t), NewToken(t)
+	src := s.provision(t, b, srcID, srcToken)
+	c := Dial(ctx, t, b, src, srcToken)
+	s.writeFiles(ctx, t, c)
+	ref := s.snapshot(t, sn, src)
+
+	id, token := NewID(t), NewToken(t)
+	h := s.provisionFrom(t, b, id, token, ref)
+	c = Dial(ctx, t, b, h, token)
+	want := s.fingerprint(ctx, t, c)
+	if err := rs.RecordBase(ctx, h); err != nil {
+		t.Fatalf("record base: %v", err)
+	}
+	// The capture may hold /tmp/mark and /usr/local/x (writeFiles): the
+	// case's own files are others.
+	sh(ctx, t, c, "set -e; printf m > /tmp/after; mkdir -p /usr/local/after; printf ws > ws-mark.txt; printf changed > snap/a.txt; rm snap/owned")
+	remade, err := rs.Restore(ctx, h, s.fromRequest(id, token, ref))
+	if err != nil || !remade {
+		t.Fatalf("restore of a sandbox from a snapshot = %v, %v; want remade", remade, err)
+	}
+	c = Dial(ctx, t, b, h, token)
+	if left := sh(ctx, t, c, "for f in /tmp/after /usr/local/after ws-mark.txt; do if [ -e \"$f\" ]; then echo \"$f\"; fi; done"); left != "" {
+		t.Errorf("after restore these files are still there:\n%s", left)
+	}
+	if got := s.fingerprint(ctx, t, c); got != want {
+		t.Errorf("after restore the capture's files are:\n%s\nwant\n%s", got, want)
+	}
 }
