@@ -570,12 +570,23 @@ func describeState(s *dcontainer.State) string {
 	return msg
 }
 
+// stoppedEvery is how often waitReady asks the engine whether the
+// container stopped while its runtime does not answer yet.
+const stoppedEvery = 250 * time.Millisecond
+
 // waitReady dials the runtime until it answers a ping with token, or fails
 // early when the container stops.
 func (b *Backend) waitReady(ctx context.Context, id, url, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.ReadyTimeout)
 	defer cancel()
+	var checked time.Time
 	err := backend.AwaitRuntime(ctx, url, token, 2*time.Second, func(ctx context.Context) error {
+		// An inspect per try would slow the tries down on a busy engine:
+		// one each stoppedEvery is soon enough to stop waiting.
+		if time.Since(checked) < stoppedEvery {
+			return nil
+		}
+		checked = time.Now()
 		if info, ierr := b.cli.ContainerInspect(ctx, Name(id)); ierr == nil && info.State != nil && !info.State.Running {
 			return errs.E(errs.Unavailable, "workspace %s: container %s stopped while starting: %s", id, Name(id), describeState(info.State))
 		}

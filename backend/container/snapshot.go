@@ -190,11 +190,18 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 	committed := time.Now()
 
 	// The staging container mounts the workspace volume: it must be gone
-	// however this ends, or the workspace could not be destroyed.
+	// however this ends, or the workspace could not be destroyed. The
+	// staging image goes too on failure; on success it is the snapshot
+	// image's parent, which keeps it.
+	taken := false
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		b.removeSnapshotObjects(rctx, snapID, false)
+		if !taken {
+			b.removeSnapshotObjects(rctx, snapID, false)
+		} else if err := b.cli.ContainerRemove(rctx, stagingName(snapID), dcontainer.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			b.logger.Warn("snapshot staging container not removed", "snapshot_id", snapID, "err", err)
+		}
 	}()
 	if err := b.stageWorkspace(ctx, id, snapID, stage.ID, workdir, labels); err != nil {
 		return backend.SnapshotRef{}, err
@@ -207,6 +214,7 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 	}); err != nil {
 		return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: commit snapshot image", id, snapID)
 	}
+	taken = true
 	return b.snapshotTaken(ctx, id, snapID, start, committed, copied)
 }
 
