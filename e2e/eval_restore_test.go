@@ -15,15 +15,18 @@ import (
 	"github.com/primerhq/primer/workflows"
 )
 
-// TestEvalPoolResetRestoresSandbox is the repro on Docker: an eval
+// TestEvalPoolResetRestoresSandbox is the repro, on Docker and
+// Podman: an eval
 // suite on a pool of 2 whose every case writes /tmp/mark-<case> and lists
 // /tmp/mark-*. Before a reset restored the sandbox, most cases saw an
 // earlier case's mark (13 of 16 in one run); now every case sees its own
 // only, the pool's two members served all of them (reset, not replaced),
 // and once returned to the pool they hold no mark and answer exec.
 func TestEvalPoolResetRestoresSandbox(t *testing.T) {
-	e := containertest.Known()[0] // Docker
-	containertest.Require(t, e)
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) { evalPoolResetRestoresSandbox(t, e) })
+}
+
+func evalPoolResetRestoresSandbox(t *testing.T, e containertest.Engine) {
 	p := startPrimer(t, withContainers(t), withProbeInterval(workflows.DefaultProbeInterval))
 	ctx := ctxT(t, 10*time.Minute)
 	eng := containertest.Backend(t, e)

@@ -128,6 +128,8 @@ type Backend struct {
 	// bases are the containers' changes outside the workspace at their
 	// base, for Restore.
 	bases baseSet
+	// restoring holds Endpoint while Restore remakes a container.
+	restoring restoring
 }
 
 var (
@@ -630,6 +632,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	if err := b.checkHandle(h); err != nil {
 		return backend.Endpoint{}, err
 	}
+	b.restoring.wait(ctx, h.WorkspaceID)
 	info, err := b.cli.ContainerInspect(ctx, Name(h.WorkspaceID))
 	if err != nil {
 		return backend.Endpoint{}, b.engineErr(err, "workspace %s: inspect container", h.WorkspaceID)
