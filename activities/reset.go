@@ -55,9 +55,11 @@ func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wi
 			return res, cl, RedactErr(err, secrets...)
 		}
 	}
-	if rs != nil {
-		// A base not recorded makes the next reset remake the sandbox:
-		// slower, never wrong.
+	if rs != nil && remade {
+		// A sandbox not remade keeps the base it had (nothing outside the
+		// workspace changed): asking the engine again costs two calls per
+		// eval case. A base not recorded makes the next reset remake the
+		// sandbox: slower, never wrong.
 		if err := rs.RecordBase(ctx, h); err != nil {
 			a.logger().Warn("record the sandbox's base after a reset", "workspace_id", ws.ID, "error", RedactErr(err, secrets...))
 		}
