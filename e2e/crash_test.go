@@ -779,13 +779,15 @@ func TestReconcilerRemovesOrphans(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
 		r := newRig(t, e)
 		// The grace must outlast the provisioning of an orphan (about a
-		// second), or the reconciler removes it half-made, and Docker stamps
-		// objects to the second, which can age them by up to one.
-		const grace = 5 * time.Second
+		// second on a quiet machine, over 5 s on a loaded one), or the
+		// reconciler removes it half-made, and Docker stamps objects to the
+		// second, which can age them by up to one.
+		const grace = 15 * time.Second
 		p := startPrimer(t, withContainers(t), withReconciler(500*time.Millisecond, grace))
 		ctx := ctxT(t, 3*time.Minute)
 		r.template(p.api, "bb", nil)
-		r.template(p.api, "slow", map[string]any{"init": []string{"sleep 7"}})
+		// Provisioning for longer than the grace.
+		r.template(p.api, "slow", map[string]any{"init": []string{"sleep 20"}})
 		r.template(p.api, "no-recovery", map[string]any{"recovery": map[string]any{"after": "0s", "max_attempts": 0}})
 
 		// The platform's own: one running, one escalated with its container
