@@ -413,8 +413,18 @@ func (b *Backend) removeSnapshotObjects(ctx context.Context, snapID string, all 
 		b.logger.Debug("snapshot staging container not removed", "snapshot_id", snapID, "err", err)
 	}
 	if all {
-		_, err := b.cli.ImageRemove(ctx, SnapshotImage(snapID), image.RemoveOptions{Force: true, PruneChildren: true})
-		if err != nil && !cerrdefs.IsNotFound(err) {
+		// Docker's forced removal of an image a container runs from only
+		// untags it; Podman's removes the containers too, which would end
+		// every sandbox made from the snapshot. So on Podman an image in
+		// use stays, and the delete is a Conflict the reconciler tries
+		// again until the last such sandbox is gone.
+		force := b.cfg.Runtime != EnginePodman
+		_, err := b.cli.ImageRemove(ctx, SnapshotImage(snapID), image.RemoveOptions{Force: force, PruneChildren: true})
+		switch {
+		case err == nil, cerrdefs.IsNotFound(err):
+		case !force && cerrdefs.IsConflict(err):
+			return errs.E(errs.Conflict, "snapshot %s: in use by a sandbox made from it; removed once none is", snapID)
+		default:
 			return b.engineErr(err, "snapshot %s: remove image", snapID)
 		}
 	}

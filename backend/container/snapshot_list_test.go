@@ -74,6 +74,11 @@ func TestListSnapshots(t *testing.T) {
 		if got, _ := ids(containertest.Backend(t, e)); len(got) != 0 {
 			t.Errorf("a backend with no installation lists %v, want nothing", got)
 		}
+		// A snapshot a sandbox runs from stays on Podman until it is gone
+		// (TestDeleteSnapshotInUse).
+		if err := b.Destroy(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
 		if err := b.DeleteSnapshot(ctx, ref); err != nil {
 			t.Fatal(err)
 		}
