@@ -292,6 +292,9 @@ func (b *Backend) changes(ctx context.Context, info dcontainer.InspectResponse) 
 			workdir = path.Clean(m.Destination)
 		}
 	}
+	if out, ok := b.upperChanges(info, workdir); ok {
+		return out, nil
+	}
 	cs, err := b.cli.ContainerDiff(ctx, info.ID)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
