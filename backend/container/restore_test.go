@@ -29,14 +29,13 @@ func TestRestoreEngineErrors(t *testing.T) {
 			l[k] = v
 		}
 		return func(string) (dcontainer.InspectResponse, error) {
+			ns := &dcontainer.NetworkSettings{Networks: map[string]*dnetwork.EndpointSettings{}}
+			ns.Ports = nat.PortMap{runtimePort: {{HostIP: "127.0.0.1", HostPort: "40001"}}}
 			return dcontainer.InspectResponse{
 				ContainerJSONBase: &dcontainer.ContainerJSONBase{ID: cid, Image: "sha256:img", State: &dcontainer.State{Running: true}},
 				Config:            &dcontainer.Config{Labels: l},
 				Mounts:            []dcontainer.MountPoint{{Type: mount.TypeVolume, Name: name, Destination: "/workspace"}},
-				NetworkSettings: &dcontainer.NetworkSettings{
-					NetworkSettingsBase: dcontainer.NetworkSettingsBase{Ports: nat.PortMap{runtimePort: {{HostIP: "127.0.0.1", HostPort: "40001"}}}},
-					Networks:            map[string]*dnetwork.EndpointSettings{},
-				},
+				NetworkSettings:   ns,
 			}, nil
 		}
 	}
