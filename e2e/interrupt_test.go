@@ -93,9 +93,11 @@ func (r *faultRig) runningContainer(t *testing.T, id, not string) string {
 const stuckInit = "if [ -e stall ]; then sleep 600; fi"
 
 // stuckResetInit is an init command that hangs once /tmp/stuck exists.
-// /tmp is outside the workspace root, which a reset empties, so a marker
-// the lessee leaves there survives the reset and the reset's init hangs;
-// the first provisioning, before any lessee, runs.
+// /tmp is outside the workspace root, which a Kubernetes reset empties, so
+// a marker the lessee leaves there survives the reset and the reset's init
+// hangs; the first provisioning, before any lessee, runs. A container's
+// reset makes the whole sandbox again, so its test changes the template
+// instead (see returnStuck).
 const stuckResetInit = "test -e /tmp/stuck && exec sleep 600 || true"
 
 // hangCmd is what stuckInit and stuckResetInit hang in, as ps shows it.
@@ -105,7 +107,12 @@ const hangCmd = "sleep 600"
 // stuckResetInit in it and returns it, then waits until its reset is in
 // flight: the member is returning and runs (says runs) the init's sleep.
 // It returns the member's id.
-func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id string) bool) string {
+//
+// beforeReturn, when given, runs on the leased member before it is
+// returned: a backend whose reset makes the whole sandbox again (containers)
+// loses the marker with it, so the test makes the template's init hang
+// there instead (a reset applies the template as it is then).
+func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id string) bool, beforeReturn ...func(id string)) string {
 	t.Helper()
 	ctx := ctxT(t, 3*time.Minute)
 	eventually(t, 2*time.Minute, "an idle running member of "+pool, func() bool {
@@ -123,6 +130,9 @@ func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id str
 	res, err := api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"touch", "/tmp/stuck"}})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("touch /tmp/stuck in %s = %+v, %v", id, res, err)
+	}
+	for _, f := range beforeReturn {
+		f(id)
 	}
 	if _, err := api.ReturnWorkspace(ctx, id); err != nil {
 		t.Fatalf("return %s: %v", id, err)
@@ -215,7 +225,15 @@ func TestDeleteInterruptsContainer(t *testing.T) {
 				defer cancel()
 				_, _ = r.p.api.DeletePool(ctx, "stuckreset")
 			})
-			id := returnStuck(t, r.p.api, "stuckreset", func(id string) bool { return r.runs(t, id, hangCmd) })
+			id := returnStuck(t, r.p.api, "stuckreset", func(id string) bool { return r.runs(t, id, hangCmd) }, func(string) {
+				// The reset remakes the container (/tmp/stuck is a change
+				// outside the workspace), so the marker goes with it: the
+				// init it runs again is made to hang instead.
+				spec := wire.TemplateSpec{ID: "stuckreset", ProviderID: r.provider(), Backend: r.doc(map[string]any{"init": []string{hangCmd}})}
+				if _, err := r.p.api.UpdateTemplate(ctx, "stuckreset", spec); err != nil {
+					t.Fatalf("update template stuckreset: %v", err)
+				}
+			})
 			withinBound(t, "reset", deleteToGone(t, r.p.api, id, left(id)), destroy)
 		})
 	})
