@@ -29,6 +29,20 @@ func busyboxTemplate(extra map[string]any) json.RawMessage {
 	return raw
 }
 
+// provisionBusybox provisions a busybox sandbox for tenant (from ref when
+// it is set), destroyed at cleanup (Destroy of a sandbox already gone is
+// fine), and returns its handle and runtime token.
+func provisionBusybox(ctx context.Context, t *testing.T, b *container.Backend, tenant string, ref *backend.SnapshotRef) (backend.Handle, string) {
+	t.Helper()
+	id, token := backendtest.NewID(t), backendtest.NewToken(t)
+	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: tenant, Template: busyboxTemplate(nil), Token: token, Snapshot: ref})
+	if err != nil {
+		t.Fatalf("provision %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+	return h, token
+}
+
 // TestConformance runs the backend suite on each engine.
 func TestConformance(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {

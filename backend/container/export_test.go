@@ -12,13 +12,7 @@ func (b *Backend) ChangesOf(ctx context.Context, id string) (upper []string, ok 
 	if err != nil {
 		return nil, false, nil, err
 	}
-	workdir := ""
-	for _, m := range info.Mounts {
-		if m.Name == Name(id) {
-			workdir = m.Destination
-		}
-	}
-	upper, ok = b.upperChanges(info, workdir)
+	upper, ok = b.upperChanges(info, volumeWorkdir(info))
 	cs, err := b.cli.ContainerDiff(ctx, info.ID)
 	if err != nil {
 		return nil, false, nil, err

@@ -286,12 +286,7 @@ var engineDirs = map[string]bool{"/etc": true}
 // which is not a change a case made (a file a case adds or removes beside
 // it still shows, as its own A or D).
 func (b *Backend) changes(ctx context.Context, info dcontainer.InspectResponse) ([]string, error) {
-	workdir := ""
-	for _, m := range info.Mounts {
-		if m.Name == Name(info.Config.Labels[LabelWorkspace]) {
-			workdir = path.Clean(m.Destination)
-		}
-	}
+	workdir := volumeWorkdir(info)
 	if out, ok := b.upperChanges(info, workdir); ok {
 		return out, nil
 	}
@@ -314,6 +309,18 @@ func (b *Backend) changes(ctx context.Context, info dcontainer.InspectResponse) 
 		out = append(out, c.Kind.String()+" "+p)
 	}
 	return out, nil
+}
+
+// volumeWorkdir is where the container mounts its workspace volume, ""
+// when it has none (a sandbox made from a snapshot keeps its files in its
+// layer).
+func volumeWorkdir(info dcontainer.InspectResponse) string {
+	for _, m := range info.Mounts {
+		if m.Name == Name(info.Config.Labels[LabelWorkspace]) {
+			return path.Clean(m.Destination)
+		}
+	}
+	return ""
 }
 
 // pinOf is what the remade container keeps of info, the container h names.

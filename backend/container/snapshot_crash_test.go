@@ -30,12 +30,8 @@ func TestSnapshotAfterKilledTry(t *testing.T) {
 		defer cancel()
 		b := containertest.Backend(t, e)
 		cli := b.Client()
-		id := backendtest.NewID(t)
-		h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: "t-kill", Template: busyboxTemplate(nil), Token: backendtest.NewToken(t)})
-		if err != nil {
-			t.Fatalf("provision: %v", err)
-		}
-		t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+		h, _ := provisionBusybox(ctx, t, b, "t-kill", nil)
+		id := h.WorkspaceID
 		snapID := backendtest.NewSnapshotID(t)
 		ref := backend.SnapshotRef{Backend: container.Type, SnapshotID: snapID, Mode: backend.SnapshotFilesystem}
 		t.Cleanup(func() { _ = b.DeleteSnapshot(context.Background(), ref) })

@@ -25,29 +25,13 @@ func TestDeleteSnapshotInUse(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		b := containertest.Backend(t, e)
-		tmpl := busyboxTemplate(nil)
-		srcID, srcToken := backendtest.NewID(t), backendtest.NewToken(t)
-		src, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: srcID, TenantID: "t-inuse", Template: tmpl, Token: srcToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Destroy(context.Background(), src) })
+		src, _ := provisionBusybox(ctx, t, b, "t-inuse", nil)
 		ref, err := b.Snapshot(ctx, src, backend.SnapshotRequest{SnapshotID: backendtest.NewSnapshotID(t), TenantID: "t-inuse", Mode: backend.SnapshotFilesystem})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.DeleteSnapshot(context.Background(), ref) })
-		id, token := backendtest.NewID(t), backendtest.NewToken(t)
-		child, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: "t-inuse", Template: tmpl, Token: token, Snapshot: &ref})
-		if err != nil {
-			t.Fatal(err)
-		}
-		childGone := false
-		t.Cleanup(func() {
-			if !childGone {
-				_ = b.Destroy(context.Background(), child)
-			}
-		})
+		child, token := provisionBusybox(ctx, t, b, "t-inuse", &ref)
 
 		derr := b.DeleteSnapshot(ctx, ref)
 		t.Logf("delete while in use: %v", derr)
@@ -61,7 +45,6 @@ func TestDeleteSnapshotInUse(t *testing.T) {
 		if err := b.Destroy(ctx, child); err != nil {
 			t.Fatal(err)
 		}
-		childGone = true
 		if err := b.DeleteSnapshot(ctx, ref); err != nil {
 			t.Fatalf("delete once no sandbox uses it: %v", err)
 		}

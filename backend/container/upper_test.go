@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/backendtest"
 	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/runtime/protocol"
@@ -23,12 +22,8 @@ func TestUpperChanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := containertest.Backend(t, e)
-	id, token := backendtest.NewID(t), backendtest.NewToken(t)
-	h, err := b.Provision(ctx, backend.ProvisionRequest{WorkspaceID: id, TenantID: "t-upper", Template: busyboxTemplate(nil), Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Destroy(context.Background(), h) })
+	h, token := provisionBusybox(ctx, t, b, "t-upper", nil)
+	id := h.WorkspaceID
 	c := backendtest.Dial(ctx, t, b, h, token)
 	sh := func(script string) {
 		t.Helper()
