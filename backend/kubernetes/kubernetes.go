@@ -495,13 +495,13 @@ func (b *Backend) ensureStatefulSet(ctx context.Context, id string, sts *appsv1.
 	if !scaled && cur.Spec.Template.Annotations[annotationToken] == sts.Spec.Template.Annotations[annotationToken] {
 		return nil
 	}
-	cur.Spec.Replicas = sts.Spec.Replicas
 	if cur.Spec.Template.Annotations[annotationToken] == sts.Spec.Template.Annotations[annotationToken] {
-		if _, err := sets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
-			return b.apiErr(err, "workspace %s: scale StatefulSet", id)
-		}
-		return nil
+		// Scaled by a patch, which carries no resourceVersion: an update of
+		// cur failed with a conflict when the controller had written the
+		// StatefulSet's status since the read (CI, TestPauseResume).
+		return b.scale(ctx, id, 1)
 	}
+	cur.Spec.Replicas = sts.Spec.Replicas
 	cur.Spec.Template = sts.Spec.Template
 	if _, err := sets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: fieldManager}); err != nil {
 		return b.apiErr(err, "workspace %s: update StatefulSet", id)
