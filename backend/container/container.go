@@ -48,6 +48,7 @@ import (
 
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/internal/keylock"
+	"github.com/primerhq/primer/backend/internal/restoring"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
@@ -129,7 +130,7 @@ type Backend struct {
 	// base, for Restore.
 	bases baseSet
 	// restoring holds Endpoint while Restore remakes a container.
-	restoring restoring
+	restoring restoring.Set
 }
 
 var (
@@ -632,7 +633,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 	if err := b.checkHandle(h); err != nil {
 		return backend.Endpoint{}, err
 	}
-	b.restoring.wait(ctx, h.WorkspaceID)
+	b.restoring.Wait(ctx, h.WorkspaceID)
 	info, err := b.cli.ContainerInspect(ctx, Name(h.WorkspaceID))
 	if err != nil {
 		return backend.Endpoint{}, b.engineErr(err, "workspace %s: inspect container", h.WorkspaceID)

@@ -79,49 +79,6 @@ func (s *baseSet) get(id, containerID string) ([]string, bool) {
 	return b.paths, true
 }
 
-// restoring marks the workspaces whose container Restore is making again,
-// so Endpoint waits for the new container instead of answering that the
-// sandbox is gone: a probe (or an exec) that comes in that second would
-// otherwise count a miss, and on a machine where cases remake their
-// containers all the time, misses in a row fail a healthy workspace.
-type restoring struct {
-	mu sync.Mutex
-	m  map[string]chan struct{} // workspace id -> closed when done
-}
-
-// begin marks id as being restored until the returned func runs.
-func (r *restoring) begin(id string) func() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[string]chan struct{}{}
-	}
-	ch := make(chan struct{})
-	r.m[id] = ch
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.m[id] == ch {
-			delete(r.m, id)
-		}
-		close(ch)
-	}
-}
-
-// wait returns once id is not being restored, or when ctx ends.
-func (r *restoring) wait(ctx context.Context, id string) {
-	r.mu.Lock()
-	ch := r.m[id]
-	r.mu.Unlock()
-	if ch == nil {
-		return
-	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-	}
-}
-
 func (s *baseSet) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -200,7 +157,7 @@ func (b *Backend) Restore(ctx context.Context, h backend.Handle, req backend.Pro
 		}
 	}
 	b.bases.forget(id)
-	defer b.restoring.begin(id)()
+	defer b.restoring.Begin(id)()
 	// Once the old container is being removed, the new one is made even
 	// when the caller gives up (an activity's heartbeat timing out on a
 	// loaded machine, a retry already under way): a restore cut between

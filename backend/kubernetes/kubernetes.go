@@ -68,6 +68,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/internal/keylock"
+	"github.com/primerhq/primer/backend/internal/restoring"
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/wire"
 )
@@ -160,6 +161,11 @@ type Backend struct {
 	opts   Options
 	logger *slog.Logger
 	locks  keylock.Map // workspace id
+	// bases and restoring are Restore's (restore.go): each workspace's
+	// recorded base, and the workspaces whose pod it is making again,
+	// which Endpoint waits for.
+	bases     bases
+	restoring restoring.Set
 
 	fmu      sync.Mutex
 	forwards map[string]*forward // workspace id -> port-forward
@@ -278,9 +284,6 @@ func (b *Backend) Clientset() kclient.Interface { return b.cs }
 // Namespace returns the provider's namespace.
 func (b *Backend) Namespace() string { return b.cfg.Namespace }
 
-// resetNote is what Capabilities says a pod's reset restores.
-const resetNote = "workspace: a reset kills the pod's processes, empties the workspace volume (" + Workdir + ") and applies the template's files and init again; the pod's root filesystem (/tmp, /home, /usr/local) is not restored: what a case left there stays until the pod is made again"
-
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{
@@ -288,7 +291,7 @@ func (b *Backend) Capabilities() backend.Capabilities {
 		Snapshots:     []string{backend.SnapshotFilesystem},
 		SnapshotsNote: SnapshotsNote,
 		Pause:         true,
-		Reset:         backend.ResetScopeWorkspace,
+		Reset:         backend.ResetScopeSandbox,
 		ResetNote:     resetNote,
 	}
 }
@@ -551,6 +554,7 @@ func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) 
 		return backend.Endpoint{}, err
 	}
 	id := h.WorkspaceID
+	b.restoring.Wait(ctx, id)
 	pod, err := b.cs.CoreV1().Pods(b.cfg.Namespace).Get(ctx, PodName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && between(pod)) {
 		// A pod being deleted or not made again yet says nothing lasting:

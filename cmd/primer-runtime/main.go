@@ -33,6 +33,15 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "changes" {
+		// A Kubernetes workspace's reset asks what changed outside the
+		// workspace (changes.go).
+		if err := changes(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "primer-runtime changes:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if os.Getpid() == 1 {
 		// As a container's entrypoint the runtime is PID 1 and inherits
 		// every orphan the workspace's commands leave behind.
