@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -61,7 +63,27 @@ func (p *primer) checkedURL() string {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = p.hc.Transport
 	rp.FlushInterval = -1 // streams (SSE, NDJSON) pass at once
-	srv := httptest.NewServer(rp)
+	// A proxy's own failures (an upstream read or write that broke) go to
+	// the test's log, so a client that saw its stream cut can be told
+	// whether the API or the proxy cut it.
+	rp.ErrorLog = log.New(testLogWriter{p.t}, "checked proxy: ", 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Full duplex: the server must not close the request's body when
+		// the proxy writes the answer's headers (a stream's come at once),
+		// since the proxy's transport may still make its last read of it.
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			p.t.Errorf("checked proxy: full duplex: %v", err)
+		}
+		rp.ServeHTTP(w, r)
+	}))
 	p.t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// testLogWriter writes each line it is given to a test's log.
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
 }
