@@ -10,6 +10,8 @@ import (
 
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/backend/kubernetes"
+	"github.com/primerhq/primer/backend/kubernetes/kubernetestest"
 	"github.com/primerhq/primer/eval"
 	"github.com/primerhq/primer/wire"
 	"github.com/primerhq/primer/workflows"
@@ -23,15 +25,34 @@ import (
 // only, the pool's two members served all of them (reset, not replaced),
 // and once returned to the pool they hold no mark and answer exec.
 func TestEvalPoolResetRestoresSandbox(t *testing.T) {
-	containertest.Each(t, func(t *testing.T, e containertest.Engine) { evalPoolResetRestoresSandbox(t, e) })
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		p := startPrimer(t, withContainers(t), withProbeInterval(workflows.DefaultProbeInterval))
+		eng := containertest.Backend(t, e)
+		containerTemplate(t, p, e, "marks", `{"kind":"container","image":"`+containertest.BusyboxImage+`"}`)
+		evalPoolResetRestoresSandbox(t, p, 16, func(id string) []string { return containertest.Objects(t, eng, id) })
+	})
 }
 
-func evalPoolResetRestoresSandbox(t *testing.T, e containertest.Engine) {
+// TestEvalPoolResetRestoresSandboxKubernetes is the same repro on
+// Kubernetes, whose reset makes the pod again from its image.
+func TestEvalPoolResetRestoresSandboxKubernetes(t *testing.T) {
 	p := startPrimer(t, withContainers(t), withProbeInterval(workflows.DefaultProbeInterval))
+	k := kubeProvider(t, p, "k8s", kubernetes.ReachPodIP)
+	k.template(t, p, "marks", `{"kind":"kubernetes","image":"`+kubernetestest.BusyboxImage+`","memory_limit":"128Mi","pvc_size":"16Mi"}`)
+	evalPoolResetRestoresSandbox(t, p, 8, func(id string) []string {
+		objs, err := k.b.Objects(ctxT(t, 30*time.Second), id)
+		if err != nil {
+			t.Errorf("objects of %s: %v", id, err)
+		}
+		return objs
+	})
+}
+
+// evalPoolResetRestoresSandbox runs the repro's suite of cases on a pool
+// of template "marks"; left lists what the engine holds of a workspace.
+func evalPoolResetRestoresSandbox(t *testing.T, p *primer, cases int, left func(id string) []string) {
 	ctx := ctxT(t, 10*time.Minute)
-	eng := containertest.Backend(t, e)
-	containerTemplate(t, p, e, "marks", `{"kind":"container","image":"`+containertest.BusyboxImage+`"}`)
-	const size, cases = 2, 16
+	const size = 2
 	if _, err := p.api.CreatePool(ctx, wire.PoolSpec{ID: "marks-pool", TemplateID: "marks", Size: size}); err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +62,11 @@ func evalPoolResetRestoresSandbox(t *testing.T, e containertest.Engine) {
 		ws, _ := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{TemplateID: "marks"})
 		_, _ = p.api.DeletePool(ctx, "marks-pool")
 		eventually(t, 2*time.Minute, "the pool's workspaces deleted", func() bool {
-			left, err := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{TemplateID: "marks"})
-			return err == nil && len(left) == 0
+			rest, err := p.api.ListWorkspaces(ctx, client.WorkspaceListOptions{TemplateID: "marks"})
+			return err == nil && len(rest) == 0
 		})
 		for _, w := range ws {
-			if objs := containertest.Objects(t, eng, w.ID); len(objs) > 0 {
+			if objs := left(w.ID); len(objs) > 0 {
 				t.Errorf("engine objects left of workspace %s: %v", w.ID, objs)
 			}
 		}

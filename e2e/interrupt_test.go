@@ -92,12 +92,11 @@ func (r *faultRig) runningContainer(t *testing.T, id, not string) string {
 // file stall: the first provisioning runs, a replacement hangs.
 const stuckInit = "if [ -e stall ]; then sleep 600; fi"
 
-// stuckResetInit is an init command that hangs once /tmp/stuck exists.
-// /tmp is outside the workspace root, which a Kubernetes reset empties, so
-// a marker the lessee leaves there survives the reset and the reset's init
-// hangs; the first provisioning, before any lessee, runs. A container's
-// reset makes the whole sandbox again, so its test changes the template
-// instead (see returnStuck).
+// stuckResetInit is an init command that hangs once /tmp/stuck exists:
+// the first provisioning, before any lessee, runs. A reset restores the
+// whole sandbox on containers and pods (the marker the lessee leaves in
+// /tmp goes with it, and makes the reset remake the sandbox), so the
+// tests change the template's init to hang instead (see returnStuck).
 const stuckResetInit = "test -e /tmp/stuck && exec sleep 600 || true"
 
 // hangCmd is what stuckInit and stuckResetInit hang in, as ps shows it.
@@ -109,9 +108,10 @@ const hangCmd = "sleep 600"
 // It returns the member's id.
 //
 // beforeReturn, when given, runs on the leased member before it is
-// returned: a backend whose reset makes the whole sandbox again (containers)
-// loses the marker with it, so the test makes the template's init hang
-// there instead (a reset applies the template as it is then).
+// returned: a backend whose reset makes the whole sandbox again
+// (containers, pods) loses the marker with it, so the test makes the
+// template's init hang there instead (a reset applies the template as it
+// is then).
 func returnStuck(t *testing.T, api *client.Client, pool string, runs func(id string) bool, beforeReturn ...func(id string)) string {
 	t.Helper()
 	ctx := ctxT(t, 3*time.Minute)
@@ -247,7 +247,7 @@ const unschedulable = `"node_selector":{"primer.dev/e2e-no-such-node":"true"}`
 // has; the provisioning would wait the 10-minute start timeout), one whose
 // replacement's init runs `sleep 600` (its pod deleted from outside, a
 // replacement forced by recovery after 0s), and a pool member whose
-// reset's init does. Each is gone within an ordinary delete's time plus
+// reset's init does (the template's init changed to it before the return). Each is gone within an ordinary delete's time plus
 // interruptSlack, and nothing of it is left in the namespace.
 func TestDeleteInterruptsKubernetes(t *testing.T) {
 	p := startPrimer(t, withContainers(t), withProbeInterval(500*time.Millisecond), func(c *worker.Config) { c.PoolInterval = time.Second })
@@ -327,8 +327,16 @@ func TestDeleteInterruptsKubernetes(t *testing.T) {
 			defer cancel()
 			_, _ = p.api.DeletePool(ctx, "stuckreset")
 		})
-		id := returnStuck(t, p.api, "stuckreset", func(id string) bool { return k.podRuns(t, id, hangCmd) })
-		destroyLater(id)
+		id := returnStuck(t, p.api, "stuckreset", func(id string) bool { return k.podRuns(t, id, hangCmd) }, func(id string) {
+			// The reset makes the pod again (/tmp/stuck is a change
+			// outside the workspace), so the marker goes with it: the init
+			// it runs again is made to hang instead.
+			destroyLater(id)
+			spec := wire.TemplateSpec{ID: "stuckreset", ProviderID: k.provider, Backend: raw(doc(fmt.Sprintf(`,"init":[%q]`, hangCmd)))}
+			if _, err := p.api.UpdateTemplate(ctx, "stuckreset", spec); err != nil {
+				t.Fatalf("update template stuckreset: %v", err)
+			}
+		})
 		withinBound(t, "reset", deleteToGone(t, p.api, id, left(id)), destroy)
 	})
 }
