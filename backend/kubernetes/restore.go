@@ -182,7 +182,7 @@ func sample(paths []string) string {
 // (the workspace volume and the runtime's own volume are other
 // filesystems, which it does not look in).
 func podChanges(ctx context.Context, c *rtclient.Client, since int64) (int64, []string, error) {
-	args := []string{RuntimePath, "changes", "-max", "5"}
+	args := []string{RuntimePath, "changes", "-max", "5", "-skip", Workdir}
 	if since != 0 {
 		args = append(args, "-since", strconv.FormatInt(since, 10))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -50,46 +51,52 @@ func changes(args []string, out io.Writer) error {
 	if *since == 0 {
 		return nil
 	}
-	var root syscall.Stat_t
-	if err := syscall.Lstat("/", &root); err != nil {
-		return fmt.Errorf("stat /: %w", err)
+	paths, err := changedSince("/", *since, skip, *limit)
+	for _, p := range paths {
+		fmt.Fprintln(w, p)
 	}
-	found := 0
+	return err
+}
+
+// changedSince lists the paths under root, on root's filesystem and not
+// under skip, whose ctime is not before since (unix nanoseconds), up to
+// limit of them.
+func changedSince(root string, since int64, skip []string, limit int) ([]string, error) {
+	var top syscall.Stat_t
+	if err := syscall.Lstat(root, &top); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", root, err)
+	}
+	var out []string
 	errStop := errors.New("enough")
-	err := filepath.WalkDir("/", func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			// An unreadable directory: its own ctime was looked at when it
 			// was listed, and a command that cannot read it could not
 			// have changed it either.
 			return nil
 		}
-		if d.IsDir() && p != "/" {
-			for _, s := range skip {
-				if p == s {
-					return fs.SkipDir
-				}
-			}
+		if d.IsDir() && p != root && slices.Contains(skip, p) {
+			return fs.SkipDir
 		}
 		var st syscall.Stat_t
 		if err := syscall.Lstat(p, &st); err != nil {
 			return nil
 		}
-		if st.Dev != root.Dev {
+		if st.Dev != top.Dev {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if st.Ctim.Nano() >= *since {
-			fmt.Fprintln(w, p)
-			if found++; found >= *limit {
+		if st.Ctim.Nano() >= since {
+			if out = append(out, p); len(out) >= limit {
 				return errStop
 			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStop) {
-		return err
+		return out, err
 	}
-	return nil
+	return out, nil
 }
