@@ -18,6 +18,20 @@ type Lifetime struct {
 	// Resting is true for an idle or returning member of a warm pool,
 	// which never expires: its deadlines start with a lease.
 	Resting bool `json:",omitempty"`
+	// MaxExpiresAt and ExpireAction say what ExpiresAt does (workflow
+	// version vExpirePause): with wire.ExpireActionPause the workspace is
+	// paused at an ExpiresAt before MaxExpiresAt, and while paused only
+	// MaxExpiresAt deletes it.
+	MaxExpiresAt time.Time `json:",omitempty"`
+	ExpireAction string    `json:",omitempty"`
+}
+
+// PausesAtExpiry reports whether reaching ExpiresAt pauses the workspace
+// rather than deleting it: it asked for that, and ExpiresAt is not the
+// template's lifetime.max, which deletes whatever was asked.
+func (l Lifetime) PausesAtExpiry() bool {
+	return l.ExpireAction == wire.ExpireActionPause && !l.ExpiresAt.IsZero() &&
+		(l.MaxExpiresAt.IsZero() || l.ExpiresAt.Before(l.MaxExpiresAt))
 }
 
 // lifetimeOf returns ws's deadlines.
@@ -32,6 +46,10 @@ func lifetimeOf(ws *wire.Workspace) *Lifetime {
 	if ws.LeaseExpiresAt != nil {
 		l.LeaseExpiresAt = *ws.LeaseExpiresAt
 	}
+	if ws.MaxExpiresAt != nil {
+		l.MaxExpiresAt = *ws.MaxExpiresAt
+	}
+	l.ExpireAction = ws.ExpireAction
 	return l
 }
 

@@ -56,6 +56,9 @@ type CreateWorkspaceRequest struct {
 	// Egress is the workspace's own egress (wire.Workspace.Egress): empty
 	// or deny_all.
 	Egress string
+	// ExpireAction is the workspace's wire.Workspace.ExpireAction: empty
+	// (delete) or wire.ExpireActionPause.
+	ExpireAction string
 	// ByAdmin says the workspace is made on an admin's authority: an
 	// admin's request, or a pool or suite whose last write was an admin's
 	// (Workspace.ByAdmin). Only such a workspace may run on a host backend

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,19 +59,92 @@ func TestE2BPausedState(t *testing.T) {
 	}
 }
 
-// TestE2BAutoPauseRefused: autoPause asks to pause at the timeout, which
-// Primer cannot do (the timeout deletes); the create is refused 400
-// naming the field and the way that works, and nothing is made.
-func TestE2BAutoPauseRefused(t *testing.T) {
+// TestE2BAutoPause: autoPause makes a sandbox whose timeout pauses it
+// (/v1's expire_action pause), which getInfo's lifecycle shows; a connect
+// of one paused at its timeout extends it first, so the resumed sandbox
+// has a fresh timeout, while /v1's resume of it without an extend is
+// refused (it would be paused again at once).
+func TestE2BAutoPause(t *testing.T) {
 	h := newHarness(t)
-	r := h.e2b(h.adminKey, "POST", "/v2/sandboxes", `{"templateID":"default","autoPause":true}`)
-	r.e2bError(t, 400, "autoPause")
-	if !strings.Contains(string(r.body), "/pause") {
-		t.Errorf("the refusal does not say how to pause: %s", r.body)
+	ctx := context.Background()
+	member := h.newKey(wire.DefaultTenantID, wire.RoleMember)
+
+	ids := h.expectColdStart()
+	var sb e2bSandbox
+	h.e2b(h.adminKey, "POST", "/v2/sandboxes", `{"templateID":"default","timeout":60,"autoPause":true}`).expect(t, 201).decode(t, &sb)
+	h.expectColdStart()
+	var plain e2bSandbox
+	h.e2b(h.adminKey, "POST", "/v2/sandboxes", `{"templateID":"default","timeout":60,"autoPause":false}`).expect(t, 201).decode(t, &plain)
+	if len(*ids) != 1 || sb.SandboxID != (*ids)[0] {
+		t.Fatalf("create = %+v, started %v", sb, *ids)
 	}
-	ws, err := h.store.ListWorkspaces(t.Context(), models.WorkspaceFilter{})
-	if err != nil || len(ws) != 0 {
-		t.Errorf("workspaces after a refused create: %d (%v)", len(ws), err)
+	for _, tt := range []struct{ id, action, onTimeout string }{
+		{sb.SandboxID, wire.ExpireActionPause, "pause"},
+		{plain.SandboxID, "", "kill"},
+	} {
+		ws, err := h.store.GetWorkspace(ctx, tt.id)
+		if err != nil || ws.ExpireAction != tt.action || ws.ExpiresAt == nil {
+			t.Fatalf("workspace %s = %+v (%v), want expire_action %q and an expiry", tt.id, ws, err, tt.action)
+		}
+		var got struct {
+			Lifecycle struct {
+				OnTimeout  string `json:"onTimeout"`
+				AutoResume bool   `json:"autoResume"`
+			} `json:"lifecycle"`
+		}
+		h.e2b(member, "GET", "/sandboxes/"+tt.id, "").expect(t, 200).decode(t, &got)
+		if got.Lifecycle.OnTimeout != tt.onTimeout || got.Lifecycle.AutoResume {
+			t.Errorf("getInfo of %s: lifecycle %+v, want onTimeout %s", tt.id, got.Lifecycle, tt.onTimeout)
+		}
+	}
+
+	// Its workflow paused it at its timeout: the expiry has passed.
+	past := time.Now().Add(-time.Minute)
+	if err := h.store.SetDeadlines(ctx, sb.SandboxID, wire.Deadlines{ExpiresAt: &past}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetWorkspacePhase(ctx, sb.SandboxID, wire.PhasePaused, wire.ReasonExpired); err != nil {
+		t.Fatal(err)
+	}
+	h.do("POST", "/v1/workspaces/"+sb.SandboxID+"/resume", nil).expectError(t, 409, "failed_precondition", "", "extend it")
+
+	h.temporal.On("SignalWithStartWorkflow", mock.Anything, workflows.WorkflowID(sb.SandboxID), workflows.SignalResume, mock.Anything,
+		mock.Anything, workflows.WorkspaceWorkflowName, mock.Anything).
+		Run(func(mock.Arguments) {
+			_ = h.store.SetWorkspacePhase(ctx, sb.SandboxID, wire.PhaseRunning, "")
+		}).Return(&mocks.WorkflowRun{}, nil).Once()
+	before := time.Now()
+	h.e2b(member, "POST", "/sandboxes/"+sb.SandboxID+"/connect", `{"timeout":120}`).expect(t, 201)
+	after, err := h.store.GetWorkspace(ctx, sb.SandboxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Phase != wire.PhaseRunning || after.ExpiresAt == nil || after.ExpiresAt.Before(before.Add(119*time.Second)) {
+		t.Fatalf("after connect: phase %s, expires_at %v; want running with a fresh 120 s timeout", after.Phase, after.ExpiresAt)
+	}
+}
+
+// TestCreateExpireAction: /v1's create takes expire_action pause or
+// delete and refuses anything else, naming the field, before making
+// anything.
+func TestCreateExpireAction(t *testing.T) {
+	h := newHarness(t)
+	h.do("POST", "/v1/workspaces", map[string]any{"template_id": "default", "expire_action": "sleep"}).expectError(t, 400, "invalid", "expire_action", "sleep")
+	if ws, _ := h.store.ListWorkspaces(t.Context(), models.WorkspaceFilter{}); len(ws) != 0 {
+		t.Fatalf("workspaces after a refused create: %d", len(ws))
+	}
+	for _, action := range []string{wire.ExpireActionPause, wire.ExpireActionDelete} {
+		h.expectColdStart()
+		var got wire.Created
+		h.do("POST", "/v1/workspaces", map[string]any{"template_id": "default", "ttl": "10m", "expire_action": action}).expect(t, 201).decode(t, &got)
+		ws, err := h.store.GetWorkspace(t.Context(), got.ID)
+		want := action
+		if action == wire.ExpireActionDelete {
+			want = ""
+		}
+		if err != nil || ws.ExpireAction != want || got.ExpireAction != want {
+			t.Errorf("create with expire_action %s: stored %q, answered %q (%v)", action, ws.ExpireAction, got.ExpireAction, err)
+		}
 	}
 }
 

@@ -229,7 +229,6 @@ func TestE2BCreateRefusals(t *testing.T) {
 		{"default template base is missing", h.adminKey, `{"timeout":300}`, 404, "base"},
 		{"env var name", h.adminKey, `{"templateID":"default","envVars":{"A=B":"secret-value"}}`, 400, "A=B"},
 		{"env on a missing template", h.adminKey, `{"templateID":"nope","envVars":{"A":"secret-value"}}`, 404, "nope"},
-		{"auto pause", h.adminKey, `{"templateID":"default","autoPause":true}`, 400, "autoPause"},
 		{"no internet on a local template", h.adminKey, `{"templateID":"default","allow_internet_access":false}`, 400, "no network of its own"},
 		{"malformed body", h.adminKey, `{"templateID":`, 400, "request body"},
 	}

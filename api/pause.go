@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -73,6 +74,13 @@ func (s *server) resumeWorkspace(c *gin.Context) {
 	}
 	if w.Phase != wire.PhasePaused {
 		s.fail(c, errs.E(errs.Precondition, "workspace %s: is %s; only a paused workspace can be resumed", w.ID, w.Phase))
+		return
+	}
+	if w.ExpireAction == wire.ExpireActionPause && w.ExpiresAt != nil && !time.Now().Before(*w.ExpiresAt) {
+		// Paused at its expiry: resumed as it is, its workflow would find
+		// the deadline passed and pause it again at once.
+		s.fail(c, errs.E(errs.Precondition, "workspace %s: paused at its expiry (expires_at %s); extend it (POST /v1/workspaces/%s/extend) before resuming it",
+			w.ID, w.ExpiresAt.UTC().Format(time.RFC3339), w.ID))
 		return
 	}
 	reason := "resumed by " + callerOf(c).KeyID

@@ -132,6 +132,14 @@ func (s *server) createWorkspace(c *gin.Context) {
 		s.fail(c, backend.CheckEgress("egress", spec.Egress, ""))
 		return
 	}
+	switch spec.ExpireAction {
+	case "", wire.ExpireActionDelete:
+		spec.ExpireAction = ""
+	case wire.ExpireActionPause:
+	default:
+		s.fail(c, errs.Field("expire_action", "expire_action: %q is not one of %q, %q", spec.ExpireAction, wire.ExpireActionPause, wire.ExpireActionDelete))
+		return
+	}
 	tenant := callerTenant(c)
 	// Warm first: an idle member of a pool of the template (see takeWarm),
 	// unless this workspace narrows its egress: a member was made with the
@@ -167,6 +175,13 @@ func (s *server) createWorkspace(c *gin.Context) {
 			}
 			w.Egress = spec.Egress
 		}
+		if spec.ExpireAction != "" {
+			if err := s.cfg.Store.SetWorkspaceExpireAction(c.Request.Context(), w.ID, spec.ExpireAction); err != nil {
+				s.fail(c, err)
+				return
+			}
+			w.ExpireAction = spec.ExpireAction
+		}
 	}
 	if w == nil {
 		// The Starter resolves the template (400, field template_id, when it
@@ -175,7 +190,8 @@ func (s *server) createWorkspace(c *gin.Context) {
 		source = CreateCold
 		w, err = s.cfg.Starter.CreateWorkspace(c.Request.Context(),
 			starter.CreateWorkspaceRequest{TemplateID: spec.TemplateID, Labels: spec.Labels, Env: spec.Env, Egress: spec.Egress, TTL: ttl, TenantID: tenant,
-				ByAdmin: callerOf(c).admin(), SnapshotID: spec.SnapshotID})
+				ExpireAction: spec.ExpireAction,
+				ByAdmin:      callerOf(c).admin(), SnapshotID: spec.SnapshotID})
 		if err != nil {
 			s.fail(c, err)
 			return

@@ -170,6 +170,12 @@ func (s *Store) SetWorkspaceEgress(ctx context.Context, id, egress string) error
 	return s.updateWorkspace(ctx, id, "set egress", map[string]any{"egress": egress})
 }
 
+// SetWorkspaceExpireAction records what a workspace's expiry does (a warm
+// create on a pool member asking for wire.ExpireActionPause).
+func (s *Store) SetWorkspaceExpireAction(ctx context.Context, id, action string) error {
+	return s.updateWorkspace(ctx, id, "set expire action", map[string]any{"expire_action": action})
+}
+
 // updateWorkspace sets cols (and updated_at) on workspace id; NotFound if absent.
 func (s *Store) updateWorkspace(ctx context.Context, id, action string, cols map[string]any) error {
 	db := s.w.WithContext(ctx)

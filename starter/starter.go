@@ -108,21 +108,22 @@ func (s *Starter) CreateWorkspace(ctx context.Context, req activities.CreateWork
 	id := models.NewID("ws")
 	cpu, mem := templateLimits(t.Backend)
 	w := &wire.Workspace{
-		ID:          id,
-		TenantID:    workflows.TenantOf(req.TenantID),
-		CPUCores:    cpu,
-		MemoryBytes: mem,
-		TemplateID:  t.ID,
-		ProviderID:  p.ID,
-		Backend:     p.Provider,
-		Phase:       wire.PhasePending,
-		Labels:      req.Labels,
-		Env:         req.Env,
-		Egress:      req.Egress,
-		WorkflowID:  workflows.WorkflowID(id),
-		PoolID:      req.PoolID,
-		ByAdmin:     req.ByAdmin,
-		SnapshotID:  req.SnapshotID,
+		ID:           id,
+		TenantID:     workflows.TenantOf(req.TenantID),
+		CPUCores:     cpu,
+		MemoryBytes:  mem,
+		TemplateID:   t.ID,
+		ProviderID:   p.ID,
+		Backend:      p.Provider,
+		Phase:        wire.PhasePending,
+		Labels:       req.Labels,
+		Env:          req.Env,
+		Egress:       req.Egress,
+		ExpireAction: req.ExpireAction,
+		WorkflowID:   workflows.WorkflowID(id),
+		PoolID:       req.PoolID,
+		ByAdmin:      req.ByAdmin,
+		SnapshotID:   req.SnapshotID,
 	}
 	if req.PoolID != "" {
 		w.PoolState = wire.PoolIdle

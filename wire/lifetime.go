@@ -15,6 +15,15 @@ const (
 	ReasonLeaseExpired = "lease_expired"
 )
 
+// Expire actions: what a workspace's ExpiresAt does (Workspace.ExpireAction).
+const (
+	// ExpireActionDelete deletes the workspace (reason ReasonExpired).
+	ExpireActionDelete = "delete"
+	// ExpireActionPause pauses it instead, its files kept, unless the
+	// deadline is its MaxExpiresAt.
+	ExpireActionPause = "pause"
+)
+
 // Lifetime events.
 const (
 	// EventExpired is recorded before a workspace is deleted for its

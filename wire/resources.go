@@ -197,6 +197,11 @@ type Workspace struct {
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	MaxLifetimeMS  int64      `gorm:"not null;default:0" json:"-"`
 	IdleTimeoutMS  int64      `gorm:"not null;default:0" json:"-"`
+	// ExpireAction is what happens at ExpiresAt: ExpireActionDelete
+	// (empty means it) or ExpireActionPause, which pauses the workspace
+	// instead (E2B's autoPause) unless ExpiresAt is its MaxExpiresAt: the
+	// template's lifetime.max still deletes. Set at create.
+	ExpireAction string `gorm:"size:16;not null;default:''" json:"expire_action,omitempty"`
 	// Path is where the workspace lives on its backend (a directory, a volume).
 	Path string `json:"workspace_path,omitempty"`
 	// SnapshotID is the snapshot the workspace was made from (create with

@@ -16,6 +16,11 @@ type CreateWorkspaceRequest struct {
 	// outbound network (container and kubernetes templates). It never
 	// widens: no other value is accepted.
 	Egress string `json:"egress,omitempty"`
+	// ExpireAction is what happens when the workspace's ttl runs out:
+	// "delete" (the default) or "pause" (it is paused, its files kept, and
+	// an extend then a resume brings it back; E2B's autoPause). The
+	// template's lifetime.max deletes either way.
+	ExpireAction string `json:"expire_action,omitempty"`
 	// SnapshotID starts the workspace from a ready snapshot of the
 	// caller's tenant instead of the template's clean state; TemplateID
 	// may then be empty (the snapshot's template is used) or any template

@@ -23,6 +23,18 @@ const (
 	vLifetime workflow.Version = 1
 )
 
+// Workflow versions of the expire-pause change (change id
+// versionExpirePause).
+const (
+	versionExpirePause = "expire_pause"
+	// vExpirePause pauses, rather than deletes, a workspace whose
+	// expire_action is pause when its ExpiresAt passes (E2B's autoPause),
+	// unless ExpiresAt is its MaxExpiresAt; while such a workspace is
+	// paused only MaxExpiresAt applies, so it waits for a resume (an E2B
+	// connect extends it first) instead of being deleted at once.
+	vExpirePause workflow.Version = 1
+)
+
 // lifetime is what the workflow knows of its workspace's deadlines: the
 // last ones a probe or a check read. It is not carried over
 // continue-as-new; the next probe reads them again.
@@ -32,6 +44,19 @@ type lifetime struct {
 	// paused is set while the workspace is paused (version vSnapshot):
 	// its idle deadline does not apply.
 	paused bool
+	// expirePause is the version of change versionExpirePause.
+	expirePause workflow.Version
+}
+
+// effective is got as the workflow enforces it: from version
+// vExpirePause, a paused workspace whose expire_action is pause expires
+// only at its MaxExpiresAt (none when it has none), as a paused E2B
+// sandbox outlives its timeout.
+func (l *lifetime) effective(got activities.Lifetime) activities.Lifetime {
+	if l.expirePause >= vExpirePause && l.paused && got.ExpireAction == wire.ExpireActionPause {
+		got.ExpiresAt = got.MaxExpiresAt
+	}
+	return got
 }
 
 // note keeps the deadlines a probe read.
@@ -46,9 +71,10 @@ func (l *lifetime) next() time.Time {
 	if l.known == nil || l.known.Resting {
 		return time.Time{}
 	}
-	deadlines := []time.Time{l.known.ExpiresAt, l.known.LeaseExpiresAt}
+	known := l.effective(*l.known)
+	deadlines := []time.Time{known.ExpiresAt, known.LeaseExpiresAt}
 	if !l.paused {
-		deadlines = append(deadlines, l.known.IdleDeadline)
+		deadlines = append(deadlines, known.IdleDeadline)
 	}
 	var at time.Time
 	for _, t := range deadlines {
@@ -124,7 +150,8 @@ func (w *workspace) lifetimeTick(ctx workflow.Context) (reason string, done bool
 		return "", false, nil
 	}
 	w.life.known = &got.Lifetime
-	why := due(got.Lifetime, now)
+	eff := w.life.effective(got.Lifetime)
+	why := due(eff, now)
 	if why == wire.ReasonIdle && w.life.paused {
 		// A paused workspace is idle by design: only its max applies.
 		return "", false, nil
@@ -134,13 +161,15 @@ func (w *workspace) lifetimeTick(ctx workflow.Context) (reason string, done bool
 		return "", false, nil
 	case wire.ReasonIdle:
 		if w.snap.version >= vSnapshot && got.IdleAction == backend.IdleActionPause {
-			return w.idlePause(ctx, got.Lifetime.IdleDeadline)
+			return w.pauseAt(ctx, wire.ReasonIdle, got.Lifetime.IdleDeadline)
 		}
 		fallthrough
 	case wire.ReasonExpired:
-		at := got.Lifetime.ExpiresAt
+		at := eff.ExpiresAt
 		if why == wire.ReasonIdle {
 			at = got.Lifetime.IdleDeadline
+		} else if w.life.expirePause >= vExpirePause && w.snap.version >= vSnapshot && !w.life.paused && got.Lifetime.PausesAtExpiry() {
+			return w.pauseAt(ctx, wire.ReasonExpired, at)
 		}
 		w.recordEvent(ctx, wire.EventExpired, map[string]any{"reason": why, "deadline": at.UTC().Format(time.RFC3339Nano)})
 		w.log.Info("workspace expired", "workspace_id", w.in.WorkspaceID, "reason", why)
@@ -179,24 +208,26 @@ func (w *workspace) leaseExpired(ctx workflow.Context) (reason string, done bool
 	return reason, done, err
 }
 
-// idlePause pauses a workspace whose template's lifetime.idle_action is
-// pause at its idle deadline (version vSnapshot). One that cannot be
-// paused (a backend without a Pauser, a pause that fails) is deleted as
-// before, the reason saying why it was not paused.
-func (w *workspace) idlePause(ctx workflow.Context, deadline time.Time) (reason string, done bool, err error) {
-	paused, why, err := w.pause(ctx, PauseSignal{Reason: wire.ReasonIdle})
+// pauseAt pauses a workspace at a deadline that pauses it rather than
+// deleting it: its idle deadline when its template's lifetime.idle_action
+// is pause (version vSnapshot), its expiry when its expire_action is pause
+// (version vExpirePause); cause is wire.ReasonIdle or ReasonExpired. One
+// that cannot be paused (a backend without a Pauser, a pause that fails)
+// is deleted as before, the reason saying why it was not paused.
+func (w *workspace) pauseAt(ctx workflow.Context, cause string, deadline time.Time) (reason string, done bool, err error) {
+	paused, why, err := w.pause(ctx, PauseSignal{Reason: cause})
 	if err != nil {
 		return "", false, err
 	}
 	if paused {
-		w.log.Info("idle workspace paused", "workspace_id", w.in.WorkspaceID)
+		w.log.Info("workspace paused at its deadline", "workspace_id", w.in.WorkspaceID, "reason", cause)
 		return "", false, nil
 	}
 	if w.deleteCh.Len() > 0 {
 		// Deleted while pausing: the loop takes the delete.
 		return "", false, nil
 	}
-	reason = wire.ReasonIdle + "; not paused: " + why
+	reason = cause + "; not paused: " + why
 	w.recordEvent(ctx, wire.EventExpired, map[string]any{"reason": reason, "deadline": deadline.UTC().Format(time.RFC3339Nano)})
 	w.log.Info("workspace expired", "workspace_id", w.in.WorkspaceID, "reason", reason)
 	return reason, true, nil

@@ -67,6 +67,9 @@ func TestReplayCoversEveryVersion(t *testing.T) {
 		// snapshot while paused, a resume; idle_pause_v1.json: paused at
 		// the idle deadline (idle_action pause), then deleted.
 		{WorkspaceWorkflowName, versionSnapshot, []workflow.Version{vSnapshot}, 2},
+		// expire_pause_v1.json: paused at its expiry (expire_action
+		// pause), extended and resumed, then deleted.
+		{WorkspaceWorkflowName, versionExpirePause, []workflow.Version{vExpirePause}, 0},
 		// agent_run_*_v1.json: completed after a 429, max_turns, canceled,
 		// resumed after its workspace was lost.
 		{SessionRunWorkflowName, versionAgentRun, []workflow.Version{1}, 4},

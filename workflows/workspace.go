@@ -196,6 +196,7 @@ func WorkspaceWorkflow(ctx workflow.Context, in WorkspaceInput) (out WorkspaceOu
 		w.life.version = workflow.GetVersion(ctx, versionLifetime, workflow.DefaultVersion, vLifetime)
 		w.liveness = workflow.GetVersion(ctx, versionLiveness, workflow.DefaultVersion, vLiveness)
 		w.snap.version = workflow.GetVersion(ctx, versionSnapshot, workflow.DefaultVersion, vSnapshot)
+		w.life.expirePause = workflow.GetVersion(ctx, versionExpirePause, workflow.DefaultVersion, vExpirePause)
 		w.life.paused = w.st.Phase == wire.PhasePaused
 		err = w.run(ctx)
 	}

@@ -80,7 +80,24 @@ type listedSandbox struct {
 // only a create and a connect hand it out.
 type sandboxDetail struct {
 	listedSandbox
-	Domain *string `json:"domain"`
+	Domain    *string   `json:"domain"`
+	Lifecycle lifecycle `json:"lifecycle"`
+}
+
+// lifecycle is E2B's SandboxLifecycle: what the timeout does (onTimeout
+// "pause" for a sandbox made with autoPause, "kill" otherwise). Traffic
+// never resumes a paused sandbox here: only a connect does.
+type lifecycle struct {
+	OnTimeout  string `json:"onTimeout"`
+	AutoResume bool   `json:"autoResume"`
+}
+
+// lifecycleOf is w's lifecycle.
+func lifecycleOf(w *wire.Workspace) lifecycle {
+	if w.ExpireAction == wire.ExpireActionPause {
+		return lifecycle{OnTimeout: "pause"}
+	}
+	return lifecycle{OnTimeout: "kill"}
 }
 
 // gone reports whether w counts as killed for E2B: a terminating
@@ -142,14 +159,6 @@ func decode(r *http.Request, v any) error {
 // unsupported refuses the create fields Primer cannot honour, naming them.
 func (n *newSandbox) unsupported() error {
 	switch {
-	case n.AutoPause != nil && *n.AutoPause:
-		// A template's lifetime.idle_action pause pauses its workspaces
-		// at their idle deadline, but it is the template's, not settable
-		// per workspace, and E2B's autoPause is about the timeout, which
-		// deletes: saying so beats a sandbox that is gone when its caller
-		// expects it paused.
-		return errs.Field("autoPause", "autoPause: pausing at the timeout is not supported; the sandbox is deleted at its timeout "+
-			"(POST /sandboxes/{id}/pause pauses it; a template with lifetime.idle_action pause pauses its sandboxes when idle)")
 	case len(n.MCP) > 0 && string(n.MCP) != "null":
 		return errs.Field("mcp", "mcp: not supported")
 	case len(n.VolumeMounts) > 0:
@@ -191,8 +200,14 @@ func (d *Door) createSandbox(w http.ResponseWriter, r *http.Request, api *client
 	}
 	// envVars are the workspace's own env: secret, set under every command
 	// (/v1 exec, processes, the in-sandbox API's process.Start).
+	// autoPause: the timeout pauses the sandbox (its files kept) instead
+	// of killing it, and a connect resumes it: /v1's expire_action pause.
+	expire := ""
+	if req.AutoPause != nil && *req.AutoPause {
+		expire = wire.ExpireActionPause
+	}
 	made, err := api.Create(ctx, wire.CreateWorkspaceRequest{TemplateID: req.TemplateID, Labels: req.Metadata,
-		Env: req.EnvVars, Egress: egress, TTL: ttl.String()})
+		Env: req.EnvVars, Egress: egress, TTL: ttl.String(), ExpireAction: expire})
 	if err != nil {
 		if errs.FieldOf(err) == "egress" {
 			err = errs.Field("allow_internet_access", "allow_internet_access: false: %v", err)
@@ -286,7 +301,7 @@ func (d *Door) getSandbox(w http.ResponseWriter, r *http.Request, api *client.Cl
 		d.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, sandboxDetail{listedSandbox: d.listed(ws)})
+	writeJSON(w, http.StatusOK, sandboxDetail{listedSandbox: d.listed(ws), Lifecycle: lifecycleOf(ws)})
 }
 
 // killSandbox deletes the sandbox: 204, or 404 when there is none (to

@@ -54,6 +54,9 @@ type script struct {
 	// counted from the first probe, with idle_action pause (version
 	// vSnapshot).
 	idleAfter time.Duration
+	// pauseAtExpiry gives the expiry expire_action pause, with a
+	// max_expires_at an hour out (version vExpirePause).
+	pauseAtExpiry bool
 }
 
 // lifetime is the deadlines s reports; nil when it has none.
@@ -73,6 +76,10 @@ func (s *script) lifetime() *activities.Lifetime {
 	}
 	if s.idleAfter > 0 {
 		l.IdleDeadline = s.lifeFrom.Add(s.idleAfter)
+	}
+	if s.pauseAtExpiry {
+		l.ExpireAction = wire.ExpireActionPause
+		l.MaxExpiresAt = s.lifeFrom.Add(time.Hour)
 	}
 	return l
 }
@@ -725,6 +732,28 @@ func TestRecordHistories(t *testing.T) {
 		script: script{idleAfter: time.Second},
 		drive: func(t *testing.T, r *run) {
 			r.await(t, "paused", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhasePaused })
+			r.delete(t, "recorded")
+			if err := r.result(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		lastEvent: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+	}, recording{
+		// Version 1 of change expire_pause: expire_action pause. At its
+		// expiry the workspace is paused, not deleted; an extend and a
+		// resume (an E2B connect) bring it back; then a delete.
+		file:   "expire_pause_v1.json",
+		id:     "ws-expirepause",
+		script: script{expireAfter: time.Second, pauseAtExpiry: true},
+		drive: func(t *testing.T, r *run) {
+			r.await(t, "paused", func(st workflows.WorkspaceState) bool { return st.Phase == wire.PhasePaused })
+			f.mu.Lock()
+			f.scripts["ws-expirepause"].expireAfter = 30 * time.Minute
+			f.mu.Unlock()
+			r.send(t, workflows.SignalResume, workflows.ResumeSignal{Reason: "resumed by recorder"})
+			r.await(t, "running again", func(st workflows.WorkspaceState) bool {
+				return st.Phase == wire.PhaseRunning && st.Handle != nil && st.Handle.Attrs["paused"] == ""
+			})
 			r.delete(t, "recorded")
 			if err := r.result(); err != nil {
 				t.Fatal(err)

@@ -1370,6 +1370,7 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
+            expire_action?: string;
             labels?: {
                 [key: string]: string;
             };
@@ -1384,6 +1385,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             egress?: string;
+            expire_action?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;
@@ -2144,6 +2146,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             egress?: string;
+            expire_action?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;

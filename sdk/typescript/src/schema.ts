@@ -1371,6 +1371,7 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
+            expire_action?: string;
             labels?: {
                 [key: string]: string;
             };
@@ -1385,6 +1386,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             egress?: string;
+            expire_action?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;
@@ -2145,6 +2147,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             egress?: string;
+            expire_action?: string;
             /** Format: date-time */
             expires_at?: string | null;
             id: string;
