@@ -549,6 +549,8 @@ func (b *Backend) waitReady(ctx context.Context, id, url, token string) error {
 // Endpoint implements backend.Backend: it finds the pod and returns where
 // its runtime listens, or an Unavailable error saying why the pod does not
 // run (pending with the scheduler's reason, waiting for an image, gone).
+// While this process's Restore makes the pod again, it waits for the new
+// pod rather than report the old one's deletion (restore.go).
 func (b *Backend) Endpoint(ctx context.Context, h backend.Handle, token string) (backend.Endpoint, error) {
 	if err := b.checkHandle(h); err != nil {
 		return backend.Endpoint{}, err
