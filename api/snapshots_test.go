@@ -327,3 +327,35 @@ func TestPoolSnapshot(t *testing.T) {
 		t.Fatalf("pool = %+v, %v", p, err)
 	}
 }
+
+// TestDeleteSnapshotOfPool: a snapshot a pool fills from is not deleted:
+// 409 naming the pool, and the pool still fills from a ready snapshot;
+// once the pool is gone the delete goes ahead.
+func TestDeleteSnapshotOfPool(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	src := h.workspace(wire.PhaseRunning)
+	snap := &wire.Snapshot{ID: models.NewID("snap"), WorkspaceID: src.ID, TemplateID: src.TemplateID,
+		ProviderID: src.ProviderID, Backend: src.Backend, Mode: wire.SnapshotModeFilesystem}
+	if err := h.store.CreateSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.SetSnapshotReady(ctx, snap.ID, json.RawMessage(`{}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.store.CreatePool(ctx, &wire.Pool{ID: "from-snap", TemplateID: wire.DefaultTemplateID, Size: 1, SnapshotID: snap.ID}); err != nil {
+		t.Fatal(err)
+	}
+	h.do("DELETE", "/v1/snapshots/"+snap.ID, nil).expectError(t, 409, "conflict", "", "pool from-snap fills from it")
+	if got, err := h.store.GetSnapshot(ctx, snap.ID); err != nil || got.Phase != wire.SnapshotReady {
+		t.Fatalf("snapshot after the refused delete = %+v, %v; want ready", got, err)
+	}
+	if err := h.store.DeletePool(ctx, "from-snap"); err != nil {
+		t.Fatal(err)
+	}
+	var got wire.Snapshot
+	h.do("DELETE", "/v1/snapshots/"+snap.ID, nil).expect(t, 202).decode(t, &got)
+	if got.Phase != wire.SnapshotDeleting {
+		t.Fatalf("delete once no pool names it = %+v", got)
+	}
+}

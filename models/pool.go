@@ -39,6 +39,9 @@ func (s *Store) CreatePool(ctx context.Context, p *wire.Pool) error {
 		if err := lockTemplateOf(tx, p); err != nil {
 			return err
 		}
+		if err := lockSnapshotOf(tx, p); err != nil {
+			return err
+		}
 		return tx.Create(p).Error
 	})
 	return writeError(ctx, err, "pool", p.ID, "create")
@@ -81,6 +84,9 @@ func (s *Store) UpdatePool(ctx context.Context, p *wire.Pool) error {
 			return err
 		}
 		if err := lockTemplateOf(tx, p); err != nil {
+			return err
+		}
+		if err := lockSnapshotOf(tx, p); err != nil {
 			return err
 		}
 		err := tx.Model(&wire.Pool{}).Where("id = ?", p.ID).Updates(map[string]any{
@@ -243,6 +249,28 @@ func checkPool(p *wire.Pool) error {
 
 // lockTemplateOf locks p's template against deletion for the rest of tx;
 // NotFound (field template_id) if it does not exist.
+// lockSnapshotOf locks the snapshot p fills from (if any) against a
+// concurrent MarkSnapshotDeleting and refuses one being deleted: NotFound
+// or Conflict, naming the field snapshot_id.
+func lockSnapshotOf(tx *gorm.DB, p *wire.Pool) error {
+	if p.SnapshotID == "" {
+		return nil
+	}
+	var phases []string
+	if err := tx.Model(&wire.Snapshot{}).Clauses(forShare).Where("id = ?", p.SnapshotID).Pluck("phase", &phases).Error; err != nil {
+		return err
+	}
+	switch {
+	case len(phases) == 0:
+		return &errs.Error{Kind: errs.NotFound, Field: "snapshot_id",
+			Msg: fmt.Sprintf("pool %s: snapshot %s: not found", p.ID, p.SnapshotID)}
+	case phases[0] == wire.SnapshotDeleting:
+		return &errs.Error{Kind: errs.Conflict, Field: "snapshot_id",
+			Msg: fmt.Sprintf("pool %s: snapshot %s is being deleted", p.ID, p.SnapshotID)}
+	}
+	return nil
+}
+
 func lockTemplateOf(tx *gorm.DB, p *wire.Pool) error {
 	err := lockRow(tx, forShare, &wire.Template{}, "template", p.TemplateID)
 	if errs.Is(err, errs.NotFound) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -118,15 +119,33 @@ func (s *Store) SetSnapshotFailed(ctx context.Context, id, reason string) error 
 
 // MarkSnapshotDeleting moves a snapshot to phase deleting (from any phase)
 // and returns it as it now is; the capture is removed from its backend
-// after (DeleteSnapshot removes the row once it is). NotFound if absent.
+// after (DeleteSnapshot removes the row once it is). NotFound if absent;
+// Conflict, naming them, while pools fill from it: deleting it would leave
+// them unable to make a member. The snapshot's row is locked for the check
+// and the mark, and CreatePool and UpdatePool lock it too (lockSnapshotOf),
+// so a pool made meanwhile is either seen here or refused there.
 func (s *Store) MarkSnapshotDeleting(ctx context.Context, id, reason string) (*wire.Snapshot, error) {
-	res := s.w.WithContext(ctx).Model(&wire.Snapshot{}).Where("id = ?", id).
-		Updates(map[string]any{"phase": wire.SnapshotDeleting, "reason": reason})
-	if res.Error != nil {
-		return nil, writeError(ctx, res.Error, "snapshot", id, "mark deleting")
-	}
-	if res.RowsAffected == 0 {
-		return nil, errs.E(errs.NotFound, "snapshot %s: not found", id)
+	err := s.w.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := lockRow(tx, forUpdate, &wire.Snapshot{}, "snapshot", id); err != nil {
+			return err
+		}
+		var pools []string
+		if err := tx.Model(&wire.Pool{}).Where("snapshot_id = ?", id).Order("id").Pluck("id", &pools).Error; err != nil {
+			return err
+		}
+		switch len(pools) {
+		case 0:
+		case 1:
+			return errs.E(errs.Conflict, "snapshot %s: pool %s fills from it; delete the pool or change its snapshot_id first", id, pools[0])
+		default:
+			return errs.E(errs.Conflict, "snapshot %s: pools %s fill from it; delete them or change their snapshot_id first",
+				id, strings.Join(pools, ", "))
+		}
+		return tx.Model(&wire.Snapshot{}).Where("id = ?", id).
+			Updates(map[string]any{"phase": wire.SnapshotDeleting, "reason": reason}).Error
+	})
+	if err != nil {
+		return nil, writeError(ctx, err, "snapshot", id, "mark deleting")
 	}
 	return s.GetSnapshot(ctx, id)
 }
