@@ -278,15 +278,15 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 	if ws.PoolID == "" {
 		return ResetOutput{}, errs.E(errs.Invalid, "workspace %s: reset: not in a pool", id)
 	}
-	common, err := TemplateCommon(ctx, a.Store, ws.TemplateID)
+	tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
 	if err != nil {
-		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
+		return ResetOutput{}, errs.Within("workspace "+id+": reset: template "+ws.TemplateID, err)
 	}
 	cl, err := a.Connector.Client(ctx, ws)
 	if err != nil {
 		return ResetOutput{}, errs.Within("workspace "+id+": reset", err)
 	}
-	res, _, err := a.resetSandbox(ctx, cl, ws, common)
+	res, _, err := a.resetSandbox(ctx, cl, ws, tmpl)
 	if err != nil {
 		return ResetOutput{}, err
 	}
@@ -314,11 +314,16 @@ func (a *Activities) reset(ctx context.Context, in ResetInput) (ResetOutput, err
 
 // TemplateCommon reads the common part of a template's backend document.
 func TemplateCommon(ctx context.Context, store *models.Store, templateID string) (backend.Common, error) {
-	var common backend.Common
 	tmpl, err := store.GetTemplate(ctx, templateID)
 	if err != nil {
-		return common, fmt.Errorf("template %s: %w", templateID, err)
+		return backend.Common{}, fmt.Errorf("template %s: %w", templateID, err)
 	}
+	return CommonOf(tmpl)
+}
+
+// CommonOf decodes the common part of tmpl's backend document.
+func CommonOf(tmpl *wire.Template) (backend.Common, error) {
+	var common backend.Common
 	if len(tmpl.Backend) > 0 {
 		if err := json.Unmarshal(tmpl.Backend, &common); err != nil {
 			return common, errs.E(errs.Invalid, "template %s: backend: %w", tmpl.ID, err)

@@ -24,25 +24,38 @@ import (
 // process and empties the workspace root, and the template's files are
 // written and its init commands run again. The client returned is the one
 // to use from then on: cl's connection went with a sandbox made again.
-func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, *client.Client, error) {
+//
+// tmpl is ws's template as the caller read it, once per reset: the host
+// rule, the files and init, and the request a remake provisions with all
+// come from it.
+func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wire.Workspace, tmpl *wire.Template) (protocol.ResetResult, *client.Client, error) {
+	common, err := CommonOf(tmpl)
+	if err != nil {
+		return protocol.ResetResult{}, cl, errs.Within("workspace "+ws.ID+": reset", err)
+	}
 	// The template's files and init run again, from the template as it is
 	// now: the host rule holds here as at a provision.
-	if err := a.mayMakeWorkspace(ctx, ws); err != nil {
+	if err := a.mayMake(ctx, ws, tmpl); err != nil {
 		return protocol.ResetResult{}, cl, err
 	}
 	secrets := provisionSecrets(ws.RuntimeToken, common.Env)
-	rs, h, req, err := a.restorer(ctx, ws, common)
+	rs, h, req, err := a.restorer(ctx, ws, tmpl, common)
 	if err != nil {
 		return protocol.ResetResult{}, cl, RedactErr(err, secrets...)
 	}
-	remade := false
+	remade, running := false, 0
 	if rs != nil {
+		// A remake ends the old sandbox's processes without the runtime's
+		// reset, which is what counts them: count them first, so a return
+		// reports what it killed either way.
+		running = a.runningProcs(ctx, cl, ws.ID)
 		if remade, err = rs.Restore(ctx, h, req); err != nil {
 			return protocol.ResetResult{}, cl, RedactErr(errs.Within("workspace "+ws.ID+": reset: restore", err), secrets...)
 		}
 	}
 	var res protocol.ResetResult
 	if remade {
+		res.Killed = running
 		a.Connector.Drop(ws.ID)
 		if cl, err = a.waitRuntime(ctx, ws, h); err != nil {
 			return res, nil, RedactErr(err, secrets...)
@@ -67,11 +80,30 @@ func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wi
 	return res, cl, nil
 }
 
+// runningProcs counts the processes ws's runtime started (proc.start) that
+// still run; an exec still streaming is not among them. It is what a remade
+// sandbox's reset reports as killed. A runtime that cannot say counts 0:
+// the count is only reported, and the reset goes on.
+func (a *Activities) runningProcs(ctx context.Context, cl *client.Client, id string) int {
+	procs, err := cl.ProcList(ctx)
+	if err != nil {
+		a.logger().Warn("list the sandbox's processes before a reset", "workspace_id", id, "error", err)
+		return 0
+	}
+	n := 0
+	for _, p := range procs {
+		if p.Running {
+			n++
+		}
+	}
+	return n
+}
+
 // restorer returns ws's backend as a Restorer, with the workspace's handle
-// and the request its sandbox was provisioned with (the template as it is
-// now, the workspace's snapshot), or a nil Restorer when the backend
-// restores the workspace only.
-func (a *Activities) restorer(ctx context.Context, ws *wire.Workspace, common backend.Common) (backend.Restorer, backend.Handle, backend.ProvisionRequest, error) {
+// and the request its sandbox was provisioned with (tmpl, the template as
+// it is now, and the workspace's snapshot), or a nil Restorer when the
+// backend restores the workspace only.
+func (a *Activities) restorer(ctx context.Context, ws *wire.Workspace, tmpl *wire.Template, common backend.Common) (backend.Restorer, backend.Handle, backend.ProvisionRequest, error) {
 	var req backend.ProvisionRequest
 	b, err := BackendFor(ctx, a.Store, a.Backends, ws)
 	if err != nil {
@@ -87,10 +119,6 @@ func (a *Activities) restorer(ctx context.Context, ws *wire.Workspace, common ba
 	}
 	if !ok {
 		return nil, backend.Handle{}, req, errs.E(errs.Precondition, "workspace %s: reset: not provisioned yet", ws.ID)
-	}
-	tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
-	if err != nil {
-		return nil, backend.Handle{}, req, fmt.Errorf("workspace %s: reset: template: %w", ws.ID, err)
 	}
 	doc, err := backend.WithEgress(tmpl.Backend, ws)
 	if err != nil {

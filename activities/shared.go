@@ -15,11 +15,12 @@ import (
 // registers every exported method of Activities as an activity.
 
 // ResetSandbox makes ws's sandbox as it was when provisioned, as a pool
-// return does: an eval case on a reused workspace starts from there. The
-// client it returns is the one to use after it: a sandbox made again has a
-// new runtime, and cl's connection went with the old one.
-func ResetSandbox(ctx context.Context, a *Activities, cl *client.Client, ws *wire.Workspace, common backend.Common) (protocol.ResetResult, *client.Client, error) {
-	return a.resetSandbox(ctx, cl, ws, common)
+// return does: an eval case on a reused workspace starts from there. tmpl
+// is ws's template as the caller read it (CommonOf decodes its common
+// part). The client it returns is the one to use after it: a sandbox made
+// again has a new runtime, and cl's connection went with the old one.
+func ResetSandbox(ctx context.Context, a *Activities, cl *client.Client, ws *wire.Workspace, tmpl *wire.Template) (protocol.ResetResult, *client.Client, error) {
+	return a.resetSandbox(ctx, cl, ws, tmpl)
 }
 
 // HostKind is the host backend ws would be made on from tmpl, or "" (see

@@ -246,13 +246,20 @@ func (a *Activities) execCase(ctx context.Context, wsID string, c eval.Case, res
 		return x, nil
 	}
 	if reset {
-		common, err := activities.TemplateCommon(ctx, a.Store, ws.TemplateID)
+		// The template is read once per reset: its init budget here, the
+		// rest of the reset from the same row.
+		tmpl, err := a.Store.GetTemplate(ctx, ws.TemplateID)
+		if err != nil {
+			x.infra = errs.Within("workspace "+wsID+": reset: template "+ws.TemplateID, err)
+			return x, nil
+		}
+		common, err := activities.CommonOf(tmpl)
 		if err != nil {
 			x.infra = errs.Within("workspace "+wsID+": reset", err)
 			return x, nil
 		}
 		rctx, cancel := context.WithTimeout(ctx, caseOpTimeout+activities.InitBudget(a.Workspaces, common))
-		_, cl, err = activities.ResetSandbox(rctx, a.Workspaces, cl, ws, common)
+		_, cl, err = activities.ResetSandbox(rctx, a.Workspaces, cl, ws, tmpl)
 		cancel()
 		if err != nil {
 			x.infra = err
