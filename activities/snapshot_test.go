@@ -253,7 +253,9 @@ func TestProvisionFromUnreadySnapshot(t *testing.T) {
 		t.Run(tt.snap, func(t *testing.T) {
 			id := "ws-" + tt.snap
 			r.workspaceFrom(t, id, `{"kind":"memory"}`, tt.snap)
-			cctx, cancel := context.WithTimeout(ctx, 2*snapshotPoll)
+			// The creating one is read a few times before the deadline;
+			// the others fail at the first read, however slow.
+			cctx, cancel := context.WithTimeout(ctx, 5*snapshotPoll)
 			defer cancel()
 			_, err := r.a.provision(cctx, id, false, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {

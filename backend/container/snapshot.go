@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -177,15 +178,27 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 		}
 		return b.snapshotTaken(ctx, id, snapID, start)
 	}
-	stage, err := b.cli.ContainerCommit(ctx, info.ID, dcontainer.CommitOptions{
-		Comment: "primer snapshot " + snapID + " of " + id + " (root filesystem)",
-		Pause:   true,
-		Changes: changes,
-		// Podman's commit needs a body.
-		Config: &dcontainer.Config{Entrypoint: []string{RuntimePath}},
-	})
-	if err != nil {
-		return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: commit container", id, snapID)
+	// The staging container starts from the container's root filesystem:
+	// a commit of it, or, when nothing changed outside the workspace (the
+	// overlay upper directory, read on this host, says so in
+	// microseconds), the image it runs, which spares a commit of nothing
+	// (0.3 to 0.6 s on a loaded engine, a sixth of the capture). The env
+	// values and labels a first commit would set are then set by the last.
+	stageImage, lastChanges := "", []string(nil)
+	if cs, ok := b.upperChanges(info, workdir); ok && len(cs) == 0 {
+		stageImage, lastChanges = info.Image, changes
+	} else {
+		stage, err := b.cli.ContainerCommit(ctx, info.ID, dcontainer.CommitOptions{
+			Comment: "primer snapshot " + snapID + " of " + id + " (root filesystem)",
+			Pause:   true,
+			Changes: changes,
+			// Podman's commit needs a body.
+			Config: &dcontainer.Config{Entrypoint: []string{RuntimePath}},
+		})
+		if err != nil {
+			return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: commit container", id, snapID)
+		}
+		stageImage = stage.ID
 	}
 	committed := time.Now()
 
@@ -203,13 +216,19 @@ func (b *Backend) Snapshot(ctx context.Context, h backend.Handle, req backend.Sn
 			b.logger.Warn("snapshot staging container not removed", "snapshot_id", snapID, "err", err)
 		}
 	}()
-	if err := b.stageWorkspace(ctx, id, snapID, stage.ID, workdir, labels); err != nil {
+	stageLabels := maps.Clone(info.Config.Labels)
+	if stageLabels == nil {
+		stageLabels = map[string]string{}
+	}
+	maps.Copy(stageLabels, labels)
+	if err := b.stageWorkspace(ctx, id, snapID, stageImage, workdir, info.Config.WorkingDir, stageLabels); err != nil {
 		return backend.SnapshotRef{}, err
 	}
 	copied := time.Now()
 	if _, err := b.cli.ContainerCommit(ctx, stagingName(snapID), dcontainer.CommitOptions{
 		Reference: ref,
 		Comment:   "primer snapshot " + snapID + " of " + id,
+		Changes:   lastChanges,
 		Config:    &dcontainer.Config{Entrypoint: []string{RuntimePath}},
 	}); err != nil {
 		return backend.SnapshotRef{}, b.engineErr(err, "workspace %s: snapshot %s: commit snapshot image", id, snapID)
@@ -293,19 +312,25 @@ func baseEnv(img image.InspectResponse) []string {
 const snapshotSource = "/.primer/snapshot-source"
 
 // stageWorkspace copies the workspace volume's files into the root
-// filesystem of a staging container of the committed image, at workdir,
-// with `cp -a` run in it: the engine's archive API would carry them through
-// the platform, and Podman's gives every file it reads the caller's owner.
-// The container has the workspace's hardening and no network; the volume is
-// mounted read-only.
-func (b *Backend) stageWorkspace(ctx context.Context, id, snapID, stageImage, workdir string, labels map[string]string) error {
+// filesystem of a staging container of stageImage, at workdir (made when
+// the image lacks it, as the engine made it for the volume's mount point),
+// with `cp -a` run in it. The container has the workspace's labels and
+// working directory, which its commit keeps, the workspace's hardening
+// and no network; the volume is mounted read-only. The engine's archive
+// API instead (the workdir's archive from the workspace container into a
+// staging container never started) carries the files through the
+// platform, and was slower on Docker than this start and copy (3.8 s
+// against 3.2 s for 100 MiB at load 12); Podman's gives every file it
+// writes the caller's owner.
+func (b *Backend) stageWorkspace(ctx context.Context, id, snapID, stageImage, workdir, wd string, labels map[string]string) error {
 	pids := int64(64)
 	staging, err := b.cli.ContainerCreate(ctx,
 		&dcontainer.Config{
 			Image:      stageImage,
 			User:       "0:0",
-			Entrypoint: []string{"sh", "-c", `cp -a "$0"/. "$1"/`, snapshotSource, workdir},
+			Entrypoint: []string{"sh", "-c", `mkdir -p "$1" && cp -a "$0"/. "$1"/`, snapshotSource, workdir},
 			Cmd:        []string{},
+			WorkingDir: wd,
 			Labels:     labels,
 		},
 		&dcontainer.HostConfig{

@@ -10,6 +10,7 @@ import (
 	"github.com/primerhq/primer/backend/backendtest"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/runtime/protocol"
 )
 
 // TestSnapshotImage checks what the conformance suite cannot see of a
@@ -120,6 +121,58 @@ func TestSnapshotImage(t *testing.T) {
 		c := backendtest.Dial(ctx, t, b, rh, token)
 		if err := c.Ping(ctx); err != nil {
 			t.Errorf("ping after resume: %v", err)
+		}
+	})
+}
+
+// TestSnapshotWorkspaceOnly: a sandbox that changed nothing outside its
+// workspace is captured without a commit of its root filesystem (on
+// Docker, where the overlay upper directory is read, the snapshot image's
+// parent is the image the container runs, not a commit of it), and a
+// sandbox made from the snapshot has the workspace as it was: names,
+// modes, owners, a link, contents, and the workdir's own mode.
+func TestSnapshotWorkspaceOnly(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		b := containertest.Backend(t, e)
+		run := func(h backend.Handle, token, script string) string {
+			t.Helper()
+			c := backendtest.Dial(ctx, t, b, h, token)
+			defer c.Close()
+			res, err := c.Exec(ctx, protocol.ExecRequest{Args: []string{"sh", "-c", script}}, nil, nil)
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("exec %q: %v, %+v", script, err, res)
+			}
+			return string(res.Stdout)
+		}
+		h, token := provisionBusybox(ctx, t, b, "", nil)
+		run(h, token, "mkdir -p d/e && echo hi > d/e/f && chmod 640 d/e/f && chown 1000:1001 d/e && chmod 750 d && ln -s e/f d/l && chmod 770 .")
+		const fingerprint = "stat -c '%n %a %u %g %s %F' . d d/e d/e/f d/l && readlink d/l && cat d/e/f"
+		want := run(h, token, fingerprint)
+
+		ref, err := b.Snapshot(ctx, h, backend.SnapshotRequest{SnapshotID: backendtest.NewSnapshotID(t), Mode: backend.SnapshotFilesystem})
+		if err != nil {
+			t.Fatalf("snapshot: %v", err)
+		}
+		t.Cleanup(func() { _ = b.DeleteSnapshot(context.Background(), ref) })
+		if e.Name == container.EngineDocker {
+			img, err := b.Client().ImageInspect(ctx, ref.Ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := b.Client().ContainerInspect(ctx, container.Name(h.WorkspaceID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if img.Parent != info.Image {
+				t.Errorf("snapshot image's parent = %s, want the container's image %s (its unchanged root filesystem was committed)", img.Parent, info.Image)
+			}
+		}
+
+		ch, ctoken := provisionBusybox(ctx, t, b, "", &ref)
+		if got := run(ch, ctoken, fingerprint); got != want {
+			t.Errorf("sandbox from the snapshot has\n%s\nwant\n%s", got, want)
 		}
 	})
 }
