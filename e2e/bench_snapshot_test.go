@@ -11,7 +11,9 @@ import (
 
 	dcontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
+	dnetwork "github.com/docker/docker/api/types/network"
 	dclient "github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
 	"github.com/docker/go-units"
 
 	"github.com/primerhq/primer/backend"
@@ -116,39 +118,24 @@ func TestBenchSnapshot(t *testing.T) {
 		}
 		return d, nil
 	}
-	rawFork := func() (time.Duration, error) {
-		tag := fmt.Sprintf("%sfork:%d", rawPrefix, time.Now().UnixNano())
-		start := time.Now()
-		if _, err := cli.ContainerCommit(ctx, rawSrc, dcontainer.CommitOptions{Reference: tag, Pause: true, Config: &dcontainer.Config{}}); err != nil {
-			return 0, err
-		}
-		rawCommits = append(rawCommits, time.Since(start))
-		defer cli.ImageRemove(context.WithoutCancel(ctx), tag, image.RemoveOptions{Force: true})
-		errList := make([]error, n)
-		names := make([]string, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			names[i] = fmt.Sprintf("%sfork-%d-%d", rawPrefix, time.Now().UnixNano(), i)
-			wg.Go(func() {
-				if errList[i] = rawRun(ctx, cli, names[i], tag); errList[i] == nil {
-					errList[i] = engineExec(ctx, cli, names[i], []string{"test", "-s", "/changed/f100"})
-				}
-			})
-		}
-		wg.Wait()
-		d := time.Since(start)
-		for i := range n {
-			rawRemove(ctx, cli, names[i])
-			if errList[i] != nil {
-				return 0, errList[i]
-			}
-		}
-		return d, nil
+	// A second raw baseline starts its containers as a workspace's start
+	// asks the engine to: on a user bridge network with the runtime's
+	// port published. It shows what of the fork's time is the engine's
+	// for that network setup, which `docker run` on the default bridge
+	// without a port does not ask for.
+	rawNet := rawPrefix + "net"
+	_ = cli.NetworkRemove(ctx, rawNet) // a killed run's
+	if _, err := cli.NetworkCreate(ctx, rawNet, dnetwork.CreateOptions{Driver: "bridge"}); err != nil {
+		t.Fatal(err)
 	}
+	var rawNetForks []time.Duration
+	rawFork := func() (time.Duration, error) { return rawForkOn(ctx, cli, rawSrc, n, "", &rawCommits) }
+	rawForkNet := func() (time.Duration, error) { return rawForkOn(ctx, cli, rawSrc, n, rawNet, nil) }
 	var forks, rawForks []time.Duration
 	for range runs {
 		forks = append(forks, timeOwn(t, 1, fork)...)
 		rawForks = append(rawForks, timeOwn(t, 1, rawFork)...)
+		rawNetForks = append(rawNetForks, timeOwn(t, 1, rawForkNet)...)
 	}
 
 	// Pause and resume, ours and raw taking turns.
@@ -204,6 +191,8 @@ func TestBenchSnapshot(t *testing.T) {
 	rows := []row{
 		{name: fmt.Sprintf("fork %d (100 MiB changed) to all answering exec", n), target: "<= 1.2x raw and < 3 s", samples: forks,
 			baseName: fmt.Sprintf("commit + %d x run + exec", n), baseline: rawForks, limit: 3 * time.Second},
+		{name: fmt.Sprintf("fork %d, against raw on a user network with a published port", n), target: "(shown)", samples: forks,
+			baseName: fmt.Sprintf("commit + %d x run (network, port) + exec", n), baseline: rawNetForks},
 		{name: "of which the snapshot (commit, workspace files, commit)", target: "(shown)", samples: snaps, baseName: "commit", baseline: rawCommits},
 		{name: "resume to first exec", target: "p50 < 1 s", samples: resumes, baseName: "start + exec", baseline: rawStarts, limit: time.Second},
 		{name: "pause", target: "(shown)", samples: pauses, baseName: "stop", baseline: rawStops},
@@ -233,11 +222,23 @@ func execOK(ctx context.Context, c *rtclient.Client, script string) error {
 // rawRun creates and starts a container of img kept alive by sleep, with
 // no volume: what `docker run -d img sleep` makes.
 func rawRun(ctx context.Context, cli *dclient.Client, name, img string) error {
+	return rawRunOn(ctx, cli, name, img, "")
+}
+
+// rawRunOn is rawRun on network (none: the default bridge), with a port
+// published on 127.0.0.1 when it names one, as a workspace's is.
+func rawRunOn(ctx context.Context, cli *dclient.Client, name, img, network string) error {
 	cfg := &dcontainer.Config{Image: img, Entrypoint: []string{"sleep"}, Cmd: []string{"3600"}}
 	hc := &dcontainer.HostConfig{Resources: dcontainer.Resources{Ulimits: []*units.Ulimit{
 		{Name: "nofile", Soft: 8192, Hard: 8192},
 		{Name: "nproc", Soft: 16384, Hard: 16384},
 	}}}
+	if network != "" {
+		port := nat.Port("7777/tcp")
+		cfg.ExposedPorts = nat.PortSet{port: {}}
+		hc.NetworkMode = dcontainer.NetworkMode(network)
+		hc.PortBindings = nat.PortMap{port: {{HostIP: "127.0.0.1"}}}
+	}
 	if _, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, name); err != nil {
 		return fmt.Errorf("raw %s: create container: %w", name, err)
 	}
@@ -247,6 +248,41 @@ func rawRun(ctx context.Context, cli *dclient.Client, name, img string) error {
 	return nil
 }
 
+// rawForkOn commits the raw source container src and runs n containers
+// of the image at once (on network, see rawRunOn) until each answers an
+// engine exec; the commit's time is added to commits when given.
+func rawForkOn(ctx context.Context, cli *dclient.Client, src string, n int, network string, commits *[]time.Duration) (time.Duration, error) {
+	tag := fmt.Sprintf("%sfork:%d", rawPrefix, time.Now().UnixNano())
+	start := time.Now()
+	if _, err := cli.ContainerCommit(ctx, src, dcontainer.CommitOptions{Reference: tag, Pause: true, Config: &dcontainer.Config{}}); err != nil {
+		return 0, err
+	}
+	if commits != nil {
+		*commits = append(*commits, time.Since(start))
+	}
+	defer cli.ImageRemove(context.WithoutCancel(ctx), tag, image.RemoveOptions{Force: true})
+	errList := make([]error, n)
+	names := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		names[i] = fmt.Sprintf("%sfork-%d-%d", rawPrefix, time.Now().UnixNano(), i)
+		wg.Go(func() {
+			if errList[i] = rawRunOn(ctx, cli, names[i], tag, network); errList[i] == nil {
+				errList[i] = engineExec(ctx, cli, names[i], []string{"test", "-s", "/changed/f100"})
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	for i := range n {
+		rawRemove(ctx, cli, names[i])
+		if errList[i] != nil {
+			return 0, errList[i]
+		}
+	}
+	return d, nil
+}
+
 // rawCleanup removes the raw baselines' containers.
 func rawCleanup(cli *dclient.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -254,4 +290,5 @@ func rawCleanup(cli *dclient.Client) {
 	for _, name := range []string{rawPrefix + "fork-src", rawPrefix + "pause"} {
 		_ = cli.ContainerRemove(ctx, name, dcontainer.RemoveOptions{Force: true})
 	}
+	_ = cli.NetworkRemove(ctx, rawPrefix+"net")
 }
