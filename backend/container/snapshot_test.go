@@ -165,8 +165,12 @@ func TestSnapshotWorkspaceOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if img.Parent != info.Image {
-				t.Errorf("snapshot image's parent = %s, want the container's image %s (its unchanged root filesystem was committed)", img.Parent, info.Image)
+			// Parent is deprecated in the API's types, yet it is what the
+			// engine still records for an image committed or built here,
+			// and the only field that names the image a commit was made on.
+			//lint:ignore SA1019 see above
+			if parent := img.Parent; parent != info.Image {
+				t.Errorf("snapshot image's parent = %s, want the container's image %s (its unchanged root filesystem was committed)", parent, info.Image)
 			}
 		}
 
