@@ -150,7 +150,13 @@ func TestBenchSnapshot(t *testing.T) {
 	if err := rawRun(ctx, cli, rawP, containertest.BusyboxImage); err != nil {
 		t.Fatal(err)
 	}
-	var pauses, resumes, rawStops, rawStarts []time.Duration
+	// The second raw container starts as a workspace's does: on a user
+	// network with a port published.
+	rawPN := rawPrefix + "pause-net"
+	if err := rawRunOn(ctx, cli, rawPN, containertest.BusyboxImage, rawNet); err != nil {
+		t.Fatal(err)
+	}
+	var pauses, resumes, rawStops, rawStarts, rawNetStarts []time.Duration
 	for range 10 {
 		start := time.Now()
 		h, err := b.Pause(ctx, pw, backend.SnapshotFilesystem)
@@ -186,6 +192,20 @@ func TestBenchSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 		rawStarts = append(rawStarts, time.Since(start))
+
+		// Not measured: killed at once (sleep ignores SIGTERM).
+		kill := 0
+		if err := cli.ContainerStop(ctx, rawPN, dcontainer.StopOptions{Timeout: &kill}); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		if err := cli.ContainerStart(ctx, rawPN, dcontainer.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := engineExec(ctx, cli, rawPN, []string{"true"}); err != nil {
+			t.Fatal(err)
+		}
+		rawNetStarts = append(rawNetStarts, time.Since(start))
 	}
 
 	rows := []row{
@@ -195,6 +215,7 @@ func TestBenchSnapshot(t *testing.T) {
 			baseName: fmt.Sprintf("commit + %d x run (network, port) + exec", n), baseline: rawNetForks},
 		{name: "of which the snapshot (commit, workspace files, commit)", target: "(shown)", samples: snaps, baseName: "commit", baseline: rawCommits},
 		{name: "resume to first exec", target: "p50 < 1 s", samples: resumes, baseName: "start + exec", baseline: rawStarts, limit: time.Second},
+		{name: "resume, against raw on a user network with a published port", target: "(shown)", samples: resumes, baseName: "start (network, port) + exec", baseline: rawNetStarts},
 		{name: "pause", target: "(shown)", samples: pauses, baseName: "stop", baseline: rawStops},
 	}
 	printTable(t, "Snapshots, fork and pause on "+e.Name+" (backend level)", rows)
@@ -287,7 +308,7 @@ func rawForkOn(ctx context.Context, cli *dclient.Client, src string, n int, netw
 func rawCleanup(cli *dclient.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, name := range []string{rawPrefix + "fork-src", rawPrefix + "pause"} {
+	for _, name := range []string{rawPrefix + "fork-src", rawPrefix + "pause", rawPrefix + "pause-net"} {
 		_ = cli.ContainerRemove(ctx, name, dcontainer.RemoveOptions{Force: true})
 	}
 	_ = cli.NetworkRemove(ctx, rawPrefix+"net")
