@@ -575,18 +575,37 @@ func TestPool(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A changed token redials and closes the old client.
+	// A token the runtime refuses leaves the connection made with its
+	// own token standing, and the pool's: a caller holding a stale token
+	// (a row read before a re-attach) cannot cut the connection another
+	// caller is using.
 	if _, err := p.Get(ctx, "ws-1", e.URL, "wrong"); !errs.Is(err, errs.Forbidden) {
 		t.Fatalf("Get with wrong token = %v", err)
 	}
 	select {
 	case <-c2.Done():
+		t.Fatal("the live client was closed by a Get with a refused token")
 	default:
-		t.Fatal("old client not closed when the token changed")
 	}
-	c3, err := p.Get(ctx, "ws-1", e.URL, runtimetest.Token)
+	if err := c2.Ping(ctx); err != nil {
+		t.Fatalf("the live client after a refused token: %v", err)
+	}
+	if c, ok := p.Live("ws-1", runtimetest.Token); !ok || c != c2 {
+		t.Fatalf("Live after a refused token = %p, %v; want the standing client %p", c, ok, c2)
+	}
+	if c, err := p.Get(ctx, "ws-1", e.URL, runtimetest.Token); err != nil || c != c2 {
+		t.Fatalf("Get after a refused token = %p, %v; want the standing client %p", c, err, c2)
+	}
+
+	// A changed url redials and closes the old client.
+	other := runtimetest.Start(t, server.Config{})
+	c3, err := p.Get(ctx, "ws-1", other.URL, runtimetest.Token)
 	if err != nil || c3 == c2 {
-		t.Fatalf("Get after failed dial = %v", err)
+		t.Fatalf("Get at another url = %p, %v; want a new client", c3, err)
+	}
+	<-c2.Done()
+	if err := c3.Ping(ctx); err != nil {
+		t.Fatal(err)
 	}
 
 	// Keys are independent; Drop closes.

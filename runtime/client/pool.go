@@ -26,14 +26,23 @@ type poolEntry struct {
 	ready      chan struct{} // closed when the dial ended
 	client     *Client
 	err        error
+	// prev is the live entry this dial would replace: one made with
+	// another token to the same url. It stays open, and is what its
+	// token's callers get, until this dial succeeds; if the runtime
+	// refuses this token, prev is the pool's entry again. So a caller
+	// holding a stale token (a workspace row read before a re-attach
+	// stored the runtime's own) cannot cut the connection others use.
+	prev *poolEntry
 }
 
 // NewPool returns an empty pool.
 func NewPool() *Pool { return &Pool{entries: map[string]*poolEntry{}} }
 
 // Get returns the live client for key. It dials when there is none, when
-// the connection died, or when url or token changed (the old client is
-// closed). Concurrent Gets for one key share one dial.
+// the connection died, or when url or token changed: the old client is
+// closed when the url changed, and on a token change once the runtime has
+// taken the new token (a refused one leaves the old connection the pool's).
+// Concurrent Gets for one key share one dial.
 func (p *Pool) Get(ctx context.Context, key, url, token string) (*Client, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -41,14 +50,25 @@ func (p *Pool) Get(ctx context.Context, key, url, token string) (*Client, error)
 		return nil, errPoolClosed(url)
 	}
 	e := p.entries[key]
+	if e != nil && e.prev != nil && e.prev.live(url, token) {
+		// Another token is being tried; this one's connection still
+		// stands.
+		c := e.prev.client
+		p.mu.Unlock()
+		return c, nil
+	}
+	var prev *poolEntry
 	if e != nil && (e.url != url || e.token != token || e.dead()) {
-		if e.finished() && e.client != nil {
+		switch {
+		case e.url == url && e.live(e.url, e.token):
+			prev = e
+		case e.finished() && e.client != nil:
 			_ = e.client.Close()
 		}
 		e = nil
 	}
 	if e == nil {
-		e = &poolEntry{url: url, token: token, ready: make(chan struct{})}
+		e = &poolEntry{url: url, token: token, ready: make(chan struct{}), prev: prev}
 		p.entries[key] = e
 		go p.dial(ctx, key, e)
 	}
@@ -72,7 +92,10 @@ func (p *Pool) Live(key, token string) (*Client, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.entries[key]
-	if e == nil || e.token != token || !e.finished() || e.err != nil || e.client == nil || e.dead() {
+	if e != nil && e.prev != nil && e.prev.live(e.prev.url, token) {
+		return e.prev.client, true
+	}
+	if e == nil || !e.live(e.url, token) {
 		return nil, false
 	}
 	return e.client, true
@@ -86,7 +109,14 @@ func (p *Pool) dial(ctx context.Context, key string, e *poolEntry) {
 	defer p.mu.Unlock()
 	defer close(e.ready)
 	wanted := !p.closed && p.entries[key] == e
+	prev := e.prev
+	e.prev = nil
 	switch {
+	case err != nil && wanted && prev != nil && !prev.dead():
+		// The runtime refused this token, not the connection that
+		// stands: it stays the pool's.
+		p.entries[key] = prev
+		prev = nil
 	case err != nil:
 		// A failed dial is not cached: the next Get tries again.
 		if wanted {
@@ -96,6 +126,10 @@ func (p *Pool) dial(ctx context.Context, key string, e *poolEntry) {
 		// Dropped, replaced or closed while dialing.
 		_ = c.Close()
 		c, err = nil, errs.E(errs.Unavailable, "runtime %s: dial: connection dropped from the pool", e.url)
+	}
+	if prev != nil && prev.client != nil && p.entries[key] != prev {
+		// Replaced by this dial, or left behind by a drop or a newer Get.
+		_ = prev.client.Close()
 	}
 	e.client, e.err = c, err
 }
@@ -107,6 +141,11 @@ func (e *poolEntry) finished() bool {
 	default:
 		return false
 	}
+}
+
+// live reports a finished dial to url with token whose connection stands.
+func (e *poolEntry) live(url, token string) bool {
+	return e.url == url && e.token == token && e.finished() && e.err == nil && e.client != nil && !e.dead()
 }
 
 // dead reports a finished dial whose connection is gone.
@@ -130,9 +169,16 @@ func (p *Pool) Drop(key string) {
 	p.mu.Lock()
 	e := p.entries[key]
 	delete(p.entries, key)
+	var prev *poolEntry
+	if e != nil {
+		prev, e.prev = e.prev, nil
+	}
 	p.mu.Unlock()
 	if e != nil && e.finished() && e.client != nil {
 		_ = e.client.Close()
+	}
+	if prev != nil && prev.client != nil {
+		_ = prev.client.Close()
 	}
 }
 
@@ -142,9 +188,21 @@ func (p *Pool) Close() {
 	p.closed = true
 	entries := p.entries
 	p.entries = map[string]*poolEntry{}
+	var prevs []*poolEntry
+	for _, e := range entries {
+		if e.prev != nil {
+			prevs = append(prevs, e.prev)
+			e.prev = nil
+		}
+	}
 	p.mu.Unlock()
 	for _, e := range entries {
 		if e.finished() && e.client != nil {
+			_ = e.client.Close()
+		}
+	}
+	for _, e := range prevs {
+		if e.client != nil {
 			_ = e.client.Close()
 		}
 	}
