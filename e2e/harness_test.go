@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend/container/containertest"
 	"github.com/primerhq/primer/cli"
 	"github.com/primerhq/primer/internal/testenv"
 	"github.com/primerhq/primer/worker"
@@ -109,6 +110,9 @@ func startPrimerLog(t *testing.T, logTo io.Writer, opts ...option) *primer {
 		o(&p.cfg)
 	}
 	p.logTo = logTo
+	// Cleanups run last first: the platform stops, then what its
+	// installation left on the engines goes.
+	t.Cleanup(p.removeLeftovers)
 	t.Cleanup(p.stop)
 	addr, tport := p.cfg.Addr, p.cfg.TemporalPort
 	for try := 1; ; try++ {
@@ -176,6 +180,23 @@ func (p *primer) stop() {
 	p.stopped = true
 	if err := p.srv.Stop(); err != nil {
 		p.t.Logf("stop primer: %v", err)
+	}
+}
+
+// removeLeftovers removes the containers and volumes the platform's
+// installation still has on the engines once it stopped (workspaces a test
+// did not delete), and logs their names: CI runs had left running
+// workspace containers behind, with nothing to say which test made them.
+func (p *primer) removeLeftovers() {
+	if p.srv == nil {
+		return
+	}
+	removed, err := containertest.RemoveInstallation(p.srv.Installation())
+	if len(removed) > 0 {
+		p.t.Logf("removed what this test's platform left on the engines: %s", strings.Join(removed, ", "))
+	}
+	if err != nil {
+		p.t.Logf("remove what this test's platform left on the engines: %v", err)
 	}
 }
 

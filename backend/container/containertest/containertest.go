@@ -22,6 +22,8 @@ import (
 	dcontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/volume"
+	dockerclient "github.com/docker/docker/client"
 
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/internal/testenv"
@@ -248,4 +250,58 @@ func SnapshotObjects(t testing.TB, b *container.Backend, snapID string) []string
 		out = append(out, "container "+strings.Join(c.Names, ","))
 	}
 	return out
+}
+
+// RemoveInstallation removes, from every engine that answers, the
+// containers (with their anonymous volumes) and the volumes labelled as
+// installation's, and names what it removed. A test platform that stopped
+// with workspaces still running leaves them so; removing them at its end
+// keeps them from piling up across runs, and the names say which test
+// leaked them.
+func RemoveInstallation(installation string) ([]string, error) {
+	if installation == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var removed []string
+	var errsSeen []string
+	for _, e := range Known() {
+		if ping(e.Socket) != nil {
+			continue
+		}
+		cli, err := dockerclient.NewClientWithOpts(dockerclient.WithHost("unix://"+e.Socket), dockerclient.WithAPIVersionNegotiation())
+		if err != nil {
+			errsSeen = append(errsSeen, e.Name+": "+err.Error())
+			continue
+		}
+		f := filters.NewArgs(filters.Arg("label", container.LabelInstallation+"="+installation))
+		cs, err := cli.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: f})
+		if err != nil {
+			errsSeen = append(errsSeen, e.Name+": list containers: "+err.Error())
+		}
+		for _, c := range cs {
+			if err := cli.ContainerRemove(ctx, c.ID, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+				errsSeen = append(errsSeen, e.Name+": remove container: "+err.Error())
+				continue
+			}
+			removed = append(removed, e.Name+" container "+strings.Join(c.Names, ","))
+		}
+		vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+		if err != nil {
+			errsSeen = append(errsSeen, e.Name+": list volumes: "+err.Error())
+		}
+		for _, v := range vs.Volumes {
+			if err := cli.VolumeRemove(ctx, v.Name, true); err != nil {
+				errsSeen = append(errsSeen, e.Name+": remove volume: "+err.Error())
+				continue
+			}
+			removed = append(removed, e.Name+" volume "+v.Name)
+		}
+		_ = cli.Close()
+	}
+	if len(errsSeen) > 0 {
+		return removed, fmt.Errorf("%s", strings.Join(errsSeen, "; "))
+	}
+	return removed, nil
 }
