@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,14 @@ import (
 // file operations: it answers read.range and write.range as such a
 // runtime does ("unknown op") and passes every other frame through.
 func oldRuntime(t *testing.T, upstream string) (url string, refused *atomic.Int64) {
+	t.Helper()
+	return runtimeWithout(t, upstream, protocol.OpReadRange, protocol.OpWriteRange)
+}
+
+// runtimeWithout stands in front of a runtime as one from before ops: it
+// answers them as such a runtime does ("unknown op") and passes every
+// other frame through.
+func runtimeWithout(t *testing.T, upstream string, ops ...string) (url string, refused *atomic.Int64) {
 	t.Helper()
 	refused = new(atomic.Int64)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +74,7 @@ func oldRuntime(t *testing.T, upstream string) (url string, refused *atomic.Int6
 			}
 			var req protocol.Request
 			_ = json.Unmarshal(hdr, &req)
-			if req.Op == protocol.OpReadRange || req.Op == protocol.OpWriteRange {
+			if slices.Contains(ops, req.Op) {
 				refused.Add(1)
 				msg, _ := json.Marshal(protocol.Response{Type: protocol.TypeResult, ID: req.ID,
 					Error: &protocol.Error{Code: "invalid", Message: fmt.Sprintf("request %d: unknown op %q", req.ID, req.Op)}})

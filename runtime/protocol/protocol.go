@@ -226,6 +226,9 @@ type Request struct {
 	// Cols and Rows are the terminal size of proc.resize.
 	Cols uint16 `json:"cols,omitempty"`
 	Rows uint16 `json:"rows,omitempty"`
+
+	// Port is the sandbox's loopback port tcp.open dials (tunnel.go).
+	Port int `json:"port,omitempty"`
 }
 
 // ExecParams is the command of an exec request.
@@ -380,6 +383,9 @@ type Frame struct {
 	DurationMS float64 `json:"duration_ms,omitempty"`
 	Stdout     []byte  `json:"stdout,omitempty"`
 	Stderr     []byte  `json:"stderr,omitempty"`
+
+	// Length is the window a tcp.ack frame gives back (tunnel.go).
+	Length int64 `json:"length,omitempty"`
 
 	// Name and Event are a watch.event's (watch.go).
 	Name  string `json:"name,omitempty"`

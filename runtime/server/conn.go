@@ -29,6 +29,8 @@ type conn struct {
 	procs map[uint64]*proc // running execs by request id
 	// watches are the running watch.start requests by id (watch_linux.go).
 	watches map[uint64]*watch
+	// tunnels are the open tcp.open requests by id (tunnel.go).
+	tunnels map[uint64]*tunnel
 	closed  bool
 	wg      sync.WaitGroup // request and exec goroutines
 }
@@ -84,6 +86,7 @@ func (c *conn) shutdown() {
 	c.cancel()
 	_ = c.ws.CloseNow()
 	c.stopWatches()
+	c.closeTunnels()
 	for _, p := range procs {
 		p.signal(syscall.SIGKILL, false, true)
 	}
@@ -182,6 +185,19 @@ func (c *conn) dispatch(req *protocol.Request) {
 		return
 	case protocol.OpUserEnsure:
 		h = c.s.ensureUser
+	case protocol.OpTCPOpen:
+		// Dialing may wait (a full backlog): off the read loop.
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.openTunnel(req)
+		}()
+		return
+	case protocol.OpTCPData, protocol.OpTCPAck, protocol.OpTCPEOF, protocol.OpTCPClose:
+		// On the loop: a tunnel's bytes must reach it in order. None
+		// blocks (tunnel.go).
+		c.tunnelFrame(req)
+		return
 	default:
 		c.reply(req.ID, nil, errs.Field("op", "request %d: unknown op %q", req.ID, req.Op))
 		return
