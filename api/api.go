@@ -287,6 +287,9 @@ func (s *server) routes() http.Handler {
 	v1.POST("/workspaces/:id/processes/:pid/signal", s.processSignal())
 	v1.POST("/workspaces/:id/processes/:pid/resize", s.processResize())
 	v1.POST("/workspaces/:id/processes/:pid/close-stdin", s.processCloseStdin())
+	for _, m := range portMethods {
+		v1.Handle(m, "/workspaces/:id/ports/:port/*path", s.proxyPort)
+	}
 	v1.GET("/workspaces/:id/events", s.events)
 	v1.GET("/events", s.tenantEventList)
 	v1.POST("/workspaces/:id/return", s.returnWorkspace)

@@ -22,7 +22,7 @@ import (
 // cookieName is the console's session cookie. Its value is the session
 // token (models.NewConsoleToken); the store keeps only its hash, and the
 // API key it stands for is never stored or put in a cookie.
-const cookieName = "primer_console"
+const cookieName = wire.ConsoleCookie
 
 // session is one signed-in browser: its token (the console's bearer toward
 // the API, which resolves it to the key it was made with), what the key is

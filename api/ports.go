@@ -1,0 +1,186 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/wire"
+)
+
+// portMethods are the methods /v1/workspaces/:id/ports/:port/*path
+// forwards (CONNECT and TRACE are not an application's business).
+var portMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// proxyPort forwards a request to 127.0.0.1:port inside the workspace
+// through a tunnel on its runtime connection (tcp.open), so it reaches a
+// dev server under egress deny_all and on every backend; the workspace's
+// firewall is not touched. HTTP/1.1 with streamed bodies both ways (SSE
+// flushed as it comes) and upgrades (WebSocket) are carried; one tunnel
+// per proxied connection.
+//
+// What reaches the sandbox carries none of the caller's credentials: the
+// Authorization header and the console's cookie are removed. The
+// workspace is looked up as every workspace route does (another tenant's
+// is 404); a viewer may not use it even to GET, since a GET to a program
+// is whatever that program makes of it.
+func (s *server) proxyPort(c *gin.Context) {
+	port, err := strconv.Atoi(c.Param("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.fail(c, errs.Field("port", "port %q: want a number from 1 to 65535", c.Param("port")))
+		return
+	}
+	if p := callerOf(c); p.Role == wire.RoleViewer {
+		s.fail(c, errs.E(errs.Forbidden, "api key %s: role viewer may not reach a workspace's ports", p.KeyID))
+		return
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	auditResource(c, "workspaces/"+ws.ID+"/ports/"+strconv.Itoa(port))
+	ctx := c.Request.Context()
+	first, err := cl.DialPort(ctx, port)
+	if err != nil {
+		s.failPort(c, ws.ID, port, err)
+		return
+	}
+	d := &portDialer{cl: cl, port: port, first: first}
+	defer d.closeUnused()
+
+	prefix := "/v1/workspaces/" + ws.ID + "/ports/" + strconv.Itoa(port)
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetXForwarded()
+			out := pr.Out
+			out.URL.Scheme = "http"
+			out.URL.Host = target
+			out.Host = target
+			raw := rawRest(pr.In.URL.EscapedPath(), prefix)
+			if p, err := url.PathUnescape(raw); err == nil {
+				out.URL.Path, out.URL.RawPath = p, raw
+			} else {
+				out.URL.Path, out.URL.RawPath = "/"+strings.TrimPrefix(c.Param("path"), "/"), ""
+			}
+			out.Header.Set(wire.PortForwardedPrefix, prefix)
+			out.Header.Del("Authorization")
+			stripCookie(out.Header, wire.ConsoleCookie)
+		},
+		Transport: &http.Transport{
+			Proxy:       nil,
+			DialContext: d.dial,
+			// One tunnel per proxied connection: tunnels are cheap, and a
+			// pool would outlive the runtime connection they ride on.
+			DisableKeepAlives:  true,
+			DisableCompression: true,
+		},
+		// Flush every write: SSE and long polls arrive as the program
+		// sends them.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+				return // the caller left; nobody reads an answer
+			}
+			s.failStatus(c, http.StatusBadGateway, "bad_gateway",
+				fmt.Sprintf("workspace %s: port %d: %v", ws.ID, port, err), nil)
+		},
+	}
+	rp.ServeHTTP(c.Writer, c.Request)
+}
+
+// failPort answers a tunnel that could not be opened: nothing listening
+// is 502 and a runtime without tunnels 501, each saying so; the rest as
+// any runtime error.
+func (s *server) failPort(c *gin.Context, wsID string, port int, err error) {
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		s.failStatus(c, http.StatusNotImplemented, "not_implemented",
+			fmt.Sprintf("workspace %s: port %d: %v", wsID, port, err), nil)
+	case errs.Is(err, errs.NotFound):
+		s.failStatus(c, http.StatusBadGateway, "bad_gateway",
+			fmt.Sprintf("workspace %s: port %d: nothing is listening on 127.0.0.1:%d inside the workspace (%v)", wsID, port, port, err),
+			map[string]string{"port": strconv.Itoa(port)})
+	default:
+		s.fail(c, errs.Within("workspace "+wsID, err))
+	}
+}
+
+// portDialer hands the Transport the tunnel the handler opened (so its
+// errors were answered with their own status before proxying began), and
+// a new one for any further dial.
+type portDialer struct {
+	cl   *client.Client
+	port int
+
+	mu    sync.Mutex
+	first *client.Tunnel // nil once taken
+}
+
+func (d *portDialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	d.mu.Lock()
+	t := d.first
+	d.first = nil
+	d.mu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	return d.cl.DialPort(ctx, d.port)
+}
+
+// closeUnused closes the first tunnel if the Transport never took it.
+func (d *portDialer) closeUnused() {
+	d.mu.Lock()
+	t := d.first
+	d.first = nil
+	d.mu.Unlock()
+	if t != nil {
+		_ = t.Close()
+	}
+}
+
+// rawRest is the escaped path after prefix, "/" when none: what the
+// program in the sandbox sees, with the caller's escaping kept.
+func rawRest(escaped, prefix string) string {
+	rest := strings.TrimPrefix(escaped, prefix)
+	if !strings.HasPrefix(rest, "/") {
+		rest = "/" + rest
+	}
+	return rest
+}
+
+// stripCookie removes the cookie named name from h's Cookie lines and
+// drops lines left empty.
+func stripCookie(h http.Header, name string) {
+	lines := h.Values("Cookie")
+	if len(lines) == 0 {
+		return
+	}
+	h.Del("Cookie")
+	for _, line := range lines {
+		var keep []string
+		for part := range strings.SplitSeq(line, ";") {
+			k, _, _ := strings.Cut(strings.TrimSpace(part), "=")
+			if k == name || strings.TrimSpace(part) == "" {
+				continue
+			}
+			keep = append(keep, strings.TrimSpace(part))
+		}
+		if len(keep) > 0 {
+			h.Add("Cookie", strings.Join(keep, "; "))
+		}
+	}
+}
