@@ -40,7 +40,7 @@ type devServer struct {
 // seen is what /echo reports about the request it got.
 type seen struct {
 	Method, Path, RawPath, Query, Host, Authorization, Cookie, Prefix, ForwardedHost string
-	BodyBytes                                                                          int
+	BodyBytes                                                                        int
 }
 
 func startDevServer(t *testing.T) *devServer {

@@ -59,7 +59,7 @@ func Build(routes []*Route) Schema {
 		"components": Schema{
 			"schemas": g.defs,
 			"responses": Schema{"Error": Schema{
-				"description": "An error, in the envelope: code is the error kind (invalid 400, unauthenticated 401, forbidden 403, not_found 404, conflict and failed_precondition 409, too_large 413, resource_exhausted 429, internal 500, unavailable 503, timeout 504; method_not_allowed 405).",
+				"description": "An error, in the envelope: code is the error kind (invalid 400, unauthenticated 401, forbidden 403, not_found 404, conflict and failed_precondition 409, too_large 413, resource_exhausted 429, internal 500, unavailable 503, timeout 504; method_not_allowed 405; from the port proxy bad_gateway 502 and not_implemented 501).",
 				"content":     Schema{MediaJSON: Schema{"schema": errRef}},
 			}},
 			"securitySchemes": Schema{"bearer": Schema{
@@ -84,10 +84,18 @@ func operation(g *schemas, r *Route, errRef Schema) Schema {
 	for _, name := range r.pathParams() {
 		s := Schema{"type": "string"}
 		desc := ""
-		if name == "pid" {
+		switch name {
+		case "pid":
 			s = Schema{"type": "integer"}
+		case "port":
+			s = Schema{"type": "integer", "minimum": 1, "maximum": 65535}
+			desc = "A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535."
 		}
-		if strings.HasSuffix(r.Path, "*"+name) {
+		switch {
+		case strings.HasSuffix(r.Path, "/ports/:port/*"+name):
+			desc = "The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept."
+			s["x-wildcard"] = true
+		case strings.HasSuffix(r.Path, "*"+name):
 			desc = "A path inside the workspace, relative to its root; a leading slash (files//etc/hosts) names an absolute path on an isolating backend. May hold slashes."
 			s["x-wildcard"] = true
 		}
@@ -122,6 +130,9 @@ func operation(g *schemas, r *Route, errRef Schema) Schema {
 	}
 	responses["default"] = Schema{"$ref": "#/components/responses/Error"}
 	op["responses"] = responses
+	if r.Desc != "" {
+		op["description"] = r.Desc
+	}
 	if ws := r.WebSocket; ws != nil {
 		op["description"] = "A WebSocket (send Connection: Upgrade, Upgrade: websocket). " + ws.Desc
 		op["x-websocket"] = Schema{"clientMessages": g.of(ws.Client), "serverMessages": g.of(ws.Server)}

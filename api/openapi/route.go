@@ -33,6 +33,8 @@ type Route struct {
 	Errors    []int
 	// WebSocket says the route upgrades: its messages each way.
 	WebSocket *WebSocket
+	// Desc is the operation's description, when its summary is not enough.
+	Desc string
 }
 
 // Param is a query or header parameter (path parameters come from the path).

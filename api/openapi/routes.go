@@ -60,7 +60,7 @@ func workspaceEvents() []Event {
 // Routes is every /v1 route, in the order api.routes registers them.
 func Routes() []*Route {
 	follow := "true (or Accept: text/event-stream): follow as Server-Sent Events"
-	return []*Route{
+	routes := []*Route{
 		route("GET", "/openapi.json", "This document").public().
 			ok(s200, nil, "The OpenAPI 3.1 document of /v1.").also(Content{Media: MediaJSON, Schema: func(*schemas) Schema { return Schema{"type": "object"} }}),
 
@@ -259,6 +259,7 @@ func Routes() []*Route {
 				Event{Name: wire.RoleTool, Type: typeOf[wire.TranscriptEntry]()}, Event{Name: "end", Type: typeOf[wire.SessionRun]()},
 				Event{Name: "error", Type: typeOf[wire.ErrorEnvelope](), Desc: "A store failure; the stream ends."}).errors(s409),
 	}
+	return append(routes, portRoutes()...)
 }
 
 // listingOrInfo is a directory's listing or, with stat=true, a FileInfo.
@@ -280,6 +281,29 @@ func (r *Route) suiteBody() *Route {
 	r.Body = &Body{Type: typeOf[eval.SuiteSpec](), Media: []string{MediaJSON, MediaNDJSON, "application/jsonl"},
 		Desc: "The suite's spec with its cases; as JSONL the spec on the first line, then one case a line."}
 	return r
+}
+
+// portRoutes describe the port proxy, one route per method it forwards.
+func portRoutes() []*Route {
+	var out []*Route
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		r := route(m, "/workspaces/:id/ports/:port/*path", "Send a request to a port inside the workspace")
+		r.Desc = "A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection " +
+			"(so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, " +
+			"and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, " +
+			"-Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the " +
+			"console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening " +
+			"on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented)."
+		r.Responses = append(r.Responses, Response{Status: http.StatusOK,
+			Desc:    "Whatever the program answers: its status, headers and body, passed through.",
+			Content: []Content{{Media: "*/*", Schema: binary}}})
+		if m == http.MethodGet {
+			r.Responses = append(r.Responses, Response{Status: http.StatusSwitchingProtocols, Desc: "Upgraded by the program (WebSocket); bytes pass through both ways."})
+		}
+		out = append(out, r.errors(http.StatusBadRequest, s409, http.StatusNotImplemented, http.StatusBadGateway, s503, s504))
+	}
+	return out
 }
 
 // attach describes the process attach WebSocket.

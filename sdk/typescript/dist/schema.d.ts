@@ -933,6 +933,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{id}/ports/{port}/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        get: operations["getWorkspacesIdPortsPortPath"];
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        put: operations["putWorkspacesIdPortsPortPath"];
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        post: operations["postWorkspacesIdPortsPortPath"];
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        delete: operations["deleteWorkspacesIdPortsPortPath"];
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        options: operations["optionsWorkspacesIdPortsPortPath"];
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        head: operations["headWorkspacesIdPortsPortPath"];
+        /**
+         * Send a request to a port inside the workspace
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         */
+        patch: operations["patchWorkspacesIdPortsPortPath"];
+        trace?: never;
+    };
     "/v1/workspaces/{id}/processes": {
         parameters: {
             query?: never;
@@ -2188,7 +2232,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description An error, in the envelope: code is the error kind (invalid 400, unauthenticated 401, forbidden 403, not_found 404, conflict and failed_precondition 409, too_large 413, resource_exhausted 429, internal 500, unavailable 503, timeout 504; method_not_allowed 405). */
+        /** @description An error, in the envelope: code is the error kind (invalid 400, unauthenticated 401, forbidden 403, not_found 404, conflict and failed_precondition 409, too_large 413, resource_exhausted 429, internal 500, unavailable 503, timeout 504; method_not_allowed 405; from the port proxy bad_gateway 502 and not_implemented 501). */
         Error: {
             headers: {
                 [name: string]: unknown;
@@ -4840,6 +4884,279 @@ export interface operations {
             429: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Upgraded by the program (WebSocket); bytes pass through both ways. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    optionsWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    patchWorkspacesIdPortsPortPath: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+                /** @description The path (and query) the program on the port is sent, from its root; may be empty. Escaping is kept. */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Whatever the program answers: its status, headers and body, passed through. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };
