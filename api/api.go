@@ -290,6 +290,7 @@ func (s *server) routes() http.Handler {
 	for _, m := range portMethods {
 		v1.Handle(m, "/workspaces/:id/ports/:port/*path", s.proxyPort)
 	}
+	v1.GET("/workspaces/:id/port-forward/:port", s.portForward)
 	v1.GET("/workspaces/:id/events", s.events)
 	v1.GET("/events", s.tenantEventList)
 	v1.POST("/workspaces/:id/return", s.returnWorkspace)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,10 +13,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/runtime/client"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -183,4 +186,83 @@ func stripCookie(h http.Header, name string) {
 			h.Add("Cookie", strings.Join(keep, "; "))
 		}
 	}
+}
+
+// portForward carries one TCP connection to 127.0.0.1:port inside the
+// workspace over a WebSocket (GET /v1/workspaces/:id/port-forward/:port),
+// for primectl workspace port-forward: binary messages are the bytes each
+// way, a text message wire.PortForwardEOF a half-close. Refusals are
+// answered before the upgrade, as proxyPort answers them.
+func (s *server) portForward(c *gin.Context) {
+	port, err := strconv.Atoi(c.Param("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.fail(c, errs.Field("port", "port %q: want a number from 1 to 65535", c.Param("port")))
+		return
+	}
+	if p := callerOf(c); p.Role == wire.RoleViewer {
+		s.fail(c, errs.E(errs.Forbidden, "api key %s: role viewer may not reach a workspace's ports", p.KeyID))
+		return
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	tun, err := cl.DialPort(c.Request.Context(), port)
+	if err != nil {
+		s.failPort(c, ws.ID, port, err)
+		return
+	}
+	defer tun.Close()
+	conn, err := websocket.Accept(c.Writer, c.Request, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return // Accept answered the client
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(protocol.TunnelWindow)
+	ctx, cancel := context.WithCancel(c.Request.Context())
+	defer cancel()
+
+	// Sandbox to caller: the tunnel's bytes, then eof.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, protocol.TunnelChunk)
+		for {
+			n, err := tun.Read(buf)
+			if n > 0 {
+				if conn.Write(ctx, websocket.MessageBinary, buf[:n]) != nil {
+					cancel()
+					return
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				_ = conn.Write(ctx, websocket.MessageText, []byte(wire.PortForwardEOF))
+				return
+			}
+			if err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	// Caller to sandbox, until the caller's eof or close.
+	for {
+		typ, b, err := conn.Read(ctx)
+		if err != nil {
+			break
+		}
+		if typ == websocket.MessageText {
+			if string(b) == wire.PortForwardEOF {
+				_ = tun.CloseWrite()
+			}
+			continue
+		}
+		if _, err := tun.Write(b); err != nil {
+			break
+		}
+	}
+	_ = tun.Close()
+	<-done
+	_ = conn.Close(websocket.StatusNormalClosure, "")
 }

@@ -14,12 +14,15 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
+
+	apiclient "github.com/primerhq/primer/api/client"
 
 	"github.com/primerhq/primer/errs"
 	"github.com/primerhq/primer/wire"
@@ -237,4 +240,91 @@ func TestPortProxyOldRuntime(t *testing.T) {
 	c, _ := gin.CreateTestContext(rec)
 	h.srv.failPort(c, "ws-1", 3000, errs.E(errs.Precondition, "runtime ws://x: tcp.open: the workspace's runtime predates port tunnels (%w)", errors.ErrUnsupported))
 	response{status: rec.Code, body: rec.Body.Bytes()}.expectError(t, http.StatusNotImplemented, "not_implemented", "", "predates port tunnels")
+}
+
+// tcpEcho listens on a loopback port and echoes each connection, then
+// half-closes its side when the caller half-closed theirs.
+func tcpEcho(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				_, _ = io.Copy(nc, nc)
+				_ = nc.(*net.TCPConn).CloseWrite()
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestPortForward: the port-forward WebSocket, through the Go client,
+// carries 100 connections to one port at once, each its own bytes, with
+// half-close both ways; nothing listening is a 502 before the upgrade and
+// another tenant's workspace 404.
+func TestPortForward(t *testing.T) {
+	h := newHarness(t)
+	w, _ := h.runningWorkspace()
+	port := tcpEcho(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := apiclient.New(h.url, apiclient.WithToken(h.adminKey))
+
+	const n = 100
+	errc := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pc, err := c.DialPort(ctx, w.ID, port)
+			if err != nil {
+				errc <- fmt.Errorf("connection %d: %w", i, err)
+				return
+			}
+			defer pc.Close()
+			data := bytes.Repeat([]byte{byte(i)}, 64<<10+i)
+			go func() {
+				_, _ = pc.Write(data)
+				_ = pc.CloseWrite()
+			}()
+			got, err := io.ReadAll(pc)
+			if err != nil || !bytes.Equal(got, data) {
+				errc <- fmt.Errorf("connection %d: read back %d bytes (%v), want %d", i, len(got), err, len(data))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	_, err = c.DialPort(ctx, w.ID, closed)
+	var ae *apiclient.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusBadGateway || !strings.Contains(ae.Message, "nothing is listening") {
+		t.Errorf("DialPort to a closed port: %v; want 502 saying nothing is listening", err)
+	}
+	if err := h.store.CreateTenant(ctx, &wire.Tenant{ID: "bravo"}); err != nil {
+		t.Fatal(err)
+	}
+	other := apiclient.New(h.url, apiclient.WithToken(h.newKey("bravo", wire.RoleMember)))
+	if _, err := other.DialPort(ctx, w.ID, port); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		t.Errorf("another tenant's DialPort: %v; want 404", err)
+	}
 }

@@ -11,3 +11,9 @@ const ConsoleCookie = "primer_console"
 // (/v1/workspaces/{id}/ports/{port}), as X-Forwarded-Host and
 // X-Forwarded-Proto tell the host and scheme.
 const PortForwardedPrefix = "X-Forwarded-Prefix"
+
+// PortForwardEOF is the one text message of a port-forward WebSocket
+// (GET /v1/workspaces/{id}/port-forward/{port}): its sender will send no
+// more bytes, a TCP half-close. Binary messages carry the bytes each way;
+// a close frame ends the connection.
+const PortForwardEOF = "eof"

@@ -96,6 +96,18 @@ func (c *Client) AttachProcess(ctx context.Context, wsID string, pid int, opts A
 	if opts.Replay {
 		u += "?replay=true"
 	}
+	conn, err := c.dialWebSocket(ctx, u, processPath(wsID, pid)+"/attach")
+	if err != nil {
+		return nil, err
+	}
+	conn.SetReadLimit(64 << 20)
+	return &Attachment{conn: conn}, nil
+}
+
+// dialWebSocket opens the WebSocket at u (an http or https URL of this
+// server) with the client's key; a refusal before the upgrade is *Error
+// as for any call, what names the route in other errors.
+func (c *Client) dialWebSocket(ctx context.Context, u, what string) (*websocket.Conn, error) {
 	if rest, ok := strings.CutPrefix(u, "http"); ok {
 		u = "ws" + rest // http -> ws, https -> wss
 	}
@@ -119,10 +131,9 @@ func (c *Client) AttachProcess(ctx context.Context, wsID string, pid int, opts A
 		if resp != nil && resp.StatusCode >= 300 {
 			return nil, decodeError(resp)
 		}
-		return nil, wrap(errs.Unavailable, err, "GET %s", processPath(wsID, pid)+"/attach")
+		return nil, wrap(errs.Unavailable, err, "GET %s", what)
 	}
-	conn.SetReadLimit(64 << 20)
-	return &Attachment{conn: conn}, nil
+	return conn, nil
 }
 
 // Recv returns the next message from the server: output, an error about a

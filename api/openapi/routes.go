@@ -303,7 +303,14 @@ func portRoutes() []*Route {
 		}
 		out = append(out, r.errors(http.StatusBadRequest, s409, http.StatusNotImplemented, http.StatusBadGateway, s503, s504))
 	}
-	return out
+	fwd := route("GET", "/workspaces/:id/port-forward/:port", "Connect to a port inside the workspace (WebSocket)")
+	fwd.Desc = "A WebSocket (send Connection: Upgrade, Upgrade: websocket) carrying one TCP connection to " +
+		"127.0.0.1:{port} inside the workspace, through its runtime connection: binary messages are the bytes " +
+		"each way; the text message \"eof\" says its sender will send no more (a half-close); a close frame " +
+		"ends it. primectl workspace port-forward opens one per local connection. Refusals come before the " +
+		"upgrade, as for the port proxy: nothing listening is 502, a runtime from before tunnels 501."
+	fwd.Responses = append(fwd.Responses, Response{Status: http.StatusSwitchingProtocols, Desc: "Upgraded to a WebSocket."})
+	return append(out, fwd.errors(http.StatusBadRequest, s409, http.StatusNotImplemented, http.StatusBadGateway, s503, s504))
 }
 
 // attach describes the process attach WebSocket.

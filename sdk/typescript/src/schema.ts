@@ -934,6 +934,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{id}/port-forward/{port}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Connect to a port inside the workspace (WebSocket)
+         * @description A WebSocket (send Connection: Upgrade, Upgrade: websocket) carrying one TCP connection to 127.0.0.1:{port} inside the workspace, through its runtime connection: binary messages are the bytes each way; the text message "eof" says its sender will send no more (a half-close); a close frame ends it. primectl workspace port-forward opens one per local connection. Refusals come before the upgrade, as for the port proxy: nothing listening is 502, a runtime from before tunnels 501.
+         */
+        get: operations["getWorkspacesIdPortForwardPort"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{id}/ports/{port}/{path}": {
         parameters: {
             query?: never;
@@ -4885,6 +4905,40 @@ export interface operations {
             429: components["responses"]["Error"];
             500: components["responses"]["Error"];
             503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWorkspacesIdPortForwardPort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                /** @description A TCP port on the workspace's loopback (127.0.0.1), 1 to 65535. */
+                port: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Upgraded to a WebSocket. */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };
