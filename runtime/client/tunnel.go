@@ -322,7 +322,9 @@ func (t *Tunnel) sendClose() {
 }
 
 // LocalAddr names the platform's end of the tunnel.
-func (t *Tunnel) LocalAddr() net.Addr { return tunnelAddr("runtime-tunnel/" + strconv.FormatUint(t.id, 10)) }
+func (t *Tunnel) LocalAddr() net.Addr {
+	return tunnelAddr("runtime-tunnel/" + strconv.FormatUint(t.id, 10))
+}
 
 // RemoteAddr is the sandbox's address the tunnel reaches.
 func (t *Tunnel) RemoteAddr() net.Addr {
