@@ -64,7 +64,6 @@ func (s *server) proxyPort(c *gin.Context) {
 	d := &portDialer{cl: cl, port: port, first: first}
 	defer d.closeUnused()
 
-	prefix := "/v1/workspaces/" + ws.ID + "/ports/" + strconv.Itoa(port)
 	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -73,7 +72,7 @@ func (s *server) proxyPort(c *gin.Context) {
 			out.URL.Scheme = "http"
 			out.URL.Host = target
 			out.Host = target
-			raw := rawRest(pr.In.URL.EscapedPath(), prefix)
+			prefix, raw := splitPortPath(pr.In.URL.EscapedPath())
 			if p, err := url.PathUnescape(raw); err == nil {
 				out.URL.Path, out.URL.RawPath = p, raw
 			} else {
@@ -155,14 +154,16 @@ func (d *portDialer) closeUnused() {
 	}
 }
 
-// rawRest is the escaped path after prefix, "/" when none: what the
+// splitPortPath splits the escaped path of a port request into the
+// prefix the caller used (/v1/workspaces/{id}/ports/{port}, six segments
+// counting the empty one before /v1) and the rest, "/" when none: what the
 // program in the sandbox sees, with the caller's escaping kept.
-func rawRest(escaped, prefix string) string {
-	rest := strings.TrimPrefix(escaped, prefix)
-	if !strings.HasPrefix(rest, "/") {
-		rest = "/" + rest
+func splitPortPath(escaped string) (prefix, rest string) {
+	segs := strings.SplitN(escaped, "/", 7)
+	if len(segs) < 7 {
+		return escaped, "/"
 	}
-	return rest
+	return strings.Join(segs[:6], "/"), "/" + segs[6]
 }
 
 // stripCookie removes the cookie named name from h's Cookie lines and

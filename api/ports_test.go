@@ -144,6 +144,19 @@ func TestPortProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("port written with a leading zero", func(t *testing.T) {
+		zbase := fmt.Sprintf("/v1/workspaces/%s/ports/0%d", w.ID, d.port)
+		res := h.portRequest(http.MethodGet, zbase+"/echo/z", h.adminKey, nil)
+		defer res.Body.Close()
+		var got seen
+		if err := json.NewDecoder(res.Body).Decode(&got); err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("status %d (%v)", res.StatusCode, err)
+		}
+		if got.Path != "/echo/z" || got.Prefix != zbase {
+			t.Errorf("the program saw path %q prefix %q, want /echo/z and %s", got.Path, got.Prefix, zbase)
+		}
+	})
+
 	t.Run("sse", func(t *testing.T) {
 		res := h.portRequest(http.MethodGet, base+"/sse", h.adminKey, nil)
 		defer res.Body.Close()
