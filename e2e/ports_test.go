@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/backend/container"
+	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/wire"
+)
+
+// TestPortsDenyAll (issue 26): a dev server (python -m http.server) in a
+// deny_all workspace on each engine is reached through
+// /v1/workspaces/{id}/ports/{port}/ and through port-forward connections,
+// many at once, over the runtime connection; the workspace's egress stays
+// denied, and a request without a key is 401.
+func TestPortsDenyAll(t *testing.T) {
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		p := startPrimer(t, withContainers(t))
+		ctx := ctxT(t, 5*time.Minute)
+		eng := containertest.Backend(t, e)
+		id := runRecipe(t, p, ctx, recipeManifest(e, "deny_all"), func(id string) {
+			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
+		})
+		const page = "<h1>hello from the sandbox</h1>\n"
+		if _, err := p.api.WriteFile(ctx, id, "site/index.html", strings.NewReader(page)); err != nil {
+			t.Fatal(err)
+		}
+		proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "site"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Ready when it says so (replay: it may have said it already).
+		at, err := p.api.AttachProcess(ctx, id, proc.PID, client.AttachOptions{Replay: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var said strings.Builder
+		for !strings.Contains(said.String(), "Serving HTTP") {
+			m, err := at.Recv(ctx)
+			if err != nil || m.Type == wire.AttachExit {
+				t.Fatalf("http.server did not start: %v; it said %q", err, said.String())
+			}
+			said.Write(m.Data)
+		}
+		_ = at.Close()
+
+		url := p.srv.URL() + "/v1/workspaces/" + id + "/ports/8000/index.html"
+		get := func(key string) (int, string) {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if key != "" {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res.StatusCode, string(b)
+		}
+		if code, body := get(p.key); code != http.StatusOK || body != page {
+			t.Errorf("GET through /ports/8000/ = %d %q, want 200 and the page", code, body)
+		}
+		if code, _ := get(""); code != http.StatusUnauthorized {
+			t.Errorf("GET through /ports/8000/ without a key = %d, want 401", code)
+		}
+
+		// Port-forward connections, 20 at once, each a whole HTTP/1.0
+		// exchange ended by a half-close.
+		var wg sync.WaitGroup
+		errc := make(chan error, 20)
+		for i := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pc, err := p.api.DialPort(ctx, id, 8000)
+				if err != nil {
+					errc <- fmt.Errorf("connection %d: %w", i, err)
+					return
+				}
+				defer pc.Close()
+				if _, err := io.WriteString(pc, "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
+					errc <- fmt.Errorf("connection %d: write: %w", i, err)
+					return
+				}
+				_ = pc.CloseWrite()
+				b, err := io.ReadAll(pc)
+				if err != nil || !strings.HasPrefix(string(b), "HTTP/1.0 200") || !strings.HasSuffix(string(b), page) {
+					errc <- fmt.Errorf("connection %d: read %q (%v), want a 200 with the page", i, b, err)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errc)
+		for err := range errc {
+			t.Error(err)
+		}
+
+		// The door in opened nothing out.
+		checkEgressBlocked(t, p, ctx, id, append(hostAddrs(t), gatewayOf(t, p, ctx, id)))
+	})
+}
