@@ -82,6 +82,12 @@ func (s *server) proxyPort(c *gin.Context) {
 			out.Header.Del("Authorization")
 			stripCookie(out.Header, wire.ConsoleCookie)
 		},
+		// The program answers on the platform's origin: it may not set
+		// the console's cookie there (a session of its choosing).
+		ModifyResponse: func(res *http.Response) error {
+			stripSetCookie(res.Header, wire.ConsoleCookie)
+			return nil
+		},
 		Transport: &http.Transport{
 			Proxy:       nil,
 			DialContext: d.dial,
@@ -266,4 +272,20 @@ func (s *server) portForward(c *gin.Context) {
 	_ = tun.Close()
 	<-done
 	_ = conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// stripSetCookie removes the Set-Cookie lines that set the cookie named
+// name.
+func stripSetCookie(h http.Header, name string) {
+	lines := h.Values("Set-Cookie")
+	if len(lines) == 0 {
+		return
+	}
+	h.Del("Set-Cookie")
+	for _, line := range lines {
+		k, _, _ := strings.Cut(line, "=")
+		if strings.TrimSpace(k) != name {
+			h.Add("Set-Cookie", line)
+		}
+	}
 }

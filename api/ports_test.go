@@ -53,6 +53,8 @@ func startDevServer(t *testing.T) *devServer {
 	mux.HandleFunc("/echo/", func(w http.ResponseWriter, r *http.Request) {
 		d.hits.Add(1)
 		n, _ := io.Copy(io.Discard, r.Body)
+		w.Header().Add("Set-Cookie", wire.ConsoleCookie+"=planted; Path=/")
+		w.Header().Add("Set-Cookie", "app=1; Path=/")
 		_ = json.NewEncoder(w).Encode(seen{Method: r.Method, Path: r.URL.Path, RawPath: r.URL.EscapedPath(), Query: r.URL.RawQuery,
 			Host: r.Host, Authorization: r.Header.Get("Authorization"), Cookie: r.Header.Get("Cookie"),
 			Prefix: r.Header.Get(wire.PortForwardedPrefix), ForwardedHost: r.Header.Get("X-Forwarded-Host"), BodyBytes: int(n)})
@@ -141,6 +143,10 @@ func TestPortProxy(t *testing.T) {
 			ForwardedHost: strings.TrimPrefix(h.url, "http://"), BodyBytes: len(body)}
 		if got != want {
 			t.Errorf("the program saw\n%+v\nwant\n%+v", got, want)
+		}
+		// The program's own cookie comes back; the console's it may not set.
+		if sc := res.Header.Values("Set-Cookie"); len(sc) != 1 || sc[0] != "app=1; Path=/" {
+			t.Errorf("Set-Cookie through the proxy = %q, want only the program's own app=1", sc)
 		}
 	})
 

@@ -106,6 +106,11 @@ func (t *Tunnel) frame(f *protocol.Frame) bool {
 	defer t.broadcast()
 	switch f.Type {
 	case protocol.TypeResult:
+		select {
+		case <-t.opened:
+			return false // a second answer to tcp.open: not the protocol; ignored
+		default:
+		}
 		if f.Error != nil {
 			t.openErr = t.openError(f.Error)
 			t.ended, t.endErr = true, t.openErr
