@@ -61,7 +61,15 @@ func (s *server) proxyPort(c *gin.Context) {
 		s.failPort(c, ws.ID, port, err)
 		return
 	}
-	d := &portDialer{cl: cl, port: port, first: first}
+	// Bytes sent to the program are activity, as a REST call is: a long
+	// WebSocket or a stream keeps the workspace from its idle deadline.
+	var touchMu sync.Mutex
+	touch := func() {
+		touchMu.Lock()
+		defer touchMu.Unlock()
+		s.touch(ctx, ws)
+	}
+	d := &portDialer{cl: cl, port: port, first: first, touch: touch}
 	defer d.closeUnused()
 
 	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -131,8 +139,9 @@ func (s *server) failPort(c *gin.Context, wsID string, port int, err error) {
 // errors were answered with their own status before proxying began), and
 // a new one for any further dial.
 type portDialer struct {
-	cl   *client.Client
-	port int
+	cl    *client.Client
+	port  int
+	touch func() // called before each write to the program
 
 	mu    sync.Mutex
 	first *client.Tunnel // nil once taken
@@ -143,10 +152,24 @@ func (d *portDialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	t := d.first
 	d.first = nil
 	d.mu.Unlock()
-	if t != nil {
-		return t, nil
+	if t == nil {
+		var err error
+		if t, err = d.cl.DialPort(ctx, d.port); err != nil {
+			return nil, err
+		}
 	}
-	return d.cl.DialPort(ctx, d.port)
+	return &activeConn{Tunnel: t, touch: d.touch}, nil
+}
+
+// activeConn is a tunnel whose writes count as the workspace's activity.
+type activeConn struct {
+	*client.Tunnel
+	touch func()
+}
+
+func (a *activeConn) Write(p []byte) (int, error) {
+	a.touch()
+	return a.Tunnel.Write(p)
 }
 
 // closeUnused closes the first tunnel if the Transport never took it.
@@ -259,6 +282,7 @@ func (s *server) portForward(c *gin.Context) {
 		if err != nil {
 			break
 		}
+		s.touch(ctx, ws) // bytes for the program are activity
 		if typ == websocket.MessageText {
 			if string(b) == wire.PortForwardEOF {
 				_ = tun.CloseWrite()
