@@ -40,16 +40,7 @@ var portMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, htt
 // is 404); a viewer may not use it even to GET, since a GET to a program
 // is whatever that program makes of it.
 func (s *server) proxyPort(c *gin.Context) {
-	port, err := strconv.Atoi(c.Param("port"))
-	if err != nil || port < 1 || port > 65535 {
-		s.fail(c, errs.Field("port", "port %q: want a number from 1 to 65535", c.Param("port")))
-		return
-	}
-	if p := callerOf(c); p.Role == wire.RoleViewer {
-		s.fail(c, errs.E(errs.Forbidden, "api key %s: role viewer may not reach a workspace's ports", p.KeyID))
-		return
-	}
-	ws, cl, err := s.runtimeClient(c)
+	ws, cl, port, err := s.portRuntime(c)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -118,6 +109,23 @@ func (s *server) proxyPort(c *gin.Context) {
 	rp.ServeHTTP(c.Writer, c.Request)
 }
 
+// portRuntime checks a port route's :port and caller and returns the
+// workspace, its runtime connection and the port.
+func (s *server) portRuntime(c *gin.Context) (*wire.Workspace, *client.Client, int, error) {
+	port, err := strconv.Atoi(c.Param("port"))
+	if err != nil || port < 1 || port > 65535 {
+		return nil, nil, 0, errs.Field("port", "port %q: want a number from 1 to 65535", c.Param("port"))
+	}
+	if p := callerOf(c); p.Role == wire.RoleViewer {
+		return nil, nil, 0, errs.E(errs.Forbidden, "api key %s: role viewer may not reach a workspace's ports", p.KeyID)
+	}
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return ws, cl, port, nil
+}
+
 // failPort answers a tunnel that could not be opened: nothing listening
 // is 502 and a runtime without tunnels 501, each saying so; the rest as
 // any runtime error.
@@ -128,7 +136,7 @@ func (s *server) failPort(c *gin.Context, wsID string, port int, err error) {
 			fmt.Sprintf("workspace %s: port %d: %v", wsID, port, err), nil)
 	case errs.Is(err, errs.NotFound):
 		s.failStatus(c, http.StatusBadGateway, "bad_gateway",
-			fmt.Sprintf("workspace %s: port %d: nothing is listening on 127.0.0.1:%d inside the workspace (%v)", wsID, port, port, err),
+			fmt.Sprintf("workspace %s: port %d: nothing is listening on 127.0.0.1:%d inside the workspace", wsID, port, port),
 			map[string]string{"port": strconv.Itoa(port)})
 	default:
 		s.fail(c, errs.Within("workspace "+wsID, err))
@@ -224,16 +232,7 @@ func stripCookie(h http.Header, name string) {
 // way, a text message wire.PortForwardEOF a half-close. Refusals are
 // answered before the upgrade, as proxyPort answers them.
 func (s *server) portForward(c *gin.Context) {
-	port, err := strconv.Atoi(c.Param("port"))
-	if err != nil || port < 1 || port > 65535 {
-		s.fail(c, errs.Field("port", "port %q: want a number from 1 to 65535", c.Param("port")))
-		return
-	}
-	if p := callerOf(c); p.Role == wire.RoleViewer {
-		s.fail(c, errs.E(errs.Forbidden, "api key %s: role viewer may not reach a workspace's ports", p.KeyID))
-		return
-	}
-	ws, cl, err := s.runtimeClient(c)
+	ws, cl, port, err := s.portRuntime(c)
 	if err != nil {
 		s.fail(c, err)
 		return
