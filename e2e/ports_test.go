@@ -17,7 +17,7 @@ import (
 	"github.com/primerhq/primer/wire"
 )
 
-// TestPortsDenyAll (issue 26): a dev server (python -m http.server) in a
+// TestPortsDenyAll (issue 26): a dev server (a python one) in a
 // deny_all workspace on each engine is reached through
 // /v1/workspaces/{id}/ports/{port}/ and through port-forward connections,
 // many at once, over the runtime connection; the workspace's egress stays
@@ -34,7 +34,12 @@ func TestPortsDenyAll(t *testing.T) {
 		if _, err := p.api.WriteFile(ctx, id, "site/index.html", strings.NewReader(page)); err != nil {
 			t.Fatal(err)
 		}
-		proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "site"}})
+		// The test image's python is minimal (no http package): a dev
+		// server of sockets, one connection at a time, HTTP/1.0.
+		if _, err := p.api.WriteFile(ctx, id, "serve.py", strings.NewReader(devServerPy)); err != nil {
+			t.Fatal(err)
+		}
+		proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", "serve.py"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +52,7 @@ func TestPortsDenyAll(t *testing.T) {
 		for !strings.Contains(said.String(), "Serving HTTP") {
 			m, err := at.Recv(ctx)
 			if err != nil || m.Type == wire.AttachExit {
-				t.Fatalf("http.server did not start: %v; it said %q", err, said.String())
+				t.Fatalf("the dev server did not start: %v; it said %q", err, said.String())
 			}
 			said.Write(m.Data)
 		}
@@ -109,3 +114,25 @@ func TestPortsDenyAll(t *testing.T) {
 		checkEgressBlocked(t, p, ctx, id, append(hostAddrs(t), gatewayOf(t, p, ctx, id)))
 	})
 }
+
+// devServerPy serves site/index.html on 127.0.0.1:8000 to every request,
+// HTTP/1.0 (the response ends with the connection), and says when it
+// listens.
+const devServerPy = `import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 8000))
+s.listen(128)
+print('Serving HTTP on 127.0.0.1 port 8000')
+body = open('site/index.html', 'rb').read()
+while True:
+    c, _ = s.accept()
+    req = b''
+    while b'\r\n\r\n' not in req:
+        d = c.recv(4096)
+        if not d:
+            break
+        req += d
+    c.sendall(b'HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n' % len(body) + body)
+    c.close()
+`
