@@ -386,6 +386,8 @@ type Frame struct {
 
 	// Length is the window a tcp.ack frame gives back (tunnel.go).
 	Length int64 `json:"length,omitempty"`
+	// Tunnel is the tunnel a tcp.accept frame opens (gateway.go).
+	Tunnel uint64 `json:"tunnel,omitempty"`
 
 	// Name and Event are a watch.event's (watch.go).
 	Name  string `json:"name,omitempty"`

@@ -85,6 +85,7 @@ func (c *conn) shutdown() {
 	c.mu.Unlock()
 	c.cancel()
 	_ = c.ws.CloseNow()
+	c.s.listeners.dropOwner(c)
 	c.stopWatches()
 	c.closeTunnels()
 	for _, p := range procs {
@@ -192,6 +193,9 @@ func (c *conn) dispatch(req *protocol.Request) {
 			defer c.wg.Done()
 			c.openTunnel(req)
 		}()
+		return
+	case protocol.OpGatewayListen:
+		c.listen(req)
 		return
 	case protocol.OpTCPData, protocol.OpTCPAck, protocol.OpTCPEOF, protocol.OpTCPClose:
 		// On the loop: a tunnel's bytes must reach it in order. None

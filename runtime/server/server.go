@@ -127,6 +127,8 @@ type Server struct {
 
 	// procs are the processes that outlive connections (proc.go).
 	procs procTable
+	// listeners are the gateway.listen ports (listen.go).
+	listeners listeners
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -339,6 +341,8 @@ func (s *Server) Close() error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	// Listeners first: an accept loop is one of the waited goroutines.
+	s.listeners.close()
 	for _, c := range conns {
 		c.shutdown()
 	}
