@@ -1,6 +1,10 @@
 package backend
 
-import "context"
+import (
+	"context"
+
+	"github.com/primerhq/primer/errs"
+)
 
 // What a reset restores (Capabilities.Reset).
 const (
@@ -48,4 +52,17 @@ const HostResetNote = "workspace: a reset kills the workspace's processes, empti
 type Restorer interface {
 	Restore(ctx context.Context, h Handle, req ProvisionRequest) (remade bool, err error)
 	RecordBase(ctx context.Context, h Handle) error
+}
+
+// CheckRestore checks what every Restorer checks of a restore's request
+// before it touches the sandbox: req is for the handle's workspace and
+// carries the runtime's token, which the remade sandbox needs.
+func CheckRestore(h Handle, req ProvisionRequest) error {
+	if req.WorkspaceID != h.WorkspaceID {
+		return errs.E(errs.Invalid, "workspace %s: restore: request is for workspace %s", h.WorkspaceID, req.WorkspaceID)
+	}
+	if req.Token == "" {
+		return errs.E(errs.Invalid, "workspace %s: restore: no runtime token", h.WorkspaceID)
+	}
+	return nil
 }

@@ -78,4 +78,12 @@ func TestUsersAndWholePathsOnDocker(t *testing.T) {
 	if code != 0 || strings.TrimSpace(out) != ws.ID {
 		t.Fatalf("primectl files get /etc/hostname = %q %q (exit %d)", out, stderr, code)
 	}
+
+	// The workspace is deleted: its container goes with it.
+	if _, err := p.api.DeleteWorkspace(ctx, ws.ID); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if err := p.api.WaitGone(ctx, ws.ID, nil); err != nil {
+		t.Fatalf("wait gone: %v", err)
+	}
 }

@@ -40,7 +40,17 @@ func TestMarkSnapshotDeletingUsedByPool(t *testing.T) {
 			refused("snapshot " + snap.ID + ": pools warm-a, warm-b fill from it; delete them or change their snapshot_id first")
 			must(t, s.DeletePool(ctx, "warm-a"))
 			refused("snapshot " + snap.ID + ": pool warm-b fills from it; delete the pool or change its snapshot_id first")
+
+			// A pool of another tenant (an admin may make one from any
+			// snapshot) is counted, never named: its id is not for the
+			// snapshot's tenant to read.
+			must(t, s.CreateProvider(ctx, &wire.Provider{ID: "p-other", TenantID: "other", Provider: wire.BackendLocal}))
+			must(t, s.CreateTemplate(ctx, &wire.Template{ID: "t-other", TenantID: "other", ProviderID: "p-other"}))
+			must(t, s.CreatePool(ctx, &wire.Pool{ID: "warm-secret", TenantID: "other", TemplateID: "t-other", Size: 1, SnapshotID: snap.ID}))
+			refused("snapshot " + snap.ID + ": pools warm-b and 1 pool of another tenant fill from it; delete them or change their snapshot_id first")
 			must(t, s.UpdatePool(ctx, &wire.Pool{ID: "warm-b", TemplateID: "t", Size: 1}))
+			refused("snapshot " + snap.ID + ": 1 pool of another tenant fills from it; an admin must delete it or change its snapshot_id first")
+			must(t, s.DeletePool(ctx, "warm-secret"))
 
 			got, err := s.MarkSnapshotDeleting(ctx, snap.ID, "deleted by test")
 			if err != nil || got.Phase != wire.SnapshotDeleting {

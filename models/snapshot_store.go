@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -117,6 +118,50 @@ func (s *Store) SetSnapshotFailed(ctx context.Context, id, reason string) error 
 	})
 }
 
+// poolsFillingFrom refuses (Conflict) while pools fill from snapshot id.
+// The message names the pools of the snapshot's own tenant, whose members
+// may delete it; a pool of another tenant (an admin may make one from any
+// snapshot) is only counted, so its id never reaches those members.
+func poolsFillingFrom(tx *gorm.DB, id string) error {
+	var snap wire.Snapshot
+	if err := tx.Select("tenant_id").Where("id = ?", id).Take(&snap).Error; err != nil {
+		return err
+	}
+	var pools []wire.Pool
+	if err := tx.Select("id", "tenant_id").Where("snapshot_id = ?", id).Order("id").Find(&pools).Error; err != nil {
+		return err
+	}
+	var own []string
+	for _, p := range pools {
+		if p.TenantID == snap.TenantID {
+			own = append(own, p.ID)
+		}
+	}
+	other := ""
+	switch n := len(pools) - len(own); {
+	case n == 1:
+		other = "1 pool of another tenant"
+	case n > 1:
+		other = fmt.Sprintf("%d pools of another tenant", n)
+	}
+	switch {
+	case len(pools) == 0:
+		return nil
+	case len(own) == 0 && len(pools) == 1:
+		return errs.E(errs.Conflict, "snapshot %s: %s fills from it; an admin must delete it or change its snapshot_id first", id, other)
+	case len(own) == 0:
+		return errs.E(errs.Conflict, "snapshot %s: %s fill from it; an admin must delete them or change their snapshot_id first", id, other)
+	case len(pools) == 1:
+		return errs.E(errs.Conflict, "snapshot %s: pool %s fills from it; delete the pool or change its snapshot_id first", id, own[0])
+	case other != "":
+		return errs.E(errs.Conflict, "snapshot %s: pools %s and %s fill from it; delete them or change their snapshot_id first",
+			id, strings.Join(own, ", "), other)
+	default:
+		return errs.E(errs.Conflict, "snapshot %s: pools %s fill from it; delete them or change their snapshot_id first",
+			id, strings.Join(own, ", "))
+	}
+}
+
 // MarkSnapshotDeleting moves a snapshot to phase deleting (from any phase)
 // and returns it as it now is; the capture is removed from its backend
 // after (DeleteSnapshot removes the row once it is). NotFound if absent;
@@ -129,17 +174,8 @@ func (s *Store) MarkSnapshotDeleting(ctx context.Context, id, reason string) (*w
 		if err := lockRow(tx, forUpdate, &wire.Snapshot{}, "snapshot", id); err != nil {
 			return err
 		}
-		var pools []string
-		if err := tx.Model(&wire.Pool{}).Where("snapshot_id = ?", id).Order("id").Pluck("id", &pools).Error; err != nil {
+		if err := poolsFillingFrom(tx, id); err != nil {
 			return err
-		}
-		switch len(pools) {
-		case 0:
-		case 1:
-			return errs.E(errs.Conflict, "snapshot %s: pool %s fills from it; delete the pool or change its snapshot_id first", id, pools[0])
-		default:
-			return errs.E(errs.Conflict, "snapshot %s: pools %s fill from it; delete them or change their snapshot_id first",
-				id, strings.Join(pools, ", "))
 		}
 		return tx.Model(&wire.Snapshot{}).Where("id = ?", id).
 			Updates(map[string]any{"phase": wire.SnapshotDeleting, "reason": reason}).Error

@@ -116,13 +116,10 @@ func (b *Backend) Restore(ctx context.Context, h backend.Handle, req backend.Pro
 	if err := b.checkHandle(h); err != nil {
 		return false, err
 	}
+	if err := backend.CheckRestore(h, req); err != nil {
+		return false, err
+	}
 	id := h.WorkspaceID
-	if req.WorkspaceID != id {
-		return false, errs.E(errs.Invalid, "workspace %s: restore: request is for workspace %s", id, req.WorkspaceID)
-	}
-	if req.Token == "" {
-		return false, errs.E(errs.Invalid, "workspace %s: restore: no runtime token", id)
-	}
 	t, err := ParseTemplate(req.Template)
 	if err != nil {
 		return false, fmt.Errorf("workspace %s: restore: %w", id, err)

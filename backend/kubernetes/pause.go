@@ -100,18 +100,8 @@ func (b *Backend) resume(ctx context.Context, id, token string) error {
 	if err := b.scale(ctx, id, 1); err != nil {
 		return err
 	}
-	// The pod template carries the hash of the token the workspace was
-	// provisioned with; a pod made for another token is not the one.
-	pod, err := b.waitPod(ctx, id, tokenHash(token))
-	if err != nil {
+	if err := b.awaitRuntime(ctx, id, token); err != nil {
 		return err
-	}
-	url, err := b.runtimeURL(ctx, id, pod)
-	if err != nil {
-		return err
-	}
-	if err := b.waitReady(ctx, id, url, token); err != nil {
-		return b.withLogs(ctx, id, err)
 	}
 	b.logger.Info("workspace resumed", "workspace_id", id, "pod", PodName(id))
 	return nil

@@ -97,13 +97,10 @@ func (b *Backend) Restore(ctx context.Context, h backend.Handle, req backend.Pro
 	if err := b.checkHandle(h); err != nil {
 		return false, err
 	}
+	if err := backend.CheckRestore(h, req); err != nil {
+		return false, err
+	}
 	id := h.WorkspaceID
-	if req.WorkspaceID != id {
-		return false, errs.E(errs.Invalid, "workspace %s: restore: request is for workspace %s", id, req.WorkspaceID)
-	}
-	if req.Token == "" {
-		return false, errs.E(errs.Invalid, "workspace %s: restore: no runtime token", id)
-	}
 	if req.Snapshot != nil {
 		if err := b.checkRef(*req.Snapshot); err != nil {
 			return false, fmt.Errorf("workspace %s: restore: %w", id, err)
@@ -284,7 +281,9 @@ func (b *Backend) waitPodReplaced(ctx context.Context, id string, rt *runtimeCon
 }
 
 // awaitRuntime waits for the workspace's pod to run, made for token, and
-// for its runtime to answer.
+// for its runtime to answer (a resume's and a restore's last step). The
+// pod template carries the hash of the token the workspace was
+// provisioned with; a pod made for another token is not the one.
 func (b *Backend) awaitRuntime(ctx context.Context, id, token string) error {
 	pod, err := b.waitPod(ctx, id, tokenHash(token))
 	if err != nil {
