@@ -17,9 +17,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +98,12 @@ type Config struct {
 	// Envd serves the in-sandbox API of the E2B door (/e2b/envd); nil
 	// answers it 501.
 	Envd e2b.Envd
+	// PreviewURL, when set (like https://preview.example.com), serves
+	// preview links on hosts {port}-{workspace id}.{its host}, each its
+	// own origin, so programs that use absolute paths, cookies or storage
+	// work; the DNS name *.{its host} must lead to this server. Nil serves
+	// links under /preview/ on the platform's own host only.
+	PreviewURL *url.URL
 }
 
 // server is the API's state: the filled-in Config and the knobs tests turn.
@@ -124,6 +132,9 @@ type server struct {
 	// bg counts the work requests left running after they answered
 	// (background), so tests can wait for it.
 	bg sync.WaitGroup
+
+	// previews caches the key preview links are signed with.
+	previews previewKeys
 
 	// authFails throttles failed authentication per client address
 	// (ratelimit.go); tests swap it for tighter or looser limits.
@@ -211,7 +222,7 @@ func (s *server) routes() http.Handler {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	s.trustProxies(r)
-	r.Use(s.observe, s.recoverPanic)
+	r.Use(s.observe, s.recoverPanic, s.previewHost)
 	r.NoRoute(func(c *gin.Context) {
 		s.fail(c, errs.E(errs.NotFound, "route %s %s: not found", c.Request.Method, c.Request.URL.Path))
 	})
@@ -228,6 +239,13 @@ func (s *server) routes() http.Handler {
 	// The API's description needs no key (openapi_doc.go), so it is not in
 	// the authenticated group.
 	r.GET("/v1/openapi.json", openAPIHandler())
+
+	// Preview links need no key: the token in the path is the credential
+	// (previews.go), and it is never logged (observe).
+	for _, m := range portMethods {
+		r.Handle(m, "/preview/:token", s.servePreview)
+		r.Handle(m, "/preview/:token/*path", s.servePreview)
+	}
 
 	// audit runs first so it records what authenticate refuses too;
 	// auditBegin writes an authenticated request's entry before its handler.
@@ -291,6 +309,9 @@ func (s *server) routes() http.Handler {
 		v1.Handle(m, "/workspaces/:id/ports/:port/*path", s.proxyPort)
 	}
 	v1.GET("/workspaces/:id/port-forward/:port", s.portForward)
+	v1.POST("/workspaces/:id/previews", s.createPreview)
+	v1.GET("/workspaces/:id/previews", s.listPreviews)
+	v1.DELETE("/workspaces/:id/previews/:preview", s.revokePreview)
 	v1.GET("/workspaces/:id/events", s.events)
 	v1.GET("/events", s.tenantEventList)
 	v1.POST("/workspaces/:id/return", s.returnWorkspace)
@@ -378,8 +399,21 @@ func (s *server) observe(c *gin.Context) {
 	// file contents, env values and tokens.
 	s.log.LogAttrs(c.Request.Context(), slog.LevelDebug, "http request",
 		slog.String("method", c.Request.Method), slog.String("route", route),
-		slog.String("path", c.Request.URL.Path), slog.Int("status", status),
+		slog.String("path", loggedPath(c)), slog.Int("status", status),
 		slog.Duration("duration", elapsed))
+}
+
+// loggedPath is the request's path as the log shows it: a preview link's
+// token is a credential, so it is replaced.
+func loggedPath(c *gin.Context) string {
+	if strings.HasPrefix(c.FullPath(), "/preview/:token") {
+		prefix, rest := splitPath(c.Request.URL.Path, 2)
+		if _, after, ok := strings.Cut(rest[1:], "/"); ok {
+			return prefix + "/-/" + after
+		}
+		return prefix + "/-"
+	}
+	return c.Request.URL.Path
 }
 
 // recoverPanic turns a panic in a handler into a 500 envelope, so a bug never

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -40,6 +41,13 @@ func (s *server) runtimeFor(c *gin.Context, id string) (*wire.Workspace, *client
 	if err := hostWorkspace(c, w); err != nil {
 		return nil, nil, err
 	}
+	return s.runtimeOf(ctx, w)
+}
+
+// runtimeOf returns the runtime connection of w, which must be running,
+// and counts the call as the workspace's activity. The caller has checked
+// who may reach w.
+func (s *server) runtimeOf(ctx context.Context, w *wire.Workspace) (*wire.Workspace, *client.Client, error) {
 	if w.Phase != wire.PhaseRunning {
 		return nil, nil, errs.E(errs.Precondition, "workspace %s: is %s, not running", w.ID, w.Phase)
 	}

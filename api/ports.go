@@ -46,6 +46,16 @@ func (s *server) proxyPort(c *gin.Context) {
 		return
 	}
 	auditResource(c, "workspaces/"+ws.ID+"/ports/"+strconv.Itoa(port))
+	prefix, rest := splitPath(c.Request.URL.EscapedPath(), 6)
+	s.proxyTo(c, ws, cl, port, prefix, rest, nil)
+}
+
+// proxyTo forwards the request to 127.0.0.1:port inside ws over its
+// runtime connection cl, the program
+// seeing the escaped path rest under prefix (X-Forwarded-Prefix); headers,
+// when not nil, adds to the program's answer. The caller has checked who
+// may reach ws.
+func (s *server) proxyTo(c *gin.Context, ws *wire.Workspace, cl *client.Client, port int, prefix, rest string, headers func(http.Header)) {
 	ctx := c.Request.Context()
 	first, err := cl.DialPort(ctx, port)
 	if err != nil {
@@ -71,20 +81,31 @@ func (s *server) proxyPort(c *gin.Context) {
 			out.URL.Scheme = "http"
 			out.URL.Host = target
 			out.Host = target
-			prefix, raw := splitPortPath(pr.In.URL.EscapedPath())
-			if p, err := url.PathUnescape(raw); err == nil {
-				out.URL.Path, out.URL.RawPath = p, raw
+			if p, err := url.PathUnescape(rest); err == nil {
+				out.URL.Path, out.URL.RawPath = p, rest
 			} else {
 				out.URL.Path, out.URL.RawPath = "/"+strings.TrimPrefix(c.Param("path"), "/"), ""
 			}
-			out.Header.Set(wire.PortForwardedPrefix, prefix)
+			if prefix != "" {
+				out.Header.Set(wire.PortForwardedPrefix, prefix)
+			}
 			out.Header.Del("Authorization")
 			stripCookie(out.Header, wire.ConsoleCookie)
+			stripCookie(out.Header, wire.PreviewCookie)
+			if q := out.URL.Query(); q.Has(wire.PreviewQuery) {
+				q.Del(wire.PreviewQuery)
+				out.URL.RawQuery = q.Encode()
+			}
 		},
 		// The program answers on the platform's origin: it may not set
-		// the console's cookie there (a session of its choosing).
+		// the console's cookie there (a session of its choosing), nor a
+		// preview host's.
 		ModifyResponse: func(res *http.Response) error {
 			stripSetCookie(res.Header, wire.ConsoleCookie)
+			stripSetCookie(res.Header, wire.PreviewCookie)
+			if headers != nil {
+				headers(res.Header)
+			}
 			return nil
 		},
 		Transport: &http.Transport{
@@ -191,16 +212,17 @@ func (d *portDialer) closeUnused() {
 	}
 }
 
-// splitPortPath splits the escaped path of a port request into the
-// prefix the caller used (/v1/workspaces/{id}/ports/{port}, six segments
-// counting the empty one before /v1) and the rest, "/" when none: what the
-// program in the sandbox sees, with the caller's escaping kept.
-func splitPortPath(escaped string) (prefix, rest string) {
-	segs := strings.SplitN(escaped, "/", 7)
-	if len(segs) < 7 {
+// splitPath splits the escaped path of a proxied request into the prefix
+// the caller used, its first n segments counting the empty one before the
+// leading "/" (six for /v1/workspaces/{id}/ports/{port}, three for
+// /preview/{token}), and the rest, "/" when none: what the program in the
+// sandbox sees, with the caller's escaping kept.
+func splitPath(escaped string, n int) (prefix, rest string) {
+	segs := strings.SplitN(escaped, "/", n+1)
+	if len(segs) < n+1 {
 		return escaped, "/"
 	}
-	return strings.Join(segs[:6], "/"), "/" + segs[6]
+	return strings.Join(segs[:n], "/"), "/" + segs[n]
 }
 
 // stripCookie removes the cookie named name from h's Cookie lines and

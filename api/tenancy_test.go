@@ -44,10 +44,11 @@ type badKey struct{ name, header string }
 
 // otherParams fills the route parameters that are not a resource id.
 var otherParams = map[string]string{
-	"tool": ToolRead,
-	"path": "/a.txt",
-	"pid":  "1",
-	"port": "8080",
+	"tool":    ToolRead,
+	"path":    "/a.txt",
+	"pid":     "1",
+	"port":    "8080",
+	"preview": "pv-0000000000000000",
 }
 
 // matrixQueries are query strings a route needs so that it gets past its
@@ -86,6 +87,7 @@ func matrixBodies(fx *tenancyFixture) map[string]string {
 		"PUT /v1/workspaces/:id/ports/:port/*path":           "x",
 		"PATCH /v1/workspaces/:id/ports/:port/*path":         "x",
 		"OPTIONS /v1/workspaces/:id/ports/:port/*path":       "",
+		"POST /v1/workspaces/:id/previews":                   `{"port":8080}`,
 		"POST /v1/workspaces/:id/exec":                       `{"command":["true"]}`,
 		"POST /v1/workspaces/:id/processes":                  `{"command":["true"]}`,
 		"POST /v1/workspaces/:id/processes/:pid/input":       `{"data":"x"}`,

@@ -201,6 +201,9 @@ func (s *Store) SetPoolState(ctx context.Context, workspaceID, from, to string) 
 		return writeError(ctx, res.Error, "workspace", workspaceID, "set pool state")
 	}
 	if res.RowsAffected > 0 {
+		if to != wire.PoolLeased {
+			return s.revokeWorkspacePreviews(ctx, workspaceID)
+		}
 		return nil
 	}
 	var states []string

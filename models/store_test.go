@@ -87,6 +87,7 @@ var storeCases = []storeCase{
 	{"templates", testTemplates},
 	{"template in use", testTemplateInUse},
 	{"workspaces", testWorkspaces},
+	{"previews", testPreviews},
 	{"workspace filters", testWorkspaceFilters},
 	{"workspace phase and runtime", testWorkspacePhaseRuntime},
 	{"sessions", testSessions},

@@ -130,6 +130,8 @@ var tenantOwned = []tenantRows{
 	{model: &wire.Session{}, name: "open sessions", block: "status <> 'ended'", remove: true},
 	{model: &wire.Event{}, name: "events", block: blockNone, remove: true},
 	{model: &ConsoleSession{}, name: "console sessions", block: blockNone, remove: true},
+	// Preview links go with their workspace; any left are dead.
+	{model: &wire.Preview{}, name: "preview links", block: blockNone, remove: true},
 	{model: &wire.APIKey{}, name: "active api keys (revoke them first)", block: "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", remove: true},
 	{model: &wire.AuditEntry{}, name: "audit entries", keep: true},
 }

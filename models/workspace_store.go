@@ -198,6 +198,11 @@ func (s *Store) DeleteWorkspace(ctx context.Context, id string) error {
 		if _, err := endSessions(tx, "workspace_id = ?", id, wire.ReasonWorkspaceDeleted); err != nil {
 			return err
 		}
+		// Its preview links die with it (an id is never reused, but a
+		// link must not outlive what it opened).
+		if err := tx.Delete(&wire.Preview{}, "workspace_id = ?", id).Error; err != nil {
+			return err
+		}
 		if err := tx.Delete(&wire.Workspace{}, "id = ?", id).Error; err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ package worker
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,6 +113,10 @@ type Config struct {
 	// loopback, link-local, metadata and this host's own addresses are
 	// refused unless listed here.
 	OutboundAllow string
+	// PreviewURL is the base of preview hosts (PRIMER_PREVIEW_URL, like
+	// https://preview.example.com; api.Config.PreviewURL): empty serves
+	// preview links under /preview/ on the API's host only.
+	PreviewURL string
 }
 
 // Defaults fills zero fields with their defaults.
@@ -206,6 +211,9 @@ func (c *Config) Validate() error {
 	if _, err := outbound.Parse(c.OutboundAllow); err != nil {
 		return err
 	}
+	if _, err := previewURL(c.PreviewURL); err != nil {
+		return err
+	}
 	if c.MaxFileBytes < 1 {
 		return errs.Field("max_file_bytes", "max file bytes must be positive")
 	}
@@ -234,4 +242,17 @@ func defaultDataDir() string {
 		return filepath.Join(home, ".local", "share", "primer")
 	}
 	return fmt.Sprintf("%s/primer-data", os.TempDir())
+}
+
+// previewURL parses the preview hosts' base: empty is none; otherwise an
+// http or https URL with a host name and nothing after it.
+func previewURL(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return nil, errs.Field("preview_url", "preview url %q: want http(s)://DOMAIN[:PORT], like https://preview.example.com", raw)
+	}
+	return u, nil
 }

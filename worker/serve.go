@@ -146,6 +146,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	if err != nil {
 		return nil, fmt.Errorf("installation id: %w", err)
 	}
+	previews, err := previewURL(cfg.PreviewURL)
+	if err != nil {
+		return nil, err
+	}
 	egress, err := outbound.Parse(cfg.OutboundAllow)
 	if err != nil {
 		return nil, err
@@ -252,6 +256,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 			MaxUploadsPerTenant: cfg.MaxUploadsPerTenant,
 			UploadDir:           filepath.Join(cfg.DataDir, "uploads"),
 			TrustedProxies:      cfg.TrustedProxies,
+			PreviewURL:          previews,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("build api: %w", err)

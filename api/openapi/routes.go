@@ -310,7 +310,29 @@ func portRoutes() []*Route {
 		"ends it. primectl workspace port-forward opens one per local connection. Refusals come before the " +
 		"upgrade, as for the port proxy: nothing listening is 502, a runtime from before tunnels 501."
 	fwd.Responses = append(fwd.Responses, Response{Status: http.StatusSwitchingProtocols, Desc: "Upgraded to a WebSocket."})
-	return append(out, fwd.errors(http.StatusBadRequest, s409, http.StatusNotImplemented, http.StatusBadGateway, s503, s504))
+	out = append(out, fwd.errors(http.StatusBadRequest, s409, http.StatusNotImplemented, http.StatusBadGateway, s503, s504))
+	return append(out, previewRoutes()...)
+}
+
+// previewRoutes describe preview links: signed, expiring, revocable URLs
+// a browser opens with no key.
+func previewRoutes() []*Route {
+	create := route("POST", "/workspaces/:id/previews", "Make a preview link to a port inside the workspace").
+		body(typeOf[wire.PreviewRequest]()).
+		ok(s201, typeOf[wire.PreviewLink](), "The link; its url is shown this once.").errors(http.StatusBadRequest)
+	create.Desc = "A signed link that opens 127.0.0.1:{port} inside the workspace in a browser with no API key, " +
+		"through the workspace's runtime connection, until ttl (default 1h, at most 168h; a duration or seconds) " +
+		"passes, it is revoked, or the workspace is deleted or returned to its pool; a dead link answers 403 " +
+		"saying why. Without a preview host the url is /preview/{token}/ on this host, served in a sandboxed " +
+		"(opaque) origin; with one (primer serve --preview-url) it is {port}-{id}.{domain}, its own origin. " +
+		"Needs a member or admin key."
+	return []*Route{
+		create,
+		route("GET", "/workspaces/:id/previews", "List a workspace's live preview links").
+			ok(s200, typeOf[wire.PreviewList](), "Links neither revoked nor expired, newest first, without their urls."),
+		route("DELETE", "/workspaces/:id/previews/:preview", "Revoke a preview link").
+			ok(s200, typeOf[wire.Preview](), "The link, revoked; it answers 403 from now on."),
+	}
 }
 
 // attach describes the process attach WebSocket.

@@ -74,6 +74,7 @@ func serve(args []string) int {
 	fs.IntVar(&cfg.ConsoleMaxSessions, "console-max-sessions", envInt("PRIMER_CONSOLE_MAX_SESSIONS", console.DefaultMaxSessions), "console sessions in all; more sign-ins are refused (PRIMER_CONSOLE_MAX_SESSIONS)")
 	fs.StringVar(&cfg.RuntimeBinary, "runtime-binary", env("PRIMER_RUNTIME_BINARY", ""), "static primer-runtime copied into containers (PRIMER_RUNTIME_BINARY; default: beside this executable)")
 	fs.StringVar(&cfg.OutboundAllow, "outbound-allow", env("PRIMER_OUTBOUND_ALLOW", ""), "internal addresses user-chosen URLs may reach: CIDRs, addresses, host names, with :port or not, comma-separated (PRIMER_OUTBOUND_ALLOW; default none: loopback, link-local, metadata and this host's addresses are refused)")
+	fs.StringVar(&cfg.PreviewURL, "preview-url", env("PRIMER_PREVIEW_URL", ""), "base of preview hosts, like https://preview.example.com: links open at {port}-{workspace id}.preview.example.com, whose wildcard DNS must lead here (PRIMER_PREVIEW_URL; default none: links open under /preview/ on this host)")
 	fs.StringVar(&level, "log-level", env("PRIMER_LOG_LEVEL", "info"), "debug, info, warn or error (PRIMER_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return 2

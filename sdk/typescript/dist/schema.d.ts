@@ -997,6 +997,44 @@ export interface paths {
         patch: operations["patchWorkspacesIdPortsPortPath"];
         trace?: never;
     };
+    "/v1/workspaces/{id}/previews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a workspace's live preview links */
+        get: operations["getWorkspacesIdPreviews"];
+        put?: never;
+        /**
+         * Make a preview link to a port inside the workspace
+         * @description A signed link that opens 127.0.0.1:{port} inside the workspace in a browser with no API key, through the workspace's runtime connection, until ttl (default 1h, at most 168h; a duration or seconds) passes, it is revoked, or the workspace is deleted or returned to its pool; a dead link answers 403 saying why. Without a preview host the url is /preview/{token}/ on this host, served in a sandboxed (opaque) origin; with one (primer serve --preview-url) it is {port}-{id}.{domain}, its own origin. Needs a member or admin key.
+         */
+        post: operations["postWorkspacesIdPreviews"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{id}/previews/{preview}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a preview link */
+        delete: operations["deleteWorkspacesIdPreviewsPreview"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{id}/processes": {
         parameters: {
             query?: never;
@@ -1722,6 +1760,43 @@ export interface components {
         };
         PoolViewList: {
             items: components["schemas"]["PoolView"][];
+        };
+        Preview: {
+            /** Format: date-time */
+            created_at: string;
+            created_by?: string;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            /** Format: int64 */
+            port: number;
+            /** Format: date-time */
+            revoked_at?: string | null;
+            tenant_id: string;
+            workspace_id: string;
+        };
+        PreviewLink: {
+            /** Format: date-time */
+            created_at: string;
+            created_by?: string;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            /** Format: int64 */
+            port: number;
+            /** Format: date-time */
+            revoked_at?: string | null;
+            tenant_id: string;
+            url: string;
+            workspace_id: string;
+        };
+        PreviewList: {
+            previews: components["schemas"]["Preview"][];
+        };
+        PreviewRequest: {
+            /** Format: int64 */
+            port: number;
+            ttl?: string;
         };
         Process: {
             command: string[];
@@ -5211,6 +5286,99 @@ export interface operations {
             502: components["responses"]["Error"];
             503: components["responses"]["Error"];
             504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWorkspacesIdPreviews: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Links neither revoked nor expired, newest first, without their urls. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewList"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    postWorkspacesIdPreviews: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description The link; its url is shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewLink"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteWorkspacesIdPreviewsPreview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                preview: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The link, revoked; it answers 403 from now on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };
