@@ -50,6 +50,13 @@ type Client struct {
 	// noRange is set once the runtime answered a ranged file operation
 	// with "unknown op": it predates them, and whole-file frames are used.
 	noRange atomic.Bool
+
+	// beacon is the connection's running beacon (beacon.go); beaconMu
+	// (a semaphore) is held by the one StartBeacon asking for it, and
+	// noBeacon is set once the runtime said it predates beacons.
+	beacon   atomic.Pointer[Beacon]
+	beaconMu chan struct{}
+	noBeacon atomic.Bool
 }
 
 // Write bounds (see send). A runtime that stops reading fills the socket's
@@ -108,7 +115,7 @@ func Dial(ctx context.Context, url, token string) (*Client, error) {
 	}
 	ws.SetReadLimit(protocol.FrameLimit(protocol.DefaultMaxFileBytes))
 	c := &Client{ws: ws, addr: url, calls: map[uint64]waiter{}, done: make(chan struct{}),
-		wmu: make(chan struct{}, 1), writeTimeout: writeTimeout}
+		wmu: make(chan struct{}, 1), beaconMu: make(chan struct{}, 1), writeTimeout: writeTimeout}
 	go c.readLoop()
 	return c, nil
 }

@@ -181,6 +181,9 @@ type Request struct {
 	// answer with the file's description.
 	Final bool `json:"final,omitempty"`
 
+	// IntervalMS is the cadence beacon.start asks for (beacon.go).
+	IntervalMS int64 `json:"interval_ms,omitempty"`
+
 	// Exec holds the command for exec.
 	Exec *ExecParams `json:"exec,omitempty"`
 

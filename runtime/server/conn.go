@@ -31,8 +31,10 @@ type conn struct {
 	watches map[uint64]*watch
 	// tunnels are the open tcp.open requests by id (tunnel.go).
 	tunnels map[uint64]*tunnel
-	closed  bool
-	wg      sync.WaitGroup // request and exec goroutines
+	// beaconStop ends the running beacon.start, if any (beacon.go).
+	beaconStop context.CancelFunc
+	closed     bool
+	wg         sync.WaitGroup // request and exec goroutines
 }
 
 func newConn(s *Server, ws *websocket.Conn) *conn {
@@ -103,6 +105,9 @@ func (c *conn) dispatch(req *protocol.Request) {
 	switch req.Op {
 	case protocol.OpPing:
 		c.reply(req.ID, protocol.PingResult{Version: protocol.Version}, nil)
+		return
+	case protocol.OpBeaconStart:
+		c.startBeacon(req)
 		return
 	case protocol.OpExec:
 		c.startExec(req)
