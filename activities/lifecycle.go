@@ -114,6 +114,9 @@ func (a *Activities) provision(ctx context.Context, id string, replacement bool,
 			return backend.Handle{}, errs.E(errs.Invalid, "workspace %s: provision: template %s: backend: %w", id, tmpl.ID, err)
 		}
 	}
+	if common.Env, err = a.Connector.WorkspaceEnv(ctx, id, common); err != nil {
+		return backend.Handle{}, errs.Within("workspace "+id+": provision", err)
+	}
 
 	token := ws.RuntimeToken
 	if token == "" {

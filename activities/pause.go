@@ -131,6 +131,9 @@ func (a *Activities) resume(ctx context.Context, in ResumeInput) (backend.Handle
 	if err != nil {
 		return backend.Handle{}, errs.Within(what, err)
 	}
+	if common.Env, err = a.Connector.WorkspaceEnv(ctx, ws.ID, common); err != nil {
+		return backend.Handle{}, errs.Within(what, err)
+	}
 	env := func(context.Context) (map[string]string, error) { return common.Env, nil }
 	nh, err := p.Resume(ctx, h, ws.RuntimeToken, env)
 	if err != nil {

@@ -33,6 +33,9 @@ func (a *Activities) resetSandbox(ctx context.Context, cl *client.Client, ws *wi
 	if err != nil {
 		return protocol.ResetResult{}, cl, errs.Within("workspace "+ws.ID+": reset", err)
 	}
+	if common.Env, err = a.Connector.WorkspaceEnv(ctx, ws.ID, common); err != nil {
+		return protocol.ResetResult{}, cl, errs.Within("workspace "+ws.ID+": reset", err)
+	}
 	// The template's files and init run again, from the template as it is
 	// now: the host rule holds here as at a provision.
 	if err := a.mayMake(ctx, ws, tmpl); err != nil {

@@ -62,6 +62,9 @@ func (s *server) template(c *gin.Context, spec wire.TemplateSpec, old *wire.Temp
 	if err := b.ValidateTemplate(doc); err != nil {
 		return nil, err
 	}
+	if err := s.checkModelGateway(c, doc); err != nil {
+		return nil, err
+	}
 	if _, _, hook, ok := webhookOf(doc); ok {
 		if err := s.cfg.Outbound.CheckURL(c.Request.Context(), "spec.backend.recovery.webhook_url", hook); err != nil {
 			return nil, err

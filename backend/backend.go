@@ -235,6 +235,9 @@ type Common struct {
 	// Lifetime bounds how long a workspace of the template lives; nil (or
 	// empty fields) means it lives until it is deleted.
 	Lifetime *Lifetime `json:"lifetime,omitempty"`
+	// ModelGateway routes the workspace's model calls through the platform
+	// (gateway.go); nil: none.
+	ModelGateway *ModelGateway `json:"model_gateway,omitempty"`
 }
 
 // Recovery is a template's stale recovery policy: once a workspace has been

@@ -238,5 +238,10 @@ func (c Common) Validate(prefix string) error {
 	if err := c.validatePolicy(prefix); err != nil {
 		return err
 	}
+	if c.ModelGateway != nil {
+		if err := c.ModelGateway.validate(prefix); err != nil {
+			return err
+		}
+	}
 	return c.validateLifetime(prefix)
 }

@@ -57,6 +57,11 @@ func TestCommonValidate(t *testing.T) {
 		{"root file", backend.Common{Files: map[string]string{".": ""}}, "spec.backend.files"},
 		{"bad env name", backend.Common{Env: map[string]string{"A=B": ""}}, "spec.backend.env"},
 		{"empty init", backend.Common{Init: []string{"ls", ""}}, "spec.backend.init"},
+		{"gateway", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p", Models: []string{"m"}, Budget: &backend.GatewayBudget{Period: "1h", WorkspaceTokens: 10}}}, ""},
+		{"gateway without provider", backend.Common{ModelGateway: &backend.ModelGateway{Models: []string{"m"}}}, "spec.backend.model_gateway.provider_id"},
+		{"gateway without models", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p"}}, "spec.backend.model_gateway.models"},
+		{"gateway bad port", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p", Models: []string{"m"}, Port: 70000}}, "spec.backend.model_gateway.port"},
+		{"gateway bad period", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p", Models: []string{"m"}, Budget: &backend.GatewayBudget{Period: "soon"}}}, "spec.backend.model_gateway.budget.period"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

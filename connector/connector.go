@@ -160,7 +160,21 @@ func (c *Connector) templateEnv(ctx context.Context, ws *wire.Workspace) (map[st
 	if err := json.Unmarshal(t.Backend, &common); err != nil {
 		return nil, errs.E(errs.Invalid, "template %s: backend: %w", t.ID, err)
 	}
-	return common.Env, nil
+	return c.WorkspaceEnv(ctx, ws.ID, common)
+}
+
+// WorkspaceEnv is the environment a workspace of a template with common
+// starts with: the template's env, and with a model gateway the variables
+// pointing at it and the workspace's gateway credential (never a key).
+func (c *Connector) WorkspaceEnv(ctx context.Context, workspaceID string, common backend.Common) (map[string]string, error) {
+	if common.ModelGateway == nil {
+		return common.Env, nil
+	}
+	cred, err := c.Store.GatewayCredential(ctx, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("model gateway credential: %w", err)
+	}
+	return backend.GatewayEnv(common.Env, common.ModelGateway, cred), nil
 }
 
 // Drop closes the pooled connection of a workspace, if any.

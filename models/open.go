@@ -47,7 +47,7 @@ const (
 // allModels are migrated by Open, parents first.
 var allModels = []any{&Installation{}, &wire.Tenant{}, &wire.APIKey{}, &wire.AuditEntry{}, &wire.Provider{}, &wire.Template{}, &wire.Pool{}, &wire.Workspace{}, &wire.Snapshot{}, &wire.Session{}, &wire.Event{},
 	&wire.Suite{}, &wire.SuiteCase{}, &wire.Run{}, &wire.CaseResult{}, &wire.LLMProvider{}, &wire.Agent{},
-	&wire.SessionRun{}, &wire.TranscriptEntry{}, &ConsoleSession{}, &PlatformSecret{}, &wire.Preview{}}
+	&wire.SessionRun{}, &wire.TranscriptEntry{}, &ConsoleSession{}, &PlatformSecret{}, &wire.Preview{}, &GatewayUsage{}}
 
 // Open connects to the database and migrates the schema.
 func Open(ctx context.Context, cfg Config) (*Store, error) {

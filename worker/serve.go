@@ -29,6 +29,7 @@ import (
 	"github.com/primerhq/primer/backend/vm"
 	"github.com/primerhq/primer/backend/worktree"
 	"github.com/primerhq/primer/connector"
+	"github.com/primerhq/primer/connector/gateway"
 	"github.com/primerhq/primer/console"
 	"github.com/primerhq/primer/internal/outbound"
 	"github.com/primerhq/primer/metrics"
@@ -178,6 +179,10 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 	}).WithConfigs(configs.Providers())
 	s.backends = registry
 	s.pool = rtclient.NewPool()
+	// The model gateway rides every runtime connection this process
+	// makes (connector/gateway): the pool asks it on each new one.
+	gw := &gateway.Gateway{Store: s.store, Logger: logger, HTTP: egress.HTTPClient(0)}
+	s.pool.OnConnect = gw.Attach
 	conn := &connector.Connector{Store: s.store, Backends: registry, Pool: s.pool}
 	m := metrics.New()
 	s.metrics = m

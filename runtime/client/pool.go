@@ -18,6 +18,12 @@ type Pool struct {
 	mu      sync.Mutex
 	entries map[string]*poolEntry
 	closed  bool
+
+	// OnConnect, when set (before the first Get), is called on a goroutine
+	// of its own with each new connection the pool makes, and its key: the
+	// model gateway asks the runtime to listen there, so a reconnect after
+	// either side restarts serves it again.
+	OnConnect func(key string, c *Client)
 }
 
 // poolEntry is a client, or a dial in progress, for one key.
@@ -132,6 +138,9 @@ func (p *Pool) dial(ctx context.Context, key string, e *poolEntry) {
 		_ = prev.client.Close()
 	}
 	e.client, e.err = c, err
+	if err == nil && p.OnConnect != nil {
+		go p.OnConnect(key, c)
+	}
 }
 
 func (e *poolEntry) finished() bool {

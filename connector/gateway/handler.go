@@ -1,0 +1,299 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/primerhq/primer/backend"
+	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/models"
+	"github.com/primerhq/primer/wire"
+)
+
+// maxRequestBody bounds a request body the gateway reads to find its model.
+const maxRequestBody = 32 << 20
+
+// recordTimeout bounds writing a call's usage and audit entry, which run
+// after the caller may have gone.
+const recordTimeout = 10 * time.Second
+
+// SessionHeader names the session a call belongs to, for usage records.
+const SessionHeader = "X-Primer-Session"
+
+// routes are the endpoints the gateway serves: the path a client calls
+// (its base URL holds /v1 for OpenAI; Anthropic's adds it), the API kind
+// it speaks and the path under the provider's base URL.
+var routes = map[string]struct{ kind, upstream string }{
+	"/v1/chat/completions": {wire.LLMOpenAI, "/chat/completions"},
+	"/v1/responses":        {wire.LLMOpenAI, "/responses"},
+	"/v1/messages":         {wire.LLMAnthropic, "/messages"},
+}
+
+// forwarded are the caller's headers passed to the provider; the caller's
+// credential never is.
+var forwarded = []string{"Content-Type", "Accept", "User-Agent", "anthropic-version", "anthropic-beta", "OpenAI-Beta"}
+
+// handler serves one workspace's tunnels.
+type handler struct {
+	g                     *Gateway
+	workspaceID, tenantID string
+}
+
+// call is what one request came to, for its usage row and audit entry.
+type call struct {
+	model   string
+	status  int
+	result  string // ok, or the refusal or failure
+	in, out int64
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, ok := routes[r.URL.Path]
+	kind := rt.kind
+	if !ok {
+		kind = wire.LLMOpenAI
+		if r.Header.Get("x-api-key") != "" {
+			kind = wire.LLMAnthropic
+		}
+		notFound(fmt.Sprintf("model gateway: no endpoint %s; it serves POST /v1/chat/completions, /v1/responses and /v1/messages", r.URL.Path)).write(w, kind)
+		return
+	}
+	if r.Method != http.MethodPost {
+		badRequest(http.StatusMethodNotAllowed, "model gateway: "+r.URL.Path+" takes POST").write(w, kind)
+		return
+	}
+	if !h.authorized(r.Context(), r) {
+		unauthorized("model gateway: the credential is not this workspace's (use the OPENAI_API_KEY or ANTHROPIC_API_KEY the workspace was given)").write(w, kind)
+		return
+	}
+	c := &call{}
+	defer func() { h.record(r, c) }()
+	if ref := h.serve(w, r, rt.kind, rt.upstream, c); ref != nil {
+		c.status, c.result = ref.status, ref.openAICode
+		ref.write(w, kind)
+	}
+}
+
+// authorized checks the caller's credential against the workspace's: an
+// OpenAI client sends it as a bearer token, an Anthropic one as x-api-key.
+func (h *handler) authorized(ctx context.Context, r *http.Request) bool {
+	got := r.Header.Get("x-api-key")
+	if got == "" {
+		got, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	want, err := h.g.Store.GatewayCredential(ctx, h.workspaceID)
+	if err != nil || got == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// serve checks and forwards one call; a refusal is returned to be written
+// in the caller's shape, nil once the provider's answer was passed on.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, kind, path string, c *call) *refusal {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		ref := badRequest(http.StatusBadRequest, "model gateway: read the request: "+err.Error())
+		return &ref
+	}
+	if len(body) > maxRequestBody {
+		ref := badRequest(http.StatusRequestEntityTooLarge, fmt.Sprintf("model gateway: request body over %d bytes", maxRequestBody))
+		return &ref
+	}
+	var head struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil || head.Model == "" {
+		ref := badRequest(http.StatusBadRequest, "model gateway: the body must be a JSON object with a model")
+		return &ref
+	}
+	c.model = head.Model
+	ctx := r.Context()
+	mg, p, err := h.config(ctx)
+	if err != nil {
+		ref := upstream(http.StatusServiceUnavailable, "model gateway: "+err.Error())
+		return &ref
+	}
+	if !slices.Contains(mg.Models, head.Model) {
+		ref := forbidden(fmt.Sprintf("model gateway: model %q is not allowed for this workspace (allowed: %s)", head.Model, strings.Join(mg.Models, ", ")))
+		return &ref
+	}
+	if p.Kind != kind {
+		ref := notFound(fmt.Sprintf("model gateway: this workspace's provider speaks the %s API, not %s", p.Kind, kind))
+		return &ref
+	}
+	if ref := h.overBudget(ctx, mg.Budget); ref != nil {
+		return ref
+	}
+	key, err := models.LLMKey(p)
+	if err != nil {
+		ref := upstream(http.StatusBadGateway, "model gateway: "+err.Error())
+		return &ref
+	}
+	up, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(p.BaseURL, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		ref := upstream(http.StatusBadGateway, "model gateway: the provider's base URL: "+err.Error())
+		return &ref
+	}
+	for _, k := range forwarded {
+		if v := r.Header.Values(k); len(v) > 0 {
+			up.Header[http.CanonicalHeaderKey(k)] = v
+		}
+	}
+	if kind == wire.LLMAnthropic {
+		up.Header.Set("x-api-key", key)
+		if up.Header.Get("anthropic-version") == "" {
+			up.Header.Set("anthropic-version", "2023-06-01")
+		}
+	} else {
+		up.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := h.g.HTTP.Do(up)
+	if err != nil {
+		// The transport's error names the URL, never a header: no key.
+		ref := upstream(http.StatusBadGateway, "model gateway: reach the provider: "+strings.ReplaceAll(err.Error(), key, "[redacted]"))
+		return &ref
+	}
+	defer resp.Body.Close()
+	h.relay(w, resp, c)
+	return nil
+}
+
+// relay passes the provider's answer on as it arrives, a flush per read,
+// so a stream's events reach the caller one by one, metering its usage.
+func (h *handler) relay(w http.ResponseWriter, resp *http.Response, c *call) {
+	for k, v := range resp.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Connection", "Keep-Alive", "Transfer-Encoding", "Content-Length", "Set-Cookie":
+			continue
+		}
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	c.status, c.result = resp.StatusCode, "ok"
+	if resp.StatusCode >= 400 {
+		c.result = "provider_error"
+	}
+	m := &meter{sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	fl, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			m.feed(buf[:n])
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				c.result = "caller_gone"
+				break
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			c.result = "provider_cut"
+			break
+		}
+	}
+	m.done()
+	c.in, c.out = m.in, m.out
+}
+
+// config reads the workspace's gateway settings and provider now, so a
+// template change applies to the next call.
+func (h *handler) config(ctx context.Context) (*backend.ModelGateway, *wire.LLMProvider, error) {
+	ws, err := h.g.Store.GetWorkspace(ctx, h.workspaceID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("workspace %s: %w", h.workspaceID, err)
+	}
+	t, err := h.g.Store.GetTemplate(ctx, ws.TemplateID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("template %s: %w", ws.TemplateID, err)
+	}
+	var common backend.Common
+	if err := json.Unmarshal(t.Backend, &common); err != nil || common.ModelGateway == nil {
+		return nil, nil, errs.E(errs.Precondition, "template %s has no model_gateway", t.ID)
+	}
+	p, err := h.g.Store.GetLLMProvider(ctx, common.ModelGateway.ProviderID)
+	if err != nil || p.TenantID != ws.TenantID {
+		// Another tenant's provider is as unknown as a missing one.
+		return nil, nil, errs.E(errs.NotFound, "llm provider %s not found", common.ModelGateway.ProviderID)
+	}
+	return common.ModelGateway, p, nil
+}
+
+// overBudget refuses a call when the workspace or its tenant has used its
+// tokens or requests of the current period.
+func (h *handler) overBudget(ctx context.Context, b *backend.GatewayBudget) *refusal {
+	if b == nil {
+		return nil
+	}
+	period := b.PeriodOf()
+	since := h.g.now().UTC().Truncate(period)
+	checks := []struct {
+		who, workspace   string
+		tokens, requests int64
+	}{
+		{"workspace " + h.workspaceID, h.workspaceID, b.WorkspaceTokens, b.WorkspaceRequests},
+		{"tenant " + h.tenantID, "", b.TenantTokens, b.TenantRequests},
+	}
+	for _, ck := range checks {
+		if ck.tokens == 0 && ck.requests == 0 {
+			continue
+		}
+		spent, err := h.g.Store.GatewaySpendSince(ctx, h.tenantID, ck.workspace, since)
+		if err != nil {
+			ref := upstream(http.StatusServiceUnavailable, "model gateway: read the budget: "+err.Error())
+			return &ref
+		}
+		var why string
+		switch {
+		case ck.requests > 0 && spent.Requests >= ck.requests:
+			why = fmt.Sprintf("%d of %d requests", spent.Requests, ck.requests)
+		case ck.tokens > 0 && spent.Tokens >= ck.tokens:
+			why = fmt.Sprintf("%d of %d tokens", spent.Tokens, ck.tokens)
+		default:
+			continue
+		}
+		ref := overBudget(fmt.Sprintf("model gateway: %s is over its budget: used %s in the period of %s that began %s; it resets at %s",
+			ck.who, why, period, since.Format(time.RFC3339), since.Add(period).Format(time.RFC3339)))
+		return &ref
+	}
+	return nil
+}
+
+// record stores the call's usage and audit entry: model, tokens, status;
+// never a body or a key.
+func (h *handler) record(r *http.Request, c *call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), recordTimeout)
+	defer cancel()
+	u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, SessionID: clip(r.Header.Get(SessionHeader), 64),
+		Model: clip(c.model, 256), Status: c.status, InputTokens: c.in, OutputTokens: c.out}
+	if err := h.g.Store.RecordGatewayUsage(ctx, u); err != nil {
+		h.g.logger().Warn("model gateway: record usage", "workspace_id", h.workspaceID, "error", err)
+	}
+	res := fmt.Sprintf("workspaces/%s/model_gateway/%s?input_tokens=%d&output_tokens=%d", h.workspaceID, clip(c.model, 128), c.in, c.out)
+	e := &wire.AuditEntry{TenantID: h.tenantID, KeyID: "workspace:" + h.workspaceID, Action: "model_gateway.call",
+		Resource: clip(res, 300), Status: c.status, Result: clip(c.result, 32), Address: "sandbox"}
+	if err := h.g.Store.AppendAudit(ctx, e); err != nil {
+		h.g.logger().Warn("model gateway: audit", "workspace_id", h.workspaceID, "error", err)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
