@@ -305,6 +305,7 @@ func (s *server) routes() http.Handler {
 	v1.POST("/workspaces/:id/processes/:pid/signal", s.processSignal())
 	v1.POST("/workspaces/:id/processes/:pid/resize", s.processResize())
 	v1.POST("/workspaces/:id/processes/:pid/close-stdin", s.processCloseStdin())
+	v1.GET("/workspaces/:id/ports", s.listPorts)
 	for _, m := range portMethods {
 		v1.Handle(m, "/workspaces/:id/ports/:port/*path", s.proxyPort)
 	}

@@ -130,6 +130,27 @@ func (s *server) proxyTo(c *gin.Context, ws *wire.Workspace, cl *client.Client, 
 	rp.ServeHTTP(c.Writer, c.Request)
 }
 
+// listPorts answers GET /v1/workspaces/:id/ports: the TCP ports programs
+// listen on inside the workspace, on loopback or any address, read by the
+// runtime (ports.list); a runtime from before the op is 501.
+func (s *server) listPorts(c *gin.Context) {
+	ws, cl, err := s.runtimeClient(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ports, err := cl.ListPorts(c.Request.Context())
+	if errors.Is(err, errors.ErrUnsupported) {
+		s.failStatus(c, http.StatusNotImplemented, "not_implemented", fmt.Sprintf("workspace %s: %v", ws.ID, err), nil)
+		return
+	}
+	if err != nil {
+		s.fail(c, errs.Within("workspace "+ws.ID, err))
+		return
+	}
+	c.JSON(http.StatusOK, protocol.PortsResult{Ports: ports})
+}
+
 // portRuntime checks a port route's :port and caller and returns the
 // workspace, its runtime connection and the port.
 func (s *server) portRuntime(c *gin.Context) (*wire.Workspace, *client.Client, int, error) {

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	apiclient "github.com/primerhq/primer/api/client"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -346,4 +349,42 @@ func TestPortForward(t *testing.T) {
 	if _, err := other.DialPort(ctx, w.ID, port); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Errorf("another tenant's DialPort: %v; want 404", err)
 	}
+}
+
+// TestListPortsRoute: GET /v1/workspaces/{id}/ports lists a port another
+// program listens on inside the workspace (a local one shares the host's
+// network); another tenant's key is 404.
+func TestListPortsRoute(t *testing.T) {
+	if goruntime.GOOS != "linux" {
+		t.Skip("ports.list reads /proc/net/tcp: Linux only")
+	}
+	h := newHarness(t)
+	w, _ := h.runningWorkspace()
+	cmd := exec.Command("/usr/bin/python3", "-c", "import socket,sys\ns=socket.socket()\ns.bind(('0.0.0.0',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\nsys.stdin.read()")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Skipf("needs /usr/bin/python3 to run a listening program: %v", err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	port, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		t.Fatalf("the program's port: %q (%v)", line, err)
+	}
+	res := h.do(http.MethodGet, "/v1/workspaces/"+w.ID+"/ports", nil)
+	var got protocol.PortsResult
+	res.decode(t, &got)
+	found := false
+	for _, p := range got.Ports {
+		found = found || (p.Port == port && p.Address == "0.0.0.0")
+	}
+	if res.status != http.StatusOK || !found {
+		t.Errorf("status %d: %s; want port %d on 0.0.0.0", res.status, res.body, port)
+	}
+	if err := h.store.CreateTenant(context.Background(), &wire.Tenant{ID: "bravo"}); err != nil {
+		t.Fatal(err)
+	}
+	h.do(http.MethodGet, "/v1/workspaces/"+w.ID+"/ports", nil, "Authorization", "Bearer "+h.newKey("bravo", wire.RoleMember)).
+		expectError(t, http.StatusNotFound, "not_found", "", "workspace "+w.ID+": not found")
 }

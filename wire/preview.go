@@ -98,16 +98,3 @@ type PreviewLink struct {
 type PreviewList struct {
 	Previews []Preview `json:"previews"`
 }
-
-// ListeningPort is a TCP port a program listens on inside a workspace.
-type ListeningPort struct {
-	Port int `json:"port"`
-	// Address is the address it is bound to: 127.0.0.1, ::1, 0.0.0.0 or
-	// :: (any).
-	Address string `json:"address"`
-}
-
-// ListeningPorts is the answer to GET /v1/workspaces/{id}/ports.
-type ListeningPorts struct {
-	Ports []ListeningPort `json:"ports"`
-}

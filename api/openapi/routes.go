@@ -327,6 +327,9 @@ func previewRoutes() []*Route {
 		"(opaque) origin; with one (primer serve --preview-url) it is {port}-{id}.{domain}, its own origin. " +
 		"Needs a member or admin key."
 	return []*Route{
+		route("GET", "/workspaces/:id/ports", "List the ports programs listen on inside the workspace").
+			ok(s200, typeOf[protocol.PortsResult](), "TCP ports listening on loopback or any address, by port, the runtime's own left out.").
+			errors(s409, http.StatusNotImplemented, s503, s504),
 		create,
 		route("GET", "/workspaces/:id/previews", "List a workspace's live preview links").
 			ok(s200, typeOf[wire.PreviewList](), "Links neither revoked nor expired, newest first, without their urls."),

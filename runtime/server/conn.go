@@ -191,6 +191,8 @@ func (c *conn) dispatch(req *protocol.Request) {
 		return
 	case protocol.OpUserEnsure:
 		h = c.s.ensureUser
+	case protocol.OpPortsList:
+		h = c.s.listPorts
 	case protocol.OpTCPOpen:
 		// Dialing may wait (a full backlog): off the read loop.
 		c.wg.Add(1)

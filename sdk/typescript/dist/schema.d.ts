@@ -953,6 +953,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{id}/ports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the ports programs listen on inside the workspace */
+        get: operations["getWorkspacesIdPorts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{id}/ports/{port}/{path}": {
         parameters: {
             query?: never;
@@ -1723,6 +1740,11 @@ export interface components {
             };
             lease_ttl?: string;
         };
+        ListeningPort: {
+            address: string;
+            /** Format: int64 */
+            port: number;
+        };
         PauseRequest: {
             mode?: string;
         };
@@ -1760,6 +1782,9 @@ export interface components {
         };
         PoolViewList: {
             items: components["schemas"]["PoolView"][];
+        };
+        PortsResult: {
+            ports: components["schemas"]["ListeningPort"][];
         };
         Preview: {
             /** Format: date-time */
@@ -5011,6 +5036,38 @@ export interface operations {
             500: components["responses"]["Error"];
             501: components["responses"]["Error"];
             502: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+            504: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getWorkspacesIdPorts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description TCP ports listening on loopback or any address, by port, the runtime's own left out. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortsResult"];
+                };
+            };
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            500: components["responses"]["Error"];
+            501: components["responses"]["Error"];
             503: components["responses"]["Error"];
             504: components["responses"]["Error"];
             default: components["responses"]["Error"];
