@@ -69,6 +69,9 @@ type Activities struct {
 	// first watch when Prober is nil (prober_worker.go).
 	proberMu   sync.Mutex
 	lazyProber *Prober
+	// BeaconOff makes the Prober ping every watched runtime, as before
+	// the liveness beacon (prober_beacon.go); so does PRIMER_LIVENESS_BEACON=off.
+	BeaconOff bool
 	// Outbound is the policy every request to a user-chosen address
 	// passes (model calls, webhooks): nil refuses every internal address.
 	Outbound *outbound.Policy

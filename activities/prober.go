@@ -99,8 +99,11 @@ type watch struct {
 	lapse time.Time // dropped when not renewed by then
 	next  time.Time // next probe due
 	busy  bool      // a probe is in flight
-	gen   uint64    // bumped by a renewal, so a late result of the old one is ignored
-	index int       // in the heap; -1 when not in it
+	// pingAt is when a beacon-backed watch is pinged anyway
+	// (BeaconBackstopPing after its last probe that was not a beacon's).
+	pingAt time.Time
+	gen    uint64 // bumped by a renewal, so a late result of the old one is ignored
+	index  int    // in the heap; -1 when not in it
 
 	misses int
 	probes int
@@ -163,6 +166,7 @@ func (p *Prober) Watch(in ProbeInput, held *probeTarget, req WatchRequest, now t
 	}
 	w.lapse = now.Add(req.Backstop + watchLapse)
 	w.next = now.Add(req.Interval)
+	w.pingAt = now.Add(BeaconBackstopPing)
 	if w.index >= 0 {
 		heap.Fix(&p.due, w.index)
 	} else if !w.busy {
@@ -219,6 +223,15 @@ func (p *Prober) run() {
 			if now.After(w.lapse) {
 				// Not renewed: its workflow watches it elsewhere, or is gone.
 				delete(p.watches, w.id)
+				continue
+			}
+			if b := beaconOf(w.held); b != nil && b.Fresh(now) && now.Before(w.pingAt) {
+				// The runtime's beacon says it is alive: a hit, with no
+				// goroutine, no round trip and no row (prober_beacon.go).
+				w.probes++
+				w.misses = 0
+				w.next = now.Add(w.req.Interval)
+				heap.Push(&p.due, w)
 				continue
 			}
 			w.busy = true
@@ -294,6 +307,7 @@ func (p *Prober) probeOne(w *watch, in ProbeInput, held *probeTarget, gen uint64
 	// made again) are spread as they were, so the reason of the third is
 	// the same as before.
 	w.next = now.Add(w.req.Interval)
+	w.pingAt = now.Add(BeaconBackstopPing)
 	failing := sig != nil && sig.Misses > 0
 	if failing {
 		// The workflow takes over its failed workspace: stop watching.

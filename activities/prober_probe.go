@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/primerhq/primer/backend"
@@ -20,9 +21,16 @@ import (
 // hits and is asked to watch hands what it read to the worker's Prober,
 // whose probes use it rather than reading it again (probeWatched).
 func (a *Activities) Probe(ctx context.Context, in ProbeInput) (ProbeOutput, error) {
-	out, t := a.probe(ctx, in, nil)
+	var p *Prober
+	var every time.Duration
 	if in.Watch != nil {
-		if p := a.proberFor(ctx); p != nil {
+		if p = a.proberFor(ctx); p != nil {
+			every = a.beaconEvery(in.Watch.Interval)
+		}
+	}
+	out, t := a.probe(ctx, in, nil, every)
+	if in.Watch != nil {
+		if p != nil {
 			if out.Hit {
 				watched := in
 				watched.Watch = nil
@@ -43,6 +51,20 @@ type probeTarget struct {
 	ws       *wire.Workspace
 	provider *wire.Provider
 	backend  backend.Backend
+	// beaconEvery is the beacon cadence a hit asks the runtime for (zero:
+	// none), and beacon the running beacon of the connection the last
+	// hit used (nil: none, or a runtime that predates beacons), which
+	// the Prober reads instead of pinging (prober_beacon.go).
+	beaconEvery time.Duration
+	beacon      atomic.Pointer[client.Beacon]
+}
+
+// clone is a copy of t (its beacon included), to change without
+// touching what a watch holds.
+func (t *probeTarget) clone() *probeTarget {
+	c := &probeTarget{ws: t.ws, provider: t.provider, backend: t.backend, beaconEvery: t.beaconEvery}
+	c.beacon.Store(t.beacon.Load())
+	return c
 }
 
 // probeTargetOf reads the probeTarget of a workspace. The error is a miss reason.
@@ -93,7 +115,14 @@ func (a *Activities) probeWatched(ctx context.Context, in ProbeInput, held *prob
 	if held != nil && (held.ws.PoolID != "" || held.backend == nil) {
 		held = nil
 	}
-	out, t := a.probe(ctx, in, held)
+	var every time.Duration
+	if held != nil {
+		every = held.beaconEvery
+	}
+	out, t, beaconMiss := a.beaconProbe(ctx, in, held)
+	if !beaconMiss {
+		out, t = a.probe(ctx, in, held, every)
+	}
 	if out.Hit || held == nil {
 		return out, t
 	}
@@ -106,22 +135,28 @@ func (a *Activities) probeWatched(ctx context.Context, in ProbeInput, held *prob
 		return ProbeOutput{Reason: "workspace paused", Paused: true}, nil
 	}
 	if reason != "" || !held.same(fresh) {
-		return a.probe(ctx, in, fresh)
+		return a.probe(ctx, in, fresh, every)
 	}
 	if in.Lifetime {
 		out.Lifetime = lifetimeOf(fresh.ws)
 	}
+	// The next probe looks at the same beacon: a frozen runtime's record
+	// stays expired, and one that thaws beats it fresh again.
+	fresh.beaconEvery = every
+	fresh.beacon.Store(t.beacon.Load())
 	return out, fresh
 }
 
 // probe probes the workspace with t, read first when nil, and returns the
-// result and the target it used (nil when the row could not be read).
-func (a *Activities) probe(ctx context.Context, in ProbeInput, t *probeTarget) (ProbeOutput, *probeTarget) {
+// result and the target it used (nil when the row could not be read). A
+// hit with every set starts the connection's beacon at that cadence, if
+// it is not running, and records it in the target.
+func (a *Activities) probe(ctx context.Context, in ProbeInput, t *probeTarget, every time.Duration) (ProbeOutput, *probeTarget) {
 	start := time.Now()
 	if a.Metrics != nil && !in.ScheduledAt.IsZero() {
 		a.Metrics.ProbeLateness.Observe(max(0, start.Sub(in.ScheduledAt).Seconds()))
 	}
-	reason, t := a.ping(ctx, in, t)
+	reason, t := a.ping(ctx, in, t, every)
 	hit := reason == ""
 	if a.Metrics != nil {
 		a.Metrics.ProbeDuration.Observe(time.Since(start).Seconds())
@@ -141,7 +176,7 @@ func (a *Activities) probe(ctx context.Context, in ProbeInput, t *probeTarget) (
 // ping returns "" when the runtime answered, else why not, and the target
 // it used (nil when the row could not be read): t, or when nil, the one it
 // read.
-func (a *Activities) ping(ctx context.Context, in ProbeInput, t *probeTarget) (string, *probeTarget) {
+func (a *Activities) ping(ctx context.Context, in ProbeInput, t *probeTarget, every time.Duration) (string, *probeTarget) {
 	ctx, cancel := context.WithTimeout(ctx, a.probeTimeout())
 	defer cancel()
 	if t == nil {
@@ -174,6 +209,9 @@ func (a *Activities) ping(ctx context.Context, in ProbeInput, t *probeTarget) (s
 			// one: dial afresh.
 			a.Connector.Drop(ws.ID)
 			err = fmt.Errorf("runtime ping: %w", err)
+		} else if every > 0 {
+			t.beaconEvery = every
+			t.beacon.Store(a.startBeacon(ctx, cl, every))
 		}
 	}
 	if err != nil {

@@ -35,6 +35,9 @@ func newProbeRecorder(r *rig) *probeRecorder {
 		return nil
 	}, 4)
 	r.a.Prober = pr.p
+	// These tests are of the Prober's pings; prober_beacon_test.go has
+	// the beacon's.
+	r.a.BeaconOff = true
 	return pr
 }
 
@@ -146,11 +149,11 @@ func TestProberPicksUpReplacement(t *testing.T) {
 
 	// A probe on the stale rows: its miss is checked against the rows as
 	// stored, and the probe made again with them.
-	stale := *old
+	stale := old.clone()
 	ws := *old.ws
 	ws.Handle = json.RawMessage(`{"backend":"memory","workspace_id":"ws-elsewhere"}`)
 	stale.ws = &ws
-	out, got := r.a.probeWatched(ctx, in, &stale)
+	out, got := r.a.probeWatched(ctx, in, stale)
 	if !out.Hit {
 		t.Errorf("a probe on stale rows = %+v, want a hit on the rows as stored", out)
 	}
@@ -176,7 +179,7 @@ func TestProberPicksUpReplacement(t *testing.T) {
 func TestProberDeadlinesOfPoolMembers(t *testing.T) {
 	r, in := provisioned(t, "ws-dl")
 	ctx := context.Background()
-	_, held := r.a.probe(ctx, in, nil)
+	_, held := r.a.probe(ctx, in, nil, 0)
 	if held == nil {
 		t.Fatal("no rows read")
 	}
@@ -190,15 +193,15 @@ func TestProberDeadlinesOfPoolMembers(t *testing.T) {
 		t.Errorf("probe on the rows held = %+v, want a hit with their deadlines (none)", out)
 	}
 
-	member := *held
+	member := held.clone()
 	ws := *held.ws
 	ws.PoolID = "pool-1"
 	member.ws = &ws
-	out, got := r.a.probeWatched(ctx, in, &member)
+	out, got := r.a.probeWatched(ctx, in, member)
 	if !out.Hit || out.Lifetime == nil || !out.Lifetime.ExpiresAt.Equal(soon) {
 		t.Errorf("probe of a pool member = %+v, want a hit with the stored deadline %s", out, soon)
 	}
-	if got == nil || got.ws.ExpiresAt == nil || got == &member {
+	if got == nil || got.ws.ExpiresAt == nil || got == member {
 		t.Error("the probe of a pool member did not hand back the rows it read")
 	}
 	if strings.Contains(out.Reason, ws.RuntimeToken) {
