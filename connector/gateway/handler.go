@@ -49,10 +49,13 @@ type handler struct {
 
 // call is what one request came to, for its usage row and audit entry.
 type call struct {
-	model   string
-	status  int
-	result  string // ok, or the refusal or failure
-	in, out int64
+	model  string
+	status int
+	result string // ok, or the refusal or failure
+	// forwarded is set once the provider answered: only such calls are
+	// usage (and count towards budgets); every call is audited.
+	forwarded bool
+	in, out   int64
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -70,12 +73,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		badRequest(http.StatusMethodNotAllowed, "model gateway: "+r.URL.Path+" takes POST").write(w, kind)
 		return
 	}
-	if !h.authorized(r.Context(), r) {
-		unauthorized("model gateway: the credential is not this workspace's (use the OPENAI_API_KEY or ANTHROPIC_API_KEY the workspace was given)").write(w, kind)
-		return
-	}
 	c := &call{}
 	defer func() { h.record(r, c) }()
+	if !h.authorized(r.Context(), r) {
+		ref := unauthorized("model gateway: the credential is not this workspace's (use the OPENAI_API_KEY or ANTHROPIC_API_KEY the workspace was given)")
+		c.status, c.result = ref.status, ref.openAICode
+		ref.write(w, kind)
+		return
+	}
 	if ref := h.serve(w, r, rt.kind, rt.upstream, c); ref != nil {
 		c.status, c.result = ref.status, ref.openAICode
 		ref.write(w, kind)
@@ -179,7 +184,7 @@ func (h *handler) relay(w http.ResponseWriter, resp *http.Response, c *call) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	c.status, c.result = resp.StatusCode, "ok"
+	c.status, c.result, c.forwarded = resp.StatusCode, "ok", true
 	if resp.StatusCode >= 400 {
 		c.result = "provider_error"
 	}
@@ -280,8 +285,10 @@ func (h *handler) record(r *http.Request, c *call) {
 	defer cancel()
 	u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, SessionID: clip(r.Header.Get(SessionHeader), 64),
 		Model: clip(c.model, 256), Status: c.status, InputTokens: c.in, OutputTokens: c.out}
-	if err := h.g.Store.RecordGatewayUsage(ctx, u); err != nil {
-		h.g.logger().Warn("model gateway: record usage", "workspace_id", h.workspaceID, "error", err)
+	if c.forwarded {
+		if err := h.g.Store.RecordGatewayUsage(ctx, u); err != nil {
+			h.g.logger().Warn("model gateway: record usage", "workspace_id", h.workspaceID, "error", err)
+		}
 	}
 	res := fmt.Sprintf("workspaces/%s/model_gateway/%s?input_tokens=%d&output_tokens=%d", h.workspaceID, clip(c.model, 128), c.in, c.out)
 	e := &wire.AuditEntry{TenantID: h.tenantID, KeyID: "workspace:" + h.workspaceID, Action: "model_gateway.call",
