@@ -205,7 +205,19 @@ type Template struct {
 	// when its image lacks it.
 	User   string            `json:"user,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Storage is where the workspace's files live: StorageVolume (the
+	// default), a volume of its own mounted at Workdir, or StorageLayer,
+	// the container's own layer. A layer workspace's snapshot (and so its
+	// fork) is one commit, with no copy of the volume's files; its reset
+	// always makes the container again (see layer.go).
+	Storage string `json:"storage,omitempty"`
 }
+
+// Workspace storage (Template.Storage).
+const (
+	StorageVolume = "volume"
+	StorageLayer  = "layer"
+)
 
 // NetworkPolicy is a template's network section.
 type NetworkPolicy struct {
@@ -260,6 +272,13 @@ func ParseTemplate(doc json.RawMessage) (Template, error) {
 	case EgressAllow, EgressDenyAll:
 	default:
 		return t, errs.Field("spec.backend.network.egress", "spec.backend.network.egress: is %q, must be %q or %q", t.Network.Egress, EgressAllow, EgressDenyAll)
+	}
+	switch t.Storage {
+	case "":
+		t.Storage = StorageVolume
+	case StorageVolume, StorageLayer:
+	default:
+		return t, errs.Field("spec.backend.storage", "spec.backend.storage: is %q, must be %q or %q", t.Storage, StorageVolume, StorageLayer)
 	}
 	if t.Workdir == "" {
 		t.Workdir = DefaultWorkdir

@@ -374,9 +374,9 @@ func (b *Backend) create(ctx context.Context, req backend.ProvisionRequest, t Te
 	if d, err := b.opts.Runtime.Digest(); err == nil && refresh {
 		labels[labelRuntime] = d[:12]
 	}
-	// A container from a snapshot has no workspace volume: its files are
-	// in the image and its own layer (layer.go).
-	layer, err := b.inLayer(ctx, req)
+	// A container from a snapshot or a layer template has no workspace
+	// volume: its files are in the image and its own layer (layer.go).
+	layer, err := b.inLayer(ctx, req, t)
 	if err != nil {
 		return backend.Handle{}, err
 	}

@@ -46,39 +46,54 @@ func provisionBusybox(ctx context.Context, t *testing.T, b *container.Backend, t
 // TestConformance runs the backend suite on each engine.
 func TestConformance(t *testing.T) {
 	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
-		backendtest.Run(t, backendtest.Harness{
-			New: func(t *testing.T) backend.Backend { return containertest.Backend(t, e) },
-			// The sandbox lives on the engine: a new backend on the same
-			// engine is what a restarted platform builds.
-			Restart: func(t *testing.T, old backend.Backend) backend.Backend {
-				_ = old.(backend.Closer).Close()
-				return containertest.Backend(t, e)
-			},
-			Template: busyboxTemplate(nil),
-			Gone: func(t *testing.T, h backend.Handle) bool {
-				objs := containertest.Objects(t, containertest.Backend(t, e), h.WorkspaceID)
-				if len(objs) > 0 {
-					t.Logf("left of %s: %v", h.WorkspaceID, objs)
-				}
-				return len(objs) == 0
-			},
-			Timeout: 2 * time.Minute,
-			// A snapshot is a commit of the whole container plus its
-			// workspace volume.
-			WholeSandbox: true,
-			// Paused is stopped: no process, no CPU.
-			Stopped: func(t *testing.T, h backend.Handle) bool {
-				info, err := containertest.Backend(t, e).Client().ContainerInspect(context.Background(), container.Name(h.WorkspaceID))
-				if err != nil {
-					t.Fatalf("inspect %s: %v", h.WorkspaceID, err)
-				}
-				return info.State != nil && !info.State.Running && info.State.Pid == 0
-			},
-			SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
-				return len(containertest.SnapshotObjects(t, containertest.Backend(t, e), ref.SnapshotID)) == 0
-			},
-		})
+		backendtest.Run(t, conformance(e, busyboxTemplate(nil)))
 	})
+}
+
+// TestConformanceLayer runs the backend suite on Docker with workspaces
+// whose files live in the container's layer (storage: layer): a snapshot
+// is one commit, a reset always makes the container again, and Teardown
+// keeps the files as an image.
+func TestConformanceLayer(t *testing.T) {
+	e := containertest.Known()[0] // docker
+	containertest.Require(t, e)
+	backendtest.Run(t, conformance(e, busyboxTemplate(map[string]any{"storage": container.StorageLayer})))
+}
+
+// conformance is the suite's harness for engine e and template tmpl.
+func conformance(e containertest.Engine, tmpl json.RawMessage) backendtest.Harness {
+	return backendtest.Harness{
+		New: func(t *testing.T) backend.Backend { return containertest.Backend(t, e) },
+		// The sandbox lives on the engine: a new backend on the same
+		// engine is what a restarted platform builds.
+		Restart: func(t *testing.T, old backend.Backend) backend.Backend {
+			_ = old.(backend.Closer).Close()
+			return containertest.Backend(t, e)
+		},
+		Template: tmpl,
+		Gone: func(t *testing.T, h backend.Handle) bool {
+			objs := containertest.Objects(t, containertest.Backend(t, e), h.WorkspaceID)
+			if len(objs) > 0 {
+				t.Logf("left of %s: %v", h.WorkspaceID, objs)
+			}
+			return len(objs) == 0
+		},
+		Timeout: 2 * time.Minute,
+		// A snapshot is a commit of the whole container plus its
+		// workspace volume.
+		WholeSandbox: true,
+		// Paused is stopped: no process, no CPU.
+		Stopped: func(t *testing.T, h backend.Handle) bool {
+			info, err := containertest.Backend(t, e).Client().ContainerInspect(context.Background(), container.Name(h.WorkspaceID))
+			if err != nil {
+				t.Fatalf("inspect %s: %v", h.WorkspaceID, err)
+			}
+			return info.State != nil && !info.State.Running && info.State.Pid == 0
+		},
+		SnapshotGone: func(t *testing.T, ref backend.SnapshotRef) bool {
+			return len(containertest.SnapshotObjects(t, containertest.Backend(t, e), ref.SnapshotID)) == 0
+		},
+	}
 }
 
 // TestNetworkReachability runs a workspace on a user-defined network with

@@ -11,8 +11,9 @@ import (
 	"github.com/primerhq/primer/backend"
 )
 
-// Layer sandboxes: a container made from a snapshot keeps its workspace
-// files in its own layer, with no workspace volume (see snapshot.go). What
+// Layer sandboxes: a container made from a snapshot, or from a template
+// whose storage is StorageLayer, keeps its workspace files in its own
+// layer, with no workspace volume (see snapshot.go). What
 // assumes the volume is here: whether a new container is one, and how its
 // files survive Teardown and a Provision that replaces a stopped one.
 
@@ -37,12 +38,12 @@ func layerWorkdir(info dcontainer.InspectResponse) string {
 	return w
 }
 
-// inLayer reports whether a container provisioned for req keeps its
-// workspace files in its layer: one made from a snapshot, unless the
-// workspace has a volume already (kept by Teardown), whose files it
-// mounts.
-func (b *Backend) inLayer(ctx context.Context, req backend.ProvisionRequest) (bool, error) {
-	if req.Snapshot == nil {
+// inLayer reports whether a container provisioned for req from template t
+// keeps its workspace files in its layer: one made from a snapshot or from
+// a layer template, unless the workspace has a volume already (kept by
+// Teardown), whose files it mounts.
+func (b *Backend) inLayer(ctx context.Context, req backend.ProvisionRequest, t Template) (bool, error) {
+	if req.Snapshot == nil && t.Storage != StorageLayer {
 		return false, nil
 	}
 	kept, err := b.keptVolume(ctx, req.WorkspaceID)

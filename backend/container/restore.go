@@ -235,12 +235,16 @@ var engineDirs = map[string]bool{"/etc": true}
 
 // changes lists the container's filesystem changes outside its workspace,
 // each as "<kind> <path>" (A, C or D, as docker diff prints them). The
-// workdir and what lies under it are the volume's; a directory above the
+// workdir and what lies under it are the volume's (or, in a layer
+// sandbox, the runtime's reset's to undo); a directory above the
 // workdir shows as changed because the engine made the mount point in it,
 // which is not a change a case made (a file a case adds or removes beside
 // it still shows, as its own A or D).
 func (b *Backend) changes(ctx context.Context, info dcontainer.InspectResponse) ([]string, error) {
 	workdir := volumeWorkdir(info)
+	if workdir == "" {
+		workdir = layerWorkdir(info)
+	}
 	if out, ok := b.upperChanges(info, workdir); ok {
 		return out, nil
 	}
