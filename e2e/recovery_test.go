@@ -498,15 +498,16 @@ func TestRecoveryFaults(t *testing.T) {
 			reason string
 		}{
 			{
-				// The runtime answers nothing while frozen: the probes time
-				// out (the engine still calls a paused container running).
+				// The runtime sends nothing while frozen: its beacon record
+				// expires (the engine still calls a paused container
+				// running, and its connection stays open).
 				name: "Paused",
 				do: func(t *testing.T, ctx context.Context, info dcontainer.InspectResponse) {
 					if err := r.eng.Client().ContainerPause(ctx, info.ID); err != nil {
 						t.Fatalf("pause container: %v", err)
 					}
 				},
-				reason: "probe timeout",
+				reason: "beacon expired",
 			},
 			{
 				name: "KilledFromOutside",
