@@ -62,7 +62,11 @@ func (s *server) template(c *gin.Context, spec wire.TemplateSpec, old *wire.Temp
 	if err := b.ValidateTemplate(doc); err != nil {
 		return nil, err
 	}
-	if err := s.checkModelGateway(c, doc); err != nil {
+	tenant := callerTenant(c)
+	if old != nil {
+		tenant = old.TenantID
+	}
+	if err := s.checkModelGateway(c, doc, tenant); err != nil {
 		return nil, err
 	}
 	if _, _, hook, ok := webhookOf(doc); ok {

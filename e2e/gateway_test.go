@@ -15,8 +15,8 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
-	"github.com/primerhq/primer/workflows"
 	"github.com/primerhq/primer/wire"
+	"github.com/primerhq/primer/workflows"
 )
 
 // gatewayCallPy is a program in the sandbox calling the gateway the way an
