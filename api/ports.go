@@ -148,7 +148,7 @@ func (s *server) listPorts(c *gin.Context) {
 		s.fail(c, errs.Within("workspace "+ws.ID, err))
 		return
 	}
-	c.JSON(http.StatusOK, protocol.PortsResult{Ports: ports})
+	c.JSON(http.StatusOK, wire.Items[protocol.ListeningPort]{Items: ports})
 }
 
 // portRuntime checks a port route's :port and caller and returns the

@@ -373,10 +373,10 @@ func TestListPortsRoute(t *testing.T) {
 		t.Fatalf("the program's port: %q (%v)", line, err)
 	}
 	res := h.do(http.MethodGet, "/v1/workspaces/"+w.ID+"/ports", nil)
-	var got protocol.PortsResult
+	var got wire.Items[protocol.ListeningPort]
 	res.decode(t, &got)
 	found := false
-	for _, p := range got.Ports {
+	for _, p := range got.Items {
 		found = found || (p.Port == port && p.Address == "0.0.0.0")
 	}
 	if res.status != http.StatusOK || !found {

@@ -184,7 +184,7 @@ func (s *server) listPreviews(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, wire.PreviewList{Previews: ps})
+	c.JSON(http.StatusOK, wire.Items[wire.Preview]{Items: ps})
 }
 
 // revokePreview ends a preview link at once

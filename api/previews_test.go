@@ -118,9 +118,9 @@ func TestPreviewLinks(t *testing.T) {
 
 	t.Run("listed without its url", func(t *testing.T) {
 		res := h.do(http.MethodGet, "/v1/workspaces/"+w.ID+"/previews", nil)
-		var list wire.PreviewList
+		var list wire.Items[wire.Preview]
 		res.decode(t, &list)
-		if len(list.Previews) != 1 || list.Previews[0].ID != link.ID || strings.Contains(string(res.body), token) {
+		if len(list.Items) != 1 || list.Items[0].ID != link.ID || strings.Contains(string(res.body), token) {
 			t.Errorf("list %s", res.body)
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -64,6 +65,10 @@ type Config struct {
 	// Metrics, when set, gets the number of sessions (primer_console_sessions).
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
+	// PreviewDomain is the host name under which preview hosts
+	// ({port}-{id}.{domain}) are served, or "": Mount sends every request
+	// to such a host to the API, which serves it as the program's.
+	PreviewDomain string
 }
 
 // Default session caps, applied by New to zero Config fields.
@@ -131,8 +136,9 @@ func New(cfg Config) (*Console, error) {
 // Close stops the session sweep timer.
 func (c *Console) Close() { c.sessions.close() }
 
-// Mount returns a handler that sends /v1, /e2b, /healthz, /readyz and /metrics to
-// the API and everything else to the console, and the console, whose Close
+// Mount returns a handler that sends /v1, /e2b, /preview (preview links),
+// /healthz, /readyz, /metrics and every request to a preview host to the
+// API and everything else to the console, and the console, whose Close
 // the caller calls before it closes the store the sign-ins live in.
 func Mount(cfg Config) (http.Handler, *Console, error) {
 	c, err := New(cfg)
@@ -144,14 +150,28 @@ func Mount(cfg Config) (http.Handler, *Console, error) {
 	// ("files/../../etc/passwd" to "/v1/workspaces/etc/passwd"), where
 	// the API itself refuses a path that leaves the workspace, naming it.
 	// /files is the E2B SDKs' presigned file URLs (api/e2b SignedFilesPath).
+	previewSuffix := ""
+	if cfg.PreviewDomain != "" {
+		previewSuffix = "." + strings.ToLower(cfg.PreviewDomain)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/e2b/") || p == "/files" || p == "/healthz" || p == "/readyz" || p == "/metrics":
+		case p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/e2b/") || p == "/files" || p == "/healthz" || p == "/readyz" || p == "/metrics",
+			p == "/preview" || strings.HasPrefix(p, "/preview/"),
+			previewSuffix != "" && strings.HasSuffix(strings.ToLower(hostOnly(r.Host)), previewSuffix):
 			cfg.API.ServeHTTP(w, r)
 		default:
 			pages.ServeHTTP(w, r)
 		}
 	}), c, nil
+}
+
+// hostOnly is host without its port.
+func hostOnly(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return host
 }
 
 // Handler returns the console's routes.

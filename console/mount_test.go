@@ -15,7 +15,7 @@ func TestMount(t *testing.T) {
 		got = r.URL.Path
 		w.WriteHeader(http.StatusTeapot)
 	})
-	h, c, err := Mount(Config{API: api, Sessions: testSessions(t)})
+	h, c, err := Mount(Config{API: api, Sessions: testSessions(t), PreviewDomain: "preview.example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +30,9 @@ func TestMount(t *testing.T) {
 		{"/healthz", true},
 		{"/readyz", true},
 		{"/metrics", true},
+		{"/preview/pv-1.sig/index.html", true},
+		{"/preview", true},
+		{"/previewx", false},
 		{"/v1x", false},
 		{"/workspaces", false},
 		{"/signin", false},
@@ -44,6 +47,16 @@ func TestMount(t *testing.T) {
 		}
 		if !tt.toAPI && got != "" {
 			t.Errorf("GET %s reached the API; want the console", tt.path)
+		}
+	}
+	// On a preview host every path is the program's, so the API's.
+	for _, host := range []string{"8000-ws-1.preview.example.com", "8000-ws-1.Preview.Example.com:8443"} {
+		got = ""
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "http://"+host+"/workspaces", nil)
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusTeapot || got != "/workspaces" {
+			t.Errorf("GET /workspaces on %s: status %d, API saw %q; want the API", host, rec.Code, got)
 		}
 	}
 }

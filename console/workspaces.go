@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/primerhq/primer/api/client"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -114,6 +115,10 @@ type workspaceView struct {
 	Tab      string
 	Files    *filesView
 	Agents   []wire.Agent // for Run agent, on a running workspace
+	// Ports are the ports programs listen on, on a running workspace;
+	// PortsNote says why there are none to show when listing failed.
+	Ports     []protocol.ListeningPort
+	PortsNote string
 }
 
 func (c *Console) workspaceData(r *http.Request, s *session, id string) (*workspaceView, error) {
@@ -145,12 +150,31 @@ func (c *Console) workspace(w http.ResponseWriter, r *http.Request, s *session) 
 	if v.W.Phase == wire.PhaseRunning && s.canWrite() {
 		v.Agents, _ = s.api.ListAgents(r.Context()) // no agents (or no /v1/agents): no Run agent form
 	}
+	if v.W.Phase == wire.PhaseRunning {
+		// A page without its ports is still the workspace's page: the
+		// reason shows where the list would be.
+		if v.Ports, err = s.api.ListPorts(r.Context(), v.W.ID); err != nil {
+			v.PortsNote = err.Error()
+		}
+	}
 	c.render(w, r, s, 0, "workspace", page{Title: "Workspace " + v.W.ID, Section: "workspaces", Tab: "workspaces", Data: v})
 }
 
-// workspaceOp runs Delete, Return, Recover, Extend, Pause, Resume or
-// Snapshot; the API says which apply to the workspace's phase and refuses
-// the others with its reason.
+// previewTarget is where Open sends the browser: a link under /preview/
+// on the API's own host is this server, whatever host the in-process
+// client named, so only its path is kept; a preview host's URL is kept
+// whole.
+func previewTarget(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.HasPrefix(u.Path, "/preview/") || u.Query().Has(wire.PreviewQuery) {
+		return raw
+	}
+	return u.RequestURI()
+}
+
+// workspaceOp runs Delete, Return, Recover, Extend, Pause, Resume, Open (a
+// port's preview link) or Snapshot; the API says which apply to the
+// workspace's phase and refuses the others with its reason.
 func (c *Console) workspaceOp(w http.ResponseWriter, r *http.Request, s *session) {
 	id, op := r.PathValue("id"), r.PathValue("op")
 	var err error
@@ -171,6 +195,19 @@ func (c *Console) workspaceOp(w http.ResponseWriter, r *http.Request, s *session
 		_, err = s.api.PauseWorkspace(r.Context(), id, wire.PauseRequest{})
 	case "resume":
 		_, err = s.api.ResumeWorkspace(r.Context(), id)
+	case "preview":
+		// Open: a fresh preview link, to which the browser (in the tab
+		// the form targets) is sent.
+		port, perr := strconv.Atoi(r.FormValue("port"))
+		if perr != nil {
+			http.Error(w, "port: want a number", http.StatusBadRequest)
+			return
+		}
+		var link *wire.PreviewLink
+		if link, err = s.api.CreatePreview(r.Context(), id, wire.PreviewRequest{Port: port}); err == nil {
+			http.Redirect(w, r, previewTarget(link.URL), http.StatusSeeOther)
+			return
+		}
 	case "snapshot":
 		var snap *wire.Snapshot
 		snap, err = s.api.CreateSnapshot(r.Context(), id, wire.CreateSnapshotRequest{})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,12 +15,14 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
 // TestPortsDenyAll (issue 26): a dev server (a python one) in a
-// deny_all workspace on each engine is reached through
-// /v1/workspaces/{id}/ports/{port}/ and through port-forward connections,
+// deny_all workspace on each engine is listed among its ports, reached
+// through /v1/workspaces/{id}/ports/{port}/, a preview link (until it is
+// revoked) and through port-forward connections,
 // many at once, over the runtime connection; the workspace's egress stays
 // denied, and a request without a key is 401.
 func TestPortsDenyAll(t *testing.T) {
@@ -77,6 +80,35 @@ func TestPortsDenyAll(t *testing.T) {
 		}
 		if code, _ := get(""); code != http.StatusUnauthorized {
 			t.Errorf("GET through /ports/8000/ without a key = %d, want 401", code)
+		}
+
+		// The port is listed, and a preview link opens the page with no
+		// key until it is revoked.
+		ports, err := p.api.ListPorts(ctx, id)
+		if err != nil || !slices.ContainsFunc(ports, func(lp protocol.ListeningPort) bool { return lp.Port == 8000 && lp.Address == "127.0.0.1" }) {
+			t.Errorf("ports listed: %+v (%v), want 8000 on 127.0.0.1", ports, err)
+		}
+		link, err := p.api.CreatePreview(ctx, id, wire.PreviewRequest{Port: 8000, TTL: "10m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		open := func() (int, string) {
+			res, err := http.Get(link.URL + "index.html")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			return res.StatusCode, string(b)
+		}
+		if code, body := open(); code != http.StatusOK || body != page {
+			t.Errorf("GET through the preview link = %d %q, want 200 and the page", code, body)
+		}
+		if _, err := p.api.RevokePreview(ctx, id, link.ID); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := open(); code != http.StatusForbidden || !strings.Contains(body, "was revoked") {
+			t.Errorf("GET through a revoked preview link = %d %q, want 403 saying it was revoked", code, body)
 		}
 
 		// Port-forward connections, 20 at once, each a whole HTTP/1.0

@@ -92,9 +92,3 @@ type PreviewLink struct {
 	// turns into a cookie.
 	URL string `json:"url"`
 }
-
-// PreviewList is the answer to GET /v1/workspaces/{id}/previews: the
-// workspace's links that are neither revoked nor expired, newest first.
-type PreviewList struct {
-	Previews []Preview `json:"previews"`
-}

@@ -256,3 +256,11 @@ func previewURL(raw string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// previewDomain is the host name of the preview hosts' base, "" for none.
+func previewDomain(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.Hostname()
+}

@@ -270,6 +270,7 @@ func Start(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Server, err
 		handler, s.console, err = console.Mount(console.Config{
 			API: handler, Sessions: s.store, TemporalUI: s.TemporalUIAddress(), TemporalNamespace: cfg.TemporalNamespace, Logger: logger,
 			SessionTTL: cfg.ConsoleSessionTTL, SessionsPerKey: cfg.ConsoleSessionsPerKey, MaxSessions: cfg.ConsoleMaxSessions, Metrics: m,
+			PreviewDomain: previewDomain(previews),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("build console: %w", err)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strconv"
 	"sync"
 
 	"github.com/coder/websocket"
 
+	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
 
@@ -110,4 +112,28 @@ func (p *PortConn) CloseWrite() error {
 func (p *PortConn) Close() error {
 	defer p.stop()
 	return p.conn.Close(websocket.StatusNormalClosure, "")
+}
+
+// ListPorts returns the TCP ports programs listen on inside workspace
+// wsID, on loopback or any address (GET /v1/workspaces/{id}/ports); a
+// workspace whose runtime predates the list is an *Error with status 501.
+func (c *Client) ListPorts(ctx context.Context, wsID string) ([]protocol.ListeningPort, error) {
+	return listInto[protocol.ListeningPort](ctx, c, "/v1/workspaces/"+seg(wsID)+"/ports", nil)
+}
+
+// CreatePreview makes a preview link to a port of workspace wsID (POST
+// /v1/workspaces/{id}/previews): its URL opens the program in a browser
+// with no key until it expires or is revoked.
+func (c *Client) CreatePreview(ctx context.Context, wsID string, req wire.PreviewRequest) (*wire.PreviewLink, error) {
+	return doInto[wire.PreviewLink](ctx, c, http.MethodPost, "/v1/workspaces/"+seg(wsID)+"/previews", nil, req)
+}
+
+// ListPreviews returns workspace wsID's live preview links, without URLs.
+func (c *Client) ListPreviews(ctx context.Context, wsID string) ([]wire.Preview, error) {
+	return listInto[wire.Preview](ctx, c, "/v1/workspaces/"+seg(wsID)+"/previews", nil)
+}
+
+// RevokePreview ends preview link id of workspace wsID at once.
+func (c *Client) RevokePreview(ctx context.Context, wsID, id string) (*wire.Preview, error) {
+	return doInto[wire.Preview](ctx, c, http.MethodDelete, "/v1/workspaces/"+seg(wsID)+"/previews/"+seg(id), nil, nil)
 }

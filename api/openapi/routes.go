@@ -328,11 +328,11 @@ func previewRoutes() []*Route {
 		"Needs a member or admin key."
 	return []*Route{
 		route("GET", "/workspaces/:id/ports", "List the ports programs listen on inside the workspace").
-			ok(s200, typeOf[protocol.PortsResult](), "TCP ports listening on loopback or any address, by port, the runtime's own left out.").
+			ok(s200, list[protocol.ListeningPort](), "TCP ports listening on loopback or any address, by port, the runtime's own left out.").
 			errors(s409, http.StatusNotImplemented, s503, s504),
 		create,
 		route("GET", "/workspaces/:id/previews", "List a workspace's live preview links").
-			ok(s200, typeOf[wire.PreviewList](), "Links neither revoked nor expired, newest first, without their urls."),
+			ok(s200, list[wire.Preview](), "Links neither revoked nor expired, newest first, without their urls."),
 		route("DELETE", "/workspaces/:id/previews/:preview", "Revoke a preview link").
 			ok(s200, typeOf[wire.Preview](), "The link, revoked; it answers 403 from now on."),
 	}

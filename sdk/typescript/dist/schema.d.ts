@@ -1745,6 +1745,9 @@ export interface components {
             /** Format: int64 */
             port: number;
         };
+        ListeningPortList: {
+            items: components["schemas"]["ListeningPort"][];
+        };
         PauseRequest: {
             mode?: string;
         };
@@ -1783,9 +1786,6 @@ export interface components {
         PoolViewList: {
             items: components["schemas"]["PoolView"][];
         };
-        PortsResult: {
-            ports: components["schemas"]["ListeningPort"][];
-        };
         Preview: {
             /** Format: date-time */
             created_at: string;
@@ -1816,7 +1816,7 @@ export interface components {
             workspace_id: string;
         };
         PreviewList: {
-            previews: components["schemas"]["Preview"][];
+            items: components["schemas"]["Preview"][];
         };
         PreviewRequest: {
             /** Format: int64 */
@@ -5058,7 +5058,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PortsResult"];
+                    "application/json": components["schemas"]["ListeningPortList"];
                 };
             };
             401: components["responses"]["Error"];

@@ -1746,6 +1746,9 @@ export interface components {
             /** Format: int64 */
             port: number;
         };
+        ListeningPortList: {
+            items: components["schemas"]["ListeningPort"][];
+        };
         PauseRequest: {
             mode?: string;
         };
@@ -1784,9 +1787,6 @@ export interface components {
         PoolViewList: {
             items: components["schemas"]["PoolView"][];
         };
-        PortsResult: {
-            ports: components["schemas"]["ListeningPort"][];
-        };
         Preview: {
             /** Format: date-time */
             created_at: string;
@@ -1817,7 +1817,7 @@ export interface components {
             workspace_id: string;
         };
         PreviewList: {
-            previews: components["schemas"]["Preview"][];
+            items: components["schemas"]["Preview"][];
         };
         PreviewRequest: {
             /** Format: int64 */
@@ -5059,7 +5059,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PortsResult"];
+                    "application/json": components["schemas"]["ListeningPortList"];
                 };
             };
             401: components["responses"]["Error"];
