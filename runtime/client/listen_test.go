@@ -124,3 +124,40 @@ func TestListenRefusals(t *testing.T) {
 		t.Errorf("the connection after the refusals: %v", err)
 	}
 }
+
+// TestPoolOnConnectListensAgain: the pool calls OnConnect with every new
+// connection, so a hook that listens there (the model gateway) serves
+// again after the connection is lost and redialed.
+func TestPoolOnConnectListensAgain(t *testing.T) {
+	e := runtimetest.Start(t, server.Config{})
+	ctx := runtimetest.Ctx(t)
+	port := 0
+	conns := make(chan *client.Client, 4)
+	pool := client.NewPool()
+	defer pool.Close()
+	pool.OnConnect = func(key string, c *client.Client) {
+		if key == "ws-1" {
+			conns <- c
+		}
+	}
+	tags := []string{"first:", "second:"}
+	for i, tag := range tags {
+		c, err := pool.Get(ctx, "ws-1", e.URL, runtimetest.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := <-conns; got != c {
+			t.Fatalf("dial %d: OnConnect got another client than Get returned", i)
+		}
+		p, err := c.Listen(ctx, port, echoHandler(tag))
+		if err != nil {
+			t.Fatalf("dial %d: Listen: %v", i, err)
+		}
+		port = p
+		if got := roundTrip(t, port, []byte("z")); string(got) != tag+"z" {
+			t.Fatalf("dial %d: read %q, want %sz", i, got, tag)
+		}
+		_ = c.Close() // the connection is lost; the next Get redials
+		<-c.Done()
+	}
+}
