@@ -48,8 +48,11 @@ func newModelServer(t *testing.T) *modelServer {
 
 func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&req)
 	m.mu.Lock()
@@ -67,7 +70,11 @@ func (m *modelServer) serve(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 		<-m.release
 		fmt.Fprint(w, "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" two\"}}]}\n\n")
-		fmt.Fprint(w, "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"total_tokens\":7}}\n\n")
+		// As OpenAI: the usage chunk only when the request asked for it
+		// (the gateway does, for budgets).
+		if req.StreamOptions.IncludeUsage {
+			fmt.Fprint(w, "data: {\"id\":\"c2\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"total_tokens\":7}}\n\n")
+		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 	case r.URL.Path == "/v1/responses":
 		w.Header().Set("Content-Type", "application/json")

@@ -139,6 +139,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, kind, path strin
 	if ref := h.overBudget(ctx, mg.Budget); ref != nil {
 		return ref
 	}
+	if path == "/chat/completions" && head.Stream {
+		body = withStreamUsage(body)
+	}
 	key, err := models.LLMKey(p)
 	if err != nil {
 		ref := upstream(http.StatusBadGateway, "model gateway: "+err.Error())
@@ -303,4 +306,34 @@ func clip(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// withStreamUsage asks a streamed chat completion for its usage chunk
+// (stream_options.include_usage), without which a stream's tokens cannot
+// be counted against a budget. Clients handle the extra chunk (it has no
+// choices); one that asked already, or a body that is not an object, is
+// left as it is.
+func withStreamUsage(body []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	opts := map[string]json.RawMessage{}
+	if raw, ok := m["stream_options"]; ok && json.Unmarshal(raw, &opts) != nil {
+		return body
+	}
+	if _, ok := opts["include_usage"]; ok {
+		return body
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	b, err := json.Marshal(opts)
+	if err != nil {
+		return body
+	}
+	m["stream_options"] = b
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
 }

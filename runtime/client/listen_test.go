@@ -3,9 +3,11 @@ package client_test
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/primerhq/primer/errs"
@@ -159,5 +161,29 @@ func TestPoolOnConnectListensAgain(t *testing.T) {
 		}
 		_ = c.Close() // the connection is lost; the next Get redials
 		<-c.Done()
+	}
+}
+
+// TestListenOldRuntime: a runtime from before reverse tunnels answers
+// gateway.listen "unknown op"; Listen says it predates them, wrapping
+// errors.ErrUnsupported, and the connection stays usable.
+func TestListenOldRuntime(t *testing.T) {
+	e := runtimetest.Start(t, server.Config{})
+	url, refused := runtimeWithout(t, e.URL, protocol.OpGatewayListen)
+	ctx := runtimetest.Ctx(t)
+	c, err := client.Dial(ctx, url, runtimetest.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Listen(ctx, 0, echoHandler(""))
+	if !errors.Is(err, errors.ErrUnsupported) || !errs.Is(err, errs.Precondition) || !strings.Contains(err.Error(), "predates reverse tunnels") {
+		t.Fatalf("Listen on an old runtime: %v; want Precondition wrapping errors.ErrUnsupported", err)
+	}
+	if refused.Load() != 1 {
+		t.Errorf("the old runtime was asked gateway.listen %d times, want 1", refused.Load())
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
