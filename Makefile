@@ -107,6 +107,7 @@ test-e2e-twice:
 bench:
 	PRIMER_BENCH=1 $(GO) test -tags bench -count=1 -timeout 120m -run 'Bench' -v ./e2e/ 2>&1 | grep -E '^(\||#|---|PASS|FAIL|ok|\s+bench)' || true
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 2000x ./runtime/client/
+	PRIMER_BENCH=1 $(GO) test -tags bench -count=1 -timeout 10m -run 'TestBenchBeacon' -v ./activities/ 2>&1 | grep -E '^(\||#|---|PASS|FAIL|ok)|bench beacon' || true
 	$(GO) test -count=1 -run '^$$' -bench Lease -benchtime 2000x ./models/
 	$(GO) test -tags bench -count=1 -timeout 20m -run 'TestBenchRestore' -v ./backend/kubernetes/ 2>&1 | grep -E 'bench restore|^(---|PASS|FAIL|ok)' || true
 

@@ -34,10 +34,11 @@ const BeaconBackstopPing = 60 * time.Second
 const BeaconReason = "beacon expired"
 
 // beaconsPerInterval is how many beacons a runtime sends per probe
-// interval; the record expires after as many (client.DefaultBeaconMisses),
-// so an expired record means no beacon for one interval, and the miss
-// streak of a frozen runtime starts within an interval of its freeze.
-const beaconsPerInterval = client.DefaultBeaconMisses
+// interval; the record expires after as many missing, so an expired record
+// means no beacon for one interval, and the miss streak of a frozen
+// runtime starts within an interval of its freeze. Two (not more): each
+// beacon costs both sides a frame, and one late beacon is still tolerated.
+const beaconsPerInterval = 2
 
 // beaconEvery is the beacon cadence for a watch probed every interval;
 // zero when beacons are off.

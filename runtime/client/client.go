@@ -171,6 +171,12 @@ func (c *Client) readFrame(typ websocket.MessageType, r io.Reader, scratch *[]by
 		if buf, err = readAll(r, buf); err != nil {
 			return nil, nil, err
 		}
+		if id, ok := protocol.ParseBeacon(buf); ok {
+			// The idle connection's most frequent frame, read without
+			// the JSON decoder (beacon.go).
+			f.Type, f.ID = protocol.TypeBeacon, id
+			return f, c.waiterOf(id), nil
+		}
 		if err := json.Unmarshal(buf, f); err != nil {
 			return nil, nil, err
 		}

@@ -43,3 +43,24 @@ func BeaconInterval(ms int64) time.Duration {
 	}
 	return min(max(time.Duration(ms)*time.Millisecond, MinBeaconInterval), MaxBeaconInterval)
 }
+
+// beaconPrefix starts every beacon frame as a runtime encodes it.
+const beaconPrefix = `{"type":"beacon","id":`
+
+// ParseBeacon reads a beacon frame as a runtime encodes it (Beacon's JSON,
+// fields in order) without a JSON decoder: a connection receives far more
+// beacons than anything else while idle. ok is false for any other frame,
+// which the caller decodes as usual.
+func ParseBeacon(b []byte) (id uint64, ok bool) {
+	if len(b) < len(beaconPrefix)+2 || string(b[:len(beaconPrefix)]) != beaconPrefix || b[len(b)-1] != '}' {
+		return 0, false
+	}
+	digits := b[len(beaconPrefix) : len(b)-1]
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id, true
+}
