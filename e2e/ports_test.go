@@ -33,118 +33,126 @@ func TestPortsDenyAll(t *testing.T) {
 		id := runRecipe(t, p, ctx, recipeManifest(e, "deny_all"), func(id string) {
 			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
 		})
-		const page = "<h1>hello from the sandbox</h1>\n"
-		if _, err := p.api.WriteFile(ctx, id, "site/index.html", strings.NewReader(page)); err != nil {
-			t.Fatal(err)
-		}
-		// The test image's python is minimal (no http package): a dev
-		// server of sockets, one connection at a time, HTTP/1.0.
-		if _, err := p.api.WriteFile(ctx, id, "serve.py", strings.NewReader(devServerPy)); err != nil {
-			t.Fatal(err)
-		}
-		proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", "serve.py"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Ready when it says so (replay: it may have said it already).
-		at, err := p.api.AttachProcess(ctx, id, proc.PID, client.AttachOptions{Replay: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var said strings.Builder
-		for !strings.Contains(said.String(), "Serving HTTP") {
-			m, err := at.Recv(ctx)
-			if err != nil || m.Type == wire.AttachExit {
-				t.Fatalf("the dev server did not start: %v; it said %q", err, said.String())
-			}
-			said.Write(m.Data)
-		}
-		_ = at.Close()
-
-		url := p.srv.URL() + "/v1/workspaces/" + id + "/ports/8000/index.html"
-		get := func(key string) (int, string) {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if key != "" {
-				req.Header.Set("Authorization", "Bearer "+key)
-			}
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			return res.StatusCode, string(b)
-		}
-		if code, body := get(p.key); code != http.StatusOK || body != page {
-			t.Errorf("GET through /ports/8000/ = %d %q, want 200 and the page", code, body)
-		}
-		if code, _ := get(""); code != http.StatusUnauthorized {
-			t.Errorf("GET through /ports/8000/ without a key = %d, want 401", code)
-		}
-
-		// The port is listed, and a preview link opens the page with no
-		// key until it is revoked.
-		ports, err := p.api.ListPorts(ctx, id)
-		if err != nil || !slices.ContainsFunc(ports, func(lp protocol.ListeningPort) bool { return lp.Port == 8000 && lp.Address == "127.0.0.1" }) {
-			t.Errorf("ports listed: %+v (%v), want 8000 on 127.0.0.1", ports, err)
-		}
-		link, err := p.api.CreatePreview(ctx, id, wire.PreviewRequest{Port: 8000, TTL: "10m"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		open := func() (int, string) {
-			res, err := http.Get(link.URL + "index.html")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer res.Body.Close()
-			b, _ := io.ReadAll(res.Body)
-			return res.StatusCode, string(b)
-		}
-		if code, body := open(); code != http.StatusOK || body != page {
-			t.Errorf("GET through the preview link = %d %q, want 200 and the page", code, body)
-		}
-		if _, err := p.api.RevokePreview(ctx, id, link.ID); err != nil {
-			t.Fatal(err)
-		}
-		if code, body := open(); code != http.StatusForbidden || !strings.Contains(body, "was revoked") {
-			t.Errorf("GET through a revoked preview link = %d %q, want 403 saying it was revoked", code, body)
-		}
-
-		// Port-forward connections, 20 at once, each a whole HTTP/1.0
-		// exchange ended by a half-close.
-		var wg sync.WaitGroup
-		errc := make(chan error, 20)
-		for i := range 20 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pc, err := p.api.DialPort(ctx, id, 8000)
-				if err != nil {
-					errc <- fmt.Errorf("connection %d: %w", i, err)
-					return
-				}
-				defer pc.Close()
-				if _, err := io.WriteString(pc, "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
-					errc <- fmt.Errorf("connection %d: write: %w", i, err)
-					return
-				}
-				_ = pc.CloseWrite()
-				b, err := io.ReadAll(pc)
-				if err != nil || !strings.HasPrefix(string(b), "HTTP/1.0 200") || !strings.HasSuffix(string(b), page) {
-					errc <- fmt.Errorf("connection %d: read %q (%v), want a 200 with the page", i, b, err)
-				}
-			}()
-		}
-		wg.Wait()
-		close(errc)
-		for err := range errc {
-			t.Error(err)
-		}
-
+		checkPorts(t, p, ctx, id)
 		// The door in opened nothing out.
 		checkEgressBlocked(t, p, ctx, id, append(hostAddrs(t), gatewayOf(t, p, ctx, id)))
 	})
+}
+
+// checkPorts serves a page from a python dev server on 127.0.0.1:8000 in
+// workspace id and reaches it every way issue 26 asks: listed among the
+// workspace's ports, through /ports/ (with a key, and 401 without), a
+// preview link (403 once revoked) and 20 port-forward connections at once.
+func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
+	t.Helper()
+	const page = "<h1>hello from the sandbox</h1>\n"
+	if _, err := p.api.WriteFile(ctx, id, "site/index.html", strings.NewReader(page)); err != nil {
+		t.Fatal(err)
+	}
+	// The test image's python is minimal (no http package): a dev
+	// server of sockets, one connection at a time, HTTP/1.0.
+	if _, err := p.api.WriteFile(ctx, id, "serve.py", strings.NewReader(devServerPy)); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", "serve.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ready when it says so (replay: it may have said it already).
+	at, err := p.api.AttachProcess(ctx, id, proc.PID, client.AttachOptions{Replay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	for !strings.Contains(said.String(), "Serving HTTP") {
+		m, err := at.Recv(ctx)
+		if err != nil || m.Type == wire.AttachExit {
+			t.Fatalf("the dev server did not start: %v; it said %q", err, said.String())
+		}
+		said.Write(m.Data)
+	}
+	_ = at.Close()
+
+	url := p.srv.URL() + "/v1/workspaces/" + id + "/ports/8000/index.html"
+	get := func(key string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := get(p.key); code != http.StatusOK || body != page {
+		t.Errorf("GET through /ports/8000/ = %d %q, want 200 and the page", code, body)
+	}
+	if code, _ := get(""); code != http.StatusUnauthorized {
+		t.Errorf("GET through /ports/8000/ without a key = %d, want 401", code)
+	}
+
+	// The port is listed, and a preview link opens the page with no
+	// key until it is revoked.
+	ports, err := p.api.ListPorts(ctx, id)
+	if err != nil || !slices.ContainsFunc(ports, func(lp protocol.ListeningPort) bool { return lp.Port == 8000 && lp.Address == "127.0.0.1" }) {
+		t.Errorf("ports listed: %+v (%v), want 8000 on 127.0.0.1", ports, err)
+	}
+	link, err := p.api.CreatePreview(ctx, id, wire.PreviewRequest{Port: 8000, TTL: "10m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() (int, string) {
+		res, err := http.Get(link.URL + "index.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, body := open(); code != http.StatusOK || body != page {
+		t.Errorf("GET through the preview link = %d %q, want 200 and the page", code, body)
+	}
+	if _, err := p.api.RevokePreview(ctx, id, link.ID); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := open(); code != http.StatusForbidden || !strings.Contains(body, "was revoked") {
+		t.Errorf("GET through a revoked preview link = %d %q, want 403 saying it was revoked", code, body)
+	}
+
+	// Port-forward connections, 20 at once, each a whole HTTP/1.0
+	// exchange ended by a half-close.
+	var wg sync.WaitGroup
+	errc := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pc, err := p.api.DialPort(ctx, id, 8000)
+			if err != nil {
+				errc <- fmt.Errorf("connection %d: %w", i, err)
+				return
+			}
+			defer pc.Close()
+			if _, err := io.WriteString(pc, "GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n"); err != nil {
+				errc <- fmt.Errorf("connection %d: write: %w", i, err)
+				return
+			}
+			_ = pc.CloseWrite()
+			b, err := io.ReadAll(pc)
+			if err != nil || !strings.HasPrefix(string(b), "HTTP/1.0 200") || !strings.HasSuffix(string(b), page) {
+				errc <- fmt.Errorf("connection %d: read %q (%v), want a 200 with the page", i, b, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
 }
 
 // devServerPy serves site/index.html on 127.0.0.1:8000 to every request,
