@@ -17,6 +17,7 @@ from .errors import (Canceled, Conflict, FailedPrecondition, Forbidden, Internal
 from .eval import Case, Defaults, Expect, Run, Schedule, Suite, suite_document
 from .pools import Pool
 from .sessions import Session
+from .snapshots import Forked, Snapshot
 from .streams import EventStream, ExecStream, TranscriptStream
 from .types import (Agent, AgentModel, APIKey, AuditEntry, CaseResult, Comparison, CreatedAPIKey, Diff, Event,
                     EventPage, ExecChunk, ExecResult, FileInfo, History, HistoryEntry, LLMProvider, Progress, Provider,
@@ -29,7 +30,7 @@ __all__ = [
     "PrimerError", "Invalid", "Unauthorized", "Forbidden", "NotFound", "MethodNotAllowed", "Conflict",
     "FailedPrecondition", "TooLarge", "QuotaExceeded", "Internal", "Unavailable", "Timeout", "Canceled",
     "WorkspaceFailed", "CommandFailed",
-    "Workspace", "Files", "Process", "Processes", "Attachment", "AttachEvent", "Pool", "Session", "Suite", "Run",
+    "Workspace", "Files", "Process", "Processes", "Attachment", "AttachEvent", "Pool", "Session", "Snapshot", "Forked", "Suite", "Run",
     "Case", "Expect", "Defaults", "Schedule", "suite_document",
     "ExecStream", "EventStream", "TranscriptStream",
     "Agent", "AgentModel", "APIKey", "AuditEntry", "CaseResult", "Comparison", "CreatedAPIKey", "Diff", "Event",

@@ -14,6 +14,7 @@ from .eval import Runs, Suites
 from .pools import Pools
 from .resources import Agents, APIKeys, Audit, Events, LLMProviders, Providers, Templates, Tenants
 from .sessions import Sessions
+from .snapshots import Snapshots
 from .workspace import Workspaces, _Pending
 
 
@@ -28,6 +29,7 @@ class _ClientBase:
         self.templates = Templates(self)
         self.pools = Pools(self)
         self.workspaces = Workspaces(self)
+        self.snapshots = Snapshots(self)
         self.sessions = Sessions(self)
         self.llm_providers = LLMProviders(self)
         self.agents = Agents(self)

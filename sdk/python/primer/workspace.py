@@ -21,6 +21,7 @@ from .types import Event, ExecResult, FileInfo, ProcessExit, TerminalSize
 if TYPE_CHECKING:  # pragma: no cover
     from .client import _ClientBase
     from .sessions import Session
+    from .snapshots import Forked, Snapshot
 
 #: Chunk size of file transfers: the server streams 512 KiB at a time.
 CHUNK = 512 << 10
@@ -135,6 +136,14 @@ class Workspace(_Bound):
     updated_at: Optional[datetime] = None
     #: Where a create or lease got it: "warm" (an idle pool member) or "cold".
     source: str = ""
+    #: The snapshot it was made from ("" for none).
+    snapshot_id: str = ""
+    #: "deny_all" when its sandbox may open no connection ("" for the template's).
+    egress: str = ""
+    #: "pause" when it is paused, not deleted, at ``expires_at``.
+    expire_action: str = ""
+    #: How a paused workspace was paused ("filesystem" or "full").
+    paused_mode: str = ""
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -166,6 +175,37 @@ class Workspace(_Bound):
             raise ValueError("extend: give by or until")
         body = compact({"by": dur(by), "until": rfc3339(until) if until is not None else None})
         return self._client._run(one(Req("POST", f"/v1/workspaces/{seg(self.id)}/extend", json=body), _binder(Workspace, self._client)))
+
+    # -- snapshots, fork, pause -------------------------------------------
+
+    def snapshot(self, *, mode: Optional[str] = None, labels: Optional[Mapping[str, str]] = None, wait: bool = True,
+                 timeout: Optional[float] = 300) -> "Snapshot":
+        """Captures the workspace (``mode`` "filesystem", the default, or
+        "full" where the backend offers it) and, with ``wait``, returns the
+        snapshot once it is ready."""
+        from .snapshots import snapshot_op
+        return self._client._pending(snapshot_op(self._client, self.id, mode, labels, wait, timeout))
+
+    def fork(self, count: int, *, mode: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
+             ttl: Optional[Duration] = None, wait: bool = True, timeout: Optional[float] = 300) -> "Forked":
+        """Makes ``count`` new workspaces from one implicit snapshot of this
+        one, all or nothing against the tenant's quotas; with ``wait``,
+        returns once every child runs."""
+        from .snapshots import fork_op
+        return self._client._pending(fork_op(self._client, self.id, count, mode, labels, ttl, wait, timeout))
+
+    def pause(self, *, mode: Optional[str] = None, wait: bool = True, timeout: Optional[float] = 300) -> "Workspace":
+        """Stops the workspace's compute and keeps its files (phase
+        ``paused``); with ``wait``, returns once it is paused."""
+        from .snapshots import phase_op
+        body = compact({"mode": mode}) or None
+        return self._client._pending(phase_op(self._client, self.id, "pause", body, "paused", wait, timeout))
+
+    def resume(self, *, wait: bool = True, timeout: Optional[float] = 300) -> "Workspace":
+        """Starts a paused workspace again, with its files; with ``wait``,
+        returns once it runs."""
+        from .snapshots import phase_op
+        return self._client._pending(phase_op(self._client, self.id, "resume", None, "running", wait, timeout))
 
     def close(self) -> Any:
         """Returns a leased workspace to its pool, deletes any other; one
@@ -731,15 +771,22 @@ class Workspaces:
     def __init__(self, client: "_ClientBase") -> None:
         self._client = client
 
-    def create(self, template_id: str = "default", *, labels: Optional[Mapping[str, str]] = None,
-               ttl: Optional[Duration] = None, env: Optional[Mapping[str, str]] = None, wait: bool = True,
-               timeout: Optional[float] = 300) -> Workspace:
-        """Creates a workspace of the template and, with ``wait`` (the
-        default), returns it once it runs. Use it as a context manager to
-        delete it when the block ends. ``env`` is the workspace's own
-        environment (secret: no answer shows it)."""
+    def create(self, template_id: Optional[str] = None, *, labels: Optional[Mapping[str, str]] = None,
+               ttl: Optional[Duration] = None, env: Optional[Mapping[str, str]] = None,
+               snapshot_id: Optional[str] = None, egress: Optional[str] = None, expire_action: Optional[str] = None,
+               wait: bool = True, timeout: Optional[float] = 300) -> Workspace:
+        """Creates a workspace of the template (``default`` unless a
+        ``snapshot_id`` names the snapshot to start from, whose template it
+        then takes) and, with ``wait`` (the default), returns it once it
+        runs. Use it as a context manager to delete it when the block ends.
+        ``env`` is the workspace's own environment (secret: no answer shows
+        it); ``egress="deny_all"`` narrows its network; ``expire_action=
+        "pause"`` pauses it at its ttl instead of deleting it."""
+        if template_id is None and snapshot_id is None:
+            template_id = "default"
         body = compact({"template_id": template_id, "labels": dict(labels) if labels else None, "ttl": dur(ttl),
-                        "env": dict(env) if env else None})
+                        "env": dict(env) if env else None, "snapshot_id": snapshot_id, "egress": egress,
+                        "expire_action": expire_action})
         c = self._client
 
         def op() -> Op:
