@@ -4,6 +4,7 @@ import { type CallOptions, type FetchLike, type RetryOptions, Transport } from "
 import { Agents, LLMProviders, Pools, Providers, Templates } from "./resources.js";
 import { Sessions } from "./sessions.js";
 import { Runs, Suites } from "./suites.js";
+import { Snapshots } from "./snapshots.js";
 import { Workspaces } from "./workspaces.js";
 /** PrimerOptions configure a client. */
 export interface PrimerOptions {
@@ -27,6 +28,7 @@ export declare class Primer {
     readonly templates: Templates;
     readonly pools: Pools;
     readonly workspaces: Workspaces;
+    readonly snapshots: Snapshots;
     readonly sessions: Sessions;
     readonly llmProviders: LLMProviders;
     readonly agents: Agents;

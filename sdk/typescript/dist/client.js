@@ -6,6 +6,7 @@ import { Transport } from "./http.js";
 import { Agents, LLMProviders, Pools, Providers, Templates } from "./resources.js";
 import { Sessions } from "./sessions.js";
 import { Runs, Suites } from "./suites.js";
+import { Snapshots } from "./snapshots.js";
 import { Workspaces } from "./workspaces.js";
 /** Primer talks to one Primer API server. */
 export class Primer {
@@ -14,6 +15,7 @@ export class Primer {
     templates;
     pools;
     workspaces;
+    snapshots;
     sessions;
     llmProviders;
     agents;
@@ -30,6 +32,7 @@ export class Primer {
         this.templates = new Templates(t);
         this.pools = new Pools(t);
         this.workspaces = new Workspaces(t);
+        this.snapshots = new Snapshots(t);
         this.sessions = new Sessions(t);
         this.llmProviders = new LLMProviders(t);
         this.agents = new Agents(t);

@@ -8,6 +8,7 @@ export { Files, filePath } from "./files.js";
 export { Processes, Attachment } from "./processes.js";
 export { TenantEvents, followSSE } from "./events.js";
 export { Workspace, Workspaces, waitGone } from "./workspaces.js";
+export { Snapshots, waitSnapshot } from "./snapshots.js";
 export { Collection, Providers, Templates, Pools, Lease, LLMProviders, Agents } from "./resources.js";
 export { Session, Sessions } from "./sessions.js";
 export { Suites, Runs, final } from "./suites.js";

@@ -17,10 +17,22 @@ export type LeaseRequest = S["LeaseRequest"];
 export type Workspace = S["Workspace"] & {
     source?: string;
 };
-export type CreateWorkspaceRequest = S["CreateWorkspaceRequest"];
+/** CreateWorkspaceRequest makes a workspace; template_id may be left out with a snapshot_id (the snapshot's template). */
+export type CreateWorkspaceRequest = Omit<S["CreateWorkspaceRequest"], "template_id"> & {
+    template_id?: string;
+};
 export type ExtendRequest = S["ExtendRequest"];
+export type Snapshot = S["Snapshot"];
+export type CreateSnapshotRequest = S["CreateSnapshotRequest"];
+export type ForkRequest = S["ForkRequest"];
+export type PauseRequest = S["PauseRequest"];
+/** SnapshotListOptions filter a snapshot list. */
+export interface SnapshotListOptions {
+    workspace_id?: string;
+    phase?: string;
+}
 /** Phase is a workspace's phase. */
-export type Phase = "pending" | "running" | "failed" | "escalated" | "terminating";
+export type Phase = "pending" | "running" | "paused" | "failed" | "escalated" | "terminating";
 /** WorkspaceListOptions filter a workspace list. */
 export interface WorkspaceListOptions {
     phase?: string;

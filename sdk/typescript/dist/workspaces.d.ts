@@ -4,7 +4,12 @@ import { Files } from "./files.js";
 import { Processes } from "./processes.js";
 import { type FollowOptions } from "./events.js";
 import { type Session } from "./sessions.js";
-import type { CreateSessionRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+import type { CreateSessionRequest, CreateSnapshotRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, ForkRequest, PauseRequest, Snapshot, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+/** Forked is a fork's answer: its implicit snapshot and the new workspaces. */
+export interface Forked {
+    snapshot: Snapshot;
+    workspaces: Workspace[];
+}
 /** WaitOptions bound a wait. */
 export interface WaitOptions extends CallOptions {
     /** waitTimeoutMs gives up after this long (default 5 minutes). */
@@ -52,6 +57,16 @@ export declare class Workspace implements AsyncDisposable {
     delete(o?: WaitOptions & {
         wait?: boolean;
     }): Promise<void>;
+    /** snapshot captures the workspace and (unless wait: false) waits until the snapshot is ready. */
+    snapshot(req?: CreateSnapshotRequest, o?: CreateOptions): Promise<Snapshot>;
+    /** fork makes N workspaces from one implicit snapshot of this one (all or nothing against quotas) and (unless wait: false) waits until each runs. */
+    fork(req: ForkRequest | number, o?: CreateOptions): Promise<Forked>;
+    /** pause stops the workspace's compute and keeps its files; (unless wait: false) until it is paused. */
+    pause(req?: PauseRequest, o?: CreateOptions): Promise<WorkspaceData>;
+    /** resume starts a paused workspace again with its files; (unless wait: false) until it runs. */
+    resume(o?: CreateOptions): Promise<WorkspaceData>;
+    /** waitPhase polls until the workspace is in phase; terminating or gone is an error. */
+    private waitPhase;
     /** session opens a session on this workspace (an agent's place: tool calls recorded as commits). */
     session(o?: CallOptions & Omit<CreateSessionRequest, "workspace_id">): Promise<Session>;
     /** Symbol.asyncDispose deletes the workspace (for `await using`). */

@@ -7,6 +7,7 @@ import { type CallOptions, type FetchLike, type RetryOptions, Transport } from "
 import { Agents, LLMProviders, Pools, Providers, Templates } from "./resources.js";
 import { Sessions } from "./sessions.js";
 import { Runs, Suites } from "./suites.js";
+import { Snapshots } from "./snapshots.js";
 import { Workspaces } from "./workspaces.js";
 
 /** PrimerOptions configure a client. */
@@ -32,6 +33,7 @@ export class Primer {
   readonly templates: Templates;
   readonly pools: Pools;
   readonly workspaces: Workspaces;
+  readonly snapshots: Snapshots;
   readonly sessions: Sessions;
   readonly llmProviders: LLMProviders;
   readonly agents: Agents;
@@ -49,6 +51,7 @@ export class Primer {
     this.templates = new Templates(t);
     this.pools = new Pools(t);
     this.workspaces = new Workspaces(t);
+    this.snapshots = new Snapshots(t);
     this.sessions = new Sessions(t);
     this.llmProviders = new LLMProviders(t);
     this.agents = new Agents(t);

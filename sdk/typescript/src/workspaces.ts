@@ -9,7 +9,14 @@ import { Files } from "./files.js";
 import { Processes } from "./processes.js";
 import { type FollowOptions, decodeEvent, followSSE } from "./events.js";
 import { type Session, Sessions } from "./sessions.js";
-import type { CreateSessionRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+import { waitSnapshot } from "./snapshots.js";
+import type { CreateSessionRequest, CreateSnapshotRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, ForkRequest, PauseRequest, Snapshot, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+
+/** Forked is a fork's answer: its implicit snapshot and the new workspaces. */
+export interface Forked {
+  snapshot: Snapshot;
+  workspaces: Workspace[];
+}
 
 /** WaitOptions bound a wait. */
 export interface WaitOptions extends CallOptions {
@@ -108,6 +115,50 @@ export class Workspace implements AsyncDisposable {
       throw e;
     }
     if (o.wait) await waitGone(this.t, this.id, o);
+  }
+
+  /** snapshot captures the workspace and (unless wait: false) waits until the snapshot is ready. */
+  async snapshot(req: CreateSnapshotRequest = {}, o: CreateOptions = {}): Promise<Snapshot> {
+    const s = await this.t.json<Snapshot>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/snapshots`, json: req, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    return o.wait === false || s.phase === "ready" ? s : waitSnapshot(this.t, s.id, o);
+  }
+
+  /** fork makes N workspaces from one implicit snapshot of this one (all or nothing against quotas) and (unless wait: false) waits until each runs. */
+  async fork(req: ForkRequest | number, o: CreateOptions = {}): Promise<Forked> {
+    const body = typeof req === "number" ? { count: req } : req;
+    const d = await this.t.json<{ snapshot: Snapshot; workspaces: WorkspaceData[] }>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/fork`, json: body, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    const children = d.workspaces.map((w) => new Workspace(this.t, w));
+    if (o.wait !== false) await Promise.all(children.map((w) => w.wait(o)));
+    return { snapshot: d.snapshot, workspaces: children };
+  }
+
+  /** pause stops the workspace's compute and keeps its files; (unless wait: false) until it is paused. */
+  async pause(req: PauseRequest = {}, o: CreateOptions = {}): Promise<WorkspaceData> {
+    this.data = await this.t.json<WorkspaceData>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/pause`, json: req, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    if (o.wait === false) return this.data;
+    return this.waitPhase("paused", o);
+  }
+
+  /** resume starts a paused workspace again with its files; (unless wait: false) until it runs. */
+  async resume(o: CreateOptions = {}): Promise<WorkspaceData> {
+    this.data = await this.t.json<WorkspaceData>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/resume`, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    if (o.wait === false) return this.data;
+    await this.wait(o);
+    return this.data;
+  }
+
+  /** waitPhase polls until the workspace is in phase; terminating or gone is an error. */
+  private async waitPhase(phase: string, o: WaitOptions): Promise<WorkspaceData> {
+    const deadline = Date.now() + (o.waitTimeoutMs ?? 300_000);
+    for (;;) {
+      const ws = this.data.phase === phase ? this.data : await this.refresh(o);
+      if (ws.phase === phase) return ws;
+      if (ws.phase === "failed" || ws.phase === "escalated" || ws.phase === "terminating") {
+        throw new FailedPreconditionError("failed_precondition", `workspace ${ws.id}: is ${ws.phase}${ws.reason ? ": " + ws.reason : ""}`, 409);
+      }
+      if (Date.now() > deadline) throw makeError("timeout", `workspace ${ws.id}: still ${ws.phase} after ${o.waitTimeoutMs ?? 300_000} ms`, 0);
+      await sleep(o.pollMs ?? 100, o.signal);
+    }
   }
 
   /** session opens a session on this workspace (an agent's place: tool calls recorded as commits). */
