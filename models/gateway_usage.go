@@ -54,3 +54,12 @@ func (s *Store) GatewaySpendSince(ctx context.Context, tenantID, workspaceID str
 	}
 	return GatewaySpend{Requests: out.Requests, Tokens: out.Tokens}, nil
 }
+
+// GatewayUsageOf lists workspace id's gateway calls, oldest first.
+func (s *Store) GatewayUsageOf(ctx context.Context, workspaceID string) ([]GatewayUsage, error) {
+	var out []GatewayUsage
+	if err := s.r.WithContext(ctx).Where("workspace_id = ?", workspaceID).Order("id").Find(&out).Error; err != nil {
+		return nil, dbError(ctx, err, "gateway usage: list")
+	}
+	return out, nil
+}

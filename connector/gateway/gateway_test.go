@@ -320,3 +320,38 @@ func TestWorkspaceEnvHoldsNoKey(t *testing.T) {
 }
 
 const SessionHeaderForTest = gateway.SessionHeader
+
+// TestGatewayUsageSession: a call is recorded under the session it names
+// when that is one of the workspace's, under none when it names another
+// workspace's, and under the workspace's one open session when it names
+// none.
+func TestGatewayUsageSession(t *testing.T) {
+	ms := newModelServer(t)
+	f := setup(t, wire.LLMOpenAI, ms.URL, nil)
+	ctx := t.Context()
+	other := &wire.Workspace{ID: "ws-other", TenantID: wire.DefaultTenantID, TemplateID: "tmpl", ProviderID: "lp", Backend: "local", Phase: wire.PhaseRunning}
+	must(t, f.store.CreateWorkspace(ctx, other))
+	mine := &wire.Session{WorkspaceID: f.ws.ID}
+	must(t, f.store.CreateSession(ctx, mine))
+	theirs := &wire.Session{WorkspaceID: other.ID}
+	must(t, f.store.CreateSession(ctx, theirs))
+	for _, named := range []string{"", mine.ID, theirs.ID} {
+		hdr := map[string]string{"Authorization": "Bearer " + f.cred}
+		if named != "" {
+			hdr[gateway.SessionHeader] = named
+		}
+		resp := f.post(t, "/v1/chat/completions", `{"model":"gpt-ok","messages":[]}`, hdr)
+		if body := readAll(t, resp.Body); resp.StatusCode != 200 {
+			t.Fatalf("call naming %q: %d %s", named, resp.StatusCode, body)
+		}
+	}
+	rows, err := f.store.GatewayUsageOf(ctx, f.ws.ID)
+	must(t, err)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.SessionID)
+	}
+	if want := []string{mine.ID, mine.ID, ""}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("usage sessions %q, want %q (the open one, the named one, none for another workspace's)", got, want)
+	}
+}

@@ -286,9 +286,9 @@ func (h *handler) overBudget(ctx context.Context, b *backend.GatewayBudget) *ref
 func (h *handler) record(r *http.Request, c *call) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), recordTimeout)
 	defer cancel()
-	u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, SessionID: clip(r.Header.Get(SessionHeader), 64),
-		Model: clip(c.model, 256), Status: c.status, InputTokens: c.in, OutputTokens: c.out}
 	if c.forwarded {
+		u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, SessionID: h.sessionOf(ctx, r.Header.Get(SessionHeader)),
+			Model: clip(c.model, 256), Status: c.status, InputTokens: c.in, OutputTokens: c.out}
 		if err := h.g.Store.RecordGatewayUsage(ctx, u); err != nil {
 			h.g.logger().Warn("model gateway: record usage", "workspace_id", h.workspaceID, "error", err)
 		}
@@ -336,4 +336,22 @@ func withStreamUsage(body []byte) []byte {
 		return body
 	}
 	return out
+}
+
+// sessionOf is the session a call is recorded under: the one the caller
+// named in X-Primer-Session when it is an open or ended session of this
+// workspace, else the workspace's one open session if it has exactly one,
+// else none.
+func (h *handler) sessionOf(ctx context.Context, named string) string {
+	if named != "" {
+		if s, err := h.g.Store.GetSession(ctx, named); err == nil && s.WorkspaceID == h.workspaceID {
+			return s.ID
+		}
+		return ""
+	}
+	open, err := h.g.Store.ListSessions(ctx, models.SessionFilter{TenantID: h.tenantID, WorkspaceID: h.workspaceID, Status: wire.SessionOpen})
+	if err != nil || len(open) != 1 {
+		return ""
+	}
+	return open[0].ID
 }
