@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/primerhq/primer/api/client"
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
@@ -54,24 +56,11 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 	if _, err := p.api.WriteFile(ctx, id, "serve.py", strings.NewReader(devServerPy)); err != nil {
 		t.Fatal(err)
 	}
-	proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", "serve.py"}})
-	if err != nil {
+	startServer(t, p, ctx, id, "serve.py", "Serving HTTP")
+	if _, err := p.api.WriteFile(ctx, id, "echo_ws.py", strings.NewReader(wsEchoPy)); err != nil {
 		t.Fatal(err)
 	}
-	// Ready when it says so (replay: it may have said it already).
-	at, err := p.api.AttachProcess(ctx, id, proc.PID, client.AttachOptions{Replay: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var said strings.Builder
-	for !strings.Contains(said.String(), "Serving HTTP") {
-		m, err := at.Recv(ctx)
-		if err != nil || m.Type == wire.AttachExit {
-			t.Fatalf("the dev server did not start: %v; it said %q", err, said.String())
-		}
-		said.Write(m.Data)
-	}
-	_ = at.Close()
+	startServer(t, p, ctx, id, "echo_ws.py", "Serving WebSocket")
 
 	url := p.srv.URL() + "/v1/workspaces/" + id + "/ports/8000/index.html"
 	get := func(key string) (int, string) {
@@ -123,6 +112,38 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 		t.Errorf("GET through a revoked preview link = %d %q, want 403 saying it was revoked", code, body)
 	}
 
+	// A WebSocket echo server is reached through /ports/ with a key and
+	// through a preview link without one.
+	wsLink, err := p.api.CreatePreview(ctx, id, wire.PreviewRequest{Port: 8001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, url string
+		header    http.Header
+	}{
+		{"/ports/", "ws" + strings.TrimPrefix(p.srv.URL(), "http") + "/v1/workspaces/" + id + "/ports/8001/", http.Header{"Authorization": {"Bearer " + p.key}}},
+		{"preview link", "ws" + strings.TrimPrefix(wsLink.URL, "http"), nil},
+	} {
+		c, _, err := websocket.Dial(ctx, tc.url, &websocket.DialOptions{HTTPHeader: tc.header})
+		if err != nil {
+			t.Errorf("WebSocket through %s: %v", tc.name, err)
+			continue
+		}
+		for i := range 3 {
+			msg := fmt.Sprintf("hello %d", i)
+			if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+				t.Errorf("WebSocket through %s: write: %v", tc.name, err)
+				break
+			}
+			if _, b, err := c.Read(ctx); err != nil || string(b) != "echo:"+msg {
+				t.Errorf("WebSocket through %s: read %q (%v), want %q", tc.name, b, err, "echo:"+msg)
+				break
+			}
+		}
+		_ = c.Close(websocket.StatusNormalClosure, "")
+	}
+
 	// Port-forward connections, 20 at once, each a whole HTTP/1.0
 	// exchange ended by a half-close.
 	var wg sync.WaitGroup
@@ -154,6 +175,85 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 		t.Error(err)
 	}
 }
+
+// startServer runs python script in workspace id as a background process
+// and returns once it printed ready (read with replay: it may have said it
+// already).
+func startServer(t *testing.T, p *primer, ctx context.Context, id, script, ready string) {
+	t.Helper()
+	proc, err := p.api.StartProcess(ctx, id, wire.ProcessSpec{Command: []string{"python", "-u", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := p.api.AttachProcess(ctx, id, proc.PID, client.AttachOptions{Replay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Close()
+	var said strings.Builder
+	for !strings.Contains(said.String(), ready) {
+		m, err := at.Recv(ctx)
+		if err != nil || m.Type == wire.AttachExit {
+			t.Fatalf("%s did not start: %v; it said %q", script, err, said.String())
+		}
+		said.Write(m.Data)
+	}
+}
+
+// wsEchoPy is a WebSocket echo server of sockets on 127.0.0.1:8001 (the
+// test image's python has no http or websockets package): it answers the
+// handshake and sends back each text or binary message prefixed "echo:",
+// one connection at a time.
+const wsEchoPy = `import socket, hashlib, base64, struct
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 8001))
+s.listen(16)
+print('Serving WebSocket on 127.0.0.1 port 8001')
+G = b'258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
+def recvn(c, n):
+    b = b''
+    while len(b) < n:
+        d = c.recv(n - len(b))
+        if not d:
+            raise EOFError
+        b += d
+    return b
+while True:
+    c, _ = s.accept()
+    try:
+        req = b''
+        while b'\r\n\r\n' not in req:
+            d = c.recv(4096)
+            if not d:
+                raise EOFError
+            req += d
+        key = b''
+        for line in req.split(b'\r\n'):
+            if line.lower().startswith(b'sec-websocket-key:'):
+                key = line.split(b':', 1)[1].strip()
+        acc = base64.b64encode(hashlib.sha1(key + G).digest())
+        c.sendall(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ' + acc + b'\r\n\r\n')
+        while True:
+            h = recvn(c, 2)
+            op, n = h[0] & 15, h[1] & 127
+            if n == 126:
+                n = struct.unpack('>H', recvn(c, 2))[0]
+            elif n == 127:
+                n = struct.unpack('>Q', recvn(c, 8))[0]
+            mask = recvn(c, 4) if h[1] & 128 else b'\0\0\0\0'
+            data = bytes(b ^ mask[i % 4] for i, b in enumerate(recvn(c, n)))
+            if op == 8:
+                c.sendall(b'\x88\x00')
+                break
+            if op in (1, 2):
+                out = b'echo:' + data
+                hdr = bytes([128 | op]) + (bytes([len(out)]) if len(out) < 126 else bytes([126]) + struct.pack('>H', len(out)))
+                c.sendall(hdr + out)
+    except (EOFError, OSError):
+        pass
+    c.close()
+`
 
 // devServerPy serves site/index.html on 127.0.0.1:8000 to every request,
 // HTTP/1.0 (the response ends with the connection), and says when it
