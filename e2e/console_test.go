@@ -292,6 +292,32 @@ func TestConsoleProvidersWalkthrough(t *testing.T) {
 	}
 	b.screenshot("exec")
 
+	// Ports: a dev server in the workspace is listed on its page, and its
+	// Open form makes a preview link that serves the page. The form is
+	// sent by the page's own fetch, as the button would, so the browser
+	// stays on the console's page (the link opens in a new tab).
+	pctx := ctxT(t, 2*time.Minute)
+	const sitePage = "<h1>hello from the sandbox</h1>\n"
+	for name, body := range map[string]string{"site/index.html": sitePage, "serve.py": devServerPy} {
+		if _, err := p.api.WriteFile(pctx, ws, name, strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startServer(t, p, pctx, ws, "serve.py", "Serving HTTP")
+	b.run("see the port and open it",
+		chromedp.Navigate(b.base+"/workspaces/"+ws),
+		visible(`#ports tr[data-port="8000"] button`),
+		chromedp.Evaluate[chromedp.Void](`(() => {
+			const f = document.querySelector('#ports tr[data-port="8000"] form');
+			window.primerOpen = null;
+			fetch(f.action, {method: "POST", body: new URLSearchParams(new FormData(f))})
+				.then(r => r.text().then(t => { window.primerOpen = {url: r.url, status: r.status, text: t}; }));
+		})()`),
+	)
+	b.waitJS("the preview link's page", `!!window.primerOpen && window.primerOpen.status === 200 && window.primerOpen.url.includes("/preview/pv-") && window.primerOpen.text.includes("hello from the sandbox")`, time.Minute)
+	b.screenshot("ports")
+	b.run("back to the workspace", chromedp.Navigate(b.base+"/workspaces/"+ws), visible(`#command`))
+
 	// Files tab: read out.txt.
 	b.run("open out.txt",
 		click(`nav.tabs a[href$="/files"]`),
