@@ -275,6 +275,9 @@ func (s *server) servePreview(c *gin.Context) {
 	prefix, rest := splitPath(c.Request.URL.EscapedPath(), 3)
 	s.proxyTo(c, w, cl, p.Port, prefix, rest, func(h http.Header) {
 		h.Set("Content-Security-Policy", previewSandboxCSP)
+		// The token is in the page's address: no link the page follows
+		// may carry it to another site in a Referer.
+		h.Set("Referrer-Policy", "no-referrer")
 	})
 }
 

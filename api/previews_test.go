@@ -92,6 +92,9 @@ func TestPreviewLinks(t *testing.T) {
 		if sc := res.header.Values("Set-Cookie"); len(sc) != 1 || sc[0] != "app=1; Path=/" {
 			t.Errorf("Set-Cookie %q, want only the program's own", sc)
 		}
+		if rp := res.header.Get("Referrer-Policy"); rp != "no-referrer" {
+			t.Errorf("Referrer-Policy %q, want no-referrer (the token is in the address)", rp)
+		}
 		// Without the trailing slash, the link's directory is where
 		// relative paths resolve.
 		if res := previewGet(t, strings.TrimSuffix(link.URL, "/")); res.status != http.StatusFound || res.header.Get("Location") != "/preview/"+token+"/" {
