@@ -40,6 +40,10 @@ var portMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, htt
 // is 404); a viewer may not use it even to GET, since a GET to a program
 // is whatever that program makes of it.
 func (s *server) proxyPort(c *gin.Context) {
+	if c.Request.Method == http.MethodPost && c.Param("path") == "/preview" {
+		s.createPortPreview(c)
+		return
+	}
 	ws, cl, port, err := s.portRuntime(c)
 	if err != nil {
 		s.fail(c, err)

@@ -118,12 +118,41 @@ func (s *server) previewWorkspace(c *gin.Context, write bool) (*wire.Workspace, 
 // (POST /v1/workspaces/:id/previews). The link's URL is in this answer
 // only; the audit entry names the preview, never its token.
 func (s *server) createPreview(c *gin.Context) {
-	ctx := c.Request.Context()
 	var req wire.PreviewRequest
 	if err := s.decodeJSON(c, &req, "", false); err != nil {
 		s.fail(c, err)
 		return
 	}
+	s.makePreview(c, req)
+}
+
+// createPortPreview makes a preview link to the port the path names
+// (POST /v1/workspaces/:id/ports/:port/preview, the port proxy's one path
+// it does not forward; a program's own POST /preview is reached through a
+// link or a port-forward). The body is optional: {"ttl"}, and a port, if
+// given, must be the path's.
+func (s *server) createPortPreview(c *gin.Context) {
+	port, err := strconv.Atoi(c.Param("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.fail(c, errs.Field("port", "port %q: want a number from 1 to 65535", c.Param("port")))
+		return
+	}
+	var req wire.PreviewRequest
+	if err := s.decodeJSON(c, &req, "", true); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Port != 0 && req.Port != port {
+		s.fail(c, errs.Field("port", "port %d in the body is not the path's port %d", req.Port, port))
+		return
+	}
+	req.Port = port
+	s.makePreview(c, req)
+}
+
+// makePreview checks req and makes its link.
+func (s *server) makePreview(c *gin.Context, req wire.PreviewRequest) {
+	ctx := c.Request.Context()
 	if req.Port < 1 || req.Port > 65535 {
 		s.fail(c, errs.Field("port", "port %d: want a number from 1 to 65535", req.Port))
 		return

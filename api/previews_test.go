@@ -102,6 +102,31 @@ func TestPreviewLinks(t *testing.T) {
 		}
 	})
 
+	t.Run("made at the port's own path", func(t *testing.T) {
+		// POST /ports/{port}/preview makes a link instead of reaching the
+		// program; the body is optional.
+		for _, body := range []any{nil, `{"ttl":"30m"}`} {
+			res := h.do(http.MethodPost, fmt.Sprintf("/v1/workspaces/%s/ports/%d/preview", w.ID, d.port), body, "Authorization", "Bearer "+h.adminKey)
+			if res.status != http.StatusCreated {
+				t.Fatalf("body %v: status %d: %s", body, res.status, res.body)
+			}
+			var l wire.PreviewLink
+			res.decode(t, &l)
+			if l.Port != d.port || l.ID == link.ID || !strings.HasPrefix(l.URL, h.url+"/preview/"+l.ID+".") {
+				t.Fatalf("link %+v", l)
+			}
+			if body != nil && time.Until(l.ExpiresAt) > 31*time.Minute {
+				t.Errorf("ttl 30m: expires at %s", l.ExpiresAt)
+			}
+			if res := previewGet(t, l.URL+"echo/x"); res.status != http.StatusOK {
+				t.Fatalf("open %s: status %d: %s", l.URL, res.status, res.body)
+			}
+			if res := h.do(http.MethodDelete, "/v1/workspaces/"+w.ID+"/previews/"+l.ID, nil, "Authorization", "Bearer "+h.adminKey); res.status != http.StatusOK {
+				t.Fatalf("revoke %s: status %d: %s", l.ID, res.status, res.body)
+			}
+		}
+	})
+
 	t.Run("websocket", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -217,6 +242,11 @@ func TestPreviewRefusals(t *testing.T) {
 		{"ttl too long", http.MethodPost, create, h.adminKey, `{"port":8080,"ttl":"1000h"}`, 400, "invalid", "want from 1s to"},
 		{"ttl seconds too long", http.MethodPost, create, h.adminKey, `{"port":8080,"ttl":99999999999}`, 400, "invalid", "want from 1s to"},
 		{"ttl not a duration", http.MethodPost, create, h.adminKey, `{"port":8080,"ttl":"soon"}`, 400, "invalid", "neither a duration"},
+		{"port path: another tenant", http.MethodPost, "/v1/workspaces/" + w.ID + "/ports/8080/preview", other, "", 404, "not_found", "workspace " + w.ID + ": not found"},
+		{"port path: viewer", http.MethodPost, "/v1/workspaces/" + w.ID + "/ports/8080/preview", viewer, "", 403, "forbidden", ""},
+		{"port path: no key", http.MethodPost, "/v1/workspaces/" + w.ID + "/ports/8080/preview", "", "", 401, "unauthenticated", ""},
+		{"port path: another port in the body", http.MethodPost, "/v1/workspaces/" + w.ID + "/ports/8080/preview", h.adminKey, `{"port":9090}`, 400, "invalid", "is not the path's port 8080"},
+		{"port path: bad port", http.MethodPost, "/v1/workspaces/" + w.ID + "/ports/0/preview", h.adminKey, "", 400, "invalid", "want a number from 1 to 65535"},
 		{"unknown preview", http.MethodDelete, create + "/pv-0000000000000000", h.adminKey, "", 404, "not_found", "preview pv-0000000000000000"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

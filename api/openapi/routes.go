@@ -301,6 +301,14 @@ func portRoutes() []*Route {
 		if m == http.MethodGet {
 			r.Responses = append(r.Responses, Response{Status: http.StatusSwitchingProtocols, Desc: "Upgraded by the program (WebSocket); bytes pass through both ways."})
 		}
+		if m == http.MethodPost {
+			r.Desc += " One path is not forwarded: POST .../ports/{port}/preview (body optional: {\"ttl\"}) makes " +
+				"a preview link to the port, as POST /v1/workspaces/{id}/previews does, and answers 201 with the " +
+				"link (PreviewLink); a program's own POST /preview is reached through a link or a port-forward."
+			r.Responses = append(r.Responses, Response{Status: http.StatusCreated,
+				Desc:    "The program's 201, passed through; or, for the path preview, the link made (PreviewLink, its url shown this once).",
+				Content: []Content{{Media: MediaJSON, Type: typeOf[wire.PreviewLink]()}, {Media: "*/*", Schema: binary}}})
+		}
 		out = append(out, r.errors(http.StatusBadRequest, s409, http.StatusNotImplemented, http.StatusBadGateway, s503, s504))
 	}
 	fwd := route("GET", "/workspaces/:id/port-forward/:port", "Connect to a port inside the workspace (WebSocket)")

@@ -989,7 +989,7 @@ export interface paths {
         put: operations["putWorkspacesIdPortsPortPath"];
         /**
          * Send a request to a port inside the workspace
-         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented).
+         * @description A reverse proxy to 127.0.0.1:{port} inside the workspace, through its runtime connection (so under egress deny_all too): HTTP/1.1 with bodies streamed both ways, SSE flushed as it comes, and upgrades (WebSocket) on GET. The program sees Host 127.0.0.1:{port}, X-Forwarded-For, -Host, -Proto and X-Forwarded-Prefix (/v1/workspaces/{id}/ports/{port}); the Authorization header and the console's cookie are removed. Needs a member or admin key whatever the method. Nothing listening on the port is 502 (bad_gateway), a runtime from before tunnels 501 (not_implemented). One path is not forwarded: POST .../ports/{port}/preview (body optional: {"ttl"}) makes a preview link to the port, as POST /v1/workspaces/{id}/previews does, and answers 201 with the link (PreviewLink); a program's own POST /preview is reached through a link or a port-forward.
          */
         post: operations["postWorkspacesIdPortsPortPath"];
         /**
@@ -5178,6 +5178,16 @@ export interface operations {
                 };
                 content: {
                     "*/*": string;
+                };
+            };
+            /** @description The program's 201, passed through; or, for the path preview, the link made (PreviewLink, its url shown this once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                    "application/json": components["schemas"]["PreviewLink"];
                 };
             };
             400: components["responses"]["Error"];
