@@ -9,19 +9,21 @@ import (
 	"time"
 )
 
-// TestProberBeacon watches a fleet of 200 memory workspaces (runtime
+// TestProberBeacon watches a fleet of 1,000 memory workspaces (runtime
 // servers in this process, on loopback WebSockets) with beacons: while
 // many beacons arrive the Prober pings none and the store runs no
 // statement; then one runtime dies and its workflow alone is signalled,
 // with three misses whose reason is "beacon expired".
 func TestProberBeacon(t *testing.T) {
-	const fleet = 200
+	const fleet = 1000
 	r := newRig(t)
 	pr := newProbeRecorder(r)
 	defer pr.p.Stop()
 	r.a.BeaconOff = false
 	ctx := context.Background()
-	interval := 300 * time.Millisecond
+	// A 2 s interval leaves a loaded machine (the race pass) room: a
+	// beacon late by a whole interval would be a ping.
+	interval := 2 * time.Second
 	ids := make([]string, fleet)
 	for i := range ids {
 		id := fmt.Sprintf("ws-fleet-%03d", i)
