@@ -1,10 +1,12 @@
 package backend
 
 import (
+	"hash/fnv"
 	"strconv"
 	"time"
 
 	"github.com/primerhq/primer/errs"
+	"github.com/primerhq/primer/wire"
 )
 
 // DefaultGatewayPort is the loopback port inside the sandbox the model
@@ -24,7 +26,9 @@ type ModelGateway struct {
 	ProviderID string `json:"provider_id"`
 	// Models are the model names the workspace may call; others are 403.
 	Models []string `json:"models"`
-	// Port is the loopback port inside the sandbox (DefaultGatewayPort).
+	// Port is the loopback port inside the sandbox; when unset,
+	// DefaultGatewayPort, or on a host backend a port of the workspace's
+	// own (PortFor).
 	Port int `json:"port,omitempty"`
 	// Budget bounds the calls per period; nil: no bound.
 	Budget *GatewayBudget `json:"budget,omitempty"`
@@ -42,12 +46,30 @@ type GatewayBudget struct {
 	TenantRequests    int64  `json:"tenant_requests,omitempty"`
 }
 
-// PortOr is the gateway's port, DefaultGatewayPort when unset.
-func (g *ModelGateway) PortOr() int {
-	if g.Port == 0 {
-		return DefaultGatewayPort
+// Host backends' gateway ports (PortFor) are in [hostGatewayPorts,
+// hostGatewayPorts+hostGatewaySpan), below Linux's ephemeral range.
+const (
+	hostGatewayPorts = 20000
+	hostGatewaySpan  = 12000
+)
+
+// PortFor is the gateway's port in workspace id of backend kind: the
+// template's port when it names one; else DefaultGatewayPort in a sandbox
+// of its own (container, pod), and on a host backend (local, worktree,
+// vm), whose workspaces share the host's loopback, a port derived from
+// the workspace id, so that two workspaces on one host do not ask for the
+// same one. The environment and the runtime's listener both take it from
+// here.
+func (g *ModelGateway) PortFor(kind, id string) int {
+	switch {
+	case g.Port != 0:
+		return g.Port
+	case wire.IsHostBackend(kind) || kind == wire.BackendVM:
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(id))
+		return hostGatewayPorts + int(h.Sum32()%hostGatewaySpan)
 	}
-	return g.Port
+	return DefaultGatewayPort
 }
 
 // PeriodOf is the budget's period.
@@ -94,9 +116,10 @@ func (g *ModelGateway) validate(prefix string) error {
 }
 
 // GatewayEnv is env with the variables that point a workspace's programs
-// at its model gateway (OpenAI and Anthropic clients read them), the
+// at its model gateway on port (PortFor; OpenAI and Anthropic clients
+// read them), the
 // credential standing in for the keys. env itself is not changed.
-func GatewayEnv(env map[string]string, g *ModelGateway, credential string) map[string]string {
+func GatewayEnv(env map[string]string, g *ModelGateway, port int, credential string) map[string]string {
 	if g == nil {
 		return env
 	}
@@ -104,7 +127,7 @@ func GatewayEnv(env map[string]string, g *ModelGateway, credential string) map[s
 	for k, v := range env {
 		out[k] = v
 	}
-	base := "http://127.0.0.1:" + strconv.Itoa(g.PortOr())
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	out["OPENAI_BASE_URL"] = base + "/v1"
 	out["ANTHROPIC_BASE_URL"] = base
 	out["OPENAI_API_KEY"] = credential

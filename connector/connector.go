@@ -174,7 +174,7 @@ func (c *Connector) WorkspaceEnv(ctx context.Context, workspaceID string, common
 	if err != nil {
 		return nil, fmt.Errorf("model gateway credential: %w", err)
 	}
-	return backend.GatewayEnv(common.Env, common.ModelGateway, cred), nil
+	return backend.GatewayEnv(common.Env, common.ModelGateway, common.ModelGateway.PortFor(common.Kind, workspaceID), cred), nil
 }
 
 // Drop closes the pooled connection of a workspace, if any.

@@ -65,9 +65,10 @@ func (g *Gateway) Attach(id string, cl *client.Client) {
 	}
 	srv := g.server(ws.ID, ws.TenantID)
 	ln := newConnListener(cl)
-	port, err := cl.Listen(ctx, common.ModelGateway.PortOr(), ln.push)
+	want := common.ModelGateway.PortFor(common.Kind, id)
+	port, err := cl.Listen(ctx, want, ln.push)
 	if err != nil {
-		g.logger().Warn("model gateway: listen in the sandbox", "workspace_id", id, "port", common.ModelGateway.PortOr(), "error", err)
+		g.logger().Warn("model gateway: listen in the sandbox", "workspace_id", id, "port", want, "error", err)
 		return
 	}
 	g.logger().Info("model gateway serving", "workspace_id", id, "port", port)
