@@ -19,7 +19,7 @@ func (a *app) workspaceCommand() *cobra.Command {
 	cmd := a.group("workspace", "Work inside a workspace: exec, files, events; return or recover it", "ws")
 	cmd.AddCommand(a.execCommand(), a.filesCommand(), a.eventsCommand(), a.workspaceReturnCommand(), a.workspaceRecoverCommand(),
 		a.workspaceExtendCommand(), a.shellCommand(), a.workspaceForkCommand(), a.workspacePauseCommand(), a.workspaceResumeCommand(),
-		a.portForwardCommand())
+		a.portForwardCommand(), a.portsCommand(), a.previewCommand())
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -84,14 +85,18 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 	}
 
 	// The port is listed, and a preview link opens the page with no
-	// key until it is revoked.
+	// key until it is revoked; primectl lists, makes and revokes.
 	ports, err := p.api.ListPorts(ctx, id)
 	if err != nil || !slices.ContainsFunc(ports, func(lp protocol.ListeningPort) bool { return lp.Port == 8000 && lp.Address == "127.0.0.1" }) {
 		t.Errorf("ports listed: %+v (%v), want 8000 on 127.0.0.1", ports, err)
 	}
-	link, err := p.api.CreatePreview(ctx, id, wire.PreviewRequest{Port: 8000, TTL: "10m"})
-	if err != nil {
-		t.Fatal(err)
+	if out, stderr, code := p.primectl("", "workspace", "ports", id); code != 0 || !strings.Contains(out, "8000   127.0.0.1") {
+		t.Errorf("primectl workspace ports = %q %q (exit %d), want 8000 on 127.0.0.1", out, stderr, code)
+	}
+	out, stderr, code := p.primectl("", "-o", "json", "workspace", "preview", id, "8000", "--ttl", "10m")
+	var link wire.PreviewLink
+	if code != 0 || json.Unmarshal([]byte(out), &link) != nil || link.Port != 8000 || link.URL == "" {
+		t.Fatalf("primectl workspace preview %s 8000 = %q %q (exit %d)", id, out, stderr, code)
 	}
 	open := func() (int, string) {
 		res, err := http.Get(link.URL + "index.html")
@@ -105,8 +110,8 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 	if code, body := open(); code != http.StatusOK || body != page {
 		t.Errorf("GET through the preview link = %d %q, want 200 and the page", code, body)
 	}
-	if _, err := p.api.RevokePreview(ctx, id, link.ID); err != nil {
-		t.Fatal(err)
+	if out, stderr, code := p.primectl("", "workspace", "preview", id, "--revoke", link.ID); code != 0 || !strings.Contains(out, "revoked") {
+		t.Fatalf("primectl workspace preview --revoke = %q %q (exit %d)", out, stderr, code)
 	}
 	if code, body := open(); code != http.StatusForbidden || !strings.Contains(body, "was revoked") {
 		t.Errorf("GET through a revoked preview link = %d %q, want 403 saying it was revoked", code, body)
