@@ -20,7 +20,7 @@ from .sessions import Session
 from .snapshots import Forked, Snapshot
 from .streams import EventStream, ExecStream, TranscriptStream
 from .types import (Agent, AgentModel, APIKey, AuditEntry, CaseResult, Comparison, CreatedAPIKey, Diff, Event,
-                    EventPage, ExecChunk, ExecResult, FileInfo, History, HistoryEntry, LLMProvider, Progress, Provider,
+                    EventPage, ExecChunk, ExecResult, FileInfo, History, HistoryEntry, ListeningPort, LLMProvider, Preview, Progress, Provider,
                     Quota, Restore, SessionRun, Template, Tenant, ToolExecResult, ToolFile, ToolWriteResult, Transcript,
                     TranscriptEntry)
 from .workspace import Attachment, AttachEvent, CommandFailed, Files, Process, Processes, Workspace
@@ -34,7 +34,7 @@ __all__ = [
     "Case", "Expect", "Defaults", "Schedule", "suite_document",
     "ExecStream", "EventStream", "TranscriptStream",
     "Agent", "AgentModel", "APIKey", "AuditEntry", "CaseResult", "Comparison", "CreatedAPIKey", "Diff", "Event",
-    "EventPage", "ExecChunk", "ExecResult", "FileInfo", "History", "HistoryEntry", "LLMProvider", "Progress",
+    "EventPage", "ExecChunk", "ExecResult", "FileInfo", "History", "HistoryEntry", "ListeningPort", "LLMProvider", "Preview", "Progress",
     "Provider", "Quota", "Restore", "SessionRun", "Template", "Tenant", "ToolExecResult", "ToolFile",
     "ToolWriteResult", "Transcript", "TranscriptEntry",
 ]

@@ -95,6 +95,31 @@ class FileInfo:
 
 
 @dataclass
+class ListeningPort:
+    """A TCP port a program listens on inside a workspace (``address``:
+    127.0.0.1, ::1, 0.0.0.0 or ::)."""
+
+    port: int = 0
+    address: str = ""
+
+
+@dataclass
+class Preview:
+    """A preview link to a port inside a workspace. ``url`` opens it in a
+    browser with no key; it is set only in the answer that made the link."""
+
+    id: str = ""
+    tenant_id: str = ""
+    workspace_id: str = ""
+    port: int = 0
+    created_by: str = ""
+    created_at: Optional[datetime] = None
+    expires_at: Optional[datetime] = None
+    revoked_at: Optional[datetime] = None
+    url: str = ""
+
+
+@dataclass
 class TerminalSize:
     """A terminal's size in characters."""
 

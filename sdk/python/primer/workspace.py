@@ -16,7 +16,7 @@ from ._core import Op, Req, Sleep, one
 from ._decode import decode
 from ._util import Command, Duration, argv, compact, dur, file_path, items, rfc3339, seg
 from .streams import EventStream, ExecStream
-from .types import Event, ExecResult, FileInfo, ProcessExit, TerminalSize
+from .types import Event, ExecResult, FileInfo, ListeningPort, Preview, ProcessExit, TerminalSize
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import _ClientBase
@@ -274,6 +274,29 @@ class Workspace(_Bound):
     def processes(self) -> "Processes":
         """The workspace's background processes."""
         return Processes(self._client, self.id)
+
+    # -- ports ---------------------------------------------------------------
+
+    def ports(self) -> List[ListeningPort]:
+        """The TCP ports programs listen on inside the workspace."""
+        return self._client._run(one(Req("GET", f"/v1/workspaces/{seg(self.id)}/ports"), items(ListeningPort)))
+
+    def preview(self, port: int, ttl: Optional[Duration] = None) -> Preview:
+        """Makes a preview link that opens ``port`` in a browser with no key
+        until ``ttl`` (default 1h) passes or it is revoked; its ``url`` is
+        shown this once."""
+        body = compact({"port": port, "ttl": dur(ttl)})
+        return self._client._run(one(Req("POST", f"/v1/workspaces/{seg(self.id)}/previews", json=body, idempotent=False),
+                                     lambda d: decode(Preview, d)))
+
+    def previews(self) -> List[Preview]:
+        """The workspace's live preview links (without their urls)."""
+        return self._client._run(one(Req("GET", f"/v1/workspaces/{seg(self.id)}/previews"), items(Preview)))
+
+    def revoke_preview(self, preview_id: str) -> Preview:
+        """Revokes a preview link: it answers 403 from now on."""
+        return self._client._run(one(Req("DELETE", f"/v1/workspaces/{seg(self.id)}/previews/{seg(preview_id)}"),
+                                     lambda d: decode(Preview, d)))
 
     def events(self, after: int = 0) -> List[Event]:
         """The workspace's stored events after the id ``after``, oldest first."""

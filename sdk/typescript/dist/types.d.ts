@@ -26,6 +26,9 @@ export type Snapshot = S["Snapshot"];
 export type CreateSnapshotRequest = S["CreateSnapshotRequest"];
 export type ForkRequest = S["ForkRequest"];
 export type PauseRequest = S["PauseRequest"];
+export type ListeningPort = S["ListeningPort"];
+export type Preview = S["Preview"];
+export type PreviewLink = S["PreviewLink"];
 /** SnapshotListOptions filter a snapshot list. */
 export interface SnapshotListOptions {
     workspace_id?: string;

@@ -4,7 +4,7 @@ import { Files } from "./files.js";
 import { Processes } from "./processes.js";
 import { type FollowOptions } from "./events.js";
 import { type Session } from "./sessions.js";
-import type { CreateSessionRequest, CreateSnapshotRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, ForkRequest, PauseRequest, Snapshot, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+import type { CreateSessionRequest, CreateSnapshotRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, ForkRequest, ListeningPort, PauseRequest, Preview, PreviewLink, Snapshot, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
 /** Forked is a fork's answer: its implicit snapshot and the new workspaces. */
 export interface Forked {
     snapshot: Snapshot;
@@ -57,6 +57,16 @@ export declare class Workspace implements AsyncDisposable {
     delete(o?: WaitOptions & {
         wait?: boolean;
     }): Promise<void>;
+    /** ports lists the TCP ports programs listen on inside the workspace. */
+    ports(o?: CallOptions): Promise<ListeningPort[]>;
+    /** preview makes a link that opens port in a browser with no key until ttl (default 1h) passes or it is revoked; its url is shown this once. */
+    preview(port: number, o?: CallOptions & {
+        ttl?: string;
+    }): Promise<PreviewLink>;
+    /** previews lists the workspace's live preview links (without their urls). */
+    previews(o?: CallOptions): Promise<Preview[]>;
+    /** revokePreview revokes a preview link: it answers 403 from now on. */
+    revokePreview(id: string, o?: CallOptions): Promise<Preview>;
     /** snapshot captures the workspace and (unless wait: false) waits until the snapshot is ready. */
     snapshot(req?: CreateSnapshotRequest, o?: CreateOptions): Promise<Snapshot>;
     /** fork makes N workspaces from one implicit snapshot of this one (all or nothing against quotas) and (unless wait: false) waits until each runs. */

@@ -90,6 +90,22 @@ export class Workspace {
         if (o.wait)
             await waitGone(this.t, this.id, o);
     }
+    /** ports lists the TCP ports programs listen on inside the workspace. */
+    async ports(o = {}) {
+        return (await this.t.json({ method: "GET", path: `/v1/workspaces/${seg(this.id)}/ports`, signal: o.signal, timeoutMs: o.timeoutMs })).items;
+    }
+    /** preview makes a link that opens port in a browser with no key until ttl (default 1h) passes or it is revoked; its url is shown this once. */
+    preview(port, o = {}) {
+        return this.t.json({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/previews`, json: { port, ttl: o.ttl }, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+    }
+    /** previews lists the workspace's live preview links (without their urls). */
+    async previews(o = {}) {
+        return (await this.t.json({ method: "GET", path: `/v1/workspaces/${seg(this.id)}/previews`, signal: o.signal, timeoutMs: o.timeoutMs })).items;
+    }
+    /** revokePreview revokes a preview link: it answers 403 from now on. */
+    revokePreview(id, o = {}) {
+        return this.t.json({ method: "DELETE", path: `/v1/workspaces/${seg(this.id)}/previews/${seg(id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
+    }
     /** snapshot captures the workspace and (unless wait: false) waits until the snapshot is ready. */
     async snapshot(req = {}, o = {}) {
         const s = await this.t.json({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/snapshots`, json: req, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });

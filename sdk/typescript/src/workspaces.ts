@@ -10,7 +10,7 @@ import { Processes } from "./processes.js";
 import { type FollowOptions, decodeEvent, followSSE } from "./events.js";
 import { type Session, Sessions } from "./sessions.js";
 import { waitSnapshot } from "./snapshots.js";
-import type { CreateSessionRequest, CreateSnapshotRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, ForkRequest, PauseRequest, Snapshot, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
+import type { CreateSessionRequest, CreateSnapshotRequest, CreateWorkspaceRequest, Event, ExecResult, ExtendRequest, ForkRequest, ListeningPort, PauseRequest, Preview, PreviewLink, Snapshot, Workspace as WorkspaceData, WorkspaceListOptions } from "./types.js";
 
 /** Forked is a fork's answer: its implicit snapshot and the new workspaces. */
 export interface Forked {
@@ -115,6 +115,26 @@ export class Workspace implements AsyncDisposable {
       throw e;
     }
     if (o.wait) await waitGone(this.t, this.id, o);
+  }
+
+  /** ports lists the TCP ports programs listen on inside the workspace. */
+  async ports(o: CallOptions = {}): Promise<ListeningPort[]> {
+    return (await this.t.json<{ items: ListeningPort[] }>({ method: "GET", path: `/v1/workspaces/${seg(this.id)}/ports`, signal: o.signal, timeoutMs: o.timeoutMs })).items;
+  }
+
+  /** preview makes a link that opens port in a browser with no key until ttl (default 1h) passes or it is revoked; its url is shown this once. */
+  preview(port: number, o: CallOptions & { ttl?: string } = {}): Promise<PreviewLink> {
+    return this.t.json<PreviewLink>({ method: "POST", path: `/v1/workspaces/${seg(this.id)}/previews`, json: { port, ttl: o.ttl }, idempotent: false, signal: o.signal, timeoutMs: o.timeoutMs });
+  }
+
+  /** previews lists the workspace's live preview links (without their urls). */
+  async previews(o: CallOptions = {}): Promise<Preview[]> {
+    return (await this.t.json<{ items: Preview[] }>({ method: "GET", path: `/v1/workspaces/${seg(this.id)}/previews`, signal: o.signal, timeoutMs: o.timeoutMs })).items;
+  }
+
+  /** revokePreview revokes a preview link: it answers 403 from now on. */
+  revokePreview(id: string, o: CallOptions = {}): Promise<Preview> {
+    return this.t.json<Preview>({ method: "DELETE", path: `/v1/workspaces/${seg(this.id)}/previews/${seg(id)}`, signal: o.signal, timeoutMs: o.timeoutMs });
   }
 
   /** snapshot captures the workspace and (unless wait: false) waits until the snapshot is ready. */
