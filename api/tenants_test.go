@@ -22,6 +22,7 @@ func TestTenants(t *testing.T) {
 		{"duplicate", `{"id":"team"}`, "conflict", "", 409},
 		{"bad id", `{"id":"Team_1"}`, "invalid", "id", 400},
 		{"negative quota", `{"id":"x","quota":{"max_cpu_cores":-1}}`, "invalid", "quota.max_cpu_cores", 400},
+		{"negative model quota", `{"id":"x","quota":{"max_model_requests_per_day":-1}}`, "invalid", "quota.max_model_requests_per_day", 400},
 		{"unknown field", `{"id":"x","owner":"me"}`, "invalid", "owner", 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,8 +48,8 @@ func TestTenants(t *testing.T) {
 
 	// Update replaces description and quota.
 	tn = wire.Tenant{} // omitempty fields would keep the old values
-	h.do("PUT", "/v1/tenants/team", `{"quota":{"max_workspaces":5}}`).expect(t, 200).decode(t, &tn)
-	if tn.Description != "" || tn.Quota != (wire.Quota{MaxWorkspaces: 5}) {
+	h.do("PUT", "/v1/tenants/team", `{"quota":{"max_workspaces":5,"max_model_tokens_per_day":100000}}`).expect(t, 200).decode(t, &tn)
+	if tn.Description != "" || tn.Quota != (wire.Quota{MaxWorkspaces: 5, MaxModelTokensPerDay: 100000}) {
 		t.Errorf("updated %+v", tn)
 	}
 	h.do("PUT", "/v1/tenants/team", `{"id":"other"}`).expectError(t, 400, "invalid", "id", "")

@@ -53,6 +53,10 @@ func validateQuota(q wire.Quota) error {
 		return errs.Field("quota.max_snapshot_bytes", "quota.max_snapshot_bytes: %d is negative (0 is no limit)", q.MaxSnapshotBytes)
 	case q.MaxPaused < 0:
 		return errs.Field("quota.max_paused", "quota.max_paused: %d is negative (0 is no limit)", q.MaxPaused)
+	case q.MaxModelTokensPerDay < 0:
+		return errs.Field("quota.max_model_tokens_per_day", "quota.max_model_tokens_per_day: %d is negative (0 is no limit)", q.MaxModelTokensPerDay)
+	case q.MaxModelRequestsPerDay < 0:
+		return errs.Field("quota.max_model_requests_per_day", "quota.max_model_requests_per_day: %d is negative (0 is no limit)", q.MaxModelRequestsPerDay)
 	}
 	return nil
 }
@@ -75,14 +79,16 @@ func (s *Store) UpdateTenant(ctx context.Context, t *wire.Tenant) (*wire.Tenant,
 		return nil, err
 	}
 	res := s.w.WithContext(ctx).Model(&wire.Tenant{}).Where("id = ?", t.ID).Updates(map[string]any{
-		"description":              t.Description,
-		"quota_max_workspaces":     t.Quota.MaxWorkspaces,
-		"quota_max_cpu_cores":      t.Quota.MaxCPUCores,
-		"quota_max_memory_bytes":   t.Quota.MaxMemoryBytes,
-		"quota_max_pools":          t.Quota.MaxPools,
-		"quota_max_snapshot_bytes": t.Quota.MaxSnapshotBytes,
-		"quota_max_paused":         t.Quota.MaxPaused,
-		"updated_at":               storedTime(time.Now()),
+		"description":                      t.Description,
+		"quota_max_workspaces":             t.Quota.MaxWorkspaces,
+		"quota_max_cpu_cores":              t.Quota.MaxCPUCores,
+		"quota_max_memory_bytes":           t.Quota.MaxMemoryBytes,
+		"quota_max_pools":                  t.Quota.MaxPools,
+		"quota_max_snapshot_bytes":         t.Quota.MaxSnapshotBytes,
+		"quota_max_paused":                 t.Quota.MaxPaused,
+		"quota_max_model_tokens_per_day":   t.Quota.MaxModelTokensPerDay,
+		"quota_max_model_requests_per_day": t.Quota.MaxModelRequestsPerDay,
+		"updated_at":                       storedTime(time.Now()),
 	})
 	if res.Error != nil {
 		return nil, writeError(ctx, res.Error, "tenant", t.ID, "update")
@@ -132,6 +138,9 @@ var tenantOwned = []tenantRows{
 	{model: &ConsoleSession{}, name: "console sessions", block: blockNone, remove: true},
 	// Preview links go with their workspace; any left are dead.
 	{model: &wire.Preview{}, name: "preview links", block: blockNone, remove: true},
+	// Model gateway usage is the tenant's history of calls: it goes with
+	// the tenant, so one made again with the same id has spent nothing.
+	{model: &GatewayUsage{}, name: "model gateway usage", block: blockNone, remove: true},
 	{model: &wire.APIKey{}, name: "active api keys (revoke them first)", block: "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)", remove: true},
 	{model: &wire.AuditEntry{}, name: "audit entries", keep: true},
 }

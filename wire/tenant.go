@@ -35,6 +35,12 @@ type Quota struct {
 	// paused workspaces.
 	MaxSnapshotBytes int64 `gorm:"not null;default:0" json:"max_snapshot_bytes,omitempty"`
 	MaxPaused        int64 `gorm:"not null;default:0" json:"max_paused,omitempty"`
+	// MaxModelTokensPerDay and MaxModelRequestsPerDay bound the tenant's
+	// model gateway calls per UTC day, through whichever templates they
+	// come (a template's model_gateway.budget may bound less); over
+	// either, a call is refused 429 in the provider's own error shape.
+	MaxModelTokensPerDay   int64 `gorm:"not null;default:0" json:"max_model_tokens_per_day,omitempty"`
+	MaxModelRequestsPerDay int64 `gorm:"not null;default:0" json:"max_model_requests_per_day,omitempty"`
 }
 
 // Usage is what a tenant holds now, in the units of its Quota. A workspace

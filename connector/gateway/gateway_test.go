@@ -355,3 +355,35 @@ func TestGatewayUsageSession(t *testing.T) {
 		t.Errorf("usage sessions %q, want %q (the open one, the named one, none for another workspace's)", got, want)
 	}
 }
+
+// TestGatewayTenantQuota: the tenant's daily quota bounds its calls
+// through a template with no budget of its own: the second request over
+// max_model_requests_per_day is 429 naming the quota, and raising the
+// quota lets calls through again.
+func TestGatewayTenantQuota(t *testing.T) {
+	ms := newModelServer(t)
+	f := setup(t, wire.LLMOpenAI, ms.URL, nil)
+	ctx := t.Context()
+	tn := &wire.Tenant{ID: wire.DefaultTenantID, Quota: wire.Quota{MaxModelRequestsPerDay: 1}}
+	must(t, f.store.CreateTenant(ctx, tn))
+	auth := map[string]string{"Authorization": "Bearer " + f.cred}
+	call := func() (int, string) {
+		resp := f.post(t, "/v1/chat/completions", `{"model":"gpt-ok","messages":[]}`, auth)
+		return resp.StatusCode, readAll(t, resp.Body)
+	}
+	if code, body := call(); code != 200 {
+		t.Fatalf("first call under the quota: %d %s", code, body)
+	}
+	if code, body := call(); code != 429 || !strings.Contains(body, "its daily quota") || !strings.Contains(body, "1 of 1 requests") {
+		t.Fatalf("call over the tenant's daily quota: %d %s; want 429 naming the quota", code, body)
+	}
+	tn.Quota.MaxModelRequestsPerDay = 0
+	_, err := f.store.UpdateTenant(ctx, tn)
+	must(t, err)
+	if code, body := call(); code != 200 {
+		t.Fatalf("call once the quota is lifted: %d %s", code, body)
+	}
+	if got, _ := ms.seen(); len(got) != 2 {
+		t.Errorf("the provider got %d requests, want the 2 under the quota", len(got))
+	}
+}

@@ -241,25 +241,37 @@ func (h *handler) config(ctx context.Context) (*backend.ModelGateway, *wire.LLMP
 	return common.ModelGateway, p, nil
 }
 
+// budgetCheck is one bound on calls: of the workspace (workspace set) or
+// of the whole tenant, over period.
+type budgetCheck struct {
+	who, workspace   string
+	tokens, requests int64
+	period           time.Duration
+}
+
 // overBudget refuses a call when the workspace or its tenant has used its
-// tokens or requests of the current period.
+// tokens or requests of the current period: the template's budget b (nil:
+// none), then the tenant's daily quota.
 func (h *handler) overBudget(ctx context.Context, b *backend.GatewayBudget) *refusal {
-	if b == nil {
-		return nil
+	var checks []budgetCheck
+	if b != nil {
+		checks = append(checks,
+			budgetCheck{"workspace " + h.workspaceID, h.workspaceID, b.WorkspaceTokens, b.WorkspaceRequests, b.PeriodOf()},
+			budgetCheck{"tenant " + h.tenantID, "", b.TenantTokens, b.TenantRequests, b.PeriodOf()})
 	}
-	period := b.PeriodOf()
-	since := h.g.now().UTC().Truncate(period)
-	checks := []struct {
-		who, workspace   string
-		tokens, requests int64
-	}{
-		{"workspace " + h.workspaceID, h.workspaceID, b.WorkspaceTokens, b.WorkspaceRequests},
-		{"tenant " + h.tenantID, "", b.TenantTokens, b.TenantRequests},
+	switch t, err := h.g.Store.GetTenant(ctx, h.tenantID); {
+	case err == nil:
+		checks = append(checks, budgetCheck{"tenant " + h.tenantID + " (its daily quota)", "", t.Quota.MaxModelTokensPerDay, t.Quota.MaxModelRequestsPerDay, 24 * time.Hour})
+	case !errs.Is(err, errs.NotFound): // a tenant gone meanwhile has no quota left to apply
+		ref := upstream(http.StatusServiceUnavailable, "model gateway: read the tenant's quota: "+err.Error())
+		return &ref
 	}
 	for _, ck := range checks {
 		if ck.tokens == 0 && ck.requests == 0 {
 			continue
 		}
+		period := ck.period
+		since := h.g.now().UTC().Truncate(period)
 		spent, err := h.g.Store.GatewaySpendSince(ctx, h.tenantID, ck.workspace, since)
 		if err != nil {
 			ref := upstream(http.StatusServiceUnavailable, "model gateway: read the budget: "+err.Error())

@@ -1916,6 +1916,10 @@ export interface components {
             /** Format: int64 */
             max_memory_bytes?: number;
             /** Format: int64 */
+            max_model_requests_per_day?: number;
+            /** Format: int64 */
+            max_model_tokens_per_day?: number;
+            /** Format: int64 */
             max_paused?: number;
             /** Format: int64 */
             max_pools?: number;
