@@ -473,6 +473,11 @@ class Quota:
     max_cpu_cores: float = 0.0
     max_memory_bytes: int = 0
     max_pools: int = 0
+    max_snapshot_bytes: int = 0
+    max_paused: int = 0
+    #: The model gateway's calls per UTC day, through any template.
+    max_model_tokens_per_day: int = 0
+    max_model_requests_per_day: int = 0
 
 
 @dataclass
