@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -37,22 +36,7 @@ func TestVMPorts(t *testing.T) {
 	host := vmtest.Start(t, vmtest.Options{})
 	p := startPrimer(t, withContainers(t))
 	ctx := ctxT(t, 5*time.Minute)
-	manifest := fmt.Sprintf(`kind: workspace_provider
-spec:
-  id: fleet
-  provider: vm
-  config: %s
----
-kind: workspace_template
-spec:
-  id: code-sandbox
-  provider_id: fleet
-  backend:
-    kind: vm
-    root: /srv/primer
-    user: primer-sandbox
-    config_toml: %s
-`, vmProviderJSON(t, host.Connection(t), host), recipeConfigJSON)
+	manifest := vmRecipeManifest(t, host)
 	if out, errOut, code := p.primectl(manifest, "create", "-f", "-"); code != 0 {
 		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
 	}

@@ -39,15 +39,11 @@ func vmProviderJSON(t *testing.T, conn vm.Connection, hosts ...*vmtest.Host) str
 	return string(raw)
 }
 
-// TestVMRecipe is the code-interpreter recipe on a vm workspace, through
-// primectl and the REST API: a python snippet runs on the host as a user
-// Primer made, harness.toml is there with mode 0600, and delete leaves
-// nothing on the host: no process, directory or user.
-func TestVMRecipe(t *testing.T) {
-	host := vmtest.Start(t, vmtest.Options{})
-	p := startPrimer(t, withContainers(t))
-	ctx := ctxT(t, 5*time.Minute)
-	manifest := fmt.Sprintf(`kind: workspace_provider
+// vmRecipeManifest is the code-interpreter recipe's provider (host) and
+// template (code-sandbox) as a primectl document.
+func vmRecipeManifest(t *testing.T, host *vmtest.Host) string {
+	t.Helper()
+	return fmt.Sprintf(`kind: workspace_provider
 spec:
   id: fleet
   provider: vm
@@ -63,6 +59,17 @@ spec:
     user: primer-sandbox
     config_toml: %s
 `, vmProviderJSON(t, host.Connection(t), host), recipeConfigJSON)
+}
+
+// TestVMRecipe is the code-interpreter recipe on a vm workspace, through
+// primectl and the REST API: a python snippet runs on the host as a user
+// Primer made, harness.toml is there with mode 0600, and delete leaves
+// nothing on the host: no process, directory or user.
+func TestVMRecipe(t *testing.T) {
+	host := vmtest.Start(t, vmtest.Options{})
+	p := startPrimer(t, withContainers(t))
+	ctx := ctxT(t, 5*time.Minute)
+	manifest := vmRecipeManifest(t, host)
 	out, errOut, code := p.primectl(manifest, "create", "-f", "-")
 	if code != 0 || !strings.Contains(out, "workspace_template/code-sandbox created") {
 		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
