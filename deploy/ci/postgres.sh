@@ -67,6 +67,32 @@ if ! ready; then
 	fi
 fi
 
+# The tests share this server with the Temporal cluster of .ci/run
+# (deploy/temporal), which holds about 65 connections while idle; the
+# default max_connections of 100 then leaves too few for a test that opens
+# two stores of 20 connections each beside another package's tests ("too
+# many clients already"). Raised once, with a restart, which is the only
+# way the setting takes effect.
+MIN_CONNECTIONS=300
+have="$(as_postgres "$BIN/psql" -X -tA -d postgres -c "SHOW max_connections")"
+if [ "$have" -lt "$MIN_CONNECTIONS" ]; then
+	log "raising max_connections from $have to $MIN_CONNECTIONS (restart)"
+	as_postgres "$BIN/psql" -q -X -v ON_ERROR_STOP=1 -d postgres -c "ALTER SYSTEM SET max_connections = $MIN_CONNECTIONS" >&2
+	if command -v pg_ctlcluster >/dev/null 2>&1; then
+		as_root pg_ctlcluster "$VERSION" main restart >&2 || as_root service postgresql restart >&2
+	else
+		as_root service postgresql restart >&2
+	fi
+	for _ in $(seq 1 120); do
+		ready && break
+		sleep 0.5
+	done
+	if ! ready; then
+		log "PostgreSQL does not accept connections on 127.0.0.1:$PGPORT after the restart"
+		exit 1
+	fi
+fi
+
 # Creating the role sets its password; re-running resets the same password so
 # the printed URL always works.
 as_postgres "$BIN/psql" -q -X -v ON_ERROR_STOP=1 -d postgres >&2 <<SQL
