@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/primerhq/primer/backend"
 	"github.com/primerhq/primer/backend/container"
 	"github.com/primerhq/primer/backend/container/containertest"
+	"github.com/primerhq/primer/cli"
 	"github.com/primerhq/primer/runtime/protocol"
 	"github.com/primerhq/primer/wire"
 )
@@ -45,7 +47,8 @@ func TestPortsDenyAll(t *testing.T) {
 // checkPorts serves a page from a python dev server on 127.0.0.1:8000 in
 // workspace id and reaches it every way issue 26 asks: listed among the
 // workspace's ports, through /ports/ (with a key, and 401 without), a
-// preview link (403 once revoked) and 20 port-forward connections at once.
+// preview link (403 once revoked) and 100 connections at once through
+// primectl workspace port-forward.
 func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 	t.Helper()
 	const page = "<h1>hello from the sandbox</h1>\n"
@@ -149,15 +152,30 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 		_ = c.Close(websocket.StatusNormalClosure, "")
 	}
 
-	// Port-forward connections, 20 at once, each a whole HTTP/1.0
-	// exchange ended by a half-close.
+	// primectl workspace port-forward, as a user runs it: 100 connections
+	// at once through it, each a whole HTTP/1.0 exchange ended by a
+	// half-close.
+	local := freePort(t)
+	fctx, stopForward := context.WithCancel(ctx)
+	forwarded := make(chan int, 1)
+	go func() {
+		args := []string{"--url", p.srv.URL(), "--token", p.key, "workspace", "port-forward", id, fmt.Sprintf("%d:8000", local)}
+		forwarded <- cli.RunWith(fctx, args, strings.NewReader(""), &lockedBuffer{}, &lockedBuffer{}, p.checked)
+	}()
+	eventually(t, 30*time.Second, "primectl port-forward listening", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 	var wg sync.WaitGroup
-	errc := make(chan error, 20)
-	for i := range 20 {
+	errc := make(chan error, 100)
+	for i := range 100 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pc, err := p.api.DialPort(ctx, id, 8000)
+			pc, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
 			if err != nil {
 				errc <- fmt.Errorf("connection %d: %w", i, err)
 				return
@@ -167,7 +185,7 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 				errc <- fmt.Errorf("connection %d: write: %w", i, err)
 				return
 			}
-			_ = pc.CloseWrite()
+			_ = pc.(*net.TCPConn).CloseWrite()
 			b, err := io.ReadAll(pc)
 			if err != nil || !strings.HasPrefix(string(b), "HTTP/1.0 200") || !strings.HasSuffix(string(b), page) {
 				errc <- fmt.Errorf("connection %d: read %q (%v), want a 200 with the page", i, b, err)
@@ -178,6 +196,10 @@ func checkPorts(t *testing.T, p *primer, ctx context.Context, id string) {
 	close(errc)
 	for err := range errc {
 		t.Error(err)
+	}
+	stopForward()
+	if code := <-forwarded; code != 0 {
+		t.Errorf("primectl workspace port-forward ended with exit %d when interrupted, want 0", code)
 	}
 }
 
