@@ -133,9 +133,6 @@ type server struct {
 	// (background), so tests can wait for it.
 	bg sync.WaitGroup
 
-	// previews caches the key preview links are signed with.
-	previews previewKeys
-
 	// authFails throttles failed authentication per client address
 	// (ratelimit.go); tests swap it for tighter or looser limits.
 	authFails *failLimiter

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -32,25 +31,10 @@ const previewSecretName = "preview-links"
 // served on a preview host instead (Config.PreviewURL).
 const previewSandboxCSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads"
 
-// previewKeys caches the key preview tokens are signed with, read (on
-// first use, made) in the store; a failed read is tried again next time.
-type previewKeys struct {
-	mu  sync.Mutex
-	key []byte
-}
-
+// previewKey is the key preview tokens are signed with (made on first
+// use; the store keeps it).
 func (s *server) previewKey(ctx context.Context) ([]byte, error) {
-	s.previews.mu.Lock()
-	defer s.previews.mu.Unlock()
-	if s.previews.key != nil {
-		return s.previews.key, nil
-	}
-	b, err := s.cfg.Store.PlatformSecret(ctx, previewSecretName)
-	if err != nil {
-		return nil, err
-	}
-	s.previews.key = b
-	return b, nil
+	return s.cfg.Store.PlatformSecret(ctx, previewSecretName)
 }
 
 // previewToken is the token of preview id: the id and its HMAC under the

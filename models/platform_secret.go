@@ -21,10 +21,16 @@ type PlatformSecret struct {
 }
 
 // PlatformSecret returns the secret named name (32 random bytes), making it
-// on first use; concurrent first calls, from any process, agree on one.
+// on first use; concurrent first calls, from any process, agree on one. A
+// secret never changes once made, so the store keeps it after the first
+// read: a caller on a hot path (the model gateway checks a credential per
+// call) costs no statement, and callers need no cache of their own.
 func (s *Store) PlatformSecret(ctx context.Context, name string) ([]byte, error) {
 	if name == "" {
 		return nil, errs.E(errs.Invalid, "platform secret: name is required")
+	}
+	if b, ok := s.secrets.Load(name); ok {
+		return b.([]byte), nil
 	}
 	in := &PlatformSecret{Name: name, Value: randomHex(32)}
 	if err := s.w.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(in).Error; err != nil {
@@ -38,5 +44,6 @@ func (s *Store) PlatformSecret(ctx context.Context, name string) ([]byte, error)
 	if err != nil || len(b) == 0 {
 		return nil, errs.E(errs.Other, "platform secret %s: stored value is malformed", name)
 	}
+	s.secrets.Store(name, b)
 	return b, nil
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -38,6 +39,18 @@ func TestPlatformSecret(t *testing.T) {
 			}
 			if _, err := s.PlatformSecret(ctx, ""); err == nil {
 				t.Fatal("an empty name was accepted")
+			}
+			// Once read, a secret costs no statement: the model gateway
+			// asks for one at every call.
+			var n atomic.Int64
+			if err := s.CountStatements(&n); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := s.PlatformSecret(ctx, "test_a"); err != nil || !bytes.Equal(again, got[0]) {
+				t.Fatalf("read again: %x, %v; want the same secret", again, err)
+			}
+			if n.Load() != 0 {
+				t.Errorf("reading a known secret again ran %d statements, want none", n.Load())
 			}
 		})
 	}

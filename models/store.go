@@ -52,6 +52,9 @@ type Store struct {
 	// quota-checked creates of a tenant take turns in this process before
 	// they open a transaction (quota.go).
 	quotaGates sync.Map
+	// secrets holds the platform secrets read (platform_secret.go), by
+	// name: they never change once made.
+	secrets sync.Map
 }
 
 // Row locks; the SQLite driver drops them (its writer is already exclusive).
