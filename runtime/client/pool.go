@@ -24,6 +24,10 @@ type Pool struct {
 	// model gateway asks the runtime to listen there, so a reconnect after
 	// either side restarts serves it again.
 	OnConnect func(key string, c *Client)
+
+	// onWait, set by tests, is called when a Get waits for another
+	// token's dial to the same url.
+	onWait func(key string)
 }
 
 // poolEntry is a client, or a dial in progress, for one key.
@@ -62,6 +66,24 @@ func (p *Pool) Get(ctx context.Context, key, url, token string) (*Client, error)
 		c := e.prev.client
 		p.mu.Unlock()
 		return c, nil
+	}
+	if e != nil && e.url == url && e.token != token && !e.finished() {
+		// Another token's dial to this url is under way (a re-attach
+		// with the runtime's own token, or a caller holding an older
+		// row): wait for it, then try this token beside what it made.
+		// Replacing it would drop the dial of the caller whose token
+		// the runtime takes, for one it may refuse.
+		ready := e.ready
+		p.mu.Unlock()
+		if p.onWait != nil {
+			p.onWait(key)
+		}
+		select {
+		case <-ready:
+			return p.Get(ctx, key, url, token)
+		case <-ctx.Done():
+			return nil, ctxError(ctx, "runtime "+url+": dial")
+		}
 	}
 	var prev *poolEntry
 	if e != nil && (e.url != url || e.token != token || e.dead()) {
