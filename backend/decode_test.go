@@ -61,6 +61,7 @@ func TestCommonValidate(t *testing.T) {
 		{"gateway without provider", backend.Common{ModelGateway: &backend.ModelGateway{Models: []string{"m"}}}, "spec.backend.model_gateway.provider_id"},
 		{"gateway without models", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p"}}, "spec.backend.model_gateway.models"},
 		{"gateway bad port", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p", Models: []string{"m"}, Port: 70000}}, "spec.backend.model_gateway.port"},
+		{"gateway privileged port", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p", Models: []string{"m"}, Port: 80}}, "spec.backend.model_gateway.port"},
 		{"gateway bad period", backend.Common{ModelGateway: &backend.ModelGateway{ProviderID: "p", Models: []string{"m"}, Budget: &backend.GatewayBudget{Period: "soon"}}}, "spec.backend.model_gateway.budget.period"},
 	}
 	for _, tt := range tests {

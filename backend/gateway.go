@@ -99,8 +99,10 @@ func (g *ModelGateway) validate(prefix string) error {
 			return errs.Field(f+".models", "%s.models[%d]: empty model name", f, i)
 		}
 	}
-	if g.Port < 0 || g.Port > 65535 {
-		return errs.Field(f+".port", "%s.port: %d: want 1 to 65535", f, g.Port)
+	if g.Port != 0 && (g.Port < 1024 || g.Port > 65535) {
+		// Not a privileged port: on a vm host whose runtime runs as root,
+		// one below 1024 would take a port of the host's own services.
+		return errs.Field(f+".port", "%s.port: %d: want 1024 to 65535 (an unprivileged loopback port)", f, g.Port)
 	}
 	if b := g.Budget; b != nil {
 		if b.Period != "" {
