@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/primerhq/primer/connector"
@@ -75,11 +74,6 @@ type Door struct {
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
-
-	// secret is the key envd access tokens are derived from, read from the
-	// store once (models.Store.PlatformSecret).
-	secretMu sync.Mutex
-	secret   []byte
 }
 
 // tokenSecretName names the platform secret envd access tokens derive from.
@@ -180,20 +174,10 @@ func (d *Door) envdVersion() string {
 	return DefaultEnvdVersion
 }
 
-// tokenSecret returns the key envd access tokens derive from, reading (on
-// first use, making) it in the store; a failed read is tried again next time.
+// tokenSecret returns the key envd access tokens derive from, made on
+// first use (the store keeps it once read).
 func (d *Door) tokenSecret(ctx context.Context) ([]byte, error) {
-	d.secretMu.Lock()
-	defer d.secretMu.Unlock()
-	if d.secret != nil {
-		return d.secret, nil
-	}
-	b, err := d.cfg.Store.PlatformSecret(ctx, tokenSecretName)
-	if err != nil {
-		return nil, err
-	}
-	d.secret = b
-	return b, nil
+	return d.cfg.Store.PlatformSecret(ctx, tokenSecretName)
 }
 
 // writeJSON answers v with status.
