@@ -143,6 +143,10 @@ type server struct {
 	// uploads in flight per tenant (inflight.go).
 	streams *inflight
 	uploads *inflight
+
+	// previews holds the requests open through preview links, so a
+	// link's revoke or expiry ends them (preview_conns.go).
+	previews *previewConns
 }
 
 // New validates cfg, fills its defaults and returns the API's handler.
@@ -209,6 +213,7 @@ func newServer(cfg Config) (*server, error) {
 		authFails:     newFailLimiter(DefaultAuthFailBurst, DefaultAuthFailRate),
 		streams:       newInflight(),
 		uploads:       newInflight(),
+		previews:      newPreviewConns(),
 	}, nil
 }
 

@@ -201,8 +201,9 @@ func (s *server) listPreviews(c *gin.Context) {
 }
 
 // revokePreview ends a preview link at once
-// (DELETE /v1/workspaces/:id/previews/:preview); connections it already
-// opened (a WebSocket) run on until they close.
+// (DELETE /v1/workspaces/:id/previews/:preview), and the requests still
+// open through it (a WebSocket, a stream): here at once, in another
+// platform process at its next recheck.
 func (s *server) revokePreview(c *gin.Context) {
 	w, err := s.previewWorkspace(c, true)
 	if err != nil {
@@ -214,6 +215,9 @@ func (s *server) revokePreview(c *gin.Context) {
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if p.RevokedAt != nil {
+		s.previews.endPreview(p.ID, deadPreview("%s was revoked at %s", p.ID, p.RevokedAt.UTC().Format(time.RFC3339)))
 	}
 	s.log.Info("preview link revoked", "workspace_id", w.ID, "preview_id", p.ID)
 	c.JSON(http.StatusOK, p)
@@ -285,6 +289,9 @@ func (s *server) servePreview(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	ctx, release := s.holdPreview(c.Request.Context(), p)
+	defer release()
+	c.Request = c.Request.WithContext(ctx)
 	prefix, rest := splitPath(c.Request.URL.EscapedPath(), 3)
 	s.proxyTo(c, w, cl, p.Port, prefix, rest, func(h http.Header) {
 		h.Set("Content-Security-Policy", previewSandboxCSP)
@@ -352,5 +359,8 @@ func (s *server) previewHost(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	ctx, release := s.holdPreview(c.Request.Context(), p)
+	defer release()
+	c.Request = c.Request.WithContext(ctx)
 	s.proxyTo(c, w, cl, port, "", c.Request.URL.EscapedPath(), nil)
 }
