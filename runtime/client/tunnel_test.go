@@ -93,6 +93,37 @@ func TestTunnelEcho(t *testing.T) {
 	}
 }
 
+// TestTunnelIPv6Loopback: a program listening on ::1 only (a dev server
+// bound to "localhost" that chose IPv6) is reached too: nothing listens
+// on 127.0.0.1 at its port, so the runtime dials ::1.
+func TestTunnelIPv6Loopback(t *testing.T) {
+	e := runtimetest.Start(t, server.Config{})
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback on this machine (%v); the case needs ::1 on lo", err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		_, _ = io.Copy(nc, nc)
+		_ = nc.(*net.TCPConn).CloseWrite()
+	}()
+	tun, err := e.Client.DialPort(runtimetest.Ctx(t), ln.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		t.Fatalf("DialPort to a ::1-only listener: %v", err)
+	}
+	defer tun.Close()
+	data := make([]byte, 3*protocol.TunnelWindow)
+	_, _ = rand.Read(data)
+	if err := echo(tun, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTunnelManyAtOnce: many tunnels on one connection carry their own
 // bytes at the same time.
 func TestTunnelManyAtOnce(t *testing.T) {

@@ -72,10 +72,7 @@ func (c *conn) openTunnel(req *protocol.Request) {
 	c.tunnels[req.ID] = &tunnel{ended: true}
 	c.mu.Unlock()
 
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(req.Port))
-	ctx, cancel := context.WithTimeout(c.ctx, tunnelDialTimeout)
-	nc, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	cancel()
+	nc, addr, err := dialLoopback(c.ctx, req.Port)
 	if err != nil {
 		c.mu.Lock()
 		delete(c.tunnels, req.ID)
@@ -98,6 +95,23 @@ func (c *conn) openTunnel(req *protocol.Request) {
 	c.wg.Add(2)
 	go t.readLoop()
 	go t.writeLoop()
+}
+
+// dialLoopback dials port on the sandbox's loopback: 127.0.0.1, and ::1
+// when nothing listens there (a program bound to "localhost" that chose
+// IPv6, or to ::1 only). addr is the first address, which a refusal names.
+func dialLoopback(ctx context.Context, port int) (nc net.Conn, addr string, err error) {
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ctx, cancel := context.WithTimeout(ctx, tunnelDialTimeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err = d.DialContext(ctx, "tcp", addr)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		if nc6, err6 := d.DialContext(ctx, "tcp", net.JoinHostPort("::1", strconv.Itoa(port))); err6 == nil {
+			return nc6, addr, nil
+		}
+	}
+	return nc, addr, err
 }
 
 // dialError words a failed dial: nothing listening is not_found, so the
