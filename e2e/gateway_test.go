@@ -121,6 +121,77 @@ func startGatewayModel(t *testing.T) *gatewayModel {
 	return m
 }
 
+// withModelGateway creates the LLM provider gw-model (model, with key)
+// and returns manifest with a model_gateway on its template, before its
+// config_toml, allowing gpt-ok; extra goes inside the braces.
+func withModelGateway(t *testing.T, p *primer, manifest string, model *gatewayModel, key, extra string) string {
+	t.Helper()
+	prov := fmt.Sprintf("kind: llm_provider\nspec:\n  id: gw-model\n  kind: openai\n  base_url: %s/v1\n  api_key: %s\n", model.URL, key)
+	if out, errOut, code := p.primectl(prov, "create", "-f", "-"); code != 0 {
+		t.Fatalf("create llm_provider: %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(manifest, "\n    config_toml: ") {
+		t.Fatal("withModelGateway: the manifest's template has no config_toml line to put the gateway before")
+	}
+	return strings.Replace(manifest, "\n    config_toml: ",
+		"\n    model_gateway: {provider_id: gw-model, models: [gpt-ok]"+extra+"}\n    config_toml: ", 1)
+}
+
+// checkGatewayCall: a program in workspace id calls the model gateway
+// with the variables it was given, and the test model server answers it,
+// having got the real key; the sandbox's key variable is the gateway's
+// credential. The backends other than Docker and Podman run this one
+// call; TestModelGatewayDenyAll runs the rest there. python names the
+// sandbox's interpreter.
+func checkGatewayCall(t *testing.T, p *primer, ctx context.Context, id string, model *gatewayModel, key, python string) {
+	t.Helper()
+	if _, err := p.api.WriteFile(ctx, id, "call.py", strings.NewReader(gatewayCallPy)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{python, "call.py", "/v1/chat/completions", "gpt-ok", "false"}})
+	if err != nil || res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "HTTP/1.1 200") || !strings.Contains(res.Stdout, "answer-json") {
+		t.Fatalf("a call through the gateway = %+v, %v; want 200 and the model's answer", res, err)
+	}
+	if keys, _ := model.seen(); len(keys) != 1 || keys[0] != "Bearer "+key {
+		t.Errorf("the model server got %d requests, Authorization %q; want one with the real key", len(keys), keys)
+	}
+	res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{python, "-c", "import os; print(os.environ.get('OPENAI_API_KEY', ''))"}})
+	if err != nil || !strings.HasPrefix(res.Stdout, "pgw-") || strings.Contains(res.Stdout, key) {
+		t.Errorf("OPENAI_API_KEY in the sandbox = %q, %v; want the gateway credential", res.Stdout, err)
+	}
+}
+
+// TestModelGatewayLocal is checkGatewayCall on a local workspace, whose
+// runtime the platform hosts: its gateway listens on the host's loopback,
+// on the port derived from the workspace id.
+func TestModelGatewayLocal(t *testing.T) {
+	p := startPrimer(t)
+	ctx := ctxT(t, 3*time.Minute)
+	model, key := startGatewayModel(t), secretKey(t)
+	manifest := withModelGateway(t, p, fmt.Sprintf(`kind: workspace_provider
+spec:
+  id: scratch
+  provider: local
+  config: {kind: local, root_path: %s}
+---
+kind: workspace_template
+spec:
+  id: code-sandbox
+  provider_id: scratch
+  backend:
+    kind: local
+    config_toml: %s
+`, t.TempDir(), recipeConfigJSON), model, key, "")
+	if out, errOut, code := p.primectl(manifest, "create", "-f", "-"); code != 0 {
+		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
+	}
+	id := createRunning(t, p, "code-sandbox").ID
+	checkGatewayCall(t, p, ctx, id, model, key, "python3")
+	if _, _, code := p.primectl("", "delete", "workspace", id, "--wait"); code != 0 {
+		t.Errorf("delete workspace --wait: code %d", code)
+	}
+}
+
 func (m *gatewayModel) seen() ([]string, []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -143,13 +214,7 @@ func TestModelGatewayDenyAll(t *testing.T) {
 		eng := containertest.Backend(t, e)
 		model := startGatewayModel(t)
 		key := secretKey(t)
-		prov := fmt.Sprintf("kind: llm_provider\nspec:\n  id: gw-model\n  kind: openai\n  base_url: %s/v1\n  api_key: %s\n", model.URL, key)
-		if out, errOut, code := p.primectl(prov, "create", "-f", "-"); code != 0 {
-			t.Fatalf("create llm_provider: %d\n%s\n%s", code, out, errOut)
-		}
-		manifest := strings.Replace(recipeManifest(e, "deny_all"), "    network: {egress: deny_all}\n",
-			"    network: {egress: deny_all}\n    model_gateway: {provider_id: gw-model, models: [gpt-ok], budget: {workspace_requests: 3}}\n", 1)
-		id := createRecipeWorkspace(t, p, manifest)
+		id := createRecipeWorkspace(t, p, withModelGateway(t, p, recipeManifest(e, "deny_all"), model, key, ", budget: {workspace_requests: 3}"))
 		t.Cleanup(func() {
 			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
 		})

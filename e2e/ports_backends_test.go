@@ -21,10 +21,12 @@ func TestKubernetesPortsDenyAll(t *testing.T) {
 	ns := kubernetestest.Namespace(t)
 	ctx := ctxT(t, 5*time.Minute)
 	kb := kubernetestest.Backend(t, ns, kubernetes.ReachPodIP, p.srv.Installation())
-	id := runRecipe(t, p, ctx, kubeRecipeManifest(t, ns), func(id string) {
+	model, key := startGatewayModel(t), secretKey(t)
+	id := runRecipe(t, p, ctx, withModelGateway(t, p, kubeRecipeManifest(t, ns), model, key, ""), func(id string) {
 		_ = kb.Destroy(context.Background(), backend.Handle{Backend: kubernetes.Type, WorkspaceID: id})
 	})
 	checkPorts(t, p, ctx, id)
+	checkGatewayCall(t, p, ctx, id, model, key, "python")
 	checkEgressBlocked(t, p, ctx, id, hostAddrs(t))
 }
 
@@ -36,12 +38,14 @@ func TestVMPorts(t *testing.T) {
 	host := vmtest.Start(t, vmtest.Options{})
 	p := startPrimer(t, withContainers(t))
 	ctx := ctxT(t, 5*time.Minute)
-	manifest := vmRecipeManifest(t, host)
+	model, key := startGatewayModel(t), secretKey(t)
+	manifest := withModelGateway(t, p, vmRecipeManifest(t, host), model, key, "")
 	if out, errOut, code := p.primectl(manifest, "create", "-f", "-"); code != 0 {
 		t.Fatalf("create -f: code %d\n%s\n%s", code, out, errOut)
 	}
 	id := createRunning(t, p, "code-sandbox").ID
 	checkPorts(t, p, ctx, id)
+	checkGatewayCall(t, p, ctx, id, model, key, "python")
 	if _, _, code := p.primectl("", "delete", "workspace", id, "--wait"); code != 0 {
 		t.Errorf("delete workspace --wait: code %d", code)
 	}
