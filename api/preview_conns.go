@@ -46,8 +46,7 @@ func newPreviewConns() *previewConns {
 func (s *server) holdPreview(ctx context.Context, p *wire.Preview) (context.Context, func()) {
 	pc := s.previews
 	ctx, end := context.WithCancelCause(ctx)
-	ctx, stopDeadline := context.WithDeadlineCause(ctx, p.ExpiresAt,
-		deadPreview("%s expired at %s", p.ID, p.ExpiresAt.UTC().Format(time.RFC3339)))
+	ctx, stopDeadline := context.WithDeadlineCause(ctx, p.ExpiresAt, previewExpired(p))
 
 	pc.mu.Lock()
 	h := pc.open[p.ID]
@@ -105,9 +104,11 @@ func (s *server) recheckPreview(ctx context.Context, id string, every time.Durat
 		p, err := s.cfg.Store.GetPreview(ctx, id)
 		switch {
 		case errs.Is(err, errs.NotFound):
-			s.previews.endPreview(id, deadPreview("%s no longer exists", id))
-		case err == nil && p.RevokedAt != nil:
-			s.previews.endPreview(id, deadPreview("%s was revoked at %s", id, p.RevokedAt.UTC().Format(time.RFC3339)))
+			s.previews.endPreview(id, previewGone(id))
+		case err == nil:
+			if ended := previewEnded(p, time.Now()); ended != nil {
+				s.previews.endPreview(id, ended)
+			}
 		}
 	}
 }

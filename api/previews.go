@@ -216,8 +216,8 @@ func (s *server) revokePreview(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if p.RevokedAt != nil {
-		s.previews.endPreview(p.ID, deadPreview("%s was revoked at %s", p.ID, p.RevokedAt.UTC().Format(time.RFC3339)))
+	if err := previewEnded(p, time.Now()); err != nil {
+		s.previews.endPreview(p.ID, err)
 	}
 	s.log.Info("preview link revoked", "workspace_id", w.ID, "preview_id", p.ID)
 	c.JSON(http.StatusOK, p)
@@ -226,6 +226,27 @@ func (s *server) revokePreview(c *gin.Context) {
 // deadPreview is the 403 of a link that no longer opens anything.
 func deadPreview(format string, a ...any) error {
 	return errs.E(errs.Forbidden, "preview link: "+format, a...)
+}
+
+// previewEnded is why preview p opens nothing any more at now (revoked,
+// expired), or nil while it is live.
+func previewEnded(p *wire.Preview, now time.Time) error {
+	switch {
+	case p.RevokedAt != nil:
+		return deadPreview("%s was revoked at %s", p.ID, p.RevokedAt.UTC().Format(time.RFC3339))
+	case !now.Before(p.ExpiresAt):
+		return previewExpired(p)
+	}
+	return nil
+}
+
+func previewExpired(p *wire.Preview) error {
+	return deadPreview("%s expired at %s", p.ID, p.ExpiresAt.UTC().Format(time.RFC3339))
+}
+
+// previewGone is the 403 of a link whose row is gone with its workspace.
+func previewGone(id string) error {
+	return deadPreview("%s no longer exists (its workspace was deleted)", id)
 }
 
 // openPreview checks a token and returns its live preview and workspace.
@@ -242,16 +263,13 @@ func (s *server) openPreview(ctx context.Context, token string) (*wire.Preview, 
 	}
 	p, err := s.cfg.Store.GetPreview(ctx, id)
 	if errs.Is(err, errs.NotFound) {
-		return nil, nil, deadPreview("%s no longer exists (its workspace was deleted)", id)
+		return nil, nil, previewGone(id)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	switch {
-	case p.RevokedAt != nil:
-		return nil, nil, deadPreview("%s was revoked at %s", id, p.RevokedAt.UTC().Format(time.RFC3339))
-	case !time.Now().Before(p.ExpiresAt):
-		return nil, nil, deadPreview("%s expired at %s", id, p.ExpiresAt.UTC().Format(time.RFC3339))
+	if err := previewEnded(p, time.Now()); err != nil {
+		return nil, nil, err
 	}
 	w, err := s.cfg.Store.GetWorkspace(ctx, p.WorkspaceID)
 	if errs.Is(err, errs.NotFound) || (err == nil && w.TenantID != p.TenantID) {
