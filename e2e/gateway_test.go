@@ -218,9 +218,8 @@ func TestModelGatewayDenyAll(t *testing.T) {
 		t.Cleanup(func() {
 			_ = eng.Destroy(context.Background(), backend.Handle{Backend: container.Type, WorkspaceID: id})
 		})
-		if _, err := p.api.WriteFile(ctx, id, "call.py", strings.NewReader(gatewayCallPy)); err != nil {
-			t.Fatal(err)
-		}
+		// The first call, and the credential in the sandbox's env.
+		checkGatewayCall(t, p, ctx, id, model, key, "python")
 		call := func(model, stream string, extra ...string) string {
 			t.Helper()
 			res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: append([]string{"python", "call.py", "/v1/chat/completions", model, stream}, extra...)})
@@ -228,10 +227,6 @@ func TestModelGatewayDenyAll(t *testing.T) {
 				t.Fatalf("call %s: %+v, %v", model, res, err)
 			}
 			return res.Stdout
-		}
-
-		if out := call("gpt-ok", "false"); !strings.HasPrefix(out, "HTTP/1.1 200") || !strings.Contains(out, "answer-json") {
-			t.Fatalf("a call through the gateway answered %q, want 200 and the model's answer", out)
 		}
 
 		// A stream: the first piece is read in the sandbox while the model
@@ -289,14 +284,10 @@ func TestModelGatewayDenyAll(t *testing.T) {
 
 		// The key is nowhere in the sandbox, and the credential it holds is
 		// the gateway's.
-		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "-c", "import os; print(os.environ.get('OPENAI_API_KEY', ''))"}})
-		if err != nil || !strings.HasPrefix(res.Stdout, "pgw-") {
-			t.Errorf("OPENAI_API_KEY in the sandbox = %q, %v; want the gateway credential", res.Stdout, err)
-		}
 		if _, err := p.api.WriteFile(ctx, id, "scan.py", strings.NewReader(leakScanPy)); err != nil {
 			t.Fatal(err)
 		}
-		res, err = p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "scan.py", key}})
+		res, err := p.api.Exec(ctx, client.ExecRequest{WorkspaceID: id, Command: []string{"python", "scan.py", key}})
 		if err != nil || res.Stdout != "SCANNED\n" {
 			t.Errorf("the key scan in the sandbox printed %q (stderr %q), %v; want only SCANNED", res.Stdout, res.Stderr, err)
 		}
