@@ -2,10 +2,8 @@ package kubernetes
 
 import (
 	"log/slog"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,29 +12,28 @@ import (
 	"github.com/primerhq/primer/errs"
 )
 
-// settleGoroutines polls until the goroutine count is at most want or the
-// deadline passes, and returns the last count.
-func settleGoroutines(want int, within time.Duration) int {
-	deadline := time.Now().Add(within)
-	n := runtime.NumGoroutine()
-	for n > want && time.Now().Before(deadline) {
-		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond)
-		n = runtime.NumGoroutine()
+// finished reports whether ch is closed, without waiting.
+func finished(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	return n
 }
 
 // TestCloseStopsPortForwards gives a backend on a fake clientset live
 // port-forwards (each a goroutine that runs until its stop channel closes,
 // as portforward.ForwardPorts does) and closes it: every forward is
-// stopped, its goroutine gone, the count back to zero, and no new forward
-// is started afterwards.
+// stopped, its goroutine finished by the time Close returns, the count back
+// to zero, and no new forward is started afterwards. Each forward's own done
+// channel is the proof, not the process's goroutine count, which other
+// tests' goroutines move.
 func TestCloseStopsPortForwards(t *testing.T) {
 	const n = 5
-	before := runtime.NumGoroutine()
 	b := &Backend{cfg: ProviderConfig{Namespace: "ns"}, cs: fake.NewClientset(),
 		logger: slog.New(slog.DiscardHandler), forwards: map[string]*forward{}}
+	fs := make([]*forward, 0, n)
 	for i := range n {
 		f := &forward{podUID: "uid", url: "ws://127.0.0.1:1/", stop: make(chan struct{}), done: make(chan struct{})}
 		go func() {
@@ -44,12 +41,15 @@ func TestCloseStopsPortForwards(t *testing.T) {
 			<-f.stop
 		}()
 		b.forwards["ws-"+string(rune('a'+i))] = f
+		fs = append(fs, f)
 	}
 	if got := b.forwardCount(); got != n {
 		t.Fatalf("port-forwards before Close = %d, want %d", got, n)
 	}
-	if got := runtime.NumGoroutine(); got < before+n {
-		t.Fatalf("goroutines with %d forwards = %d, want at least %d", n, got, before+n)
+	for i, f := range fs {
+		if finished(f.done) {
+			t.Fatalf("forward %d finished before Close", i)
+		}
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
@@ -57,8 +57,10 @@ func TestCloseStopsPortForwards(t *testing.T) {
 	if got := b.forwardCount(); got != 0 {
 		t.Fatalf("port-forwards after Close = %d, want 0", got)
 	}
-	if got := settleGoroutines(before, 5*time.Second); got > before {
-		t.Fatalf("goroutines after Close = %d, want at most %d as before the forwards", got, before)
+	for i, f := range fs {
+		if !finished(f.done) {
+			t.Fatalf("forward %d still running when Close returned", i)
+		}
 	}
 	// A closed backend starts no forward (nothing would stop it).
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid"}}
