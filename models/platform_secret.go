@@ -1,6 +1,7 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 
@@ -24,13 +25,14 @@ type PlatformSecret struct {
 // on first use; concurrent first calls, from any process, agree on one. A
 // secret never changes once made, so the store keeps it after the first
 // read: a caller on a hot path (the model gateway checks a credential per
-// call) costs no statement, and callers need no cache of their own.
+// call) costs no statement, and callers need no cache of their own. Each
+// caller gets its own copy, so one that writes into it changes no other's.
 func (s *Store) PlatformSecret(ctx context.Context, name string) ([]byte, error) {
 	if name == "" {
 		return nil, errs.E(errs.Invalid, "platform secret: name is required")
 	}
 	if b, ok := s.secrets.Load(name); ok {
-		return b.([]byte), nil
+		return bytes.Clone(b.([]byte)), nil
 	}
 	in := &PlatformSecret{Name: name, Value: randomHex(32)}
 	if err := s.w.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(in).Error; err != nil {
@@ -45,5 +47,5 @@ func (s *Store) PlatformSecret(ctx context.Context, name string) ([]byte, error)
 		return nil, errs.E(errs.Other, "platform secret %s: stored value is malformed", name)
 	}
 	s.secrets.Store(name, b)
-	return b, nil
+	return bytes.Clone(b), nil
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // TestPlatformSecret: a secret is made once, concurrent first callers
-// agree on it, and two names get two secrets; on every dialect.
+// agree on it, two names get two secrets, and each caller's copy is its
+// own; on every dialect.
 func TestPlatformSecret(t *testing.T) {
 	for _, d := range dialects {
 		t.Run(d.name, func(t *testing.T) {
@@ -51,6 +52,12 @@ func TestPlatformSecret(t *testing.T) {
 			}
 			if n.Load() != 0 {
 				t.Errorf("reading a known secret again ran %d statements, want none", n.Load())
+			}
+			// A caller that writes into its copy changes no other's.
+			want := bytes.Clone(got[0])
+			clear(got[0])
+			if again, err := s.PlatformSecret(ctx, "test_a"); err != nil || !bytes.Equal(again, want) {
+				t.Fatalf("after a caller cleared its copy: %x, %v; want the secret %x", again, err, want)
 			}
 		})
 	}
