@@ -49,7 +49,10 @@ func TestBenchSnapshot(t *testing.T) {
 	b := containertest.Backend(t, e)
 	cli := b.Client()
 	tmpl := []byte(`{"kind":"container","image":"` + containertest.BusyboxImage + `"}`)
-	t.Cleanup(func() { rawCleanup(cli) })
+	// This run's raw objects carry its own name, so two runs at once
+	// (two benches on one engine) neither collide nor remove each other's.
+	run := fmt.Sprintf("%s%d-", rawPrefix, time.Now().UnixNano())
+	t.Cleanup(func() { rawCleanup(cli, run) })
 
 	provision := func(req backend.ProvisionRequest) (backend.Handle, *rtclient.Client, error) {
 		h, err := b.Provision(ctx, req)
@@ -88,7 +91,7 @@ func TestBenchSnapshot(t *testing.T) {
 	}
 	lc.Close()
 	// The raw source: the same files in a plain container's root filesystem.
-	rawSrc := rawPrefix + "fork-src"
+	rawSrc := run + "fork-src"
 	if err := rawRun(ctx, cli, rawSrc, containertest.BusyboxImage); err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +140,7 @@ func TestBenchSnapshot(t *testing.T) {
 	// port published. It shows what of the fork's time is the engine's
 	// for that network setup, which `docker run` on the default bridge
 	// without a port does not ask for.
-	rawNet := rawPrefix + "net"
-	_ = cli.NetworkRemove(ctx, rawNet) // a killed run's
+	rawNet := run + "net"
 	if _, err := cli.NetworkCreate(ctx, rawNet, dnetwork.CreateOptions{Driver: "bridge"}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +163,13 @@ func TestBenchSnapshot(t *testing.T) {
 	}
 	defer destroy(pw)
 	pc.Close()
-	rawP := rawPrefix + "pause"
+	rawP := run + "pause"
 	if err := rawRun(ctx, cli, rawP, containertest.BusyboxImage); err != nil {
 		t.Fatal(err)
 	}
 	// The second raw container starts as a workspace's does: on a user
 	// network with a port published.
-	rawPN := rawPrefix + "pause-net"
+	rawPN := run + "pause-net"
 	if err := rawRunOn(ctx, cli, rawPN, containertest.BusyboxImage, rawNet); err != nil {
 		t.Fatal(err)
 	}
@@ -324,12 +326,13 @@ func rawForkOn(ctx context.Context, cli *dclient.Client, src string, n int, netw
 	return d, nil
 }
 
-// rawCleanup removes the raw baselines' containers.
-func rawCleanup(cli *dclient.Client) {
+// rawCleanup removes the raw baselines' containers and network of the run
+// whose names begin with run.
+func rawCleanup(cli *dclient.Client, run string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, name := range []string{rawPrefix + "fork-src", rawPrefix + "pause", rawPrefix + "pause-net"} {
+	for _, name := range []string{run + "fork-src", run + "pause", run + "pause-net"} {
 		_ = cli.ContainerRemove(ctx, name, dcontainer.RemoveOptions{Force: true})
 	}
-	_ = cli.NetworkRemove(ctx, rawPrefix+"net")
+	_ = cli.NetworkRemove(ctx, run+"net")
 }
