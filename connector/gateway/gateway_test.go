@@ -234,6 +234,63 @@ func TestGatewayOpenAI(t *testing.T) {
 	checkRecords(t, f, "gpt-ok", 11+7+5+2+3+4)
 }
 
+// TestGatewayBudgetAtOnce: calls made together, each still streaming
+// when the others check the budget, pass a requests budget exactly as
+// many times as it allows: 3 of 8 reach the provider, 5 are 429, and a
+// call refused leaves no usage row behind.
+func TestGatewayBudgetAtOnce(t *testing.T) {
+	ms := newModelServer(t)
+	f := setup(t, wire.LLMOpenAI, ms.URL, &backend.GatewayBudget{WorkspaceRequests: 3})
+	auth := map[string]string{"Authorization": "Bearer " + f.cred}
+	const callers = 8
+	codes := make([]int, callers)
+	bodies := make([]*http.Response, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			// A passed call answers 200 with its first chunk and then waits
+			// for release: it is in flight while the others are checked.
+			resp := f.post(t, "/v1/chat/completions", `{"model":"gpt-ok","stream":true,"messages":[]}`, auth)
+			codes[i], bodies[i] = resp.StatusCode, resp
+		})
+	}
+	wg.Wait()
+	passed := 0
+	for i, code := range codes {
+		switch code {
+		case 200:
+			passed++
+		case 429:
+		default:
+			t.Errorf("caller %d: %d %s; want 200 or 429", i, code, readAll(t, bodies[i].Body))
+		}
+	}
+	for range passed { // before any Fatal, so no stream is left waiting
+		ms.release <- struct{}{}
+	}
+	if passed != 3 {
+		t.Fatalf("%d of %d calls in flight together passed a budget of 3 requests, want exactly 3 (codes %v)", passed, callers, codes)
+	}
+	for i, code := range codes {
+		if body := readAll(t, bodies[i].Body); code == 200 && !strings.Contains(body, "[DONE]") {
+			t.Errorf("caller %d: stream %q did not end", i, body)
+		}
+	}
+	if got, _ := ms.seen(); len(got) != 3 {
+		t.Errorf("the provider got %d requests, want the 3 the budget allows", len(got))
+	}
+	rows, err := f.store.GatewayUsageOf(t.Context(), f.ws.ID)
+	must(t, err)
+	if len(rows) != 3 {
+		t.Fatalf("%d usage rows, want the 3 calls forwarded", len(rows))
+	}
+	for _, r := range rows {
+		if r.Status != 200 || r.InputTokens+r.OutputTokens != 7 {
+			t.Errorf("usage row %+v, want status 200 and the stream's 7 tokens", r)
+		}
+	}
+}
+
 // TestGatewayAnthropic: Anthropic's messages stream, with x-api-key, in
 // pieces; usage from message_start and message_delta; a model off the
 // allowlist and a spent token budget answer in Anthropic's error shape.

@@ -56,6 +56,10 @@ type call struct {
 	// usage (and count towards budgets); every call is audited.
 	forwarded bool
 	in, out   int64
+	// usage is the call's row, written once its budgets let it through
+	// (nil until then); record finishes it, or drops it if the call never
+	// reached the provider.
+	usage *models.GatewayUsage
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -136,7 +140,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, kind, path strin
 		ref := notFound(fmt.Sprintf("model gateway: this workspace's provider speaks the %s API, not %s", p.Kind, kind))
 		return &ref
 	}
-	if ref := h.overBudget(ctx, mg.Budget); ref != nil {
+	if ref := h.reserve(ctx, mg.Budget, c); ref != nil {
 		return ref
 	}
 	if path == "/chat/completions" && head.Stream {
@@ -249,10 +253,12 @@ type budgetCheck struct {
 	period           time.Duration
 }
 
-// overBudget refuses a call when the workspace or its tenant has used its
-// tokens or requests of the current period: the template's budget b (nil:
-// none), then the tenant's daily quota.
-func (h *handler) overBudget(ctx context.Context, b *backend.GatewayBudget) *refusal {
+// reserve writes the call's usage row unless the workspace or its tenant
+// has used its tokens or requests of the current period (the template's
+// budget b, nil for none, then the tenant's daily quota): then the call is
+// refused, 429. The check and the write are one step in the store, so
+// calls made at once cannot all take a budget's last request.
+func (h *handler) reserve(ctx context.Context, b *backend.GatewayBudget, c *call) *refusal {
 	var checks []budgetCheck
 	if b != nil {
 		checks = append(checks,
@@ -266,31 +272,29 @@ func (h *handler) overBudget(ctx context.Context, b *backend.GatewayBudget) *ref
 		ref := upstream(http.StatusServiceUnavailable, "model gateway: read the tenant's quota: "+err.Error())
 		return &ref
 	}
-	for _, ck := range checks {
-		if ck.tokens == 0 && ck.requests == 0 {
-			continue
-		}
-		period := ck.period
-		since := h.g.now().UTC().Truncate(period)
-		spent, err := h.g.Store.GatewaySpendSince(ctx, h.tenantID, ck.workspace, since)
-		if err != nil {
-			ref := upstream(http.StatusServiceUnavailable, "model gateway: read the budget: "+err.Error())
-			return &ref
-		}
-		var why string
-		switch {
-		case ck.requests > 0 && spent.Requests >= ck.requests:
-			why = fmt.Sprintf("%d of %d requests", spent.Requests, ck.requests)
-		case ck.tokens > 0 && spent.Tokens >= ck.tokens:
-			why = fmt.Sprintf("%d of %d tokens", spent.Tokens, ck.tokens)
-		default:
-			continue
-		}
-		ref := overBudget(fmt.Sprintf("model gateway: %s is over its budget: used %s in the period of %s that began %s; it resets at %s",
-			ck.who, why, period, since.Format(time.RFC3339), since.Add(period).Format(time.RFC3339)))
+	now := h.g.now().UTC()
+	bounds := make([]models.GatewayBound, len(checks))
+	for i, ck := range checks {
+		bounds[i] = models.GatewayBound{WorkspaceID: ck.workspace, Requests: ck.requests, Tokens: ck.tokens, Since: now.Truncate(ck.period)}
+	}
+	u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, Model: clip(c.model, 256), CreatedAt: now}
+	over, spent, err := h.g.Store.ReserveGatewayCall(ctx, u, bounds)
+	if err != nil {
+		ref := upstream(http.StatusServiceUnavailable, "model gateway: read the budget: "+err.Error())
 		return &ref
 	}
-	return nil
+	if over < 0 {
+		c.usage = u
+		return nil
+	}
+	ck, since := checks[over], bounds[over].Since
+	why := fmt.Sprintf("%d of %d tokens", spent.Tokens, ck.tokens)
+	if ck.requests > 0 && spent.Requests >= ck.requests {
+		why = fmt.Sprintf("%d of %d requests", spent.Requests, ck.requests)
+	}
+	ref := overBudget(fmt.Sprintf("model gateway: %s is over its budget: used %s in the period of %s that began %s; it resets at %s",
+		ck.who, why, ck.period, since.Format(time.RFC3339), since.Add(ck.period).Format(time.RFC3339)))
+	return &ref
 }
 
 // record stores the call's usage and audit entry: model, tokens, status;
@@ -298,11 +302,16 @@ func (h *handler) overBudget(ctx context.Context, b *backend.GatewayBudget) *ref
 func (h *handler) record(r *http.Request, c *call) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), recordTimeout)
 	defer cancel()
-	if c.forwarded {
-		u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, SessionID: h.sessionOf(ctx, r.Header.Get(SessionHeader)),
-			Model: clip(c.model, 256), Status: c.status, InputTokens: c.in, OutputTokens: c.out}
-		if err := h.g.Store.RecordGatewayUsage(ctx, u); err != nil {
+	switch u := c.usage; {
+	case u == nil:
+	case c.forwarded:
+		u.SessionID, u.Status, u.InputTokens, u.OutputTokens = h.sessionOf(ctx, r.Header.Get(SessionHeader)), c.status, c.in, c.out
+		if err := h.g.Store.FinishGatewayUsage(ctx, u); err != nil {
 			h.g.logger().Warn("model gateway: record usage", "workspace_id", h.workspaceID, "error", err)
+		}
+	default:
+		if err := h.g.Store.DropGatewayUsage(ctx, u.ID); err != nil {
+			h.g.logger().Warn("model gateway: drop the usage of a call not forwarded", "workspace_id", h.workspaceID, "error", err)
 		}
 	}
 	res := fmt.Sprintf("workspaces/%s/model_gateway/%s?input_tokens=%d&output_tokens=%d", h.workspaceID, clip(c.model, 128), c.in, c.out)
