@@ -50,14 +50,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestConformanceLayer runs the backend suite on Docker with workspaces
-// whose files live in the container's layer (storage: layer): a snapshot
-// is one commit, a reset always makes the container again, and Teardown
-// keeps the files as an image.
+// TestConformanceLayer runs the backend suite on each engine with
+// workspaces whose files live in the container's layer (storage: layer): a
+// snapshot is one commit, a reset always makes the container again, and
+// Teardown keeps the files as an image.
 func TestConformanceLayer(t *testing.T) {
-	e := containertest.Known()[0] // docker
-	containertest.Require(t, e)
-	backendtest.Run(t, conformance(e, busyboxTemplate(map[string]any{"storage": container.StorageLayer})))
+	containertest.Each(t, func(t *testing.T, e containertest.Engine) {
+		backendtest.Run(t, conformance(e, busyboxTemplate(map[string]any{"storage": container.StorageLayer})))
+	})
 }
 
 // conformance is the suite's harness for engine e and template tmpl.
