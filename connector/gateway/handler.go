@@ -280,7 +280,7 @@ func (h *handler) reserve(ctx context.Context, b *backend.GatewayBudget, c *call
 	u := &models.GatewayUsage{TenantID: h.tenantID, WorkspaceID: h.workspaceID, Model: clip(c.model, 256), CreatedAt: now}
 	over, spent, err := h.g.Store.ReserveGatewayCall(ctx, u, bounds)
 	if err != nil {
-		ref := upstream(http.StatusServiceUnavailable, "model gateway: read the budget: "+err.Error())
+		ref := upstream(http.StatusServiceUnavailable, "model gateway: check the budget and record the call: "+err.Error())
 		return &ref
 	}
 	if over < 0 {
